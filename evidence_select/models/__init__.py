@@ -1,0 +1,19 @@
+"""Model math: priors, likelihoods and their analytic gradients, vectorised over particles.
+
+No sampling algorithms and no scikit-learn here; see :class:`Model` for the protocol.
+"""
+
+from ._linear import LinearEvidenceStats, LinearGaussianModel
+from ._logistic import SoftmaxRegressionModel
+from ._mixture import GaussianMixtureModel
+from ._protocol import Model, check_model, finite_difference_gradient
+
+__all__ = [
+    "GaussianMixtureModel",
+    "LinearEvidenceStats",
+    "LinearGaussianModel",
+    "Model",
+    "SoftmaxRegressionModel",
+    "check_model",
+    "finite_difference_gradient",
+]

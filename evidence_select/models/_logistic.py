@@ -1,0 +1,104 @@
+"""Softmax (multinomial logistic) regression (paper Appendix B.2).
+
+``p(y = k | x, theta) = softmax_k(W x + b)`` with ``W`` of shape ``(n_classes,
+n_features)`` and standard Gaussian priors (scales configurable). ``theta`` is
+``W`` flattened row by row followed by ``b``. Binary problems use K = 2 (the
+over-parameterised softmax, as in the paper) so that one code path serves all K.
+"""
+
+import numpy as np
+
+from ._protocol import Model
+
+__all__ = ["SoftmaxRegressionModel"]
+
+_LOG_2PI = np.log(2.0 * np.pi)
+
+
+class SoftmaxRegressionModel(Model):
+    """Bayesian softmax regression with Gaussian priors.
+
+    Parameters
+    ----------
+    n_features : int
+        Number of input features ``d``.
+    n_classes : int
+        Number of classes ``K >= 2``; targets are integer codes ``0..K-1``.
+    prior_scale : float, default=1.0
+        Prior standard deviation of each weight.
+    intercept_scale : float, default=1.0
+        Prior standard deviation of each intercept.
+    fit_intercept : bool, default=True
+        If False the intercepts are fixed at 0.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> model = SoftmaxRegressionModel(n_features=3, n_classes=4)
+    >>> model.n_params
+    16
+    """
+
+    def __init__(self, n_features, n_classes, *, prior_scale=1.0, intercept_scale=1.0, fit_intercept=True):
+        self.n_features = int(n_features)
+        self.n_classes = int(n_classes)
+        self.prior_scale = float(prior_scale)
+        self.intercept_scale = float(intercept_scale)
+        self.fit_intercept = bool(fit_intercept)
+
+    @property
+    def n_params(self):
+        return self.n_classes * (self.n_features + int(self.fit_intercept))
+
+    @property
+    def prior_variances(self):
+        """Prior variance of each parameter, shape ``(n_params,)``."""
+        n_weights = self.n_classes * self.n_features
+        variances = np.full(self.n_params, self.prior_scale**2)
+        variances[n_weights:] = self.intercept_scale**2
+        return variances
+
+    def sample_prior(self, rng, n_samples):
+        return rng.standard_normal((n_samples, self.n_params)) * np.sqrt(self.prior_variances)
+
+    def log_prior(self, theta):
+        variances = self.prior_variances
+        return -0.5 * (np.sum(theta**2 / variances, axis=1) + np.sum(np.log(variances)) + self.n_params * _LOG_2PI)
+
+    def grad_log_prior(self, theta):
+        return -theta / self.prior_variances
+
+    def logits(self, theta, X):
+        """Class logits, shape ``(n_particles, n_batch, n_classes)``."""
+        n_particles, n_classes, n_features = len(theta), self.n_classes, self.n_features
+        weights = theta[:, : n_classes * n_features].reshape(n_particles * n_classes, n_features)
+        # One (n_batch, d) @ (d, M*K) product for all particles at once.
+        logits = (np.asarray(X, dtype=float) @ weights.T).reshape(len(X), n_particles, n_classes)
+        logits = logits.transpose(1, 0, 2)
+        if self.fit_intercept:
+            logits = logits + theta[:, None, n_classes * n_features:]
+        return logits
+
+    def log_proba(self, theta, X):
+        """Log class probabilities by a max-shifted log-softmax, ``(n_particles, n_batch, n_classes)``."""
+        logits = self.logits(theta, X)
+        shifted = logits - logits.max(axis=2, keepdims=True)
+        return shifted - np.log(np.sum(np.exp(shifted), axis=2, keepdims=True))
+
+    def log_likelihood(self, theta, X, y=None):
+        log_proba = self.log_proba(theta, X)
+        return np.take_along_axis(log_proba, np.asarray(y, dtype=np.intp)[None, :, None], axis=2)[:, :, 0]
+
+    def grad_log_likelihood(self, theta, X, y, weights):
+        n_particles, n_classes = len(theta), self.n_classes
+        X = np.asarray(X, dtype=float)
+        proba = np.exp(self.log_proba(theta, X))
+        # d log p(y|x) / d logits = onehot(y) - proba, weighted per particle and datum.
+        residual = -proba
+        residual[:, np.arange(len(X)), np.asarray(y, dtype=np.intp)] += 1.0
+        residual *= np.broadcast_to(weights, (n_particles, len(X)))[:, :, None]
+        grad_weights = residual.transpose(0, 2, 1).reshape(n_particles * n_classes, len(X)) @ X
+        grad = grad_weights.reshape(n_particles, n_classes * self.n_features)
+        if self.fit_intercept:
+            grad = np.hstack([grad, residual.sum(axis=1)])
+        return grad

@@ -1,0 +1,1 @@
+"""selection subpackage."""
