@@ -4,8 +4,21 @@ The public names of the product design (DESIGN.md section 2) are re-exported her
 """
 
 from . import datasets, models
+from .estimators import BayesianLinearRegressor, BayesianLogisticClassifier, BayesianMixture
 from .evidence import exact_log_evidence
+from .evidence._sgais import PAPER_SETTINGS, ChunkRecord, SamplerDegeneracyWarning
 
 __version__ = "0.1.0"
 
-__all__ = ["__version__", "datasets", "exact_log_evidence", "models"]
+__all__ = [
+    "PAPER_SETTINGS",
+    "BayesianLinearRegressor",
+    "BayesianLogisticClassifier",
+    "BayesianMixture",
+    "ChunkRecord",
+    "SamplerDegeneracyWarning",
+    "__version__",
+    "datasets",
+    "exact_log_evidence",
+    "models",
+]

@@ -1,1 +1,7 @@
-"""estimators subpackage."""
+"""Thin scikit-learn shells around the one SGAIS engine."""
+
+from ._linear import BayesianLinearRegressor
+from ._logistic import BayesianLogisticClassifier
+from ._mixture import BayesianMixture
+
+__all__ = ["BayesianLinearRegressor", "BayesianLogisticClassifier", "BayesianMixture"]

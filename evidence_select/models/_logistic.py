@@ -68,37 +68,47 @@ class SoftmaxRegressionModel(Model):
     def grad_log_prior(self, theta):
         return -theta / self.prior_variances
 
-    def logits(self, theta, X):
-        """Class logits, shape ``(n_particles, n_batch, n_classes)``."""
+    def _logits_by_row(self, theta, X):
+        """Logits in the layout ``(n_batch, n_particles, n_classes)`` (contiguous).
+
+        One ``(n_batch, d) @ (d, M*K)`` product serves all particles; keeping the
+        batch axis first avoids strided passes in the elementwise work after it.
+        """
         n_particles, n_classes, n_features = len(theta), self.n_classes, self.n_features
         weights = theta[:, : n_classes * n_features].reshape(n_particles * n_classes, n_features)
-        # One (n_batch, d) @ (d, M*K) product for all particles at once.
         logits = (np.asarray(X, dtype=float) @ weights.T).reshape(len(X), n_particles, n_classes)
-        logits = logits.transpose(1, 0, 2)
         if self.fit_intercept:
-            logits = logits + theta[:, None, n_classes * n_features:]
+            logits += theta[None, :, n_classes * n_features:]
         return logits
+
+    def _log_proba_by_row(self, theta, X):
+        """Max-shifted log-softmax, ``(n_batch, n_particles, n_classes)``."""
+        log_proba = self._logits_by_row(theta, X)
+        log_proba -= log_proba.max(axis=2, keepdims=True)
+        log_proba -= np.log(np.sum(np.exp(log_proba), axis=2, keepdims=True))
+        return log_proba
+
+    def logits(self, theta, X):
+        """Class logits, shape ``(n_particles, n_batch, n_classes)``."""
+        return self._logits_by_row(theta, X).transpose(1, 0, 2)
 
     def log_proba(self, theta, X):
         """Log class probabilities by a max-shifted log-softmax, ``(n_particles, n_batch, n_classes)``."""
-        logits = self.logits(theta, X)
-        shifted = logits - logits.max(axis=2, keepdims=True)
-        return shifted - np.log(np.sum(np.exp(shifted), axis=2, keepdims=True))
+        return self._log_proba_by_row(theta, X).transpose(1, 0, 2)
 
     def log_likelihood(self, theta, X, y=None):
-        log_proba = self.log_proba(theta, X)
-        return np.take_along_axis(log_proba, np.asarray(y, dtype=np.intp)[None, :, None], axis=2)[:, :, 0]
+        log_proba = self._log_proba_by_row(theta, X)
+        return log_proba[np.arange(len(X)), :, np.asarray(y, dtype=np.intp)].T
 
     def grad_log_likelihood(self, theta, X, y, weights):
-        n_particles, n_classes = len(theta), self.n_classes
+        n_particles, n_classes, n_batch = len(theta), self.n_classes, len(X)
         X = np.asarray(X, dtype=float)
-        proba = np.exp(self.log_proba(theta, X))
         # d log p(y|x) / d logits = onehot(y) - proba, weighted per particle and datum.
-        residual = -proba
-        residual[:, np.arange(len(X)), np.asarray(y, dtype=np.intp)] += 1.0
-        residual *= np.broadcast_to(weights, (n_particles, len(X)))[:, :, None]
-        grad_weights = residual.transpose(0, 2, 1).reshape(n_particles * n_classes, len(X)) @ X
-        grad = grad_weights.reshape(n_particles, n_classes * self.n_features)
+        residual = np.exp(self._log_proba_by_row(theta, X))
+        np.negative(residual, out=residual)
+        residual[np.arange(n_batch), :, np.asarray(y, dtype=np.intp)] += 1.0
+        residual *= np.broadcast_to(weights, (n_particles, n_batch)).T[:, :, None]
+        grad = (residual.reshape(n_batch, n_particles * n_classes).T @ X).reshape(n_particles, -1)
         if self.fit_intercept:
-            grad = np.hstack([grad, residual.sum(axis=1)])
+            grad = np.hstack([grad, residual.sum(axis=0)])
         return grad

@@ -1,5 +1,7 @@
 """Internal utilities: log-space helpers, validation and randomness."""
 
 from ._logspace import ess_from_log_weights, log1mexp, log_mean_exp, logsumexp, normalize_log_weights
+from ._random import make_generator, spawn_seeds
 
-__all__ = ["ess_from_log_weights", "log1mexp", "log_mean_exp", "logsumexp", "normalize_log_weights"]
+__all__ = ["ess_from_log_weights", "log1mexp", "log_mean_exp", "logsumexp", "make_generator",
+           "normalize_log_weights", "spawn_seeds"]

@@ -1,0 +1,158 @@
+"""The shared scikit-learn shell around the SGAIS engine.
+
+A shell validates, builds a frozen config, delegates each chunk to
+:func:`~evidence_select.evidence._sgais.sgais_update`, and commits the new state
+at the very end, so a failing call leaves the estimator exactly as it was.
+"""
+
+import logging
+from numbers import Integral, Real
+
+import numpy as np
+from sklearn.base import BaseEstimator
+
+from ..evidence._sgais import SGAISConfig, combine_replicates, particle_log_weights, sgais_init, sgais_update
+from ..kernels._reservoir import reservoir_undo
+from ..utils import make_generator
+from ..utils._validation import Interval, StrOptions, check_is_fitted
+
+__all__ = ["BaseSGAISEstimator"]
+
+logger = logging.getLogger(__name__)
+
+class BaseSGAISEstimator(BaseEstimator):
+    """Base shell: shared parameters, streaming, atomic commit, derived attributes.
+
+    Subclasses implement ``_make_model(n_features)``, ``_validate_stream(X, y,
+    classes, reset)`` returning float ``X`` and encoded ``y`` (or None), and their
+    prediction methods.
+    """
+
+    _parameter_constraints = {
+        "n_particles": [Interval(Integral, 2, None, closed="left")],
+        "n_replicates": [Interval(Integral, 1, None, closed="left")],
+        "batch_size": [Interval(Integral, 1, None, closed="left")],
+        "learning_rate": [Interval(Real, 0, None, closed="neither")],
+        "friction": [Interval(Real, 0, 1, closed="right")],
+        "n_mcmc_steps": [Interval(Integral, 1, None, closed="left")],
+        "target_ess": [Interval(Real, 0, 1, closed="right")],
+        "resample_threshold": [Interval(Real, 0, 1, closed="both")],
+        "control_variates": ["boolean"],
+        "step_size_schedule": [StrOptions({"tempered", "data"})],
+        "reservoir_size": [Interval(Integral, 1, None, closed="left")],
+        "random_state": ["random_state"],
+        "verbose": ["verbose"],
+    }
+
+    # -- configuration -----------------------------------------------------------------
+    def _sgais_config(self):
+        return SGAISConfig(
+            n_particles=self.n_particles, n_replicates=self.n_replicates, batch_size=self.batch_size,
+            learning_rate=float(self.learning_rate), friction=float(self.friction), n_mcmc_steps=self.n_mcmc_steps,
+            target_ess=float(self.target_ess), resample_threshold=float(self.resample_threshold),
+            control_variates=bool(self.control_variates), step_size_schedule=self.step_size_schedule,
+            reservoir_size=self.reservoir_size)
+
+    # -- streaming -----------------------------------------------------------------------
+    def _partial_fit(self, X, y, classes, *, reset):
+        """Validate, then stream ``X`` in ``batch_size`` chunks; commit or roll back whole."""
+        first_call = reset or not hasattr(self, "sgais_state_")
+        if first_call:
+            self._validate_params()
+        backup = dict(self.__dict__)  # shallow: states are never mutated, except as undone below
+        undo_log = []
+        history_length = 0 if first_call else len(self.evidence_history_)
+        try:
+            if reset:
+                for name in [k for k in vars(self) if k.endswith("_") and not k.startswith("__")]:
+                    delattr(self, name)
+            X, y = self._validate_stream(X, y, classes, reset=first_call)
+            if first_call:
+                self.model_ = self._make_model(X.shape[1])
+                self.sgais_config_ = self._sgais_config()
+                rng = make_generator(self.random_state)
+                y_dtype = None if y is None else y.dtype
+                state = sgais_init(rng, self.model_, self.sgais_config_, X.shape[1], y_dtype)
+                history = []
+            else:
+                state, history = self.sgais_state_, self.evidence_history_
+            for state, record in self._stream(state, X, y, undo_log):
+                history.append(record)
+        except BaseException:
+            for reservoir, undo in reversed(undo_log):
+                reservoir_undo(reservoir, undo)
+            if not first_call:  # records were appended to the committed history list
+                del backup["evidence_history_"][history_length:]
+            self.__dict__.clear()
+            self.__dict__.update(backup)
+            raise
+        self.sgais_state_ = state
+        self.evidence_history_ = history
+        return self
+
+    def _stream(self, state, X, y, undo_log):
+        """Yield ``(state, record)`` per chunk of at most ``batch_size`` rows."""
+        batch_size = self.sgais_config_.batch_size
+        n_chunks = -(-len(X) // batch_size)
+        progress = self._progress(n_chunks)
+        for start in range(0, len(X), batch_size):
+            stop = start + batch_size
+            state, record, undo = sgais_update(state, X[start:stop], None if y is None else y[start:stop],
+                                               self.model_, self.sgais_config_)
+            undo_log.append((state.reservoir, undo))
+            if self.verbose:
+                logger.info("n=%d log Z=%.4f +/- %.4f steps=%d ESS=%.1f %.1f ms", record.n_samples_seen,
+                            record.log_evidence, record.log_evidence_std, record.n_annealing_steps, record.ess,
+                            1e3 * record.seconds)
+            if progress is not None:
+                progress.update(1)
+                progress.set_postfix(log_Z=f"{record.log_evidence:.2f}", refresh=False)
+            yield state, record
+        if progress is not None:
+            progress.close()
+
+    def _progress(self, n_chunks):
+        if not self.verbose or n_chunks < 20:
+            return None
+        try:
+            from tqdm.auto import tqdm
+        except ImportError:  # the progress bar is an optional extra
+            return None
+        return tqdm(total=n_chunks, desc=type(self).__name__, unit="chunk")
+
+    # -- derived fitted attributes (one source of truth: the state) ---------------------
+    @property
+    def particles_(self):
+        """Particles in unconstrained parameters, shape ``(n_replicates * n_particles, n_params)``."""
+        return self._state().particles
+
+    @property
+    def log_weights_(self):
+        """Normalised log-weights of ``particles_``, shape ``(n_replicates * n_particles,)``."""
+        return particle_log_weights(self._state())
+
+    @property
+    def log_evidence_(self):
+        """Log evidence of all data seen so far (float)."""
+        return combine_replicates(self._state().log_evidence)[0]
+
+    @property
+    def log_evidence_std_(self):
+        """Standard error of ``log_evidence_`` from the spread of the replicates."""
+        return combine_replicates(self._state().log_evidence)[1]
+
+    @property
+    def n_samples_seen_(self):
+        """Number of samples streamed so far."""
+        return self._state().n_samples_seen
+
+    def _state(self):
+        if "sgais_state_" not in vars(self):
+            raise AttributeError(f"This {type(self).__name__} instance is not fitted yet")
+        return self.sgais_state_
+
+    def _posterior_weights(self):
+        """Linear-scale normalised particle weights for posterior-predictive averages."""
+        check_is_fitted(self, "sgais_state_")
+        log_weights = particle_log_weights(self.sgais_state_)
+        return np.exp(log_weights - np.max(log_weights))[:, None] / np.sum(np.exp(log_weights - np.max(log_weights)))
