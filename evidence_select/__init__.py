@@ -5,7 +5,7 @@ The public names of the product design (DESIGN.md section 2) are re-exported her
 
 from . import datasets, models
 from .estimators import BayesianLinearRegressor, BayesianLogisticClassifier, BayesianMixture
-from .evidence import exact_log_evidence
+from .evidence import EvidenceResult, exact_log_evidence, log_evidence
 from .evidence._sgais import PAPER_SETTINGS, ChunkRecord, SamplerDegeneracyWarning
 
 __version__ = "0.1.0"
@@ -16,9 +16,11 @@ __all__ = [
     "BayesianLogisticClassifier",
     "BayesianMixture",
     "ChunkRecord",
+    "EvidenceResult",
     "SamplerDegeneracyWarning",
     "__version__",
     "datasets",
     "exact_log_evidence",
+    "log_evidence",
     "models",
 ]

@@ -1,5 +1,8 @@
 """Evidence estimators, all in log space."""
 
+from ._api import METHODS, log_evidence
 from ._exact import LinearEvidenceStats, exact_log_evidence, has_exact_evidence
+from ._result import EvidenceResult
 
-__all__ = ["LinearEvidenceStats", "exact_log_evidence", "has_exact_evidence"]
+__all__ = ["METHODS", "EvidenceResult", "LinearEvidenceStats", "exact_log_evidence", "has_exact_evidence",
+           "log_evidence"]

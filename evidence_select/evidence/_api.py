@@ -1,0 +1,123 @@
+"""``log_evidence``: one entry point and one result type for every evidence method."""
+
+import time
+
+import numpy as np
+from sklearn.base import clone
+
+from ..models import Model
+from ._exact import exact_log_evidence
+from ._result import EvidenceResult
+from ._sgais import SGAISConfig, combine_replicates, sgais_init, sgais_update
+
+__all__ = ["log_evidence", "METHODS"]
+
+METHODS = ("exact", "ais", "ns", "bridge", "sgais")
+
+
+def _reference_backend(method):
+    # Imported lazily: the reference backends are heavier and only needed on request.
+    if method == "ais":
+        from ._ais import ais_log_evidence
+
+        return ais_log_evidence
+    if method == "ns":
+        from ._ns import nested_sampling_log_evidence
+
+        return nested_sampling_log_evidence
+    from ._bridge import bridge_log_evidence
+
+    return bridge_log_evidence
+
+
+def _model_and_data(estimator, X, y):
+    """The estimator's model and its validated, encoded data, without fitting anything."""
+    shell = clone(estimator)
+    X, y = shell._validate_stream(X, y, None, reset=True)
+    return shell._make_model(X.shape[1]), X, y
+
+
+def _sgais_on_model(model, X, y, random_state, **settings):
+    X = np.asarray(X, dtype=float)
+    config = SGAISConfig(**settings)
+    state = sgais_init(np.random.default_rng(random_state), model, config, X.shape[1],
+                       None if y is None else np.asarray(y).dtype)
+    for start in range(0, len(X), config.batch_size):
+        stop = start + config.batch_size
+        state, _, _ = sgais_update(state, X[start:stop], None if y is None else y[start:stop], model, config)
+    return state, config
+
+
+def log_evidence(estimator_or_model, X, y=None, *, method, random_state=None, verbose=0, **method_kwargs):
+    """Log marginal likelihood of ``(X, y)`` under a model, by any method.
+
+    Parameters
+    ----------
+    estimator_or_model : estimator or Model
+        A :class:`BayesianLinearRegressor`, :class:`BayesianLogisticClassifier`,
+        :class:`BayesianMixture` (its hyperparameters define the model; it is not
+        modified), or any :class:`~evidence_select.models.Model`.
+    X : array-like of shape (n_samples, n_features)
+    y : array-like of shape (n_samples,), default=None
+        Targets (class labels for the classifier); None for density models.
+    method : {"exact", "ais", "ns", "bridge", "sgais"}
+        ``"exact"`` where analytic (linear model); ``"ais"``, ``"ns"`` and
+        ``"bridge"`` are the full-data reference backends; ``"sgais"`` streams the
+        data through the online estimator (same result as its ``log_evidence_``
+        for the same seed).
+    random_state : int or None, default=None
+        Seed. For ``"sgais"`` with an estimator, None keeps the estimator's own.
+    verbose : int, default=0
+        Progress output of the backend.
+    **method_kwargs
+        Settings of the method (e.g. ``n_live`` for NS, ``n_chains`` for AIS,
+        estimator parameters for SGAIS).
+
+    Returns
+    -------
+    result : EvidenceResult
+
+    Raises
+    ------
+    ValueError
+        For an unknown method or one that does not apply to the model.
+
+    Examples
+    --------
+    >>> from evidence_select import BayesianLinearRegressor, log_evidence
+    >>> from evidence_select.datasets import make_linear_regression
+    >>> data = make_linear_regression(500, random_state=0)
+    >>> exact = log_evidence(BayesianLinearRegressor(), data.X, data.y, method="exact")
+    >>> online = log_evidence(BayesianLinearRegressor(), data.X, data.y, method="sgais", random_state=0)
+    >>> bool(abs(online.log_evidence - exact.log_evidence) < 5 * online.log_evidence_std + 0.5)
+    True
+    """
+    if method not in METHODS:
+        raise ValueError(f"method must be one of {METHODS}; got {method!r}")
+    is_model = isinstance(estimator_or_model, Model)
+    if not is_model and not hasattr(estimator_or_model, "_make_model"):
+        raise TypeError("log_evidence needs an evidence_select estimator or a Model (the model protocol); "
+                        f"got {type(estimator_or_model).__name__}")
+    tic = time.perf_counter()
+    if method == "sgais" and not is_model:
+        settings = {} if random_state is None else {"random_state": random_state}
+        est = clone(estimator_or_model).set_params(**settings, **method_kwargs)
+        est.fit(X, y) if y is not None else est.fit(X)
+        state = est.sgais_state_
+        n_rows = est.n_samples_seen_
+        return EvidenceResult(est.log_evidence_, est.log_evidence_std_, "sgais",
+                              state.n_datum_evaluations / max(n_rows, 1), state.n_datum_evaluations,
+                              time.perf_counter() - tic, settings=est.get_params(), samples=est.particles_,
+                              log_weights=est.log_weights_, info={"evidence_history": est.evidence_history_})
+    model, X, y = (estimator_or_model, np.asarray(X, dtype=float), y) if is_model \
+        else _model_and_data(estimator_or_model, X, y)
+    if method == "exact":
+        value = exact_log_evidence(model, X, y)
+        return EvidenceResult(value, 0.0, "exact", 1.0, len(X), time.perf_counter() - tic)
+    if method == "sgais":
+        state, config = _sgais_on_model(model, X, y, random_state, **method_kwargs)
+        log_z, std = combine_replicates(state.log_evidence)
+        return EvidenceResult(log_z, std, "sgais", state.n_datum_evaluations / max(len(X), 1),
+                              state.n_datum_evaluations, time.perf_counter() - tic, settings=config._asdict(),
+                              samples=state.particles, log_weights=state.log_weights.ravel())
+    return _reference_backend(method)(model, X, y, random_state=random_state, verbose=verbose, **method_kwargs)
