@@ -79,16 +79,23 @@ class LinearGaussianModel(Model):
 
     def predict_mean(self, theta, X):
         """Noise-free mean ``w . x + b`` per particle, shape ``(n_particles, n_batch)``."""
-        return theta @ self._design(X).T
+        d = self.n_features
+        mean = theta[:, :d] @ np.asarray(X, dtype=float).T
+        if self.fit_intercept:
+            mean += theta[:, d:]
+        return mean
 
     def log_likelihood(self, theta, X, y=None):
         residual = np.asarray(y, dtype=float) - self.predict_mean(theta, X)
         return -0.5 * (residual**2 / self.noise_variance + np.log(self.noise_variance) + _LOG_2PI)
 
     def grad_log_likelihood(self, theta, X, y, weights):
-        design = self._design(X)
-        residual = np.asarray(y, dtype=float) - theta @ design.T
-        return (weights * residual) @ design / self.noise_variance
+        # No design-matrix copy on this hot path: the intercept column is handled apart.
+        weighted = np.asarray(y, dtype=float) - self.predict_mean(theta, X)
+        weighted *= weights
+        weighted /= self.noise_variance
+        grad = weighted @ np.asarray(X, dtype=float)
+        return np.hstack([grad, weighted.sum(axis=1, keepdims=True)]) if self.fit_intercept else grad
 
     def exact_log_evidence(self, X, y):
         """Analytic ``log p(y | X)``, O(N d^2) through :class:`LinearEvidenceStats`."""
