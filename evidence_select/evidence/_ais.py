@@ -200,9 +200,12 @@ class _TemperedTarget:
 
     def __call__(self, theta):
         model = self.model
-        log_prior = np.asarray(model.log_prior(theta), dtype=float)
-        grad_prior = np.asarray(model.grad_log_prior(theta), dtype=float)
-        log_lik, grad_lik = _log_lik_and_grad(model, theta, self.X, self.y)
+        # Leapfrog trajectories may diverge to extreme positions where the model
+        # overflows; a non-finite density there is a divergence, rejected by HMC.
+        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+            log_prior = np.asarray(model.log_prior(theta), dtype=float)
+            grad_prior = np.asarray(model.grad_log_prior(theta), dtype=float)
+            log_lik, grad_lik = _log_lik_and_grad(model, theta, self.X, self.y)
         self.n_evaluations += len(theta)
         aux = np.column_stack([log_prior, log_lik, grad_prior, grad_lik])
         return self.combine(aux)

@@ -284,7 +284,9 @@ def _hmc_posterior_samples(rng, model, X, y, start, chol, n_chains, n_warmup, n_
 
     def fn(theta):
         counter[0] += len(theta)
-        value, grad = _log_posterior_and_grad(model, theta, X, y)
+        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):  # divergences are rejected
+            value, grad = _log_posterior_and_grad(model, theta, X, y)
+        value = np.where(np.isnan(value), -np.inf, value)
         return value, grad, None
 
     position = start + 0.5 * rng.standard_normal((n_chains, len(start))) @ chol.T
