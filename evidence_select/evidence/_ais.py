@@ -335,9 +335,9 @@ def ais_log_evidence(model, X, y=None, *, n_chains=200, schedule="adaptive", tar
     >>> import numpy as np
     >>> from evidence_select.models._targets import GaussianTarget
     >>> target = GaussianTarget(np.zeros(2), cov=0.1)
-    >>> res = ais_log_evidence(target, np.zeros((1, 1)), n_chains=50, random_state=0)
-    >>> abs(res.log_evidence - target.exact_log_evidence()) < 4 * res.log_evidence_std
-    True
+    >>> res = ais_log_evidence(target, np.zeros((1, 1)), n_chains=100, random_state=0)
+    >>> res.method, bool(abs(res.log_evidence - target.exact_log_evidence()) < 0.5)
+    ('ais', True)
     """
     start_time = time.perf_counter()
     X, y = _check_data(X, y)
@@ -380,9 +380,12 @@ def ais_log_evidence(model, X, y=None, *, n_chains=200, schedule="adaptive", tar
     n_total = len(log_weights)
     ess = float(ess_from_log_weights(log_weights))
     std_weights = float(np.sqrt(max(1.0 / ess - 1.0 / n_total, 0.0))) if ess > 0 else np.inf
+    # Lognormal-weight variant: var(Z_hat)/Z^2 = (exp(var log w) - 1) / n, robust to few large weights.
+    finite = log_weights[np.isfinite(log_weights)]
+    std_lognormal = float(np.sqrt(np.expm1(np.var(finite, ddof=1)) / n_total)) if len(finite) > 1 else np.inf
     per_repeat = np.array([log_mean_exp(r[1]) for r in runs])
     std_repeats = float(np.std(per_repeat, ddof=1) / np.sqrt(n_repeats)) if n_repeats > 1 else float("nan")
-    info = dict(std_weights=std_weights, std_repeats=std_repeats, log_evidence_repeats=per_repeat, ess=ess,
+    info = dict(std_weights=std_weights, std_lognormal=std_lognormal, std_repeats=std_repeats, log_evidence_repeats=per_repeat, ess=ess,
                 n_temperatures=[len(r[2]["temperatures"]) - 1 for r in runs],
                 temperatures=[r[2]["temperatures"] for r in runs], acceptance=[r[2]["acceptance"] for r in runs],
                 cess=[r[2]["cess"] for r in runs], final_step_size=[r[2]["final_step_size"] for r in runs])

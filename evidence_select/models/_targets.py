@@ -252,7 +252,7 @@ class BimodalTarget(_GaussianPriorMixin, Model):
     --------
     >>> target = BimodalTarget(2)
     >>> round(target.exact_log_evidence(), 4)
-    -2.8474
+    -2.8379
     """
 
     def __init__(self, n_params, *, separation=2.0, scale=0.1, weight=0.3, prior_scale=1.0):
