@@ -25,9 +25,12 @@ import json
 import os
 import time
 
+import sys
+
 import numpy as np
 from scipy import special, stats
 
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # run from a checkout
 from evidence_select.datasets import make_linear_regression, make_mixture, make_softmax_classification
 from evidence_select.evidence._ais import ais_log_evidence
 from evidence_select.evidence._bridge import bridge_log_evidence
