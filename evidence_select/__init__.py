@@ -6,7 +6,9 @@ The public names of the product design (DESIGN.md section 2) are re-exported her
 from . import datasets, models
 from .estimators import BayesianLinearRegressor, BayesianLogisticClassifier, BayesianMixture
 from .evidence import EvidenceResult, exact_log_evidence, log_evidence
+from .evidence._changepoints import detect_change_points
 from .evidence._sgais import PAPER_SETTINGS, ChunkRecord, SamplerDegeneracyWarning
+from .selection import EvidenceModelSelector, partial_fit_pipeline
 
 __version__ = "0.1.0"
 
@@ -16,11 +18,14 @@ __all__ = [
     "BayesianLogisticClassifier",
     "BayesianMixture",
     "ChunkRecord",
+    "EvidenceModelSelector",
     "EvidenceResult",
     "SamplerDegeneracyWarning",
     "__version__",
     "datasets",
+    "detect_change_points",
     "exact_log_evidence",
     "log_evidence",
     "models",
+    "partial_fit_pipeline",
 ]

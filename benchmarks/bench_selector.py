@@ -1,0 +1,158 @@
+"""EvidenceModelSelector targets of issue 5.
+
+Usage::
+
+    python benchmarks/bench_selector.py            # all three studies (~10 min on a quiet 2-core machine)
+    python benchmarks/bench_selector.py --quick    # smaller: 3 seeds, N=5000, shorter timing streams
+    python benchmarks/bench_selector.py --only mixture linear cost
+
+Prints markdown tables and writes ``benchmarks/results/selector.json``.
+
+1. ``mixture``: candidates ``BayesianMixture(K)``, K = 1..7, on the paper's 2-d
+   mixture (true K = 5), N = 5000 (``--n-mixture``), 5 seeds. Target: the best
+   candidate is K = 5, or its log evidence is within 2 combined standard
+   errors of K = 5's.
+2. ``linear``: ``BayesianLinearRegressor`` candidates differing only in
+   ``noise_variance`` (true 1.0); SGAIS model probabilities against those from
+   the exact evidences, in units of the propagated (delta-method) error.
+3. ``cost``: wall time of streaming the same chunks through one candidate's
+   ``partial_fit`` and through a 3-candidate selector's, with n_jobs=1 and 2.
+   Target: ratio <= ~3 with n_jobs=1, less with n_jobs=2.
+"""
+
+import argparse
+import json
+import os
+import sys
+import time
+
+import numpy as np
+
+from evidence_select import BayesianLinearRegressor, BayesianMixture, EvidenceModelSelector, log_evidence
+from evidence_select.datasets import make_linear_regression, make_mixture
+from evidence_select.selection._averaging import log_model_prior, log_model_probabilities
+
+RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results", "selector.json")
+
+
+def mixture_study(n_samples, seeds, n_jobs):
+    rows = []
+    X_all = {seed: make_mixture(n_samples, random_state=seed).X for seed in seeds}
+    for seed in seeds:
+        selector = EvidenceModelSelector([(f"K={k}", BayesianMixture(k)) for k in range(1, 8)], n_jobs=n_jobs,
+                                         random_state=seed)
+        tic = time.perf_counter()
+        selector.fit(X_all[seed])
+        z, s = selector.log_evidences_, selector.log_evidence_stds_
+        best = selector.best_index_
+        gap = z[best] - z[4]
+        within = best == 4 or gap < 2 * np.hypot(s[best], s[4])
+        rows.append(dict(seed=seed, n=n_samples, log_z=z.tolist(), std=s.tolist(), best_k=best + 1,
+                         gap_to_k5=float(gap), ok=bool(within), seconds=time.perf_counter() - tic))
+        print(f"  seed {seed}: best K={best + 1}, gap to K=5 {gap:.2f} nats, {rows[-1]['seconds']:.0f} s",
+              flush=True)
+    return rows
+
+
+def linear_study(sizes, seeds, variances):
+    rows = []
+    prior = log_model_prior(None, len(variances))
+    for seed in seeds:
+        data = make_linear_regression(max(sizes), noise_variance=1.0, random_state=seed)
+        selector = EvidenceModelSelector([(f"s2={v:g}", BayesianLinearRegressor(noise_variance=v)) for v in variances],
+                                         random_state=seed)
+        done = 0
+        for n in sizes:
+            selector.partial_fit(data.X[done:n], data.y[done:n])
+            done = n
+            exact = np.array([log_evidence(est, data.X[:n], data.y[:n], method="exact").log_evidence
+                              for _, est in selector.estimators])
+            p_exact = np.exp(log_model_probabilities(exact, prior))
+            p, p_std = selector.model_probabilities_, selector.model_probabilities_std_
+            with np.errstate(divide="ignore", invalid="ignore"):
+                z_scores = np.where(p_std > 0, (p - p_exact) / p_std, 0.0)
+            rows.append(dict(seed=seed, n=n, p=p.tolist(), p_std=p_std.tolist(), p_exact=p_exact.tolist(),
+                             max_abs_diff=float(np.max(np.abs(p - p_exact))),
+                             max_z=float(np.max(np.abs(z_scores))),
+                             log_z_error=(selector.log_evidences_ - exact).tolist(),
+                             log_z_std=selector.log_evidence_stds_.tolist()))
+    return rows
+
+
+def _time_stream(fit_chunk, X, chunk):
+    tic = time.perf_counter()
+    for start in range(0, len(X), chunk):
+        fit_chunk(X[start:start + chunk])
+    return time.perf_counter() - tic
+
+
+def cost_study(n_samples, chunk, repeats):
+    rows = []
+    X = make_mixture(n_samples, random_state=0).X
+    for k in (3, 5):
+        for repeat in range(repeats):
+            single = BayesianMixture(k, random_state=repeat)
+            t_single = _time_stream(single.partial_fit, X, chunk)
+            times = {}
+            for n_jobs in (1, 2):
+                selector = EvidenceModelSelector([(f"c{i}", BayesianMixture(k)) for i in range(3)], n_jobs=n_jobs,
+                                                 random_state=repeat)
+                times[n_jobs] = _time_stream(selector.partial_fit, X, chunk)
+            rows.append(dict(candidate=f"BayesianMixture({k})", repeat=repeat, n=n_samples, chunk=chunk,
+                             single_s=t_single, selector_1job_s=times[1], selector_2jobs_s=times[2],
+                             ratio_1job=times[1] / t_single, ratio_2jobs=times[2] / t_single))
+            print(f"  K={k} repeat {repeat}: single {t_single:.1f} s, 3 candidates n_jobs=1 {times[1]:.1f} s, "
+                  f"n_jobs=2 {times[2]:.1f} s", flush=True)
+    return rows
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--only", nargs="+", choices=["mixture", "linear", "cost"],
+                        default=["mixture", "linear", "cost"])
+    parser.add_argument("--n-mixture", type=int, default=5000)
+    parser.add_argument("--n-jobs", type=int, default=1, help="for the mixture study")
+    args = parser.parse_args(argv)
+    seeds = list(range(3 if args.quick else 5))
+    out = {"argv": sys.argv[1:], "load_average": os.getloadavg()}
+
+    if "mixture" in args.only:
+        print(f"\n## Mixture K=1..7 on make_mixture (true K=5), N={args.n_mixture}", flush=True)
+        rows = out["mixture"] = mixture_study(args.n_mixture, seeds, args.n_jobs)
+        print("\n| seed | best K | gap K=5 (nats) | " + " | ".join(f"log Z K={k}" for k in range(1, 8)) + " | ok |")
+        print("|---" * 11 + "|")
+        for r in rows:
+            cells = " | ".join(f"{z:.1f}±{s:.1f}" for z, s in zip(r["log_z"], r["std"]))
+            print(f"| {r['seed']} | {r['best_k']} | {r['gap_to_k5']:.2f} | {cells} | {r['ok']} |")
+        print(f"\nbest is K=5 or within error of it in {sum(r['ok'] for r in rows)} of {len(rows)} seeds")
+
+    if "linear" in args.only:
+        variances = [0.8, 0.9, 1.0, 1.1, 1.25]
+        sizes = [1000, 10000] if args.quick else [1000, 10000, 100000]
+        print(f"\n## Linear noise-variance candidates {variances} vs exact evidence", flush=True)
+        rows = out["linear"] = linear_study(sizes, seeds, variances)
+        print("\n| seed | N | SGAIS P(s2=1) | exact P(s2=1) | max abs diff | max |diff|/std | max |log Z err| |")
+        print("|---|---|---|---|---|---|---|")
+        for r in rows:
+            print(f"| {r['seed']} | {r['n']} | {r['p'][2]:.4f}±{r['p_std'][2]:.4f} | {r['p_exact'][2]:.4f} | "
+                  f"{r['max_abs_diff']:.4f} | {r['max_z']:.2f} | {max(abs(e) for e in r['log_z_error']):.3f} |")
+
+    if "cost" in args.only:
+        n, chunk, repeats = (5000, 500, 1) if args.quick else (10000, 500, 2)
+        print(f"\n## Cost of partial_fit: 3 candidates vs 1 ({n} rows, chunks of {chunk})", flush=True)
+        rows = out["cost"] = cost_study(n, chunk, repeats)
+        print("\n| candidate | single (s) | 3 cand., n_jobs=1 (s) | ratio | 3 cand., n_jobs=2 (s) | ratio |")
+        print("|---|---|---|---|---|---|")
+        for r in rows:
+            print(f"| {r['candidate']} | {r['single_s']:.2f} | {r['selector_1job_s']:.2f} | {r['ratio_1job']:.2f} | "
+                  f"{r['selector_2jobs_s']:.2f} | {r['ratio_2jobs']:.2f} |")
+    out["load_average_end"] = os.getloadavg()
+    os.makedirs(os.path.dirname(RESULTS), exist_ok=True)
+    with open(RESULTS, "w") as fh:
+        json.dump(out, fh, indent=1)
+    print(f"\nwrote {RESULTS}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,117 @@
+"""detect_change_points: the logic on synthetic histories, then the paper's shift stream (Sec. 6.2, 7.2)."""
+
+import numpy as np
+import pytest
+
+from evidence_select import BayesianMixture, ChunkRecord, EvidenceModelSelector, detect_change_points
+from evidence_select.selection._shift import shift_stream
+
+
+def _history(log_predictive, steps, chunk=250):
+    return [ChunkRecord(chunk * (i + 1), 0.0, 0.1, int(s), 9.0, float(v), 0, 0.01)
+            for i, (v, s) in enumerate(zip(log_predictive, steps))]
+
+
+def _stationary(rng, n, level=-4.5, noise=0.08):
+    """A stationary stream's per-datum log predictive: a slow learning curve plus chunk noise."""
+    lp = level - 0.5 * np.exp(-np.arange(n) / 2.0) + noise * rng.standard_normal(n)
+    steps = np.maximum(2, np.round(40 * np.exp(-np.arange(n) / 1.5) + 4 + rng.poisson(1.0, n)))
+    return lp, steps
+
+
+def test_shift_found_once_at_the_start_of_its_chunk():
+    rng = np.random.default_rng(0)
+    lp, steps = _stationary(rng, 30)
+    lp[12:] -= 1.0  # the new regime is predicted 1 nat per datum worse, and stays so for a while
+    lp[12:] += 0.6 * (1 - np.exp(-np.arange(18) / 3.0))  # ... as the posterior adapts
+    steps[12], steps[13] = 40, 20
+    assert detect_change_points(_history(lp, steps)).tolist() == [12 * 250]
+
+
+def test_both_signals_are_required_by_default():
+    rng = np.random.default_rng(1)
+    lp, steps = _stationary(rng, 20)
+    lp[10] -= 1.0  # a drop without an annealing spike (e.g. an outlier-heavy chunk)
+    assert detect_change_points(_history(lp, steps)).tolist() == []
+    assert detect_change_points(_history(lp, steps), step_factor=None).tolist() == [10 * 250]
+    lp2, steps2 = _stationary(rng, 20)
+    steps2[10] = 60  # a spike without a drop
+    assert detect_change_points(_history(lp2, steps2)).tolist() == []
+
+
+def test_stationary_noise_gives_no_detections():
+    # 200 seeded stationary histories with 3-sigma-ish excursions: the robust threshold ignores them all.
+    rng = np.random.default_rng(2)
+    found = [detect_change_points(_history(*_stationary(rng, 40))).size for _ in range(200)]
+    assert sum(found) == 0
+
+
+def test_multiple_candidates_vote():
+    rng = np.random.default_rng(3)
+    histories = []
+    for k in range(3):
+        lp, steps = _stationary(rng, 20)
+        if k < 2:  # two of three candidates see the shift, in neighbouring chunks
+            lp[8 + k:] -= 1.0
+            steps[8 + k] = 50
+        histories.append(_history(lp, steps))
+    from evidence_select.selection import SelectionRecord
+
+    records = [SelectionRecord(h[0].n_samples_seen, np.zeros(3), np.zeros(3), np.ones(3) / 3, tuple(h))
+               for h in zip(*histories)]
+    assert detect_change_points(records).tolist() == [8 * 250]
+    assert detect_change_points(records, min_agreement=1.0).tolist() == []
+
+
+def test_input_errors():
+    with pytest.raises(TypeError, match="evidence_history_"):
+        detect_change_points(3.0)
+    with pytest.raises(ValueError, match="window"):
+        detect_change_points([], window=0)
+    with pytest.raises(ValueError, match="min_agreement"):
+        detect_change_points([], min_agreement=0.0)
+    assert detect_change_points([]).tolist() == []
+
+
+# Reduced paper stream: phases of 1000, 1500 and 1500 rows (change points at 1000 and 2500), chunks of 250,
+# 3/5/7-component candidates with 2 replicate groups (enough for the evidence differences used here).
+PHASES = (1000, 1500, 1500)
+CHUNK = 250
+
+
+def _shift_selector():
+    settings = {"batch_size": CHUNK, "n_replicates": 2}
+    return EvidenceModelSelector([(f"k{k}", BayesianMixture(k, **settings)) for k in (3, 5, 7)], random_state=0)
+
+
+@pytest.fixture(scope="module")
+def shift_runs():
+    in_order = shift_stream(PHASES, random_state=0)
+    shuffled = shift_stream(PHASES, shuffle=True, random_state=0)
+    return (in_order, _shift_selector().fit(in_order.X)), (shuffled, _shift_selector().fit(shuffled.X))
+
+
+def test_shift_stream_change_points_within_one_chunk(shift_runs):
+    (data, selector), _ = shift_runs
+    found = detect_change_points(selector)
+    assert len(found) == 2, found
+    assert np.all(np.abs(found - np.array(data.change_points)) < CHUNK), (found, data.change_points)
+    for estimator in selector.estimators_:  # every candidate on its own sees both shifts too
+        assert np.all(np.abs(detect_change_points(estimator) - np.array(data.change_points)) < CHUNK)
+
+
+def test_shuffled_stream_has_no_change_points(shift_runs):
+    _, (_, selector) = shift_runs
+    assert detect_change_points(selector).tolist() == []
+    for estimator in selector.estimators_:
+        assert detect_change_points(estimator).tolist() == []
+
+
+@pytest.mark.xfail(strict=False, reason=(
+    "engine limitation (reported): on the in-order stream the particles are trapped in modes fitted to "
+    "the earlier, simpler phases, so its final log evidence is hundreds of nats below the shuffled "
+    "stream's, and log_evidence_std_ (delta method over 2-4 replicate groups) saturates near 1 nat"))
+def test_in_order_and_shuffled_final_evidences_agree(shift_runs):
+    (_, in_order), (_, shuffled) = shift_runs
+    error = np.sqrt(in_order.log_evidence_stds_**2 + shuffled.log_evidence_stds_**2)
+    assert np.all(np.abs(in_order.log_evidences_ - shuffled.log_evidences_) < 3 * error)
