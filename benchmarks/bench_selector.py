@@ -28,9 +28,11 @@ import time
 
 import numpy as np
 
-from evidence_select import BayesianLinearRegressor, BayesianMixture, EvidenceModelSelector, log_evidence
-from evidence_select.datasets import make_linear_regression, make_mixture
-from evidence_select.selection._averaging import log_model_prior, log_model_probabilities
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # run from a checkout
+from evidence_select import (BayesianLinearRegressor, BayesianMixture, EvidenceModelSelector,  # noqa: E402
+                             log_evidence)
+from evidence_select.datasets import make_linear_regression, make_mixture  # noqa: E402
+from evidence_select.selection._averaging import log_model_prior, log_model_probabilities  # noqa: E402
 
 RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results", "selector.json")
 

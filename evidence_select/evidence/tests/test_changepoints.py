@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 from evidence_select import BayesianMixture, ChunkRecord, EvidenceModelSelector, detect_change_points
+from evidence_select.evidence._changepoints import _single_history_change_points
 from evidence_select.selection._shift import shift_stream
 
 
@@ -24,8 +25,10 @@ def test_shift_found_once_at_the_start_of_its_chunk():
     lp, steps = _stationary(rng, 30)
     lp[12:] -= 1.0  # the new regime is predicted 1 nat per datum worse, and stays so for a while
     lp[12:] += 0.6 * (1 - np.exp(-np.arange(18) / 3.0))  # ... as the posterior adapts
-    steps[12], steps[13] = 40, 20
+    steps[12:16] = [45, 30, 22, 15]  # the annealing steps stay high while the posterior adapts
     assert detect_change_points(_history(lp, steps)).tolist() == [12 * 250]
+    # A flagged chunk starts a new level: the adapting chunks after it are not flagged again.
+    assert _single_history_change_points(_history(lp, steps), 10, 3, 6.0, 0.3, 2.0) == [12]
 
 
 def test_both_signals_are_required_by_default():
