@@ -151,6 +151,9 @@ def main(argv=None):
                   f"{r['selector_2jobs_s']:.2f} | {r['ratio_2jobs']:.2f} |")
     out["load_average_end"] = os.getloadavg()
     os.makedirs(os.path.dirname(RESULTS), exist_ok=True)
+    if os.path.exists(RESULTS):  # --only runs update their studies and keep the others
+        with open(RESULTS) as fh:
+            out = {**json.load(fh), **out}
     with open(RESULTS, "w") as fh:
         json.dump(out, fh, indent=1)
     print(f"\nwrote {RESULTS}")
