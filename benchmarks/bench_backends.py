@@ -17,7 +17,12 @@ Part 2: calibration over seeds on analytic targets and the exact linear
 evidence: fraction of runs with ``|error| <= 3 x reported`` and the ratio of the
 mean reported error to the observed spread (sd of the estimates over seeds).
 
-Writes ``benchmarks/results/backends.json``.
+Order: ours on the models, then the calibration study, then dynesty (slowest),
+saving after every row, so a run cut short keeps what it measured. Times are
+wall and process CPU seconds: on a shared machine only CPU time is comparable
+between runs.
+
+Writes ``benchmarks/results/backends.json`` (``--output``).
 """
 
 import argparse
@@ -31,11 +36,13 @@ import numpy as np
 from scipy import special, stats
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # run from a checkout
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from evidence_select.datasets import make_linear_regression, make_mixture, make_softmax_classification
 from evidence_select.evidence._ais import ais_log_evidence
 from evidence_select.evidence._bridge import bridge_log_evidence
 from evidence_select.evidence._ns import nested_sampling_log_evidence
 from evidence_select.models import GaussianMixtureModel, LinearGaussianModel, SoftmaxRegressionModel
+from _laplace_reference import laplace_importance_log_evidence  # noqa: E402  (benchmarks/)
 from evidence_select.models._targets import (BimodalTarget, BoxGaussianTarget, GaussianTarget,
                                              correlated_gaussian_target)
 
@@ -80,6 +87,29 @@ def _prior_transform(model):
     return transform
 
 
+def _dynesty_cache_path(name, n, seed):
+    return os.path.join(os.path.dirname(os.path.abspath(__file__)), "results", f"dynesty_{name}_N{n}_seed{seed}.json")
+
+
+def run_dynesty_cached(name, n, model, X, y, seed, use_cache):
+    """dynesty on the same data; with ``use_cache`` a previous run of this exact problem is reused.
+
+    dynesty takes ~25 min per model at N=1e3 here, so ``--dynesty-only`` runs it once (as the one
+    heavy job) and the table run reads its result; the cache records dynesty's version and date.
+    """
+    path = _dynesty_cache_path(name, n, seed)
+    if use_cache and os.path.exists(path):
+        with open(path) as fh:
+            out = json.load(fh)
+        out["cached"] = True
+        return out
+    out = run_dynesty(model, X, y, seed)
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w") as fh:
+        json.dump(out, fh, indent=1)
+    return out
+
+
 def run_dynesty(model, X, y, seed):
     import dynesty  # optional extra "bench"
 
@@ -90,16 +120,27 @@ def run_dynesty(model, X, y, seed):
         counter[0] += 1
         return float(model.log_likelihood_sum(theta[None], X, y)[0])
 
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     sampler = dynesty.NestedSampler(log_lik, transform, model.n_params, rstate=np.random.default_rng(seed))
     sampler.run_nested(print_progress=False)
     res = sampler.results
     return dict(log_evidence=float(res.logz[-1]), std=float(res.logzerr[-1]), calls=float(np.sum(res.ncall)),
-                seconds=time.perf_counter() - t0)
+                seconds=time.perf_counter() - t0, cpu_seconds=time.process_time() - c0, version=dynesty.__version__, date=time.strftime("%Y-%m-%d %H:%M"))
 
 
 # -- part 1 ------------------------------------------------------------------------------
-def part_models(sizes, dynesty_sizes, backend_kwargs, seed=1):
+def dynesty_only(sizes, models, seed=1):
+    """Run (and cache) dynesty alone: the one heavy job, before the table run reads it."""
+    for n in sizes:
+        for name in models:
+            model, X, y = paper_problem(name, n)
+            r = run_dynesty_cached(name, n, model, X, y, seed, use_cache=False)
+            print(f"  {name:8s} N={n:<6d} dynesty {r['log_evidence']:12.3f} +/- {r['std']:.3f}  calls={r['calls']:10.3g}"
+                  f"  {r['seconds']:7.1f} s", flush=True)
+
+
+def part_models(sizes, backend_kwargs, seed=1, save=None):
+    """Our three backends (and a reference) on the paper's models; dynesty is added by :func:`part_dynesty`."""
     rows = []
     for n in sizes:
         for name in ("linear", "softmax", "mixture"):
@@ -107,41 +148,83 @@ def part_models(sizes, dynesty_sizes, backend_kwargs, seed=1):
             row = dict(model=name, n=n, results={})
             if name == "linear":
                 row["exact"] = model.exact_log_evidence(X, y)
+            elif name == "softmax":
+                # Careful reference: Laplace-t importance sampling, 20000 draws (unimodal posterior).
+                c0 = time.process_time()
+                log_z, std = laplace_importance_log_evidence(model, X, y, n_samples=20000, random_state=seed)
+                row["reference"] = dict(method="laplace IS (20000)", log_evidence=log_z, std=std,
+                                        cpu_seconds=time.process_time() - c0)
             for method, fn in BACKENDS.items():
+                c0 = time.process_time()
                 res = fn(model, X, y, random_state=seed, **backend_kwargs.get(method, {}))
                 row["results"][method] = dict(log_evidence=res.log_evidence, std=res.log_evidence_std,
-                                              calls=res.n_likelihood_calls, seconds=res.seconds)
+                                              calls=res.n_likelihood_calls, seconds=res.seconds,
+                                              cpu_seconds=time.process_time() - c0)
                 print(f"  {name:8s} N={n:<6d} {method:7s} {res.log_evidence:12.3f} +/- {res.log_evidence_std:.3f}"
-                      f"  calls={res.n_likelihood_calls:10.3g}  {res.seconds:7.1f} s", flush=True)
-            if n in dynesty_sizes:
-                try:
-                    row["results"]["dynesty"] = run_dynesty(model, X, y, seed)
-                except ImportError:
-                    print("  dynesty not installed (pip install evidence-select[bench]); skipped")
+                      f"  calls={res.n_likelihood_calls:10.3g}  {res.seconds:7.1f} s"
+                      f"  cpu {row['results'][method]['cpu_seconds']:7.1f} s", flush=True)
             ours = [row["results"][m] for m in BACKENDS]
             spread = max(r["log_evidence"] for r in ours) - min(r["log_evidence"] for r in ours)
             tol = max(3 * max(np.hypot(a["std"], b["std"]) for a in ours for b in ours), 0.5)
             row["max_disagreement"], row["agreement_tolerance"] = spread, tol
             rows.append(row)
+            if save is not None:
+                save(rows)
     return rows
+
+
+def part_dynesty(rows, dynesty_sizes, seed=1, use_cache=False, save=None):
+    for row in rows:
+        if row["n"] not in dynesty_sizes:
+            continue
+        model, X, y = paper_problem(row["model"], row["n"])
+        try:
+            r = run_dynesty_cached(row["model"], row["n"], model, X, y, seed, use_cache)
+        except ImportError:
+            print("  dynesty not installed (pip install evidence-select[bench]); skipped")
+            return
+        row["results"]["dynesty"] = r
+        print(f"  {row['model']:8s} N={row['n']:<6d} dynesty {r['log_evidence']:12.3f} +/- {r['std']:.3f}"
+              f"  calls={r['calls']:10.3g}  {r['seconds']:7.1f} s  cpu {r.get('cpu_seconds', float('nan')):7.1f} s",
+              flush=True)
+        if save is not None:
+            save(rows)
+
+
+def print_table(rows):
+    print("\n| model | N | method | log Z | reported err | likelihood calls | wall s | CPU s |")
+    print("|---|---|---|---|---|---|---|---|")
+    for row in rows:
+        if "exact" in row:
+            print(f"| {row['model']} | {row['n']} | exact | {row['exact']:.3f} | 0 | - | - | - |")
+        if "reference" in row:
+            r = row["reference"]
+            print(f"| {row['model']} | {row['n']} | {r['method']} | {r['log_evidence']:.3f} | {r['std']:.3f} | 2e4 | - | "
+                  f"{r['cpu_seconds']:.1f} |")
+        for method, r in row["results"].items():
+            print(f"| {row['model']} | {row['n']} | {method} | {r['log_evidence']:.3f} | {r['std']:.3f} | "
+                  f"{r['calls']:.3g} | {r['seconds']:.1f} | {r.get('cpu_seconds', float('nan')):.1f} |")
+        print(f"| {row['model']} | {row['n']} | spread of ours (ns, ais, bridge) | {row['max_disagreement']:.3f} | "
+              f"tol {row['agreement_tolerance']:.3f} | | | |")
 
 
 # -- part 2 ------------------------------------------------------------------------------
 def analytic_problems(full):
     X0 = np.zeros((1, 1))
-    problems = [
-        ("gauss_d10", GaussianTarget(np.full(10, 0.3), cov=0.01), X0, None),
-        ("correlated_d20", correlated_gaussian_target(20, correlation=0.9), X0, None),
-        ("box_d5", BoxGaussianTarget(np.full(5, 0.5), 0.1), X0, None),
-        ("bimodal_d5", BimodalTarget(5, separation=1.0, scale=0.1), X0, None),
-    ]
+    problems = []
     for n in ((100, 1000, 10000) if full else (100, 1000)):
         d = make_linear_regression(n, n_features=5, random_state=0)
         problems.append((f"linear_N{n}", LinearGaussianModel(5), d.X, d.y))
+    problems += [
+        ("gauss_d10", GaussianTarget(np.full(10, 0.3), cov=0.01), X0, None),
+        ("box_d5", BoxGaussianTarget(np.full(5, 0.5), 0.1), X0, None),
+        ("bimodal_d5", BimodalTarget(5, separation=1.0, scale=0.1), X0, None),
+        ("correlated_d20", correlated_gaussian_target(20, correlation=0.9), X0, None),
+    ]
     return problems
 
 
-def part_calibration(n_seeds, full, backend_kwargs):
+def part_calibration(n_seeds, full, backend_kwargs, save=None):
     rows = []
     for name, model, X, y in analytic_problems(full):
         truth = model.exact_log_evidence(X, y)
@@ -166,6 +249,8 @@ def part_calibration(n_seeds, full, backend_kwargs):
                   f"mean err={row['mean_error']:+.3f}  reported={row['mean_reported']:.3f}  "
                   f"observed sd={row['observed_sd']:.3f}  ratio={row['ratio_reported_to_observed']:.2f}  "
                   f"{row['seconds_per_run']:.1f} s/run", flush=True)
+            if save is not None:
+                save(rows)
     return rows
 
 
@@ -174,35 +259,47 @@ def main():
     parser.add_argument("--quick", action="store_true", help="N=1e3 only, 5 seeds, lighter settings")
     parser.add_argument("--seeds", type=int, default=None)
     parser.add_argument("--dynesty", type=int, nargs="*", default=[], help="sizes N at which to run dynesty")
+    parser.add_argument("--dynesty-cache", action="store_true",
+                        help="reuse dynesty results of an earlier --dynesty-only run on the same problems")
+    parser.add_argument("--dynesty-only", type=str, nargs="*", default=None, metavar="MODEL",
+                        help="only run dynesty on these models at the --dynesty sizes and cache the results")
+    parser.add_argument("--sizes", type=int, nargs="*", default=None, help="N of the paper models (full run)")
+    parser.add_argument("--output", default="backends.json")
     parser.add_argument("--skip-models", action="store_true")
     parser.add_argument("--skip-calibration", action="store_true")
     args = parser.parse_args()
-    sizes = (1000,) if args.quick else (1000, 10000)
+    if args.dynesty_only is not None:
+        dynesty_only(args.dynesty, args.dynesty_only or ("softmax", "mixture", "linear"))
+        return
+    sizes = (1000,) if args.quick else tuple(args.sizes or (1000, 10000))
     n_seeds = args.seeds or (5 if args.quick else 20)
-    model_kwargs = {"ns": dict(n_live=200 if args.quick else 500), "ais": dict(n_chains=100 if args.quick else 200)}
-    calib_kwargs = {"ns": dict(n_live=200), "ais": dict(n_chains=100)}
+    model_kwargs = {"ns": dict(n_live=100)}
+    calib_kwargs = {"ns": dict(n_live=200)}
     out = dict(settings=dict(quick=args.quick, sizes=sizes, n_seeds=n_seeds, model_kwargs=model_kwargs,
-                             calibration_kwargs=calib_kwargs, dynesty_sizes=args.dynesty))
+                             calibration_kwargs=calib_kwargs, dynesty_sizes=args.dynesty,
+                             command=" ".join(sys.argv)))
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results", args.output)
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+
+    def save(key):
+        def _save(rows):
+            out[key] = rows
+            with open(path, "w") as fh:
+                json.dump(out, fh, indent=1, default=float)
+        return _save
+
     if not args.skip_models:
-        print("Part 1: paper models")
-        out["models"] = part_models(sizes, set(args.dynesty), model_kwargs)
-        print("\n| model | N | method | log Z | reported err | likelihood calls | seconds |")
-        print("|---|---|---|---|---|---|---|")
-        for row in out["models"]:
-            if "exact" in row:
-                print(f"| {row['model']} | {row['n']} | exact | {row['exact']:.3f} | 0 | - | - |")
-            for method, r in row["results"].items():
-                print(f"| {row['model']} | {row['n']} | {method} | {r['log_evidence']:.3f} | {r['std']:.3f} | "
-                      f"{r['calls']:.3g} | {r['seconds']:.1f} |")
-            print(f"| {row['model']} | {row['n']} | spread of ours | {row['max_disagreement']:.3f} | "
-                  f"tol {row['agreement_tolerance']:.3f} | | |")
+        print("Part 1: paper models (ours)")
+        out["models"] = part_models(sizes, model_kwargs, save=save("models"))
+        print_table(out["models"])
     if not args.skip_calibration:
         print(f"\nPart 2: calibration over {n_seeds} seeds")
-        out["calibration"] = part_calibration(n_seeds, not args.quick, calib_kwargs)
-    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results", "backends.json")
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    with open(path, "w") as fh:
-        json.dump(out, fh, indent=1, default=float)
+        out["calibration"] = part_calibration(n_seeds, not args.quick, calib_kwargs, save=save("calibration"))
+    if not args.skip_models and args.dynesty:
+        print("\nPart 3: dynesty (default settings) on the same data")
+        part_dynesty(out["models"], set(args.dynesty), use_cache=args.dynesty_cache, save=save("models"))
+        print_table(out["models"])
+    save("models")(out.get("models"))
     print(f"\nwrote {path}")
 
 

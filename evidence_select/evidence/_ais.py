@@ -7,6 +7,13 @@ the particles' current positions (Eq. 3.37), then every chain makes
 ``n_mcmc_steps`` Metropolis-corrected HMC transitions that leave ``f_lambda_t``
 invariant. ``Z`` is the mean of the final weights (Eq. 3.39 with ``h = 1``).
 
+Resampling (SMC samplers, Del Moral, Doucet and Jasra 2006): the chains form
+``n_repeats`` independent groups; when a group's ESS falls below
+``resample_ess`` its particles are resampled and the log-mean of its weights is
+banked, so each group's ``Z`` estimate stays unbiased. The moves then run until
+the particles have forgotten their start (at least ``n_mcmc_steps``). The
+reported error is the spread of the groups' estimates.
+
 Schedules:
 
 - ``"adaptive"`` (Alg. 6): the next increment solves ``CESS(Delta) = target_ess``
@@ -31,7 +38,8 @@ import time
 
 import numpy as np
 
-from ..kernels._hmc import adapt_step_size, hmc_init, hmc_step, preconditioner_from_samples
+from ..kernels._hmc import HMCState, adapt_step_size, hmc_init, hmc_step, preconditioner_from_samples
+from ..kernels._resampling import systematic_resample
 from ..utils._logspace import ess_from_log_weights, log_mean_exp, logsumexp, normalize_log_weights
 from ._result import EvidenceResult
 
@@ -220,58 +228,159 @@ class _TemperedTarget:
         return log_density, grad, aux
 
 
-def _ais_run(rng, model, X, y, *, n_chains, schedule, target_ess, n_temperatures, sigmoid_delta, n_mcmc_steps,
-             n_leapfrog, step_size, target_accept, mass, max_temperatures, bar):
+def _group_log_cess(log_weights_norm, log_lik, delta):
+    """Mean over groups of ``CESS / n_group`` of the increment ``delta``; the schedule's criterion.
+
+    ``log_weights_norm`` and ``log_lik`` have shape ``(n_groups, n_group)``; the mean of
+    per-group fractions is monotone in ``delta`` like each of them, so bisection applies.
+    """
+    with np.errstate(invalid="ignore"):
+        inc = delta * log_lik
+    inc = np.where(np.isnan(inc), -np.inf, inc)
+    log_frac = (2.0 * logsumexp(log_weights_norm + inc, axis=1)
+                - logsumexp(log_weights_norm + 2.0 * inc, axis=1))
+    return float(np.mean(np.exp(log_frac)))
+
+
+def _next_group_tempering(tempering, log_weights, log_lik, target_ess, n_bisect=60):
+    """:func:`next_tempering` for independent groups: the mean per-group CESS hits ``target_ess``."""
+    remaining = 1.0 - tempering
+    log_w = normalize_log_weights(log_weights, axis=1)
+    if _group_log_cess(log_w, log_lik, remaining) >= target_ess:
+        return 1.0
+    low, high = 0.0, remaining
+    for _ in range(n_bisect):
+        mid = 0.5 * (low + high)
+        if _group_log_cess(log_w, log_lik, mid) >= target_ess:
+            low = mid
+        else:
+            high = mid
+    return tempering + max(low, np.finfo(float).eps * remaining)
+
+
+def _correlation(start, position, factor):
+    """Mean over whitened coordinates of the across-particle correlation of ``start`` and ``position``.
+
+    The moves stop once it falls to the threshold: the particles (duplicates after
+    resampling included) have then forgotten where they started, which is what keeps
+    each group's weights from degenerating and its ``Z`` estimate light-tailed.
+    """
+    if factor.ndim == 1:
+        z0, z1 = start / factor, position / factor
+    else:
+        z0 = np.linalg.solve(factor, start.T).T
+        z1 = np.linalg.solve(factor, position.T).T
+    z0 = z0 - z0.mean(axis=0)
+    z1 = z1 - z1.mean(axis=0)
+    denom = np.sqrt(np.sum(z0**2, axis=0) * np.sum(z1**2, axis=0))
+    ok = denom > 0
+    return float(np.mean(np.sum(z0 * z1, axis=0)[ok] / denom[ok])) if np.any(ok) else 0.0
+
+
+def _corr1(a, b):
+    """Across-particle correlation of two scalar summaries (0 if either is constant or not finite)."""
+    ok = np.isfinite(a) & np.isfinite(b)
+    a, b = a[ok] - a[ok].mean(), b[ok] - b[ok].mean()
+    denom = np.sqrt(np.sum(a**2) * np.sum(b**2))
+    return float(np.sum(a * b) / denom) if denom > 0 else 0.0
+
+
+def _take(state, index):
+    return HMCState(state.position[index], state.log_density[index], state.grad_log_density[index],
+                    None if state.aux is None else state.aux[index])
+
+
+def _ais_run(rng, model, X, y, *, n_groups, n_group, schedule, target_ess, resample_ess, n_temperatures,
+             sigmoid_delta, n_mcmc_steps, max_mcmc_steps, max_correlation, n_leapfrog, step_size, target_accept, mass, max_temperatures, bar):
+    """``n_groups`` independent populations of ``n_group`` particles, annealed side by side.
+
+    Each group is an SMC sampler (AIS with resampling): its log-weights are
+    reset after systematic resampling within the group, and the log-mean of its
+    weights before the reset is banked in ``log_z_banked``, so ``exp(log Z_g)``
+    stays an unbiased estimate of ``Z`` per group. Groups share the schedule,
+    step size and mass matrix (adapted from the pooled population before each
+    move), and nothing else: their estimates are replicates whose spread is an
+    honest error bar, whatever the correlation left by the moves.
+    """
+    n_chains = n_groups * n_group
     target = _TemperedTarget(model, X, y, 0.0)
     state = hmc_init(np.asarray(model.sample_prior(rng, n_chains), dtype=float), target)
-    log_weights = np.zeros(n_chains)
+    log_weights = np.zeros((n_groups, n_group))
+    log_z_banked = np.zeros(n_groups)
     fixed = sigmoid_schedule(n_temperatures, sigmoid_delta) if schedule == "sigmoid" else None
     tempering, t = 0.0, 0
-    temperatures, acceptance, cess = [0.0], [], []
+    temperatures, acceptance, cess, n_steps, n_resampled = [0.0], [], [], [], 0
     while tempering < 1.0:
         t += 1
-        log_lik = state.aux[:, 1]
+        log_lik = state.aux[:, 1].reshape(n_groups, n_group)
         if fixed is not None:
             new_tempering = float(fixed[t])
         else:
-            new_tempering = next_tempering(tempering, log_weights, log_lik, target_ess)
+            new_tempering = _next_group_tempering(tempering, log_weights, log_lik, target_ess)
             if t >= max_temperatures and new_tempering < 1.0:
                 raise RuntimeError(f"AIS needed more than max_temperatures={max_temperatures} temperatures "
                                    f"(reached lambda={tempering:.3g}); raise target_ess less or raise the cap")
         delta = new_tempering - tempering
-        cess.append(float(np.exp(_log_cess_fraction(normalize_log_weights(log_weights), log_lik, delta))))
+        cess.append(_group_log_cess(normalize_log_weights(log_weights, axis=1), log_lik, delta))
         with np.errstate(invalid="ignore"):
             increment = delta * log_lik
         log_weights = log_weights + np.where(np.isnan(increment), -np.inf, increment)
         tempering = new_tempering
         temperatures.append(tempering)
+        # Resample the groups whose ESS fell below the threshold (unbiased: the weights' mean is banked).
+        ess_frac = np.exp(2.0 * logsumexp(log_weights, axis=1) - logsumexp(2.0 * log_weights, axis=1)) / n_group
+        low = np.flatnonzero(ess_frac < resample_ess) if resample_ess > 0 else np.array([], dtype=int)
+        if tempering < 1.0 and len(low):
+            log_z_banked[low] += log_mean_exp(log_weights[low], axis=1)
+            ancestors = np.arange(n_chains).reshape(n_groups, n_group)
+            ancestors[low] = systematic_resample(rng, log_weights[low]) + (low * n_group)[:, None]
+            state = _take(state, ancestors.ravel())
+            log_weights[low] = 0.0
+            n_resampled += len(low)
         # Kernel for f_tempering: mass from the weighted population, fixed during the moves.
         target.tempering = tempering
         log_density, grad, _ = target.combine(state.aux)
         state = state._replace(log_density=log_density, grad_log_density=grad)
-        alive = np.isfinite(log_weights)
+        pooled = normalize_log_weights(log_weights, axis=1).ravel()
+        alive = np.isfinite(pooled)
         if mass == "identity":
             factor = np.ones(model.n_params)
         else:
-            factor = preconditioner_from_samples(state.position[alive], log_weights[alive], dense=(mass == "dense"))
+            factor = preconditioner_from_samples(state.position[alive], pooled[alive], dense=(mass == "dense"))
         rates = []
-        for _ in range(n_mcmc_steps):
+        start, start_log_lik = state.position, state.aux[:, 1]
+        for step in range(max_mcmc_steps):
+            # Random trajectory lengths: a fixed length near a half (or whole) period of the
+            # whitened posterior maps x to about -x (or x) and leaves log L, the quantity
+            # the weights depend on, stuck (measured: +1 nat on a 20-d Gaussian).
             jitter = rng.uniform(0.8, 1.2, size=n_chains)
-            state, info = hmc_step(rng, state, target, step_size * jitter, n_leapfrog, factor)
+            n_steps_traj = int(rng.integers(max(1, n_leapfrog // 2), n_leapfrog + n_leapfrog // 2 + 1))
+            state, info = hmc_step(rng, state, target, step_size * jitter, n_steps_traj, factor)
             rates.append(info.acceptance_rate)
-        mean_rate = float(np.mean(rates))
+            if step + 1 >= n_mcmc_steps and max(_correlation(start, state.position, factor),
+                                                _corr1(start_log_lik, state.aux[:, 1])) <= max_correlation:
+                break
+        n_steps.append(len(rates))
+        mean_rate = float(np.mean(rates)) if rates else float("nan")
         acceptance.append(mean_rate)
-        step_size = adapt_step_size(step_size, mean_rate, target=target_accept)
+        if rates:
+            step_size = adapt_step_size(step_size, mean_rate, target=target_accept)
         if bar is not None:
             bar.update(tempering - bar.n)
-    return state, log_weights, target.n_evaluations, dict(
+    log_z_groups = log_z_banked + log_mean_exp(log_weights, axis=1)
+    # Final particles weighted across groups: each group's weights scaled to its own Z estimate.
+    log_weights_pooled = (log_weights - log_mean_exp(log_weights, axis=1)[:, None]
+                          + log_z_groups[:, None]).ravel()
+    return state, log_weights, log_weights_pooled, log_z_groups, target.n_evaluations, dict(
         temperatures=np.array(temperatures), acceptance=np.array(acceptance), cess=np.array(cess),
-        final_step_size=step_size)
+        final_step_size=step_size, n_resampled=n_resampled, n_steps=np.array(n_steps))
 
 
-def ais_log_evidence(model, X, y=None, *, n_chains=200, schedule="adaptive", target_ess=0.99, n_temperatures=500,
-                     sigmoid_delta=4.0, n_mcmc_steps=2, n_leapfrog=10, step_size=0.5, target_accept=0.75,
-                     mass="dense", n_repeats=1, max_temperatures=20_000, random_state=None, verbose=0):
+def ais_log_evidence(model, X, y=None, *, n_chains=400, schedule="adaptive", target_ess=0.9, resample_ess=0.5,
+                     n_temperatures=500, sigmoid_delta=4.0, n_mcmc_steps=8, max_mcmc_steps=20,
+                     max_correlation=0.1, n_leapfrog=5, step_size=0.5,
+                     target_accept=0.75, mass="dense", n_repeats=8, max_temperatures=20_000, random_state=None,
+                     verbose=0):
     """Annealed-importance-sampling estimate of ``log p(y | X)`` for any protocol model.
 
     Parameters
@@ -280,20 +389,32 @@ def ais_log_evidence(model, X, y=None, *, n_chains=200, schedule="adaptive", tar
         Any object implementing the model protocol, gradients included.
     X : ndarray of shape (n_samples, n_features)
     y : ndarray of shape (n_samples,), default=None
-    n_chains : int, default=200
-        Independent annealing chains, moved together in vectorised HMC.
+    n_chains : int, default=400
+        Total particles, split into ``n_repeats`` independent groups of
+        ``ceil(n_chains / n_repeats)`` (at least 2; the total is rounded up to a
+        multiple of ``n_repeats``), all moved together in vectorised HMC.
     schedule : {"adaptive", "sigmoid"}, default="adaptive"
         Adaptive CESS bisection (thesis Alg. 6) or Grosse et al.'s fixed sigmoid.
-    target_ess : float, default=0.99
-        Target conditional ESS per temperature, as a fraction of ``n_chains``.
+    target_ess : float, default=0.9
+        Target conditional ESS per temperature (mean over groups), as a fraction
+        of the group size.
+    resample_ess : float, default=0.5
+        A group is resampled (systematic) when its ESS falls below this fraction;
+        0 turns resampling off (plain AIS).
     n_temperatures : int, default=500
         Number of steps of the sigmoid schedule (ignored when adaptive).
     sigmoid_delta : float, default=4.0
         Steepness of the sigmoid schedule.
-    n_mcmc_steps : int, default=2
-        HMC transitions per temperature.
-    n_leapfrog : int, default=10
-        Leapfrog steps per HMC trajectory.
+    n_mcmc_steps : int, default=8
+        Minimum HMC transitions per temperature.
+    max_mcmc_steps : int, default=20
+        More transitions are made, up to this many, while the particles still
+        correlate (above ``max_correlation``) with where the temperature's moves
+        started, in whitened coordinates or in log-likelihood.
+    max_correlation : float, default=0.1
+    n_leapfrog : int, default=5
+        Mean leapfrog steps per HMC trajectory; each transition draws its length
+        uniformly in ``[n_leapfrog // 2, n_leapfrog + n_leapfrog // 2]``.
     step_size : float, default=0.5
         Initial leapfrog step in whitened units; adapted between temperatures.
     target_accept : float, default=0.75
@@ -301,8 +422,8 @@ def ais_log_evidence(model, X, y=None, *, n_chains=200, schedule="adaptive", tar
     mass : {"dense", "diag", "identity"}, default="dense"
         Inverse mass from the weighted population's covariance (dense or its
         diagonal), re-estimated at every temperature, or the identity.
-    n_repeats : int, default=1
-        Independent AIS runs; the estimate pools all chains.
+    n_repeats : int, default=8
+        Independent groups (replicates). Their spread is the reported error.
     max_temperatures : int, default=20000
         Cap on adaptive temperatures.
     random_state : int, numpy.random.Generator or None, default=None
@@ -312,16 +433,25 @@ def ais_log_evidence(model, X, y=None, *, n_chains=200, schedule="adaptive", tar
     Returns
     -------
     result : EvidenceResult
-        ``log_evidence`` is ``log mean exp`` of all final log-weights;
-        ``log_evidence_std`` is the delta-method standard error from the weights,
-        ``sqrt(1/ESS - 1/n)``; ``info`` adds ``"std_weights"``,
-        ``"std_repeats"`` (spread of the per-repeat estimates over
-        ``sqrt(n_repeats)``, NaN for one repeat), ``"log_evidence_repeats"``, the
-        schedules, acceptance rates and ESS. ``samples``/``log_weights`` are the
-        final particles and their log-weights.
+        ``log_evidence`` is ``log`` of the mean over groups of their ``Z``
+        estimates (unbiased in ``Z``); ``log_evidence_std`` is the standard
+        deviation of the groups' ``log Z`` over ``sqrt(n_repeats)`` (with one
+        group, the weight-based ``sqrt(1/ESS - 1/n)``, which ignores resampling and
+        is only a lower bound). ``info`` adds ``"std_repeats"``, ``"std_weights"``,
+        ``"log_evidence_repeats"``, the schedule, acceptance rates, HMC steps per
+        temperature and resampling counts. ``samples``/``log_weights`` are the final
+        particles and log-weights (``log mean exp`` of them is ``log_evidence``).
 
     Notes
     -----
+    Why groups and resampling: on a 20-d correlated Gaussian, plain AIS (200
+    chains, 2 HMC steps per temperature) had collapsed weights and reported
+    errors 4x smaller than its spread, and on softmax regression (N=500) it read
+    1.6 nats (7 reported errors) low. Resampling removes the lagging chains; the
+    spread of independent groups is an error bar that sees every error source.
+    The estimate stays unbiased in ``Z`` (Del Moral, Doucet and Jasra, "Sequential
+    Monte Carlo samplers", 2006).
+
     Neal, "Annealed importance sampling" (2001); the thesis "Evidence
     Estimation Using Stochastic Likelihood Approximations", Sec. 3.3,
     Eq. (3.36)-(3.43) and Algorithm 6; Grosse, Ghahramani and Adams,
@@ -335,7 +465,7 @@ def ais_log_evidence(model, X, y=None, *, n_chains=200, schedule="adaptive", tar
     >>> import numpy as np
     >>> from evidence_select.models._targets import GaussianTarget
     >>> target = GaussianTarget(np.zeros(2), cov=0.1)
-    >>> res = ais_log_evidence(target, np.zeros((1, 1)), n_chains=100, random_state=0)
+    >>> res = ais_log_evidence(target, np.zeros((1, 1)), n_chains=160, random_state=0)
     >>> res.method, bool(abs(res.log_evidence - target.exact_log_evidence()) < 0.5)
     ('ais', True)
     """
@@ -346,6 +476,8 @@ def ais_log_evidence(model, X, y=None, *, n_chains=200, schedule="adaptive", tar
         raise ValueError(f"schedule must be 'adaptive' or 'sigmoid', got {schedule!r}")
     if not (isinstance(target_ess, numbers.Real) and 0.0 < target_ess < 1.0):
         raise ValueError(f"target_ess must be a fraction in (0, 1), got {target_ess!r}")
+    if not (isinstance(resample_ess, numbers.Real) and 0.0 <= resample_ess < 1.0):
+        raise ValueError(f"resample_ess must be a fraction in [0, 1), got {resample_ess!r}")
     if mass not in ("dense", "diag", "identity"):
         raise ValueError(f"mass must be 'dense', 'diag' or 'identity', got {mass!r}")
     if not (isinstance(step_size, numbers.Real) and step_size > 0):
@@ -355,42 +487,46 @@ def ais_log_evidence(model, X, y=None, *, n_chains=200, schedule="adaptive", tar
     n_mcmc_steps = _check_positive_int(n_mcmc_steps, "n_mcmc_steps", minimum=0)
     n_leapfrog = _check_positive_int(n_leapfrog, "n_leapfrog")
     n_repeats = _check_positive_int(n_repeats, "n_repeats")
+    # Groups are equal-sized arrays: round the total up to a multiple of n_repeats (>= 2 per group).
+    n_chains = n_repeats * max(2, -(-n_chains // n_repeats))
     n_temperatures = _check_positive_int(n_temperatures, "n_temperatures")
     rng = _rng_from(random_state)
+    n_group = n_chains // n_repeats
 
-    runs = []
-    n_calls = 0
-    for repeat in range(n_repeats):
-        bar = _progress(verbose, total=1.0, desc=f"AIS {repeat + 1}/{n_repeats}")
-        state, log_weights, n_eval, run_info = _ais_run(
-            rng, model, X, y, n_chains=n_chains, schedule=schedule, target_ess=target_ess,
-            n_temperatures=n_temperatures, sigmoid_delta=sigmoid_delta, n_mcmc_steps=n_mcmc_steps,
-            n_leapfrog=n_leapfrog, step_size=float(step_size), target_accept=target_accept, mass=mass,
-            max_temperatures=max_temperatures, bar=bar)
-        if bar is not None:
-            bar.close()
-        n_calls += n_eval
-        runs.append((state.position, log_weights, run_info))
-        logger.info("AIS repeat %d: log Z = %.4f with %d temperatures", repeat, log_mean_exp(log_weights),
-                    len(run_info["temperatures"]) - 1)
-
-    samples = np.vstack([r[0] for r in runs])
-    log_weights = np.concatenate([r[1] for r in runs])
-    log_z = float(log_mean_exp(log_weights))
-    n_total = len(log_weights)
+    bar = _progress(verbose, total=1.0, desc="AIS")
+    state, log_weights_groups, log_weights, log_z_groups, n_calls, run_info = _ais_run(
+        rng, model, X, y, n_groups=n_repeats, n_group=n_group, schedule=schedule, target_ess=target_ess,
+        resample_ess=resample_ess, n_temperatures=n_temperatures, sigmoid_delta=sigmoid_delta,
+        n_mcmc_steps=n_mcmc_steps, max_mcmc_steps=max(max_mcmc_steps, n_mcmc_steps),
+        max_correlation=max_correlation, n_leapfrog=n_leapfrog, step_size=float(step_size),
+        target_accept=target_accept, mass=mass, max_temperatures=max_temperatures, bar=bar)
+    if bar is not None:
+        bar.close()
+    log_z = float(log_mean_exp(log_z_groups))
+    # Error from the repeats: the spread of independent estimates sees every error source
+    # (weight variance, resampling noise, correlation left by the moves).
+    std_repeats = float(np.std(log_z_groups, ddof=1) / np.sqrt(n_repeats)) if n_repeats > 1 else float("nan")
+    # Weight-based error of the final stage only (a lower bound once resampling happened).
     ess = float(ess_from_log_weights(log_weights))
-    std_weights = float(np.sqrt(max(1.0 / ess - 1.0 / n_total, 0.0))) if ess > 0 else np.inf
-    # Lognormal-weight variant: var(Z_hat)/Z^2 = (exp(var log w) - 1) / n, robust to few large weights.
-    finite = log_weights[np.isfinite(log_weights)]
-    std_lognormal = float(np.sqrt(np.expm1(np.var(finite, ddof=1)) / n_total)) if len(finite) > 1 else np.inf
-    per_repeat = np.array([log_mean_exp(r[1]) for r in runs])
-    std_repeats = float(np.std(per_repeat, ddof=1) / np.sqrt(n_repeats)) if n_repeats > 1 else float("nan")
-    info = dict(std_weights=std_weights, std_lognormal=std_lognormal, std_repeats=std_repeats, log_evidence_repeats=per_repeat, ess=ess,
-                n_temperatures=[len(r[2]["temperatures"]) - 1 for r in runs],
-                temperatures=[r[2]["temperatures"] for r in runs], acceptance=[r[2]["acceptance"] for r in runs],
-                cess=[r[2]["cess"] for r in runs], final_step_size=[r[2]["final_step_size"] for r in runs])
-    settings = dict(n_chains=n_chains, schedule=schedule, target_ess=target_ess, n_temperatures=n_temperatures,
-                    sigmoid_delta=sigmoid_delta, n_mcmc_steps=n_mcmc_steps, n_leapfrog=n_leapfrog,
-                    step_size=step_size, target_accept=target_accept, mass=mass, n_repeats=n_repeats)
-    return EvidenceResult(log_z, std_weights, "ais", float(n_calls), int(n_calls * len(X)),
-                          time.perf_counter() - start_time, settings, samples, log_weights, info)
+    std_weights = float(np.sqrt(max(1.0 / ess - 1.0 / n_chains, 0.0))) if ess > 0 else np.inf
+    if n_repeats > 1:
+        log_evidence_std = std_repeats
+    else:
+        if run_info["n_resampled"]:
+            logger.warning("AIS with n_repeats=1 resampled %d times: its weight-based error ignores the "
+                           "resampling steps and underestimates; use n_repeats >= 8", run_info["n_resampled"])
+        log_evidence_std = std_weights
+    logger.info("AIS: log Z = %.4f +/- %.4f with %d temperatures, %d group resamplings", log_z,
+                log_evidence_std, len(run_info["temperatures"]) - 1, run_info["n_resampled"])
+    info = dict(std_weights=std_weights, std_repeats=std_repeats, log_evidence_repeats=log_z_groups, ess=ess,
+                n_temperatures=len(run_info["temperatures"]) - 1, temperatures=run_info["temperatures"],
+                acceptance=run_info["acceptance"], cess=run_info["cess"],
+                final_step_size=run_info["final_step_size"], n_resampled=run_info["n_resampled"],
+                n_steps=run_info["n_steps"],
+                ess_groups=ess_from_log_weights(log_weights_groups, axis=1))
+    settings = dict(n_chains=n_chains, schedule=schedule, target_ess=target_ess, resample_ess=resample_ess,
+                    n_temperatures=n_temperatures, sigmoid_delta=sigmoid_delta, n_mcmc_steps=n_mcmc_steps,
+                    n_leapfrog=n_leapfrog, step_size=step_size, target_accept=target_accept, mass=mass,
+                    n_repeats=n_repeats)
+    return EvidenceResult(log_z, log_evidence_std, "ais", float(n_calls), int(n_calls * len(X)),
+                          time.perf_counter() - start_time, settings, state.position, log_weights, info)

@@ -111,6 +111,20 @@ def simulate_ns_log_evidence(rng, log_lik_dead, n_live_dead, log_lik_live, n_sim
     return out
 
 
+def _rank_correlation(a, b):
+    """Spearman correlation of the start and new log-likelihoods of one batch (NaN below 3 points).
+
+    Replacements independent of their starting points give ~0; a positive value
+    means the constrained moves are too short and ``log Z`` is biased high.
+    """
+    if len(a) < 3:
+        return float("nan")
+    ra, rb = np.argsort(np.argsort(a)), np.argsort(np.argsort(b))
+    ra, rb = ra - ra.mean(), rb - rb.mean()
+    denom = np.sqrt(np.sum(ra**2) * np.sum(rb**2))
+    return float(np.sum(ra * rb) / denom) if denom > 0 else float("nan")
+
+
 def nested_sampling_log_evidence(model, X, y=None, *, n_live=500, dlogz=0.01, n_replace=None,
                                  n_slice_steps=None, max_step_out=10, n_simulations=200,
                                  max_iterations=100_000, random_state=None, verbose=0):
@@ -130,9 +144,13 @@ def nested_sampling_log_evidence(model, X, y=None, *, n_live=500, dlogz=0.01, n_
         would change ``log Z`` by less than this.
     n_replace : int, default=None
         Live points replaced per iteration (all moved in one vectorised batch);
-        None means ``max(1, n_live // 10)``. Must be at most ``n_live // 2``.
+        None means ``max(1, n_live // 4)`` (the volume bookkeeping stays exact for
+        any batch; larger batches cut the per-iteration overhead). Must be at most ``n_live // 2``.
     n_slice_steps : int, default=None
-        Slice moves per replacement; None means ``max(10, n_params)``.
+        Slice moves per replacement; None means ``max(10, 3 * n_params)``. With
+        ``n_params`` steps a replacement still remembers its starting live point
+        and ``log Z`` comes out high (measured +1.5 nats on a 20-d correlated
+        Gaussian); ``info["start_correlation"]`` reports that memory.
     max_step_out : int, default=10
         Stepping-out budget of each slice move.
     n_simulations : int, default=200
@@ -176,7 +194,7 @@ def nested_sampling_log_evidence(model, X, y=None, *, n_live=500, dlogz=0.01, n_
     X, y = _check_data(X, y)
     n_live = _check_positive_int(n_live, "n_live", minimum=2)
     if n_replace is None:
-        n_replace = max(1, n_live // 10)
+        n_replace = max(1, n_live // 4)
     n_replace = _check_positive_int(n_replace, "n_replace")
     if n_replace > n_live // 2:
         raise ValueError(f"n_replace must be at most n_live // 2 = {n_live // 2}, got {n_replace}")
@@ -184,7 +202,7 @@ def nested_sampling_log_evidence(model, X, y=None, *, n_live=500, dlogz=0.01, n_
         raise ValueError(f"dlogz must be a positive number, got {dlogz!r}")
     n_params = model.n_params
     if n_slice_steps is None:
-        n_slice_steps = max(10, n_params)
+        n_slice_steps = max(10, 3 * n_params)
     n_slice_steps = _check_positive_int(n_slice_steps, "n_slice_steps")
     max_step_out = _check_positive_int(max_step_out, "max_step_out", minimum=0)
     rng = _rng_from(random_state)
@@ -202,6 +220,7 @@ def nested_sampling_log_evidence(model, X, y=None, *, n_live=500, dlogz=0.01, n_
     log_z = -np.inf
     width = np.sqrt(n_params)
     slice_totals = np.zeros(4, dtype=np.int64)
+    start_corr = []
     bar = _progress(verbose, total=None, desc="NS")
     iteration = 0
     for iteration in range(1, max_iterations + 1):
@@ -227,6 +246,7 @@ def nested_sampling_log_evidence(model, X, y=None, *, n_live=500, dlogz=0.01, n_
             rng, live[start], live_log_prior[start], live_log_lik[start], log_lik_min,
             model.log_prior, log_lik_fn, factor, width=width, n_steps=n_slice_steps, max_step_out=max_step_out)
         n_calls += info.n_likelihood_calls
+        start_corr.append(_rank_correlation(live_log_lik[start], new_log_lik))
         slice_totals += np.array(info)
         width = adapt_slice_width(width, info)
         live[worst], live_log_prior[worst], live_log_lik[worst] = new, new_log_prior, new_log_lik
@@ -257,7 +277,8 @@ def nested_sampling_log_evidence(model, X, y=None, *, n_live=500, dlogz=0.01, n_
     info = dict(std_simulated=std_simulated, std_information=std_information, information=information,
                 n_iterations=iteration, n_dead=len(dead_log_lik), final_slice_width=width,
                 slice=SliceInfo(*(int(t) for t in slice_totals))._asdict(),
-                log_evidence_simulated_mean=float(np.mean(simulated)))
+                log_evidence_simulated_mean=float(np.mean(simulated)),
+                start_correlation=float(np.nanmean(start_corr)) if start_corr else float("nan"))
     settings = dict(n_live=n_live, dlogz=dlogz, n_replace=n_replace, n_slice_steps=n_slice_steps,
                     max_step_out=max_step_out, n_simulations=n_simulations)
     return EvidenceResult(log_z, std_simulated, "ns", float(n_calls), int(n_calls * n_rows),

@@ -12,7 +12,7 @@ from scipy import stats
 from evidence_select.datasets import make_linear_regression
 from evidence_select.evidence._ns import nested_sampling_log_evidence, ns_quadrature, simulate_ns_log_evidence
 from evidence_select.models import LinearGaussianModel
-from evidence_select.models._targets import BoxGaussianTarget, GaussianTarget
+from evidence_select.models._targets import BoxGaussianTarget, GaussianTarget, correlated_gaussian_target
 
 K_SIGMA = 4.0
 MAX_STD = 0.45
@@ -109,4 +109,18 @@ def test_large_batches_keep_the_volume_bookkeeping(seed):
     res = nested_sampling_log_evidence(target, X_DUMMY, n_live=100, n_replace=50, n_slice_steps=6,
                                        random_state=seed)
     assert 0 < res.log_evidence_std < MAX_STD
+    assert abs(res.log_evidence - target.exact_log_evidence()) < K_SIGMA * res.log_evidence_std
+
+
+def test_default_slice_steps_decorrelate_replacements():
+    # Replacements must not remember their starting live point: with too few slice
+    # steps they inherit its high likelihood and log Z comes out high (+1.5 nats on
+    # the 20-d correlated target with n_params steps). The rank correlation of
+    # start and new log L exposes it; the default (3 x n_params steps) removes it.
+    target = correlated_gaussian_target(6, correlation=0.9)
+    short = nested_sampling_log_evidence(target, X_DUMMY, n_live=100, n_slice_steps=1, random_state=0)
+    res = nested_sampling_log_evidence(target, X_DUMMY, n_live=100, random_state=0)
+    assert res.settings["n_slice_steps"] == 18 and res.settings["n_replace"] == 25
+    assert short.info["start_correlation"] > 0.3
+    assert abs(res.info["start_correlation"]) < 0.1
     assert abs(res.log_evidence - target.exact_log_evidence()) < K_SIGMA * res.log_evidence_std
