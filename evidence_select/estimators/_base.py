@@ -11,7 +11,7 @@ from numbers import Integral, Real
 import numpy as np
 from sklearn.base import BaseEstimator
 
-from ..evidence._sgais import SGAISConfig, combine_replicates, particle_log_weights, sgais_init, sgais_update
+from ..evidence._sgais import SGAISConfig, evidence_estimate, particle_log_weights, sgais_init, sgais_update
 from ..kernels._reservoir import reservoir_undo
 from ..utils import make_generator
 from ..utils._validation import Interval, StrOptions, check_is_fitted
@@ -39,6 +39,7 @@ class BaseSGAISEstimator(BaseEstimator):
         "resample_threshold": [Interval(Real, 0, 1, closed="both")],
         "control_variates": ["boolean"],
         "step_size_schedule": [StrOptions({"tempered", "data"})],
+        "integrator": [StrOptions({"baoab", "sghmc"})],
         "reservoir_size": [Interval(Integral, 1, None, closed="left")],
         "random_state": ["random_state"],
         "verbose": ["verbose"],
@@ -51,7 +52,7 @@ class BaseSGAISEstimator(BaseEstimator):
             learning_rate=float(self.learning_rate), friction=float(self.friction), n_mcmc_steps=self.n_mcmc_steps,
             target_ess=float(self.target_ess), resample_threshold=float(self.resample_threshold),
             control_variates=bool(self.control_variates), step_size_schedule=self.step_size_schedule,
-            reservoir_size=self.reservoir_size)
+            reservoir_size=self.reservoir_size, integrator=self.integrator)
 
     # -- streaming -----------------------------------------------------------------------
     def _partial_fit(self, X, y, classes, *, reset):
@@ -134,12 +135,12 @@ class BaseSGAISEstimator(BaseEstimator):
     @property
     def log_evidence_(self):
         """Log evidence of all data seen so far (float)."""
-        return combine_replicates(self._state().log_evidence)[0]
+        return evidence_estimate(self._state())[0]
 
     @property
     def log_evidence_std_(self):
-        """Standard error of ``log_evidence_`` from the spread of the replicates."""
-        return combine_replicates(self._state().log_evidence)[1]
+        """Standard error of ``log_evidence_``: the larger of the replicate spread and the weight-based estimate."""
+        return evidence_estimate(self._state())[1]
 
     @property
     def n_samples_seen_(self):

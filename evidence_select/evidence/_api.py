@@ -8,7 +8,7 @@ from sklearn.base import clone
 from ..models import Model
 from ._exact import exact_log_evidence
 from ._result import EvidenceResult
-from ._sgais import SGAISConfig, combine_replicates, sgais_init, sgais_update
+from ._sgais import SGAISConfig, evidence_estimate, sgais_init, sgais_update
 
 __all__ = ["log_evidence", "METHODS"]
 
@@ -116,7 +116,7 @@ def log_evidence(estimator_or_model, X, y=None, *, method, random_state=None, ve
         return EvidenceResult(value, 0.0, "exact", 1.0, len(X), time.perf_counter() - tic)
     if method == "sgais":
         state, config = _sgais_on_model(model, X, y, random_state, **method_kwargs)
-        log_z, std = combine_replicates(state.log_evidence)
+        log_z, std = evidence_estimate(state)
         return EvidenceResult(log_z, std, "sgais", state.n_datum_evaluations / max(len(X), 1),
                               state.n_datum_evaluations, time.perf_counter() - tic, settings=config._asdict(),
                               samples=state.particles, log_weights=state.log_weights.ravel())

@@ -6,7 +6,7 @@ No sampling algorithms and no scikit-learn here; see :class:`Model` for the prot
 from ._linear import LinearEvidenceStats, LinearGaussianModel
 from ._logistic import SoftmaxRegressionModel
 from ._mixture import GaussianMixtureModel
-from ._protocol import Model, check_model, finite_difference_gradient
+from ._protocol import Model, check_model, design_step_scales, finite_difference_gradient
 
 __all__ = [
     "GaussianMixtureModel",
@@ -15,5 +15,6 @@ __all__ = [
     "Model",
     "SoftmaxRegressionModel",
     "check_model",
+    "design_step_scales",
     "finite_difference_gradient",
 ]

@@ -11,7 +11,7 @@ from typing import NamedTuple
 import numpy as np
 from scipy.linalg import cho_factor, cho_solve
 
-from ._protocol import Model
+from ._protocol import Model, design_step_scales
 
 __all__ = ["LinearGaussianModel", "LinearEvidenceStats"]
 
@@ -77,6 +77,10 @@ class LinearGaussianModel(Model):
     def grad_log_prior(self, theta):
         return -theta / self.prior_variances
 
+    def step_scales(self, X):
+        """Inverse per-datum Fisher diagonal ``noise_variance / E[a_j^2]`` (see :class:`Model`)."""
+        return design_step_scales(X, self.fit_intercept, 1.0 / self.noise_variance)
+
     def predict_mean(self, theta, X):
         """Noise-free mean ``w . x + b`` per particle, shape ``(n_particles, n_batch)``."""
         d = self.n_features
@@ -90,8 +94,22 @@ class LinearGaussianModel(Model):
         return -0.5 * (residual**2 / self.noise_variance + np.log(self.noise_variance) + _LOG_2PI)
 
     def grad_log_likelihood(self, theta, X, y, weights):
+        X, y = np.asarray(X, dtype=float), np.asarray(y, dtype=float)
+        if np.ndim(weights) <= 1:
+            # Weights shared by all particles: the gradient is linear in theta,
+            # sum_j w_j (y_j - theta.a_j) a_j = s_ay - S_aa theta, so form the weighted
+            # moments once (O(n d^2)) instead of a particles x rows residual matrix.
+            weights = np.broadcast_to(np.asarray(weights, dtype=float), (len(X),))
+            weighted_X = X * weights[:, None]
+            grad = weighted_X.T @ y - theta[:, : self.n_features] @ (weighted_X.T @ X)
+            if self.fit_intercept:
+                sum_x = weighted_X.sum(axis=0)
+                grad -= theta[:, self.n_features:] * sum_x
+                grad_b = weights @ y - theta[:, : self.n_features] @ sum_x - theta[:, self.n_features] * weights.sum()
+                grad = np.hstack([grad, grad_b[:, None]])
+            return grad / self.noise_variance
         # No design-matrix copy on this hot path: the intercept column is handled apart.
-        weighted = np.asarray(y, dtype=float) - self.predict_mean(theta, X)
+        weighted = y - self.predict_mean(theta, X)
         weighted *= weights
         weighted /= self.noise_variance
         grad = weighted @ np.asarray(X, dtype=float)

@@ -8,7 +8,7 @@ over-parameterised softmax, as in the paper) so that one code path serves all K.
 
 import numpy as np
 
-from ._protocol import Model
+from ._protocol import Model, design_step_scales
 
 __all__ = ["SoftmaxRegressionModel"]
 
@@ -67,6 +67,13 @@ class SoftmaxRegressionModel(Model):
 
     def grad_log_prior(self, theta):
         return -theta / self.prior_variances
+
+    def step_scales(self, X):
+        """Inverse per-datum Fisher diagonal bound ``4 / E[a_j^2]`` (``p(1-p) <= 1/4``), per class."""
+        scales = design_step_scales(X, self.fit_intercept, 0.25)
+        n_features = self.n_features
+        weights = np.tile(scales[:n_features], self.n_classes)
+        return np.concatenate([weights, np.full(self.n_classes, scales[-1])]) if self.fit_intercept else weights
 
     def _logits_by_row(self, theta, X):
         """Logits in the layout ``(n_batch, n_particles, n_classes)`` (contiguous).

@@ -17,7 +17,7 @@ from abc import ABC, abstractmethod
 
 import numpy as np
 
-__all__ = ["Model", "check_model"]
+__all__ = ["Model", "check_model", "design_step_scales"]
 
 
 class Model(ABC):
@@ -86,6 +86,24 @@ class Model(ABC):
         grad : ndarray of shape (n_particles, n_params)
         """
 
+    def step_scales(self, X):
+        """Optional: relative SGHMC step size per parameter, from a batch of data.
+
+        Samplers multiply their scalar step (tuned for unit per-datum curvature)
+        by these factors, i.e. a diagonal inverse mass matrix. Return the inverse
+        of a typical per-datum Fisher information diagonal so that features on any
+        scale mix alike; ``None`` (the default) means no preconditioning.
+
+        Parameters
+        ----------
+        X : ndarray of shape (n_batch, n_features)
+
+        Returns
+        -------
+        scales : ndarray of shape (n_params,) or None
+        """
+        return None
+
     def log_likelihood_sum(self, theta, X, y=None):
         """Total log-likelihood of a data set, shape ``(n_particles,)``."""
         return self.log_likelihood(theta, X, y).sum(axis=1)
@@ -99,6 +117,26 @@ class Model(ABC):
 
     def __hash__(self):
         return hash((type(self).__name__, tuple(sorted((k, repr(v)) for k, v in vars(self).items()))))
+
+
+def design_step_scales(X, fit_intercept, curvature):
+    """Jacobi step scales ``1 / (curvature * E[a_j^2])`` for a design ``a = (x, 1)``.
+
+    ``curvature`` is the per-datum second derivative of the log-likelihood with
+    respect to the linear predictor (``1 / noise_variance`` for the Gaussian,
+    at most 1/4 for the softmax). Correlated features make the largest curvature
+    exceed the diagonal one by up to ``lambda_max`` of the design's correlation
+    matrix; above 2 the scales shrink by ``lambda_max / 2`` to stay stable.
+    Constant-zero columns get scale 1/curvature.
+    """
+    X = np.asarray(X, dtype=float)
+    design = np.hstack([X, np.ones((len(X), 1))]) if fit_intercept else X
+    second_moment = design.T @ design / max(len(design), 1)
+    diagonal = np.diag(second_moment).copy()
+    diagonal[~(diagonal > 0)] = 1.0
+    inv_sqrt = 1.0 / np.sqrt(diagonal)
+    lambda_max = float(np.linalg.eigvalsh(second_moment * inv_sqrt[:, None] * inv_sqrt[None, :])[-1])
+    return 1.0 / (curvature * diagonal * max(1.0, lambda_max / 2.0))
 
 
 def _hyper(model):

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from evidence_select.datasets import make_linear_regression
-from evidence_select.evidence._sgais import SGAISConfig, combine_replicates, sgais_init, sgais_update
+from evidence_select.evidence._sgais import SGAISConfig, evidence_estimate, sgais_init, sgais_update
 from evidence_select.models import LinearGaussianModel
 
 
@@ -28,7 +28,7 @@ def test_sgais_matches_exact_linear_evidence_within_reported_error(seed):
     config = SGAISConfig(n_replicates=8)
     state, records = run_sgais(data.X, data.y, model, config, seed)
     exact = model.exact_log_evidence(data.X, data.y)
-    log_z, std = combine_replicates(state.log_evidence)
+    log_z, std = evidence_estimate(state)
     assert records[-1].log_evidence == log_z
     assert 0 < std < 2.0
     assert abs(log_z - exact) < 5 * std + 1e-3
@@ -41,7 +41,7 @@ def test_sgais_unbiased_over_seeds_and_std_calibrated():
     errors, stds = [], []
     for seed in range(8):
         state, _ = run_sgais(data.X, data.y, model, SGAISConfig(), seed)
-        log_z, std = combine_replicates(state.log_evidence)
+        log_z, std = evidence_estimate(state)
         errors.append(log_z - exact)
         stds.append(std)
     errors, stds = np.array(errors), np.array(stds)
@@ -56,7 +56,7 @@ def test_history_records():
     data = make_linear_regression(1200, random_state=1)
     _, records = run_sgais(data.X, data.y, LinearGaussianModel(5), SGAISConfig(), 0)
     assert [r.n_samples_seen for r in records] == [500, 1000, 1200]
-    assert all(r.n_annealing_steps >= 1 and 1 <= r.ess <= 10 and r.seconds > 0 for r in records)
+    assert all(r.n_annealing_steps >= 1 and 1 <= r.ess <= SGAISConfig().n_particles and r.seconds > 0 for r in records)
     increments = np.diff([0.0] + [r.log_evidence for r in records]) / np.diff([0, 500, 1000, 1200])
     np.testing.assert_allclose(increments, [r.log_predictive_per_datum for r in records], rtol=1e-10)
 

@@ -209,3 +209,15 @@ def test_models_are_hyperparameters_only_and_picklable():
         clone = pickle.loads(pickle.dumps(model))
         assert clone == model and hash(clone) == hash(model)
         assert all(not isinstance(v, np.ndarray) for v in vars(model).values())
+
+
+@pytest.mark.parametrize("name, model, X, y", CASES, ids=IDS)
+@pytest.mark.parametrize("shared", [2.5, "vector"])
+def test_shared_weights_equal_per_particle_weights(name, model, X, y, shared):
+    """Models may take a faster path for weights shared by all particles; it must agree."""
+    rng = np.random.default_rng(8)
+    theta = model.sample_prior(rng, 5)
+    weights = rng.uniform(0.1, 2.0, size=len(X)) if shared == "vector" else shared
+    tiled = np.broadcast_to(weights, (5, len(X)))
+    np.testing.assert_allclose(model.grad_log_likelihood(theta, X, y, weights),
+                               model.grad_log_likelihood(theta, X, y, np.array(tiled)), rtol=1e-10, atol=1e-10)
