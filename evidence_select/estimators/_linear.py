@@ -43,7 +43,8 @@ class BayesianLinearRegressor(RegressorMixin, BaseSGAISEstimator):
     friction : float, default=0.2
         SGHMC friction ``alpha`` (momentum decay ``1 - alpha``).
     n_mcmc_steps : int, default=5
-        SGHMC steps per intermediate (annealed) distribution.
+        SGHMC steps per intermediate (annealed) distribution (twice as many
+        on the first chunk, which starts from the prior).
     target_ess : float, default=0.9
         Target conditional ESS, as a fraction of ``n_particles``, for choosing
         the next annealing increment.

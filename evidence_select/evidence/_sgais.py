@@ -84,7 +84,7 @@ class SGAISConfig(NamedTuple):
     recentre_factor: float = 2.0
     max_annealing_steps: int = 500
     integrator: str = "baoab"
-    initial_mcmc_factor: int = 4
+    initial_mcmc_factor: int = 2
 
 
 #: The settings of the paper's Sec. 6.1 (for reproduction and comparison).
