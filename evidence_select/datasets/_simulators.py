@@ -164,7 +164,8 @@ def make_mixture(n_samples=1000, *, random_state=0):
     X = np.empty((n_samples, 2))
     labels = np.empty(n_samples, dtype=np.int64)
     for start, stop, rng in _blocks(seed_seq, 0, n_samples):
-        X[start:stop], labels[start:stop] = _draw_mixture(rng, stop - start, MIXTURE_WEIGHTS, MIXTURE_MEANS, MIXTURE_STDS)
+        X[start:stop], labels[start:stop] = _draw_mixture(rng, stop - start, MIXTURE_WEIGHTS, MIXTURE_MEANS,
+                                                          MIXTURE_STDS)
     return Bunch(X=X, labels=labels, weights=MIXTURE_WEIGHTS, means=MIXTURE_MEANS, stds=MIXTURE_STDS)
 
 

@@ -378,7 +378,8 @@ def sgais_update(state, X, y, model, config):
         state._replace(reference=reference, reference_grad=reference_grad), model, config, theta, X, y)
     reservoir, undo = reservoir_insert(rng, state.reservoir, X, y)  # last: the only in-place write
     new_state = SGAISState(theta, log_weights, log_evidence, log_evidence_variance, reference, reference_grad,
-                           n_reference, reservoir, rng, n_seen + n_chunk, state.n_chunks + 1, state.n_datum_evaluations + n_evals + ref_evals,
+                           n_reference, reservoir, rng, n_seen + n_chunk, state.n_chunks + 1,
+                           state.n_datum_evaluations + n_evals + ref_evals,
                            step_scales)
     log_z, log_z_std = combine_replicates(log_evidence, log_evidence_variance)
     ess = float(np.min(ess_from_log_weights(log_weights, axis=1)))

@@ -92,7 +92,8 @@ class GaussianMixtureModel(Model):
         # Tiny Dirichlet draws can underflow to 0; clip so the log-ratio stays finite.
         weights = np.maximum(weights, np.finfo(float).tiny)
         variances = self.variance_scale / rng.gamma(self.variance_shape, size=(n_samples, K, d))
-        means = self.mean_prior_loc + np.sqrt(self.mean_variance_factor * variances) * rng.standard_normal((n_samples, K, d))
+        noise = rng.standard_normal((n_samples, K, d))
+        means = self.mean_prior_loc + np.sqrt(self.mean_variance_factor * variances) * noise
         return self.pack(weights, means, variances)
 
     def log_prior(self, theta):

@@ -111,9 +111,9 @@ def test_shuffled_stream_has_no_change_points(shift_runs):
 
 
 @pytest.mark.xfail(strict=False, reason=(
-    "engine limitation (reported): on the in-order stream the particles are trapped in modes fitted to "
-    "the earlier, simpler phases, so its final log evidence is hundreds of nats below the shuffled "
-    "stream's, and log_evidence_std_ (delta method over 2-4 replicate groups) saturates near 1 nat"))
+    "engine limitation (open): when new clusters appear mid-stream, particles stay in modes fitted to the "
+    "earlier, simpler phases (SGHMC moves locally), so the in-order final log evidence falls below the "
+    "shuffled stream's by more than 3 reported standard errors"))
 def test_in_order_and_shuffled_final_evidences_agree(shift_runs):
     (_, in_order), (_, shuffled) = shift_runs
     error = np.sqrt(in_order.log_evidence_stds_**2 + shuffled.log_evidence_stds_**2)
