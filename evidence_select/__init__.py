@@ -9,6 +9,7 @@ from .evidence import EvidenceResult, exact_log_evidence, log_evidence
 from .evidence._changepoints import detect_change_points
 from .evidence._sgais import PAPER_SETTINGS, ChunkRecord, SamplerDegeneracyWarning
 from .selection import EvidenceModelSelector, partial_fit_pipeline
+from .utils import load_checkpoint, save_checkpoint
 
 __version__ = "0.1.0"
 
@@ -25,7 +26,9 @@ __all__ = [
     "datasets",
     "detect_change_points",
     "exact_log_evidence",
+    "load_checkpoint",
     "log_evidence",
     "models",
     "partial_fit_pipeline",
+    "save_checkpoint",
 ]

@@ -1,8 +1,9 @@
 """Evidence estimators, all in log space."""
 
 from ._api import METHODS, log_evidence
+from ._changepoints import detect_change_points
 from ._exact import LinearEvidenceStats, exact_log_evidence, has_exact_evidence
 from ._result import EvidenceResult
 
-__all__ = ["METHODS", "EvidenceResult", "LinearEvidenceStats", "exact_log_evidence", "has_exact_evidence",
+__all__ = ["METHODS", "EvidenceResult", "LinearEvidenceStats", "detect_change_points", "exact_log_evidence", "has_exact_evidence",
            "log_evidence"]
