@@ -139,11 +139,11 @@ def dynesty_only(sizes, models, seed=1):
                   f"  {r['seconds']:7.1f} s", flush=True)
 
 
-def part_models(sizes, backend_kwargs, seed=1, save=None):
+def part_models(sizes, backend_kwargs, seed=1, save=None, methods=tuple(BACKENDS), models=("linear", "softmax", "mixture")):
     """Our three backends (and a reference) on the paper's models; dynesty is added by :func:`part_dynesty`."""
     rows = []
     for n in sizes:
-        for name in ("linear", "softmax", "mixture"):
+        for name in models:
             model, X, y = paper_problem(name, n)
             row = dict(model=name, n=n, results={})
             if name == "linear":
@@ -155,6 +155,8 @@ def part_models(sizes, backend_kwargs, seed=1, save=None):
                 row["reference"] = dict(method="laplace IS (20000)", log_evidence=log_z, std=std,
                                         cpu_seconds=time.process_time() - c0)
             for method, fn in BACKENDS.items():
+                if method not in methods:
+                    continue
                 c0 = time.process_time()
                 res = fn(model, X, y, random_state=seed, **backend_kwargs.get(method, {}))
                 row["results"][method] = dict(log_evidence=res.log_evidence, std=res.log_evidence_std,
@@ -163,7 +165,7 @@ def part_models(sizes, backend_kwargs, seed=1, save=None):
                 print(f"  {name:8s} N={n:<6d} {method:7s} {res.log_evidence:12.3f} +/- {res.log_evidence_std:.3f}"
                       f"  calls={res.n_likelihood_calls:10.3g}  {res.seconds:7.1f} s"
                       f"  cpu {row['results'][method]['cpu_seconds']:7.1f} s", flush=True)
-            ours = [row["results"][m] for m in BACKENDS]
+            ours = [row["results"][m] for m in BACKENDS if m in row["results"]]
             spread = max(r["log_evidence"] for r in ours) - min(r["log_evidence"] for r in ours)
             tol = max(3 * max(np.hypot(a["std"], b["std"]) for a in ours for b in ours), 0.5)
             row["max_disagreement"], row["agreement_tolerance"] = spread, tol
@@ -224,11 +226,13 @@ def analytic_problems(full):
     return problems
 
 
-def part_calibration(n_seeds, full, backend_kwargs, save=None):
+def part_calibration(n_seeds, full, backend_kwargs, save=None, methods=tuple(BACKENDS)):
     rows = []
     for name, model, X, y in analytic_problems(full):
         truth = model.exact_log_evidence(X, y)
         for method, fn in BACKENDS.items():
+            if method not in methods:
+                continue
             if method == "bridge" and name.startswith("bimodal"):
                 continue  # single-mode proposal: not applicable to a genuinely bimodal posterior
             est, std, secs = [], [], []
@@ -265,6 +269,8 @@ def main():
                         help="only run dynesty on these models at the --dynesty sizes and cache the results")
     parser.add_argument("--sizes", type=int, nargs="*", default=None, help="N of the paper models (full run)")
     parser.add_argument("--output", default="backends.json")
+    parser.add_argument("--models", nargs="*", default=["linear", "softmax", "mixture"])
+    parser.add_argument("--methods", nargs="*", default=list(BACKENDS), help="our backends to run")
     parser.add_argument("--skip-models", action="store_true")
     parser.add_argument("--skip-calibration", action="store_true")
     args = parser.parse_args()
@@ -290,11 +296,13 @@ def main():
 
     if not args.skip_models:
         print("Part 1: paper models (ours)")
-        out["models"] = part_models(sizes, model_kwargs, save=save("models"))
+        out["models"] = part_models(sizes, model_kwargs, save=save("models"), methods=tuple(args.methods),
+                                    models=tuple(args.models))
         print_table(out["models"])
     if not args.skip_calibration:
         print(f"\nPart 2: calibration over {n_seeds} seeds")
-        out["calibration"] = part_calibration(n_seeds, not args.quick, calib_kwargs, save=save("calibration"))
+        out["calibration"] = part_calibration(n_seeds, not args.quick, calib_kwargs, save=save("calibration"),
+                                              methods=tuple(args.methods))
     if not args.skip_models and args.dynesty:
         print("\nPart 3: dynesty (default settings) on the same data")
         part_dynesty(out["models"], set(args.dynesty), use_cache=args.dynesty_cache, save=save("models"))
