@@ -14,6 +14,7 @@ from sklearn.base import BaseEstimator
 from ..evidence._sgais import SGAISConfig, evidence_estimate, particle_log_weights, sgais_init, sgais_update
 from ..kernels._reservoir import reservoir_undo
 from ..utils import make_generator
+from ..utils._threads import single_threaded_blas
 from ..utils._validation import Interval, StrOptions, check_is_fitted
 
 __all__ = ["BaseSGAISEstimator"]
@@ -77,8 +78,9 @@ class BaseSGAISEstimator(BaseEstimator):
                 history = []
             else:
                 state, history = self.sgais_state_, self.evidence_history_
-            for state, record in self._stream(state, X, y, undo_log):
-                history.append(record)
+            with single_threaded_blas():
+                for state, record in self._stream(state, X, y, undo_log):
+                    history.append(record)
         except BaseException:
             for reservoir, undo in reversed(undo_log):
                 reservoir_undo(reservoir, undo)

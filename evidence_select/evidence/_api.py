@@ -7,6 +7,7 @@ from sklearn.base import clone
 
 from ..models import Model
 from ._exact import exact_log_evidence
+from ..utils._threads import single_threaded_blas
 from ._result import EvidenceResult
 from ._sgais import SGAISConfig, evidence_estimate, sgais_init, sgais_update
 
@@ -42,9 +43,10 @@ def _sgais_on_model(model, X, y, random_state, **settings):
     config = SGAISConfig(**settings)
     state = sgais_init(np.random.default_rng(random_state), model, config, X.shape[1],
                        None if y is None else np.asarray(y).dtype)
-    for start in range(0, len(X), config.batch_size):
-        stop = start + config.batch_size
-        state, _, _ = sgais_update(state, X[start:stop], None if y is None else y[start:stop], model, config)
+    with single_threaded_blas():
+        for start in range(0, len(X), config.batch_size):
+            stop = start + config.batch_size
+            state, _, _ = sgais_update(state, X[start:stop], None if y is None else y[start:stop], model, config)
     return state, config
 
 

@@ -43,7 +43,6 @@ resample_threshold=0, control_variates=False, step_size_schedule="data",
 integrator="sghmc"`` (:data:`PAPER_SETTINGS`, without the replicate count).
 """
 
-import copy
 import time
 import warnings
 from typing import NamedTuple
@@ -54,7 +53,7 @@ from ..kernels._reservoir import reservoir_data, reservoir_init, reservoir_inser
 from ..kernels._resampling import systematic_resample
 from ..kernels._schedule import next_tempering_increment
 from ..kernels._sghmc import TRAJECTORIES
-from ..utils import ess_from_log_weights, log_mean_exp, logsumexp
+from ..utils import ess_from_log_weights, log_mean_exp, logsumexp, make_generator
 
 __all__ = ["SGAISConfig", "SGAISState", "ChunkRecord", "sgais_init", "sgais_update", "combine_replicates",
            "evidence_estimate",
@@ -186,10 +185,6 @@ def particle_log_weights(state):
     return (state.log_weights + group[:, None]).ravel()
 
 
-def _copy_rng(rng):
-    return copy.deepcopy(rng)
-
-
 def _check_finite_log_lik(log_lik, tempering, n_seen):
     if np.isnan(log_lik).any() or np.isposinf(log_lik).any():
         bad = int(np.sum(np.any(np.isnan(log_lik) | np.isposinf(log_lik), axis=1)))
@@ -278,7 +273,7 @@ def sgais_update(state, X, y, model, config):
     the insertion at the very end (after everything that can fail).
     """
     tic = time.perf_counter()
-    rng = _copy_rng(state.rng)
+    rng = make_generator(state.rng)  # a copy: the old state's generator is never advanced
     n_groups, n_particles = state.log_weights.shape
     n_total, n_chunk, n_seen = len(state.particles), len(X), state.n_samples_seen
     res_X, res_y = reservoir_data(state.reservoir)

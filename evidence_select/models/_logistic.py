@@ -91,9 +91,17 @@ class SoftmaxRegressionModel(Model):
     def _log_proba_by_row(self, theta, X):
         """Max-shifted log-softmax, ``(n_batch, n_particles, n_classes)``."""
         log_proba = self._logits_by_row(theta, X)
-        log_proba -= log_proba.max(axis=2, keepdims=True)
-        log_proba -= np.log(np.sum(np.exp(log_proba), axis=2, keepdims=True))
+        log_proba -= _max_over_classes(log_proba)
+        log_proba -= np.log(_sum_over_classes(np.exp(log_proba)))
         return log_proba
+
+    def _proba_by_row(self, theta, X):
+        """Softmax probabilities, ``(n_batch, n_particles, n_classes)``: two passes fewer than exp(log-softmax)."""
+        proba = self._logits_by_row(theta, X)
+        proba -= _max_over_classes(proba)
+        np.exp(proba, out=proba)
+        proba /= _sum_over_classes(proba)
+        return proba
 
     def logits(self, theta, X):
         """Class logits, shape ``(n_particles, n_batch, n_classes)``."""
@@ -111,7 +119,7 @@ class SoftmaxRegressionModel(Model):
         n_particles, n_classes, n_batch = len(theta), self.n_classes, len(X)
         X = np.asarray(X, dtype=float)
         # d log p(y|x) / d logits = onehot(y) - proba, weighted per particle and datum.
-        residual = np.exp(self._log_proba_by_row(theta, X))
+        residual = self._proba_by_row(theta, X)
         np.negative(residual, out=residual)
         residual[np.arange(n_batch), :, np.asarray(y, dtype=np.intp)] += 1.0
         residual *= np.broadcast_to(weights, (n_particles, n_batch)).T[:, :, None]
@@ -119,3 +127,19 @@ class SoftmaxRegressionModel(Model):
         if self.fit_intercept:
             grad = np.hstack([grad, residual.sum(axis=0)])
         return grad
+
+
+# numpy reductions over a short trailing axis (a handful of classes) are several times slower
+# than elementwise operations over the class slices, so these loop over classes, not data.
+def _max_over_classes(values):
+    out = values[..., 0].copy()
+    for k in range(1, values.shape[-1]):
+        np.maximum(out, values[..., k], out=out)
+    return out[..., None]
+
+
+def _sum_over_classes(values):
+    out = values[..., 0].copy()
+    for k in range(1, values.shape[-1]):
+        out += values[..., k]
+    return out[..., None]
