@@ -110,7 +110,9 @@ def leapfrog(state, momentum, log_density_fn, step_size, n_leapfrog, inv_mass_fa
     r = momentum + 0.5 * step_size * _apply_t(inv_mass_factor, grad)
     log_density, aux = state.log_density, state.aux
     for step in range(n_leapfrog):
-        position = position + step_size * _apply(inv_mass_factor, r)
+        # A divergent chain carries inf/NaN from here on; hmc_step rejects it, so no warning.
+        with np.errstate(invalid="ignore", over="ignore"):
+            position = position + step_size * _apply(inv_mass_factor, r)
         log_density, grad, aux = log_density_fn(position)
         scale = step_size if step == n_leapfrog - 1 else 2.0 * step_size
         with np.errstate(invalid="ignore", over="ignore"):
