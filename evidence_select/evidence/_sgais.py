@@ -288,9 +288,10 @@ def sgais_update(state, X, y, model, config):
     step_scales = state.step_scales if n_seen else model.step_scales(X)
     if step_scales is not None:
         step_scales = np.asarray(step_scales, dtype=float)
-        if step_scales.shape != (state.particles.shape[1],) or not np.all(np.isfinite(step_scales) & (step_scales > 0)):
-            raise ValueError(f"{type(model).__name__}.step_scales must return {state.particles.shape[1]} positive "
-                             f"finite values; got {step_scales!r}")
+        n_params = state.particles.shape[1]
+        if step_scales.shape != (n_params,) or not np.all(np.isfinite(step_scales) & (step_scales > 0)):
+            raise ValueError(f"{type(model).__name__}.step_scales must return {n_params} positive finite values; "
+                             f"got {step_scales!r}")
 
     # Chunk rows and mini-batch rows in one weighted block: a gradient is one model call.
     block_X = np.empty((n_chunk + n_batch, X.shape[1]))
