@@ -1,10 +1,15 @@
 """Reference evidence backends (NS, AIS, bridge) against each other, exact answers and dynesty.
 
-Usage::
+Usage (one heavy job at a time on the shared machine)::
 
-    OMP_NUM_THREADS=1 nice -n 10 python benchmarks/bench_backends.py --quick
-    OMP_NUM_THREADS=1 nice -n 10 python benchmarks/bench_backends.py            # full: N=1e3,1e4; 20 seeds
-    ... --dynesty 1000                                                            # also dynesty at N=1e3
+    # calibration study, 20 seeds (analytic targets, linear N=1e2 and 1e3; drop --quick to add N=1e4)
+    OMP_NUM_THREADS=1 nice -n 10 python benchmarks/bench_backends.py --quick --seeds 20 --skip-models \
+        --output calibration.json
+    # paper models at N=1e3: ours, then dynesty (default settings, ~25 CPU min per model)
+    OMP_NUM_THREADS=1 nice -n 10 python benchmarks/bench_backends.py --sizes 1000 --skip-calibration \
+        --dynesty 1000 --output models.json
+    # dynesty alone, cached in results/ for a later table run with --dynesty-cache
+    OMP_NUM_THREADS=1 nice -n 10 python benchmarks/bench_backends.py --dynesty 1000 --dynesty-only softmax mixture
 
 Part 1: the paper's three models (linear d=5, softmax d=10 K=4, mixture K=5 d=2)
 at each N: log Z, reported error, likelihood calls (full-data evaluations of one
