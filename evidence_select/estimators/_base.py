@@ -14,6 +14,7 @@ from sklearn.base import BaseEstimator
 from ..evidence._sgais import SGAISConfig, evidence_estimate, particle_log_weights, sgais_init, sgais_update
 from ..kernels._reservoir import reservoir_undo
 from ..utils import make_generator
+from ..utils._progress import progress_bar
 from ..utils._threads import single_threaded_blas
 from ..utils._validation import Interval, StrOptions, check_is_fitted
 
@@ -115,13 +116,7 @@ class BaseSGAISEstimator(BaseEstimator):
             progress.close()
 
     def _progress(self, n_chunks):
-        if not self.verbose or n_chunks < 20:
-            return None
-        try:
-            from tqdm.auto import tqdm
-        except ImportError:  # the progress bar is an optional extra
-            return None
-        return tqdm(total=n_chunks, desc=type(self).__name__, unit="chunk")
+        return progress_bar(self.verbose and n_chunks >= 20, n_chunks, type(self).__name__)
 
     # -- derived fitted attributes (one source of truth: the state) ---------------------
     @property
@@ -157,5 +152,5 @@ class BaseSGAISEstimator(BaseEstimator):
     def _posterior_weights(self):
         """Linear-scale normalised particle weights for posterior-predictive averages."""
         check_is_fitted(self, "sgais_state_")
-        log_weights = particle_log_weights(self.sgais_state_)
-        return np.exp(log_weights - np.max(log_weights))[:, None] / np.sum(np.exp(log_weights - np.max(log_weights)))
+        weights = np.exp(particle_log_weights(self.sgais_state_))  # already normalised in log space
+        return (weights / weights.sum())[:, None]

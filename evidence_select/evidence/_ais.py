@@ -41,6 +41,8 @@ import numpy as np
 from ..kernels._hmc import HMCState, adapt_step_size, hmc_init, hmc_step, preconditioner_from_samples
 from ..kernels._resampling import systematic_resample
 from ..utils._logspace import ess_from_log_weights, log_mean_exp, logsumexp, normalize_log_weights
+from ..utils._progress import progress_bar
+from ..utils._random import make_generator
 from ._result import EvidenceResult
 
 __all__ = ["ais_log_evidence", "sigmoid_schedule", "next_tempering"]
@@ -51,17 +53,6 @@ _MAX_CELLS = 2**20  # particles x rows per model call; bounds memory at N = 1e4.
 
 
 # -- shared helpers (also used by _ns and _bridge) ----------------------------------------
-def _rng_from(random_state):
-    """A ``numpy.random.Generator`` from an int, None, Generator or RandomState."""
-    if random_state is None or isinstance(random_state, (numbers.Integral, np.random.SeedSequence)):
-        return np.random.default_rng(random_state)
-    if isinstance(random_state, np.random.Generator):
-        return random_state
-    if isinstance(random_state, np.random.RandomState):
-        return np.random.default_rng(random_state.randint(0, 2**31 - 1))
-    raise ValueError(f"random_state must be an int, None, a numpy Generator or RandomState, got {random_state!r}")
-
-
 def _check_positive_int(value, name, minimum=1):
     if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < minimum:
         raise ValueError(f"{name} must be an int >= {minimum}, got {value!r}")
@@ -105,17 +96,6 @@ def _log_lik_and_grad(model, theta, X, y):
         log_lik[part] = model.log_likelihood_sum(theta[part], X, y)
         grad[part] = model.grad_log_likelihood(theta[part], X, y, 1.0)
     return log_lik, grad
-
-
-def _progress(verbose, total, desc):
-    """A tqdm bar when ``verbose`` and tqdm is installed, else None."""
-    if not verbose:
-        return None
-    try:
-        from tqdm.auto import tqdm
-    except ImportError:  # optional extra
-        return None
-    return tqdm(total=total, desc=desc, leave=False)
 
 
 # -- schedules -------------------------------------------------------------------------
@@ -499,10 +479,10 @@ def ais_log_evidence(model, X, y=None, *, n_chains=400, schedule="adaptive", tar
     # Groups are equal-sized arrays: round the total up to a multiple of n_repeats (>= 2 per group).
     n_chains = n_repeats * max(2, -(-n_chains // n_repeats))
     n_temperatures = _check_positive_int(n_temperatures, "n_temperatures")
-    rng = _rng_from(random_state)
+    rng = make_generator(random_state)
     n_group = n_chains // n_repeats
 
-    bar = _progress(verbose, total=1.0, desc="AIS")
+    bar = progress_bar(verbose, total=1.0, desc="AIS", leave=False)
     state, log_weights_groups, log_weights, log_z_groups, n_calls, run_info = _ais_run(
         rng, model, X, y, n_groups=n_repeats, n_group=n_group, schedule=schedule, target_ess=target_ess,
         resample_ess=resample_ess, n_temperatures=n_temperatures, sigmoid_delta=sigmoid_delta,

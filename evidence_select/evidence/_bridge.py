@@ -47,7 +47,8 @@ from scipy.special import gammaln
 
 from ..kernels._hmc import adapt_step_size, hmc_init, hmc_step
 from ..utils._logspace import logsumexp, log_mean_exp
-from ._ais import _check_data, _check_positive_int, _log_lik_and_grad, _log_lik_sum, _progress, _rng_from
+from ..utils._random import make_generator
+from ._ais import _check_data, _check_positive_int, _log_lik_and_grad, _log_lik_sum
 from ._result import EvidenceResult
 
 __all__ = ["bridge_log_evidence", "bridge_iteration", "integrated_autocorrelation_time", "find_map"]
@@ -171,7 +172,7 @@ def find_map(model, X, y=None, *, n_starts=5, n_candidates=200, random_state=Non
     >>> np.round(theta, 2)
     array([0.99, 0.99])
     """
-    rng = _rng_from(random_state)
+    rng = make_generator(random_state)
     candidates = np.asarray(model.sample_prior(rng, n_candidates), dtype=float)
     scores = model.log_prior(candidates) + _log_lik_sum(model, candidates, X, y)
     n_eval = n_candidates
@@ -368,7 +369,7 @@ def bridge_log_evidence(model, X, y=None, *, posterior_samples=None, n_proposal=
         raise ValueError(f"df must be positive, got {df!r}")
     if not (isinstance(inflation, numbers.Real) and inflation > 0):
         raise ValueError(f"inflation must be positive, got {inflation!r}")
-    rng = _rng_from(random_state)
+    rng = make_generator(random_state)
     d = model.n_params
 
     theta_map, log_q_map, n_calls = find_map(model, X, y, random_state=rng)

@@ -22,7 +22,9 @@ import numpy as np
 from ..kernels._hmc import preconditioner_from_samples
 from ..kernels._slice import SliceInfo, adapt_slice_width, constrained_slice_sample
 from ..utils._logspace import log1mexp, logsumexp
-from ._ais import _check_data, _check_positive_int, _log_lik_sum, _progress, _rng_from
+from ..utils._progress import progress_bar
+from ..utils._random import make_generator
+from ._ais import _check_data, _check_positive_int, _log_lik_sum
 from ._result import EvidenceResult
 
 __all__ = ["nested_sampling_log_evidence", "ns_quadrature", "simulate_ns_log_evidence"]
@@ -205,7 +207,7 @@ def nested_sampling_log_evidence(model, X, y=None, *, n_live=500, dlogz=0.01, n_
         n_slice_steps = max(10, 3 * n_params)
     n_slice_steps = _check_positive_int(n_slice_steps, "n_slice_steps")
     max_step_out = _check_positive_int(max_step_out, "max_step_out", minimum=0)
-    rng = _rng_from(random_state)
+    rng = make_generator(random_state)
     n_rows = len(X)
 
     def log_lik_fn(theta):
@@ -221,7 +223,7 @@ def nested_sampling_log_evidence(model, X, y=None, *, n_live=500, dlogz=0.01, n_
     width = np.sqrt(n_params)
     slice_totals = np.zeros(4, dtype=np.int64)
     start_corr = []
-    bar = _progress(verbose, total=None, desc="NS")
+    bar = progress_bar(verbose, total=None, desc="NS", leave=False)
     iteration = 0
     for iteration in range(1, max_iterations + 1):
         order = np.argsort(live_log_lik, kind="stable")

@@ -10,12 +10,12 @@ __all__ = ["make_generator", "spawn_seeds"]
 def make_generator(random_state):
     """A fresh ``numpy.random.Generator`` from ``random_state``.
 
-    ``None`` draws fresh OS entropy, an int seeds a PCG64 stream, a legacy
+    ``None`` draws fresh OS entropy, an int or ``SeedSequence`` seeds a PCG64 stream, a legacy
     ``RandomState`` is consumed once for a seed (so seeded scikit-learn code stays
     reproducible), and a ``Generator`` is copied (never shared and advanced behind
     the caller's back).
     """
-    if random_state is None or isinstance(random_state, (numbers.Integral, np.integer)):
+    if random_state is None or isinstance(random_state, (numbers.Integral, np.integer, np.random.SeedSequence)):
         return np.random.default_rng(random_state)
     if isinstance(random_state, np.random.Generator):
         # Seeding with 0 skips the OS entropy draw; the state is overwritten at once.
