@@ -185,11 +185,13 @@ def particle_log_weights(state):
     return (state.log_weights + group[:, None]).ravel()
 
 
-def _check_finite_log_lik(log_lik, tempering, n_seen):
-    if np.isnan(log_lik).any() or np.isposinf(log_lik).any():
+def _check_finite_log_lik(log_lik, chunk_log_lik, tempering, n_seen):
+    # A particle's row sum is NaN or +inf exactly when a row entry is (or the sum overflows): a cheap screen.
+    if np.isnan(chunk_log_lik).any() or np.isposinf(chunk_log_lik).any():
         bad = int(np.sum(np.any(np.isnan(log_lik) | np.isposinf(log_lik), axis=1)))
+        what = f"NaN or +inf for {bad} particle(s)" if bad else "overflowing (its sum over the chunk is +inf)"
         raise FloatingPointError(
-            f"log-likelihood is NaN or +inf for {bad} particle(s) on the chunk after {n_seen} samples "
+            f"log-likelihood is {what} on the chunk after {n_seen} samples "
             f"(tempering={tempering:.3g}); check the data for extreme values or lower learning_rate")
 
 
@@ -309,8 +311,8 @@ def sgais_update(state, X, y, model, config):
     log_z_before = float(log_mean_exp(log_evidence))
     while tempering < 1.0:
         log_lik = model.log_likelihood(theta, X, y)
-        _check_finite_log_lik(log_lik, tempering, n_seen)
         chunk_log_lik = log_lik.sum(axis=1).reshape(n_groups, n_particles)
+        _check_finite_log_lik(log_lik, chunk_log_lik, tempering, n_seen)
         n_evals += n_total * n_chunk
         remaining = 1.0 - tempering
         if n_steps + 1 >= config.max_annealing_steps:

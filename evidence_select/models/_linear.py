@@ -97,17 +97,20 @@ class LinearGaussianModel(Model):
         X, y = np.asarray(X, dtype=float), np.asarray(y, dtype=float)
         if np.ndim(weights) <= 1:
             # Weights shared by all particles: the gradient is linear in theta,
-            # sum_j w_j (y_j - theta.a_j) a_j = s_ay - S_aa theta, so form the weighted
-            # moments once (O(n d^2)) instead of a particles x rows residual matrix.
-            weights = np.broadcast_to(np.asarray(weights, dtype=float), (len(X),))
-            weighted_X = X * weights[:, None]
-            grad = weighted_X.T @ y - theta[:, : self.n_features] @ (weighted_X.T @ X)
+            # sum_j w_j (y_j - theta.a_j) a_j = s_ay - S_aa theta. One product of the
+            # augmented rows [a_j, y_j] gives both moments (O(n d^2), no particles x rows
+            # residual matrix), in a handful of numpy calls: this runs several times per chunk.
+            n_design = self.n_params
+            augmented = np.empty((len(X), n_design + 1))
+            augmented[:, : self.n_features] = X
             if self.fit_intercept:
-                sum_x = weighted_X.sum(axis=0)
-                grad -= theta[:, self.n_features:] * sum_x
-                grad_b = weights @ y - theta[:, : self.n_features] @ sum_x - theta[:, self.n_features] * weights.sum()
-                grad = np.hstack([grad, grad_b[:, None]])
-            return grad / self.noise_variance
+                augmented[:, self.n_features] = 1.0
+            augmented[:, -1] = y
+            weights = np.asarray(weights, dtype=float)
+            moments = (augmented * (weights[:, None] if weights.ndim else weights)).T @ augmented
+            grad = moments[:n_design, -1] - theta @ moments[:n_design, :n_design]
+            grad /= self.noise_variance
+            return grad
         # No design-matrix copy on this hot path: the intercept column is handled apart.
         weighted = y - self.predict_mean(theta, X)
         weighted *= weights

@@ -13,6 +13,8 @@ from ._protocol import Model, design_step_scales
 __all__ = ["SoftmaxRegressionModel"]
 
 _LOG_2PI = np.log(2.0 * np.pi)
+#: Bound on |logit| below which exp needs no max shift (exp(200) ~ 7e86, exp(-200) ~ 1e-87).
+_SAFE_LOGIT = 200.0
 
 
 class SoftmaxRegressionModel(Model):
@@ -75,58 +77,103 @@ class SoftmaxRegressionModel(Model):
         weights = np.tile(scales[:n_features], self.n_classes)
         return np.concatenate([weights, np.full(self.n_classes, scales[-1])]) if self.fit_intercept else weights
 
-    def _logits_by_row(self, theta, X):
-        """Logits in the layout ``(n_batch, n_particles, n_classes)`` (contiguous).
+    def _design(self, X):
+        """``[X, 1]`` (or ``X``): one product then gives logits with intercepts, and gradients with theirs."""
+        X = np.asarray(X, dtype=float)
+        if not self.fit_intercept:
+            return X
+        design = np.empty((len(X), self.n_features + 1))
+        design[:, :-1] = X
+        design[:, -1] = 1.0
+        return design
 
-        One ``(n_batch, d) @ (d, M*K)`` product serves all particles; keeping the
-        batch axis first avoids strided passes in the elementwise work after it.
-        """
+    def _coefficients(self, theta):
+        """Per particle and class ``[w_k, b_k]``, shape ``(n_particles * n_classes, n_features [+ 1])``."""
         n_particles, n_classes, n_features = len(theta), self.n_classes, self.n_features
-        weights = theta[:, : n_classes * n_features].reshape(n_particles * n_classes, n_features)
-        logits = (np.asarray(X, dtype=float) @ weights.T).reshape(len(X), n_particles, n_classes)
-        if self.fit_intercept:
-            logits += theta[None, :, n_classes * n_features:]
-        return logits
+        weights = theta[:, : n_classes * n_features].reshape(n_particles, n_classes, n_features)
+        if not self.fit_intercept:
+            return weights.reshape(n_particles * n_classes, n_features)
+        coefficients = np.empty((n_particles, n_classes, n_features + 1))
+        coefficients[:, :, :-1] = weights
+        coefficients[:, :, -1] = theta[:, n_classes * n_features:]
+        return coefficients.reshape(n_particles * n_classes, n_features + 1)
+
+    def _logits_by_row(self, theta, design):
+        """Logits in the layout ``(n_batch, n_particles, n_classes)`` (contiguous), and whether exp is safe.
+
+        One ``(n_batch, d + 1) @ (d + 1, M*K)`` product serves all particles; keeping
+        the batch axis first avoids strided passes in the elementwise work after it.
+        The flag bounds every logit by ``max |a| * max ||c||_1`` (Hoelder): below
+        :data:`_SAFE_LOGIT` the softmax needs no max shift (no overflow, no underflow
+        to an all-zero row), which saves two passes over the largest array.
+        """
+        coefficients = self._coefficients(theta)
+        logits = (design @ coefficients.T).reshape(len(design), len(theta), self.n_classes)
+        bound = np.max(np.abs(design)) * np.max(np.sum(np.abs(coefficients), axis=1)) if len(design) else 0.0
+        return logits, bound < _SAFE_LOGIT
 
     def _log_proba_by_row(self, theta, X):
-        """Max-shifted log-softmax, ``(n_batch, n_particles, n_classes)``."""
-        log_proba = self._logits_by_row(theta, X)
-        log_proba -= _max_over_classes(log_proba)
-        log_proba -= np.log(_sum_over_classes(np.exp(log_proba)))
+        """Log-softmax, ``(n_batch, n_particles, n_classes)``."""
+        log_proba, safe = self._logits_by_row(theta, self._design(X))
+        log_proba -= self._log_normaliser(log_proba, safe)
         return log_proba
 
-    def _proba_by_row(self, theta, X):
+    def _log_normaliser(self, logits, safe):
+        """``log sum_k exp(logits_k)``, shape ``(n_batch, n_particles, 1)`` (``logits`` is not modified)."""
+        if safe:
+            return np.log(_sum_over_classes(np.exp(logits)))
+        shift = _max_over_classes(logits)
+        return np.log(_sum_over_classes(np.exp(logits - shift))) + shift
+
+    def _proba_by_row(self, theta, design):
         """Softmax probabilities, ``(n_batch, n_particles, n_classes)``: two passes fewer than exp(log-softmax)."""
-        proba = self._logits_by_row(theta, X)
-        proba -= _max_over_classes(proba)
+        proba, safe = self._logits_by_row(theta, design)
+        if not safe:
+            proba -= _max_over_classes(proba)
         np.exp(proba, out=proba)
         proba /= _sum_over_classes(proba)
         return proba
 
     def logits(self, theta, X):
         """Class logits, shape ``(n_particles, n_batch, n_classes)``."""
-        return self._logits_by_row(theta, X).transpose(1, 0, 2)
+        return self._logits_by_row(theta, self._design(X))[0].transpose(1, 0, 2)
 
     def log_proba(self, theta, X):
-        """Log class probabilities by a max-shifted log-softmax, ``(n_particles, n_batch, n_classes)``."""
+        """Log class probabilities (log-softmax), ``(n_particles, n_batch, n_classes)``."""
         return self._log_proba_by_row(theta, X).transpose(1, 0, 2)
 
     def log_likelihood(self, theta, X, y=None):
-        log_proba = self._log_proba_by_row(theta, X)
-        return log_proba[np.arange(len(X)), :, np.asarray(y, dtype=np.intp)].T
+        # logit of the observed class minus the log normaliser: no pass over the other classes' log-probabilities.
+        logits, safe = self._logits_by_row(theta, self._design(X))
+        observed = np.take_along_axis(logits, np.asarray(y, dtype=np.intp)[:, None, None], axis=2)
+        return (observed - self._log_normaliser(logits, safe))[:, :, 0].T
 
     def grad_log_likelihood(self, theta, X, y, weights):
         n_particles, n_classes, n_batch = len(theta), self.n_classes, len(X)
-        X = np.asarray(X, dtype=float)
+        design = self._design(X)
+        y = np.asarray(y, dtype=np.intp)
         # d log p(y|x) / d logits = onehot(y) - proba, weighted per particle and datum.
-        residual = self._proba_by_row(theta, X)
-        np.negative(residual, out=residual)
-        residual[np.arange(n_batch), :, np.asarray(y, dtype=np.intp)] += 1.0
-        residual *= np.broadcast_to(weights, (n_particles, n_batch)).T[:, :, None]
-        grad = (residual.reshape(n_batch, n_particles * n_classes).T @ X).reshape(n_particles, -1)
-        if self.fit_intercept:
-            grad = np.hstack([grad, residual.sum(axis=0)])
-        return grad
+        proba = self._proba_by_row(theta, design)
+        if np.ndim(weights) <= 1:
+            # Weights shared by all particles: scale the design rows rather than the (batch, particles, K)
+            # array, and the onehot part, which does not depend on the particle, is one small product.
+            weighted_design = design * np.broadcast_to(np.asarray(weights, dtype=float), (n_batch,))[:, None]
+            onehot = np.zeros((n_batch, n_classes))
+            onehot[np.arange(n_batch), y] = 1.0
+            grad = onehot.T @ weighted_design - (proba.reshape(n_batch, n_particles * n_classes).T
+                                                 @ weighted_design).reshape(n_particles, n_classes, -1)
+        else:
+            residual = np.negative(proba, out=proba)
+            residual[np.arange(n_batch), :, y] += 1.0
+            residual *= np.broadcast_to(weights, (n_particles, n_batch)).T[:, :, None]
+            grad = (residual.reshape(n_batch, n_particles * n_classes).T @ design).reshape(n_particles, n_classes, -1)
+        # The particles' (K, d + 1) gradient blocks, reordered to theta's layout [W row by row, b].
+        if not self.fit_intercept:
+            return grad.reshape(n_particles, -1)
+        out = np.empty((n_particles, self.n_params))
+        out[:, : n_classes * self.n_features] = grad[:, :, :-1].reshape(n_particles, -1)
+        out[:, n_classes * self.n_features:] = grad[:, :, -1]
+        return out
 
 
 # numpy reductions over a short trailing axis (a handful of classes) are several times slower

@@ -17,27 +17,97 @@ def logsumexp(log_values, axis=None, keepdims=False):
 
     Entries of ``-inf`` contribute nothing; an all ``-inf`` slice returns ``-inf``
     (never NaN). ``+inf`` entries return ``+inf``.
+
+    Parameters
+    ----------
+    log_values : array-like
+        Values on the log scale.
+    axis : int or None, default=None
+        Axis to reduce; None reduces everything.
+    keepdims : bool, default=False
+        Keep the reduced axis with length one.
+
+    Returns
+    -------
+    out : float or ndarray
+        A Python float when the result is a scalar.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from evidence_select.utils import logsumexp
+    >>> round(logsumexp([0.0, np.log(3.0)]), 6)   # log(1 + 3)
+    1.386294
+    >>> round(logsumexp([-1e6, -1e6 + np.log(3.0)]) + 1e6, 6)   # no underflow at log Z ~ -1e6
+    1.386294
+    >>> logsumexp([[0.0, 0.0], [-np.inf, -np.inf]], axis=1)
+    array([0.69314718,       -inf])
     """
     log_values = np.asarray(log_values, dtype=float)
-    max_value = np.max(log_values, axis=axis, keepdims=True)
-    # A slice that is all -inf (or contains +inf) has a non-finite max; shift by 0.
-    shift = np.where(np.isfinite(max_value), max_value, 0.0)
-    with np.errstate(divide="ignore"):  # log(0) = -inf for all -inf slices
-        out = np.log(np.sum(np.exp(log_values - shift), axis=axis, keepdims=True)) + shift
+    max_value = log_values.max(axis=axis, keepdims=True)
+    if np.isfinite(max_value).all():  # the hot path: no masking, no floating-point state switch
+        out = np.log(np.exp(log_values - max_value).sum(axis=axis, keepdims=True))
+        out += max_value
+    else:
+        # A slice that is all -inf (or contains +inf) has a non-finite max; shift by 0.
+        shift = np.where(np.isfinite(max_value), max_value, 0.0)
+        with np.errstate(divide="ignore"):  # log(0) = -inf for all -inf slices
+            out = np.log(np.exp(log_values - shift).sum(axis=axis, keepdims=True)) + shift
     if not keepdims:
-        out = np.squeeze(out, axis=axis) if axis is not None else out.reshape(())
-    return out if np.ndim(out) else float(out)
+        out = out.squeeze(axis=axis) if axis is not None else out.reshape(())
+    return out if out.ndim else float(out)
 
 
 def log_mean_exp(log_values, axis=None):
-    """Stable ``log(mean(exp(log_values)))`` along ``axis``."""
+    """Stable ``log(mean(exp(log_values)))`` along ``axis``.
+
+    Parameters
+    ----------
+    log_values : array-like
+        Values on the log scale.
+    axis : int or None, default=None
+        Axis to average over; None averages everything.
+
+    Returns
+    -------
+    out : float or ndarray
+
+    Examples
+    --------
+    The log of the mean of two evidence estimates ``Z_1 = 1`` and ``Z_2 = 3``:
+
+    >>> import numpy as np
+    >>> from evidence_select.utils import log_mean_exp
+    >>> round(float(log_mean_exp([0.0, np.log(3.0)])), 6)   # log(2)
+    0.693147
+    """
     log_values = np.asarray(log_values, dtype=float)
     n = log_values.size if axis is None else log_values.shape[axis]
     return logsumexp(log_values, axis=axis) - np.log(n)
 
 
 def normalize_log_weights(log_weights, axis=-1):
-    """Subtract the logsumexp so that ``exp`` of the result sums to one along ``axis``."""
+    """Subtract the logsumexp so that ``exp`` of the result sums to one along ``axis``.
+
+    Parameters
+    ----------
+    log_weights : array-like
+        Unnormalised log-weights.
+    axis : int, default=-1
+        Axis over particles.
+
+    Returns
+    -------
+    log_weights : ndarray
+        Normalised log-weights, same shape.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from evidence_select.utils import normalize_log_weights
+    >>> np.exp(normalize_log_weights([-1000.0, -1000.0 + np.log(3.0)])).round(6)
+    array([0.25, 0.75])
+    """
     log_weights = np.asarray(log_weights, dtype=float)
     return log_weights - logsumexp(log_weights, axis=axis, keepdims=True)
 
@@ -56,13 +126,52 @@ def ess_from_log_weights(log_weights, axis=-1):
     -------
     ess : float or ndarray
         In ``[1, n]`` whenever at least one weight is positive, 0 otherwise.
+
+    Examples
+    --------
+    Equal weights give the number of particles; one dominant weight gives 1:
+
+    >>> import numpy as np
+    >>> from evidence_select.utils import ess_from_log_weights
+    >>> float(ess_from_log_weights(np.zeros(4)))
+    4.0
+    >>> round(float(ess_from_log_weights([0.0, -50.0, -50.0, -50.0])), 6)
+    1.0
     """
     log_weights = np.asarray(log_weights, dtype=float)
-    return np.exp(2.0 * logsumexp(log_weights, axis=axis) - logsumexp(2.0 * log_weights, axis=axis))
+    max_value = log_weights.max(axis=axis, keepdims=True)
+    if not np.isfinite(max_value).all():
+        return np.exp(2.0 * logsumexp(log_weights, axis=axis) - logsumexp(2.0 * log_weights, axis=axis))
+    weights = np.exp(log_weights - max_value)  # one exp: the largest weight is 1, so no overflow
+    ess = weights.sum(axis=axis) ** 2 / (weights * weights).sum(axis=axis)
+    return ess if ess.ndim else float(ess)
 
 
 def log1mexp(x):
-    """Stable ``log(1 - exp(x))`` for ``x <= 0`` (Maechler, 2012)."""
+    """Stable ``log(1 - exp(x))`` for ``x <= 0`` (Maechler, 2012).
+
+    Switches between ``log(-expm1(x))`` near 0 and ``log1p(-exp(x))`` below
+    ``-log 2``, so both ends keep full precision (nested sampling needs the
+    log of volume differences ``log(X_{i-1} - X_i)``).
+
+    Parameters
+    ----------
+    x : array-like
+        Values ``<= 0``; ``0`` gives ``-inf``.
+
+    Returns
+    -------
+    out : ndarray
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from evidence_select.utils import log1mexp
+    >>> round(float(log1mexp(np.log(0.5))), 6)     # log(1 - 0.5)
+    -0.693147
+    >>> round(float(log1mexp(-1e-20)), 4)   # log(1e-20); the naive log(1 - exp(x)) gives -inf
+    -46.0517
+    """
     x = np.asarray(x, dtype=float)
     with np.errstate(divide="ignore"):
         return np.where(x > -np.log(2.0), np.log(-np.expm1(x)), np.log1p(-np.exp(x)))
