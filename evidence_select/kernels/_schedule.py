@@ -21,17 +21,19 @@ def conditional_ess_fraction(log_weights, log_lik, increments):
     log_lik : ndarray of shape (n_groups, n_particles)
         Chunk log-likelihood of each particle (``-inf`` allowed).
     increments : ndarray of shape (n_deltas,)
-        Positive candidate increments.
+        Positive candidate increments (positive, so a dead particle, ``l = -inf``, stays dead, never NaN).
 
     Returns
     -------
     fraction : ndarray of shape (n_deltas,)
     """
-    with np.errstate(invalid="ignore"):
-        scaled = increments[:, None, None] * log_lik[None]  # (n_deltas, n_groups, n_particles)
-    scaled = np.where(np.isnan(scaled), -np.inf, scaled)  # 0 * -inf: a dead particle stays dead
-    log_fraction = 2.0 * logsumexp(log_weights + scaled, axis=2) - logsumexp(log_weights + 2.0 * scaled, axis=2)
-    return np.exp(np.min(log_fraction, axis=1))
+    scaled = increments[:, None, None] * log_lik[None]  # (n_deltas, n_groups, n_particles); -inf stays -inf
+    # Both sums in one logsumexp: [log W + delta l, log W + 2 delta l] -> log sum W w, log sum W w^2.
+    terms = np.empty((2,) + scaled.shape)
+    np.add(log_weights, scaled, out=terms[0])
+    np.add(terms[0], scaled, out=terms[1])
+    log_sums = logsumexp(terms, axis=3)
+    return np.exp((2.0 * log_sums[0] - log_sums[1]).min(axis=1))
 
 
 def next_tempering_increment(log_weights, log_lik, remaining, target_fraction, *, n_grid=16, n_rounds=3,

@@ -68,7 +68,9 @@ def baoab_trajectory(rng, theta, grad_log_target_fn, *, step_size, friction, n_s
     Same arguments and return value as :func:`sghmc_trajectory`: ``step_size``
     is ``eta = h^2`` (scalar or per parameter) and the momentum decays by
     ``1 - friction`` per step in the exact OU refresh. It evaluates
-    ``n_steps + 1`` gradients, with step indices ``0..n_steps``.
+    ``n_steps`` gradients, with step indices ``0..n_steps - 1``: the closing
+    half kick of the last step would only change the momentum, which the next
+    call draws afresh, so that gradient is never computed.
     """
     noise = rng.standard_normal((n_steps + 1,) + theta.shape)
     half_step = 0.5 * np.sqrt(step_size)
@@ -83,8 +85,9 @@ def baoab_trajectory(rng, theta, grad_log_target_fn, *, step_size, friction, n_s
         momentum *= decay  # O
         momentum += refresh * noise[step + 1]
         theta += half_step * momentum  # A
-        grad = grad_log_target_fn(theta, step + 1)
-        momentum += half_step * grad  # B
+        if step + 1 < n_steps:
+            grad = grad_log_target_fn(theta, step + 1)
+            momentum += half_step * grad  # B
     return theta
 
 
