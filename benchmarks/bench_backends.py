@@ -13,8 +13,9 @@ Usage (one heavy job at a time on the shared machine)::
 
 Part 1: the paper's three models (linear d=5, softmax d=10 K=4, mixture K=5 d=2)
 at each N: log Z, reported error, likelihood calls (full-data evaluations of one
-parameter vector; dynesty's ``ncall``), seconds; agreement of the backends within
-``max(3 x combined error, 0.5)``. dynesty (optional ``bench`` extra) runs with its
+parameter vector; dynesty's ``ncall``), seconds; agreement of every pair of
+estimates (ours, dynesty, exact or Laplace-IS reference) within
+``max(3 x combined error, 0.5)``, listing the pairs that disagree. dynesty (optional ``bench`` extra) runs with its
 default settings only when ``--dynesty`` lists that N (it takes ~25 min per model
 at N=1e3 on this machine).
 
@@ -38,99 +39,20 @@ import time
 import sys
 
 import numpy as np
-from scipy import special, stats
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # run from a checkout
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from evidence_select.datasets import make_linear_regression, make_mixture, make_softmax_classification
+from evidence_select.datasets import make_linear_regression
 from evidence_select.evidence._ais import ais_log_evidence
 from evidence_select.evidence._bridge import bridge_log_evidence
 from evidence_select.evidence._ns import nested_sampling_log_evidence
-from evidence_select.models import GaussianMixtureModel, LinearGaussianModel, SoftmaxRegressionModel
+from evidence_select.models import LinearGaussianModel
+from _common import format_disagreements, pairwise_agreement, paper_problem, run_dynesty_cached  # noqa: E402
 from _laplace_reference import laplace_importance_log_evidence  # noqa: E402  (benchmarks/)
 from evidence_select.models._targets import (BimodalTarget, BoxGaussianTarget, GaussianTarget,
                                              correlated_gaussian_target)
 
 BACKENDS = {"ns": nested_sampling_log_evidence, "ais": ais_log_evidence, "bridge": bridge_log_evidence}
-
-
-def paper_problem(name, n):
-    if name == "linear":
-        d = make_linear_regression(n, n_features=5, random_state=0)
-        return LinearGaussianModel(5), d.X, d.y
-    if name == "softmax":
-        d = make_softmax_classification(n, n_features=10, n_classes=4, random_state=0)
-        return SoftmaxRegressionModel(10, 4), d.X, d.y
-    d = make_mixture(n, random_state=0)
-    return GaussianMixtureModel(5, 2), d.X, None
-
-
-# -- dynesty (optional) -------------------------------------------------------------------
-def _prior_transform(model):
-    """Unit cube -> the model's unconstrained prior (dynesty needs the inverse CDF)."""
-    if isinstance(model, (LinearGaussianModel, SoftmaxRegressionModel)):
-        sd = np.sqrt(model.prior_variances)
-        return lambda u: special.ndtri(u) * sd
-    K, d = model.n_components, model.n_features
-    alpha, a, b, c, m0 = (model.weight_concentration, model.variance_shape, model.variance_scale,
-                          model.mean_variance_factor, model.mean_prior_loc)
-
-    def transform(u):
-        # Dirichlet(alpha) by stick breaking: v_k ~ Beta(alpha, (K - k - 1) alpha).
-        rest, weights = 1.0, np.empty(K)
-        for k in range(K - 1):
-            v = stats.beta.ppf(u[k], alpha, (K - k - 1) * alpha)
-            weights[k], rest = rest * v, rest * (1.0 - v)
-        weights[-1] = rest
-        weights = np.maximum(weights, 1e-300)
-        u_mean = u[K - 1: K - 1 + K * d]
-        u_var = u[K - 1 + K * d:]
-        variances = b / stats.gamma.ppf(1.0 - u_var, a)  # inverse gamma by its inverse CDF
-        means = m0 + np.sqrt(c * variances) * special.ndtri(u_mean)
-        return model.pack(weights[None], means[None], variances[None])[0]
-
-    return transform
-
-
-def _dynesty_cache_path(name, n, seed):
-    return os.path.join(os.path.dirname(os.path.abspath(__file__)), "results", f"dynesty_{name}_N{n}_seed{seed}.json")
-
-
-def run_dynesty_cached(name, n, model, X, y, seed, use_cache):
-    """dynesty on the same data; with ``use_cache`` a previous run of this exact problem is reused.
-
-    dynesty takes ~25 min per model at N=1e3 here, so ``--dynesty-only`` runs it once (as the one
-    heavy job) and the table run reads its result; the cache records dynesty's version and date.
-    """
-    path = _dynesty_cache_path(name, n, seed)
-    if use_cache and os.path.exists(path):
-        with open(path) as fh:
-            out = json.load(fh)
-        out["cached"] = True
-        return out
-    out = run_dynesty(model, X, y, seed)
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    with open(path, "w") as fh:
-        json.dump(out, fh, indent=1)
-    return out
-
-
-def run_dynesty(model, X, y, seed):
-    import dynesty  # optional extra "bench"
-
-    transform = _prior_transform(model)
-    counter = [0]
-
-    def log_lik(theta):
-        counter[0] += 1
-        return float(model.log_likelihood_sum(theta[None], X, y)[0])
-
-    t0, c0 = time.perf_counter(), time.process_time()
-    sampler = dynesty.NestedSampler(log_lik, transform, model.n_params, rstate=np.random.default_rng(seed))
-    sampler.run_nested(print_progress=False)
-    res = sampler.results
-    return dict(log_evidence=float(res.logz[-1]), std=float(res.logzerr[-1]), calls=float(np.sum(res.ncall)),
-                seconds=time.perf_counter() - t0, cpu_seconds=time.process_time() - c0, version=dynesty.__version__, date=time.strftime("%Y-%m-%d %H:%M"))
 
 
 # -- part 1 ------------------------------------------------------------------------------
@@ -170,14 +92,23 @@ def part_models(sizes, backend_kwargs, seed=1, save=None, methods=tuple(BACKENDS
                 print(f"  {name:8s} N={n:<6d} {method:7s} {res.log_evidence:12.3f} +/- {res.log_evidence_std:.3f}"
                       f"  calls={res.n_likelihood_calls:10.3g}  {res.seconds:7.1f} s"
                       f"  cpu {row['results'][method]['cpu_seconds']:7.1f} s", flush=True)
-            ours = [row["results"][m] for m in BACKENDS if m in row["results"]]
-            spread = max(r["log_evidence"] for r in ours) - min(r["log_evidence"] for r in ours)
-            tol = max(3 * max(np.hypot(a["std"], b["std"]) for a in ours for b in ours), 0.5)
-            row["max_disagreement"], row["agreement_tolerance"] = spread, tol
+            _check_agreement(row)
             rows.append(row)
             if save is not None:
                 save(rows)
     return rows
+
+
+def _check_agreement(row):
+    """Every pair of (ours, dynesty, exact or reference) within ``max(3 x combined error, 0.5)``."""
+    estimates = {m: (r["log_evidence"], r["std"]) for m, r in row["results"].items()}
+    if "exact" in row:
+        estimates["exact"] = (row["exact"], 0.0)
+    if "reference" in row:
+        estimates["laplace_is"] = (row["reference"]["log_evidence"], row["reference"]["std"])
+    row["agreement"] = pairwise_agreement(estimates)
+    ours = [r["log_evidence"] for m, r in row["results"].items() if m in BACKENDS]
+    row["spread_of_ours"] = max(ours) - min(ours) if ours else float("nan")
 
 
 def part_dynesty(rows, dynesty_sizes, seed=1, use_cache=False, save=None):
@@ -191,6 +122,7 @@ def part_dynesty(rows, dynesty_sizes, seed=1, use_cache=False, save=None):
             print("  dynesty not installed (pip install evidence-select[bench]); skipped")
             return
         row["results"]["dynesty"] = r
+        _check_agreement(row)
         print(f"  {row['model']:8s} N={row['n']:<6d} dynesty {r['log_evidence']:12.3f} +/- {r['std']:.3f}"
               f"  calls={r['calls']:10.3g}  {r['seconds']:7.1f} s  cpu {r.get('cpu_seconds', float('nan')):7.1f} s",
               flush=True)
@@ -211,8 +143,9 @@ def print_table(rows):
         for method, r in row["results"].items():
             print(f"| {row['model']} | {row['n']} | {method} | {r['log_evidence']:.3f} | {r['std']:.3f} | "
                   f"{r['calls']:.3g} | {r['seconds']:.1f} | {r.get('cpu_seconds', float('nan')):.1f} |")
-        print(f"| {row['model']} | {row['n']} | spread of ours (ns, ais, bridge) | {row['max_disagreement']:.3f} | "
-              f"tol {row['agreement_tolerance']:.3f} | | | |")
+        print(f"| {row['model']} | {row['n']} | spread of ours | {row['spread_of_ours']:.3f} | | | | |")
+        print(f"| {row['model']} | {row['n']} | pairs outside max(3 x combined err, 0.5) | "
+              f"{format_disagreements(row['agreement'])} | | | | |")
 
 
 # -- part 2 ------------------------------------------------------------------------------

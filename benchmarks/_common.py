@@ -1,0 +1,215 @@
+"""Helpers shared by the benchmark scripts (benchmarks only, not part of the package).
+
+- :func:`paper_problem` / :func:`paper_estimator`: the paper's three models on the
+  same simulated data (seed 0; the simulators are prefix-stable, so the first ``N``
+  rows of a long stream are exactly the data set of size ``N``).
+- dynesty with default settings, cached per problem in ``results/`` because it
+  takes ~25 CPU minutes per model at N=1e3 on this machine.
+- :func:`pairwise_agreement`: every pair of estimates within
+  ``max(3 x combined error, 0.5)`` nats.
+- run metadata (git commit, load, versions) and atomic JSON saving.
+"""
+
+import itertools
+import json
+import os
+import platform
+import subprocess
+import sys
+import time
+
+import numpy as np
+from scipy import special, stats
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.dirname(HERE))  # run from a checkout
+
+from evidence_select.datasets import make_linear_regression, make_mixture, make_softmax_classification  # noqa: E402
+from evidence_select.models import GaussianMixtureModel, LinearGaussianModel, SoftmaxRegressionModel  # noqa: E402
+
+RESULTS_DIR = os.path.join(HERE, "results")
+FIGURES_DIR = os.path.join(RESULTS_DIR, "figures")
+PAPER_MODELS = ("linear", "softmax", "mixture")
+
+
+# -- the paper's problems ------------------------------------------------------------------
+def paper_data(name, n):
+    """``(X, y)`` of the paper's model ``name`` with ``n`` rows (seed 0; ``y`` is None for the mixture)."""
+    if name == "linear":
+        d = make_linear_regression(n, n_features=5, random_state=0)
+        return d.X, d.y
+    if name == "softmax":
+        d = make_softmax_classification(n, n_features=10, n_classes=4, random_state=0)
+        return d.X, d.y
+    if name == "mixture":
+        return make_mixture(n, random_state=0).X, None
+    raise ValueError(f"unknown paper model {name!r}")
+
+
+def paper_model(name):
+    """The protocol model of the paper's model ``name`` (linear d=5, softmax d=10 K=4, mixture K=5 d=2)."""
+    return {"linear": lambda: LinearGaussianModel(5), "softmax": lambda: SoftmaxRegressionModel(10, 4),
+            "mixture": lambda: GaussianMixtureModel(5, 2)}[name]()
+
+
+def paper_problem(name, n):
+    """``(model, X, y)`` for the reference backends."""
+    X, y = paper_data(name, n)
+    return paper_model(name), X, y
+
+
+def paper_estimator(name, **params):
+    """The online estimator whose ``model_`` is :func:`paper_model` ``(name)`` (default parameters)."""
+    from evidence_select import BayesianLinearRegressor, BayesianLogisticClassifier, BayesianMixture
+
+    if name == "linear":
+        return BayesianLinearRegressor(**params)
+    if name == "softmax":
+        return BayesianLogisticClassifier(**params)
+    return BayesianMixture(5, **params)
+
+
+def partial_fit_chunk(estimator, name, X, y, first):
+    """One ``partial_fit`` call (the classifier needs ``classes`` on the first)."""
+    if name == "softmax":
+        return estimator.partial_fit(X, y, **({"classes": [0, 1, 2, 3]} if first else {}))
+    return estimator.partial_fit(X) if y is None else estimator.partial_fit(X, y)
+
+
+# -- dynesty (optional extra "bench") ------------------------------------------------------
+def _prior_transform(model):
+    """Unit cube -> the model's unconstrained prior (dynesty needs the inverse CDF)."""
+    if isinstance(model, (LinearGaussianModel, SoftmaxRegressionModel)):
+        sd = np.sqrt(model.prior_variances)
+        return lambda u: special.ndtri(u) * sd
+    K, d = model.n_components, model.n_features
+    alpha, a, b, c, m0 = (model.weight_concentration, model.variance_shape, model.variance_scale,
+                          model.mean_variance_factor, model.mean_prior_loc)
+
+    def transform(u):
+        # Dirichlet(alpha) by stick breaking: v_k ~ Beta(alpha, (K - k - 1) alpha).
+        rest, weights = 1.0, np.empty(K)
+        for k in range(K - 1):
+            v = stats.beta.ppf(u[k], alpha, (K - k - 1) * alpha)
+            weights[k], rest = rest * v, rest * (1.0 - v)
+        weights[-1] = rest
+        weights = np.maximum(weights, 1e-300)
+        u_mean = u[K - 1: K - 1 + K * d]
+        u_var = u[K - 1 + K * d:]
+        variances = b / stats.gamma.ppf(1.0 - u_var, a)  # inverse gamma by its inverse CDF
+        means = m0 + np.sqrt(c * variances) * special.ndtri(u_mean)
+        return model.pack(weights[None], means[None], variances[None])[0]
+
+    return transform
+
+
+def dynesty_cache_path(name, n, seed):
+    return os.path.join(RESULTS_DIR, f"dynesty_{name}_N{n}_seed{seed}.json")
+
+
+def cached_dynesty(name, n, seed):
+    """The cached dynesty result of this problem, or None."""
+    path = dynesty_cache_path(name, n, seed)
+    if not os.path.exists(path):
+        return None
+    with open(path) as fh:
+        out = json.load(fh)
+    out["cached"] = True
+    return out
+
+
+def run_dynesty_cached(name, n, model, X, y, seed, use_cache):
+    """dynesty on the same data; with ``use_cache`` a previous run of this exact problem is reused.
+
+    The cache records dynesty's version and the date of the run.
+    """
+    if use_cache:
+        out = cached_dynesty(name, n, seed)
+        if out is not None:
+            return out
+    out = run_dynesty(model, X, y, seed)
+    save_json(dynesty_cache_path(name, n, seed), out)
+    return out
+
+
+def run_dynesty(model, X, y, seed):
+    """dynesty 3 with default settings (500 live points, automatic sampler) on the full data."""
+    import dynesty  # optional extra "bench"
+
+    transform = _prior_transform(model)
+
+    def log_lik(theta):
+        return float(model.log_likelihood_sum(theta[None], X, y)[0])
+
+    t0, c0 = time.perf_counter(), time.process_time()
+    sampler = dynesty.NestedSampler(log_lik, transform, model.n_params, rstate=np.random.default_rng(seed))
+    sampler.run_nested(print_progress=False)
+    res = sampler.results
+    return dict(log_evidence=float(res.logz[-1]), std=float(res.logzerr[-1]), calls=float(np.sum(res.ncall)),
+                seconds=time.perf_counter() - t0, cpu_seconds=time.process_time() - c0, version=dynesty.__version__,
+                date=time.strftime("%Y-%m-%d %H:%M"), git_commit=git_commit())
+
+
+# -- agreement -----------------------------------------------------------------------------
+def pairwise_agreement(estimates, min_tolerance=0.5, n_sigma=3.0):
+    """Every pair of estimates checked against ``max(n_sigma x combined error, min_tolerance)``.
+
+    Parameters
+    ----------
+    estimates : dict
+        ``name -> (log_evidence, std)``.
+
+    Returns
+    -------
+    pairs : list of dict
+        ``a, b, difference (a - b), tolerance, agree`` for each pair.
+    """
+    pairs = []
+    for (a, (za, sa)), (b, (zb, sb)) in itertools.combinations(estimates.items(), 2):
+        tol = max(n_sigma * float(np.hypot(sa, sb)), min_tolerance)
+        pairs.append(dict(a=a, b=b, difference=float(za - zb), tolerance=tol, agree=bool(abs(za - zb) <= tol)))
+    return pairs
+
+
+def format_disagreements(pairs):
+    bad = [f"{p['a']} vs {p['b']}: {p['difference']:+.2f} (tol {p['tolerance']:.2f})" for p in pairs if not p["agree"]]
+    return "; ".join(bad) if bad else "all pairs agree"
+
+
+# -- metadata and saving -------------------------------------------------------------------
+def git_commit():
+    try:
+        out = subprocess.run(["git", "-C", HERE, "rev-parse", "HEAD"], capture_output=True, text=True, timeout=10)
+        dirty = subprocess.run(["git", "-C", HERE, "status", "--porcelain", "--", "../evidence_select"],
+                               capture_output=True, text=True, timeout=10).stdout.strip()
+        return out.stdout.strip() + (" (evidence_select/ modified)" if dirty else "")
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+
+
+def run_metadata(argv):
+    import scipy
+
+    return dict(git_commit=git_commit(), date=time.strftime("%Y-%m-%d %H:%M:%S"), command=" ".join(argv),
+                python=platform.python_version(), numpy=np.__version__, scipy=scipy.__version__,
+                machine=platform.machine(), cpu_count=os.cpu_count(), load_average_start=os.getloadavg(),
+                threads={k: os.environ.get(k) for k in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")})
+
+
+def save_json(path, obj):
+    """Write ``obj`` atomically (temporary file + rename), so a killed run leaves the last complete save."""
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    tmp = f"{path}.tmp{os.getpid()}"
+    with open(tmp, "w") as fh:
+        json.dump(obj, fh, indent=1, default=_json_default)
+    os.replace(tmp, path)
+
+
+def _json_default(value):
+    if isinstance(value, (np.integer,)):
+        return int(value)
+    if isinstance(value, (np.floating,)):
+        return float(value)
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    return str(value)
