@@ -15,19 +15,24 @@ __all__ = ["make_linear_regression", "make_softmax_classification", "make_mixtur
 
 _BLOCK = 4096
 
-#: Fixed parameters of the paper-style 2-d mixture with 5 components.
+#: Component weights, shape (5,), of the paper-style 2-d mixture drawn by :func:`make_mixture`.
 MIXTURE_WEIGHTS = np.array([0.30, 0.25, 0.20, 0.15, 0.10])
+#: Component means, shape (5, 2), of the mixture drawn by :func:`make_mixture`.
 MIXTURE_MEANS = np.array([[-4.0, -3.0], [0.0, 3.0], [4.0, -2.0], [-3.0, 3.5], [3.5, 4.0]])
+#: Per-coordinate component standard deviations, shape (5, 2), of the mixture of :func:`make_mixture`.
 MIXTURE_STDS = np.array([[1.0, 0.7], [0.8, 1.2], [0.6, 0.9], [1.1, 0.5], [0.7, 0.7]])
 
-#: Seven 2-d clusters of the distribution-shift stream; some overlap on purpose
-#: (the paper: "it is not immediately obvious from the histograms how many clusters there are").
+#: Means, shape (7, 2), of the seven 2-d clusters of the distribution-shift stream
+#: (:func:`make_shift_stream`); some overlap on purpose (the paper: "it is not
+#: immediately obvious from the histograms how many clusters there actually are").
 SHIFT_MEANS = np.array([[-4.0, 0.0], [0.0, 4.0], [4.0, 0.0],      # phase 1: 3 clusters
                         [0.0, -4.0], [-2.0, 2.5],                # phase 2 adds 2
                         [2.5, -2.5], [5.0, 4.0]])                # phase 3 adds 2
+#: Per-coordinate standard deviations, shape (7, 2), of the clusters of the shift stream.
 SHIFT_STDS = np.array([[1.0, 1.0], [0.9, 0.9], [1.0, 0.8], [0.9, 1.1], [0.8, 0.8], [0.8, 0.9], [0.7, 0.7]])
-#: Sample positions at which the stream gains clusters, and the cluster count of each phase.
+#: Sample positions at which the shift stream gains clusters (paper Sec. 6.2).
 SHIFT_CHANGE_POINTS = (1000, 10000)
+#: Number of active clusters in each phase of the shift stream.
 SHIFT_N_CLUSTERS = (3, 5, 7)
 
 

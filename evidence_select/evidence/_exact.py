@@ -6,17 +6,66 @@ __all__ = ["exact_log_evidence", "has_exact_evidence"]
 
 
 def has_exact_evidence(model):
-    """True when ``model`` provides an analytic ``exact_log_evidence(X, y)``."""
+    """True when ``model`` provides an analytic ``exact_log_evidence(X, y)``.
+
+    Parameters
+    ----------
+    model : Model
+        Any object of the model protocol.
+
+    Returns
+    -------
+    available : bool
+
+    Examples
+    --------
+    >>> from evidence_select.evidence import has_exact_evidence
+    >>> from evidence_select.models import GaussianMixtureModel, LinearGaussianModel
+    >>> has_exact_evidence(LinearGaussianModel(n_features=2))
+    True
+    >>> has_exact_evidence(GaussianMixtureModel(n_components=2, n_features=2))
+    False
+    """
     return callable(getattr(model, "exact_log_evidence", None))
 
 
 def exact_log_evidence(model, X, y=None):
     """Analytic ``log p(y | X)`` (or ``log p(X)``) of ``model``.
 
+    The same number as ``log_evidence(model, X, y, method="exact").log_evidence``,
+    without the result object; the reference that every estimator is checked
+    against on the linear-Gaussian model.
+
+    Parameters
+    ----------
+    model : Model
+        A model with an ``exact_log_evidence(X, y)`` method, such as
+        :class:`~evidence_select.models.LinearGaussianModel`.
+    X : array-like of shape (n_samples, n_features)
+    y : array-like of shape (n_samples,), default=None
+        Targets; None for density models.
+
+    Returns
+    -------
+    log_evidence : float
+
     Raises
     ------
     ValueError
         If the model has no analytic evidence (e.g. the Gaussian mixture).
+
+    See Also
+    --------
+    log_evidence : The same by any method, with an error and a cost.
+
+    Examples
+    --------
+    >>> from evidence_select import exact_log_evidence
+    >>> from evidence_select.datasets import make_linear_regression
+    >>> from evidence_select.models import LinearGaussianModel
+    >>> data = make_linear_regression(100, random_state=0)
+    >>> round(exact_log_evidence(LinearGaussianModel(n_features=5), data.X, data.y), 2)
+    -155.53
     """
     if not has_exact_evidence(model):
         raise ValueError(f"method='exact' is not available for {type(model).__name__}: it has no analytic "

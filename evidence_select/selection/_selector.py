@@ -32,9 +32,37 @@ _KINDS = ("classifier", "regressor", "density_estimator")
 class SelectionRecord(NamedTuple):
     """One entry of ``EvidenceModelSelector.evidence_history_``.
 
-    ``log_evidences``, ``log_evidence_stds`` and ``model_probabilities`` have
-    shape ``(n_candidates,)``; ``candidate_records`` holds each candidate's
-    :class:`~evidence_select.ChunkRecord` at ``n_samples_seen``.
+    One record per chunk that every candidate completed (per call with a
+    reference backend). :func:`~evidence_select.detect_change_points` reads the
+    candidates' records from a selector's history.
+
+    Attributes
+    ----------
+    n_samples_seen : int
+        Rows streamed when the record was made.
+    log_evidences : ndarray of shape (n_candidates,)
+        Each candidate's log evidence of those rows.
+    log_evidence_stds : ndarray of shape (n_candidates,)
+        Their standard errors.
+    model_probabilities : ndarray of shape (n_candidates,)
+        The posterior over the candidates at that point.
+    candidate_records : tuple of ChunkRecord
+        Each candidate's own :class:`~evidence_select.ChunkRecord` at
+        ``n_samples_seen`` (annealing steps, ESS, per-datum log predictive).
+
+    Examples
+    --------
+    >>> from evidence_select import BayesianLinearRegressor, EvidenceModelSelector
+    >>> from evidence_select.datasets import make_linear_regression
+    >>> data = make_linear_regression(1000, random_state=0)
+    >>> selector = EvidenceModelSelector(
+    ...     [(f"noise={v}", BayesianLinearRegressor(noise_variance=v, n_particles=10)) for v in (0.5, 1.0)],
+    ...     random_state=0).fit(data.X, data.y)
+    >>> record = selector.evidence_history_[-1]
+    >>> record.n_samples_seen, record.model_probabilities.round(3).tolist()
+    (1000, [0.0, 1.0])
+    >>> [r.n_samples_seen for r in record.candidate_records]
+    [1000, 1000]
     """
 
     n_samples_seen: int

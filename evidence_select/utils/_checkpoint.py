@@ -62,12 +62,33 @@ def save_checkpoint(estimator, path, *, compress=3):
 def load_checkpoint(path):
     """Load an object written by :func:`save_checkpoint`.
 
+    Only load checkpoints you wrote yourself: like any pickle, a checkpoint can
+    run code when loaded.
+
     Parameters
     ----------
     path : str or os.PathLike
+        A file written by :func:`save_checkpoint` (or :func:`joblib.dump`).
 
     Returns
     -------
     estimator : object
+        The saved object; a streaming estimator resumes exactly where it stopped.
+
+    See Also
+    --------
+    save_checkpoint : The atomic writer.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> from evidence_select import BayesianMixture, load_checkpoint, save_checkpoint
+    >>> from evidence_select.datasets import make_mixture
+    >>> X = make_mixture(400, random_state=0).X
+    >>> mixture = BayesianMixture(2, n_particles=5, n_mcmc_steps=2, random_state=0).partial_fit(X[:200])
+    >>> path = save_checkpoint(mixture, os.path.join(tempfile.mkdtemp(), "mixture.joblib"))
+    >>> resumed = load_checkpoint(path).partial_fit(X[200:])
+    >>> resumed.log_evidence_ == mixture.partial_fit(X[200:]).log_evidence_   # bit for bit
+    True
     """
     return joblib.load(os.fspath(path))
