@@ -6,21 +6,67 @@ at the very end, so a failing call leaves the estimator exactly as it was.
 """
 
 import logging
+import warnings
 from numbers import Integral, Real
 
 import numpy as np
 from sklearn.base import BaseEstimator
 
-from ..evidence._sgais import SGAISConfig, evidence_estimate, particle_log_weights, sgais_init, sgais_update
+from ..evidence._sgais import (SamplerDegeneracyWarning, SGAISConfig, evidence_estimate, particle_log_weights,
+                               sgais_init, sgais_update)
 from ..kernels._reservoir import reservoir_undo
 from ..utils import make_generator
 from ..utils._progress import progress_bar
 from ..utils._threads import single_threaded_blas
 from ..utils._validation import Interval, StrOptions, check_is_fitted
 
-__all__ = ["BaseSGAISEstimator"]
+__all__ = ["BaseSGAISEstimator", "FeatureScaleWarning"]
 
 logger = logging.getLogger(__name__)
+
+#: Feature root-mean-squares outside ``[1 / FEATURE_SCALE_LIMIT, FEATURE_SCALE_LIMIT]`` draw a warning.
+FEATURE_SCALE_LIMIT = 1e4
+
+
+#: ``SamplerDegeneracyWarning`` when the ESS stayed below ``DEGENERATE_ESS`` (all weight on about one
+#: particle in some group) for the last ``DEGENERATE_CHUNKS`` chunks.
+DEGENERATE_ESS, DEGENERATE_CHUNKS = 1.5, 10
+
+
+class FeatureScaleWarning(UserWarning):
+    """Features far from unit scale: the default priors and step sizes assume standardised data.
+
+    Examples
+    --------
+    >>> import warnings
+    >>> from evidence_select import BayesianLinearRegressor
+    >>> from evidence_select.datasets import make_linear_regression
+    >>> from evidence_select.estimators import FeatureScaleWarning
+    >>> data = make_linear_regression(200, random_state=0)
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     reg = BayesianLinearRegressor(n_particles=4, random_state=0).fit(data.X * 1e6, data.y)
+    >>> any(issubclass(w.category, FeatureScaleWarning) for w in caught)
+    True
+    """
+
+
+def warn_if_badly_scaled(X, estimator_name):
+    """Warn when a non-zero feature's root-mean-square over ``X`` is beyond ``FEATURE_SCALE_LIMIT``.
+
+    The unit-scale priors (``prior_scale=1``, the mixture's inverse-gamma variances) then contradict
+    the data, the posterior is far narrower or wider than the prior, and the sampler needs many
+    annealing steps (or loses accuracy): standardising is the cure. A single outlier of ``1e8`` in a
+    chunk of 500 rows also trips it.
+    """
+    rms = np.sqrt(np.mean(np.square(X, dtype=float), axis=0)) if len(X) else np.zeros(0)
+    bad = np.flatnonzero((rms > FEATURE_SCALE_LIMIT) | ((rms > 0) & (rms < 1.0 / FEATURE_SCALE_LIMIT)))
+    if len(bad):
+        warnings.warn(f"{estimator_name}: feature(s) {bad[:10].tolist()} have root-mean-square "
+                      f"{', '.join(f'{v:.3g}' for v in rms[bad[:10]])} (far from 1); the priors assume "
+                      "standardised features, so the evidence can be slow or inaccurate to estimate: "
+                      "standardise X (e.g. sklearn.preprocessing.StandardScaler) or adapt the prior scales",
+                      FeatureScaleWarning, stacklevel=4)
 
 class BaseSGAISEstimator(BaseEstimator):
     """Base shell: shared parameters, streaming, atomic commit, derived attributes.
@@ -70,6 +116,7 @@ class BaseSGAISEstimator(BaseEstimator):
                 for name in [k for k in vars(self) if k.endswith("_") and not k.startswith("__")]:
                     delattr(self, name)
             X, y = self._validate_stream(X, y, classes, reset=first_call)
+            warn_if_badly_scaled(X, type(self).__name__)
             if first_call:
                 self.model_ = self._make_model(X.shape[1])
                 self.sgais_config_ = self._sgais_config()
@@ -92,7 +139,22 @@ class BaseSGAISEstimator(BaseEstimator):
             raise
         self.sgais_state_ = state
         self.evidence_history_ = history
+        self._warn_if_collapsed(history)
         return self
+
+    def _warn_if_collapsed(self, history):
+        """Warn when every one of the last ``DEGENERATE_CHUNKS`` chunks ended with collapsed weights.
+
+        With resampling (``resample_threshold > 0``, the default) the engine restores the ESS itself;
+        with ``resample_threshold=0`` (the paper's setting) a collapse persists and the evidence rests on
+        one particle per group.
+        """
+        recent = history[-DEGENERATE_CHUNKS:]
+        if len(recent) == DEGENERATE_CHUNKS and all(record.ess < DEGENERATE_ESS for record in recent):
+            warnings.warn(f"{type(self).__name__}: the importance weights of a particle group have been on one "
+                          f"particle (ESS < {DEGENERATE_ESS}) for the last {DEGENERATE_CHUNKS} chunks; the evidence "
+                          "rests on that particle: enable resampling (resample_threshold > 0) or use more particles",
+                          SamplerDegeneracyWarning, stacklevel=3)
 
     def _stream(self, state, X, y, undo_log):
         """Yield ``(state, record)`` per chunk of at most ``batch_size`` rows."""
@@ -154,3 +216,12 @@ class BaseSGAISEstimator(BaseEstimator):
         check_is_fitted(self, "sgais_state_")
         weights = np.exp(particle_log_weights(self.sgais_state_))  # already normalised in log space
         return (weights / weights.sum())[:, None]
+
+    def _average_probabilities(self, proba):
+        """Posterior-weighted average of per-particle probability rows ``(P, n, K)`` -> ``(n, K)``.
+
+        Dividing by the row sums makes every entry at most 1 exactly (a float sum of non-negative
+        terms is at least each of them), where the bare weighted sum can exceed 1 by an ulp.
+        """
+        average = np.einsum("p,pnk->nk", self._posterior_weights()[:, 0], proba)
+        return average / average.sum(axis=1, keepdims=True)

@@ -220,7 +220,7 @@ class BayesianLogisticClassifier(ClassifierMixin, BaseSGAISEstimator):
         check_is_fitted(self, "sgais_state_")
         X = validate_data(self, X, reset=False, dtype=np.float64)
         proba = np.exp(self.model_.log_proba(self.sgais_state_.particles, X))  # (n_particles, n_samples, K)
-        return np.einsum("p,pnk->nk", self._posterior_weights()[:, 0], proba)
+        return self._average_probabilities(proba)
 
     def predict_log_proba(self, X):
         """Log of :meth:`predict_proba`."""

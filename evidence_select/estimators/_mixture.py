@@ -257,7 +257,7 @@ class BayesianMixture(DensityMixin, BaseSGAISEstimator):
         X = validate_data(self, X, reset=False, dtype=np.float64)
         resp = self.model_.responsibilities(self.sgais_state_.particles, X)  # (P, n, K)
         resp = np.take_along_axis(resp, self._aligned_permutations()[:, None, :], axis=2)
-        return np.einsum("p,pnk->nk", self._posterior_weights()[:, 0], resp)
+        return self._average_probabilities(resp)
 
     def predict(self, X):
         """Most probable component of each sample (consistent across particles).

@@ -8,7 +8,7 @@ import scipy.sparse
 from evidence_select import BayesianLinearRegressor, BayesianLogisticClassifier, BayesianMixture, log_evidence
 from evidence_select.datasets import make_linear_regression, make_mixture, make_softmax_classification
 
-from .test_estimators import _fingerprint
+from ._state import fingerprint as _fingerprint
 
 FAST = dict(n_particles=4, n_replicates=2, batch_size=100, n_mcmc_steps=2, random_state=0)
 LIN = make_linear_regression(200, random_state=0)

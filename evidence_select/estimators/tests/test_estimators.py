@@ -9,6 +9,8 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 from evidence_select import BayesianLinearRegressor, BayesianLogisticClassifier, BayesianMixture
 from evidence_select.datasets import make_linear_regression, make_mixture, make_softmax_classification
 
+from ._state import fingerprint as _fingerprint
+
 
 @parametrize_with_checks([BayesianLinearRegressor(random_state=0), BayesianLogisticClassifier(random_state=0),
                           BayesianMixture(n_components=2, random_state=0)])
@@ -27,18 +29,6 @@ def _streams():
          {"classes": [0, 1, 2, 3]}),
         (BayesianMixture(3, random_state=3, batch_size=300), mix.X, None, {}),
     ]
-
-
-def _fingerprint(est):
-    """Bytes of every piece of state (values, not object identity) except timings."""
-    state = est.sgais_state_
-    arrays = [state.particles, state.log_weights, state.log_evidence, state.reference, state.reference_grad,
-              state.reservoir.X[: state.reservoir.n_stored]]
-    if state.reservoir.y is not None:
-        arrays.append(state.reservoir.y[: state.reservoir.n_stored])
-    return ([None if a is None else np.ascontiguousarray(a).tobytes() for a in arrays],
-            repr(state.rng.bit_generator.state), state.n_samples_seen, state.n_reference,
-            [tuple(r[:-1]) for r in est.evidence_history_])
 
 
 def _partial(est, X, y, kwargs, chunks):
