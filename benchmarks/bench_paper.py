@@ -67,7 +67,7 @@ def settings(quick):
     if quick:
         return dict(sgais_max={"linear": 100_000, "softmax": 10_000, "mixture": 10_000},
                     reference_sizes=[100, 1000, 10_000, 100_000], budget=30.0, laplace_samples=2000,
-                    shift_n=20_000, sens_n=10_000, sens_seeds=2, sens_models=["linear"])
+                    shift_n=12_000, sens_n=10_000, sens_seeds=2, sens_models=["linear"])
     return dict(sgais_max={m: 1_000_000 for m in PAPER_MODELS}, reference_sizes=[100, 1000, 10_000, 100_000, 1_000_000],
                 budget=900.0, laplace_samples=4000, shift_n=100_000, sens_n=100_000, sens_seeds=3,
                 sens_models=["linear", "softmax"])
@@ -294,12 +294,17 @@ def main(argv=None):
                         default=["evidence", "shift", "sensitivity"])
     parser.add_argument("--models", nargs="+", choices=PAPER_MODELS, default=list(PAPER_MODELS))
     parser.add_argument("--budget", type=float, default=None, help="CPU seconds allowed per reference run")
+    parser.add_argument("--max-n", type=int, default=None,
+                        help="cap on the SGAIS stream and the reference sizes (e.g. 100000 for a shorter full run)")
     parser.add_argument("--run-dynesty", action="store_true", help="run dynesty where no cached result exists")
     parser.add_argument("--output", default=None, help="JSON name in results/ (default paper.json / paper_quick.json)")
     parser.add_argument("--report-only", action="store_true", help="rewrite the markdown and figures from the JSON")
     args = parser.parse_args(argv)
     cfg = settings(args.quick)
     budget = args.budget if args.budget is not None else cfg["budget"]
+    if args.max_n is not None:
+        cfg["sgais_max"] = {m: min(n, args.max_n) for m, n in cfg["sgais_max"].items()}
+        cfg["reference_sizes"] = [n for n in cfg["reference_sizes"] if n <= args.max_n]
     stem = (args.output or ("paper_quick.json" if args.quick else "paper.json")).removesuffix(".json")
     path = os.path.join(RESULTS_DIR, stem + ".json")
     if args.report_only:
