@@ -54,7 +54,6 @@ sphinx_gallery_conf = {
     "reference_url": {"evidence_select": None},
     "download_all_examples": False,
     "remove_config_comments": True,
-    "plot_gallery": "True",
     "within_subsection_order": "FileNameSortKey",
 }
 

@@ -19,11 +19,29 @@ def shift_stream(phase_sizes=PAPER_PHASES, *, shuffle=False, random_state=0):
     a phase), so ``PAPER_PHASES`` gives the paper's stream exactly and shorter
     phases give the same distributions with earlier change points.
 
+    Parameters
+    ----------
+    phase_sizes : tuple of 3 int, default=PAPER_PHASES
+        Rows with 3, 5 and 7 clusters; the first two at most 1000 and 9000.
+    shuffle : bool, default=False
+        Permute the rows (the paper's stationary control).
+    random_state : int, default=0
+        Seed of the stream (and of the permutation).
+
     Returns
     -------
     data : Bunch
         ``X (n_samples, 2)``, ``change_points`` (empty when shuffled) and
         ``n_clusters`` (active clusters per row).
+
+    Examples
+    --------
+    >>> from evidence_select.selection._shift import shift_stream
+    >>> data = shift_stream((100, 200, 300))
+    >>> data.X.shape, data.change_points, data.n_clusters[[0, 100, 300]].tolist()
+    ((600, 2), [100, 300], [3, 5, 7])
+    >>> shift_stream((100, 200, 300), shuffle=True).change_points
+    []
     """
     n1, n2, n3 = (int(n) for n in phase_sizes)
     if not (0 < n1 <= PAPER_PHASES[0] and 0 < n2 <= PAPER_PHASES[1] and n3 > 0):

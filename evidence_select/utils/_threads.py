@@ -22,5 +22,20 @@ def _controller():
 
 
 def single_threaded_blas():
-    """Context manager limiting BLAS to one thread (restored on exit)."""
+    """Context manager limiting BLAS to one thread (restored on exit).
+
+    Returns
+    -------
+    limiter : threadpoolctl.ThreadpoolLimiter
+        Use it in a ``with`` statement.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from evidence_select.utils._threads import single_threaded_blas
+    >>> with single_threaded_blas():
+    ...     product = np.ones((50, 50)) @ np.ones((50, 50))
+    >>> float(product[0, 0])
+    50.0
+    """
     return _controller().limit(limits=1, user_api="blas")
