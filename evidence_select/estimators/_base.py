@@ -28,9 +28,9 @@ logger = logging.getLogger(__name__)
 FEATURE_SCALE_LIMIT = 1e4
 
 
-#: ``SamplerDegeneracyWarning`` when the ESS stayed below ``DEGENERATE_ESS`` (all weight on about one
-#: particle in some group) for the last ``DEGENERATE_CHUNKS`` chunks.
-DEGENERATE_ESS, DEGENERATE_CHUNKS = 1.5, 10
+#: ``SamplerDegeneracyWarning`` when the ESS stayed below ``DEGENERATE_ESS`` (fewer than two effective
+#: particles: the weight sits on about one particle in some group) for the last ``DEGENERATE_CHUNKS`` chunks.
+DEGENERATE_ESS, DEGENERATE_CHUNKS = 2.0, 10
 
 
 class FeatureScaleWarning(UserWarning):

@@ -27,7 +27,10 @@ class BayesianMixture(DensityMixin, BaseSGAISEstimator):
     Parameters
     ----------
     n_components : int, default=1
-        Number of mixture components ``K``.
+        Number of mixture components ``K``. ``K`` larger than the number of
+        samples (or of clusters) is allowed: the model is Bayesian, so surplus
+        components keep (nearly) their prior and the evidence penalises them;
+        only ``K < 1`` or a non-integer is an error.
     weight_concentration : float, default=1.0
         Symmetric Dirichlet concentration ``alpha`` of the weights.
     variance_shape : float, default=1.0
@@ -234,10 +237,13 @@ class BayesianMixture(DensityMixin, BaseSGAISEstimator):
         theta = self.sgais_state_.particles
         _, means, log_variances = self.model_.unpack(theta)
         top = int(np.argmax(self.log_weights_))
-        scale = np.exp(0.5 * log_variances[top])  # (K, d)
+        scale = np.exp(0.5 * log_variances[top])  # (K, d); may overflow to inf or underflow to 0 on extreme data
         permutations = np.empty((len(theta), self.model_.n_components), dtype=np.intp)
         for i in range(len(theta)):  # K x K assignment per particle; K and n_particles are small
-            cost = np.sum(((means[i][:, None, :] - means[top][None, :, :]) / scale[None]) ** 2, axis=2)
+            with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
+                cost = np.sum(((means[i][:, None, :] - means[top][None, :, :]) / scale[None]) ** 2, axis=2)
+            # linear_sum_assignment needs finite costs: inf/NaN (a zero or overflowed scale) become "far".
+            cost = np.nan_to_num(cost, nan=np.finfo(float).max / cost.size, posinf=np.finfo(float).max / cost.size)
             rows, cols = linear_sum_assignment(cost)
             permutations[i, cols] = rows
         return permutations

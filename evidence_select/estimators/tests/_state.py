@@ -25,5 +25,6 @@ def fingerprint(est):
             parts.append((name, [_value(v) for v in value]))
         else:
             parts.append((name, _value(value)))
-    history = [repr(tuple(record[:-1])) for record in est.evidence_history_]  # all but ``seconds``
+    history = [repr(tuple(value for name, value in record._asdict().items() if name != "seconds"))
+               for record in est.evidence_history_]  # all but the wall time, by name (fields may be appended)
     return parts, history

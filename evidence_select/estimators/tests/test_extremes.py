@@ -1,0 +1,199 @@
+"""Numerical extremes (issue 6): no NaN or inf in any estimate or prediction, warnings where they help.
+
+Each case streams data that is legal but hard -- a long stream, 1e8 outliers, features scaled by 1e-6 or
+1e6, constant features, a single sample, fewer samples than ``batch_size``, one class for many chunks
+before the others, a mixture with far more components than clusters -- and checks that ``log_evidence_``,
+its std, every history record, the log-weights and the predictions are free of NaN and inf.
+
+Cases marked ``xfail(strict=True)`` fail today for causes in the engine (``evidence/_sgais.py``), which
+this package does not own; the reason names the cause and the fix. ``strict`` turns them into failures
+as soon as the engine is fixed, so the marker must then be removed.
+"""
+
+import warnings
+
+import numpy as np
+import pytest
+
+from evidence_select import (BayesianLinearRegressor, BayesianLogisticClassifier, BayesianMixture,
+                             SamplerDegeneracyWarning, log_evidence)
+from evidence_select.datasets import make_linear_regression, make_mixture, make_softmax_classification
+from evidence_select.estimators import FeatureScaleWarning
+
+FAST = dict(n_particles=8, n_replicates=2, batch_size=100, random_state=0)
+N = 600
+LIN = make_linear_regression(N, random_state=0)
+SOFT = make_softmax_classification(N, n_features=3, random_state=0)
+MIX = make_mixture(N, random_state=0)
+
+PRIOR_UNAWARE_STEP = pytest.mark.xfail(
+    strict=True, raises=FloatingPointError,
+    reason="engine: SGHMC step lr/n_eff * step_scales ignores the prior's curvature, so a feature of scale 1e-6 "
+           "(step scale 1e12) diverges on the prior term; fix: cap the step at learning_rate * prior_variances")
+OUTLIER_DIVERGENCE = pytest.mark.xfail(
+    strict=True,
+    reason="engine: a 1e8 row in the reservoir puts curvature (n/|B|) * 1e16 into the mini-batch gradient, far "
+           "beyond the step fixed from the first chunk, so SGHMC diverges: a FloatingPointError (state rolled back) "
+           "or, linear, particles ~1e150 that stay finite and give log Z ~ -1e252 with an inf std")
+
+
+def _fit(kind, X, y=None, **params):
+    settings = {**FAST, **params}
+    n_components = settings.pop("n_components", 3)
+    if kind == "linear":
+        return BayesianLinearRegressor(**settings).fit(X, y)
+    if kind == "logistic":
+        return BayesianLogisticClassifier(**settings).partial_fit(X, y, classes=[0, 1, 2, 3])
+    return BayesianMixture(n_components, **settings).fit(X)
+
+
+def _assert_all_finite(est, X):
+    assert np.isfinite(est.log_evidence_) and np.isfinite(est.log_evidence_std_)
+    for record in est.evidence_history_:
+        assert np.all(np.isfinite([record.log_evidence, record.log_evidence_std, record.ess,
+                                   record.log_predictive_per_datum])), record
+    assert not np.isnan(est.log_weights_).any() and not np.isposinf(est.log_weights_).any()
+    assert np.all(np.isfinite(est.particles_))
+    if isinstance(est, BayesianLinearRegressor):
+        outputs = est.predict(X, return_std=True)
+    elif isinstance(est, BayesianLogisticClassifier):
+        outputs = [est.predict_proba(X)]
+    else:
+        outputs = [est.score_samples(X), est.predict_proba(X)]
+    for output in outputs:
+        assert np.all(np.isfinite(output))
+
+
+def _data(kind):
+    if kind == "linear":
+        return LIN.X.copy(), LIN.y
+    if kind == "logistic":
+        return SOFT.X.copy(), SOFT.y
+    return MIX.X.copy(), None
+
+
+def test_long_stream_linear():
+    data = make_linear_regression(100_000, random_state=1)
+    est = BayesianLinearRegressor(random_state=0).fit(data.X, data.y)
+    _assert_all_finite(est, data.X[:50])
+    assert est.n_samples_seen_ == 100_000 and len(est.evidence_history_) == 200
+
+
+@pytest.mark.parametrize("kind", [pytest.param("linear", marks=OUTLIER_DIVERGENCE), "logistic",
+                                  pytest.param("mixture", marks=OUTLIER_DIVERGENCE)])
+def test_outliers_of_1e8(kind):
+    X, y = _data(kind)
+    X[250, 1], X[251, 0] = 1e8, -1e8
+    with pytest.warns(FeatureScaleWarning, match=r"feature\(s\) \[0, 1\]"):
+        est = _fit(kind, X, y)
+    _assert_all_finite(est, X[245:255])
+
+
+@pytest.mark.parametrize("kind, scale", [
+    pytest.param("linear", 1e-6, marks=PRIOR_UNAWARE_STEP), ("linear", 1e6),
+    pytest.param("logistic", 1e-6, marks=PRIOR_UNAWARE_STEP), ("logistic", 1e6),
+    ("mixture", 1e6),
+])
+def test_features_scaled_by(kind, scale):
+    X, y = _data(kind)
+    with pytest.warns(FeatureScaleWarning, match="standardise X"):
+        est = _fit(kind, X * scale, y)
+    _assert_all_finite(est, X[:20] * scale)
+
+
+def test_mixture_on_tiny_scale_warns_and_stays_finite():
+    """Variances far below the inverse-gamma prior's: a scale warning, slow annealing, no NaN."""
+    X = MIX.X[:200] * 1e-6
+    with pytest.warns(FeatureScaleWarning):
+        est = _fit("mixture", X)
+    _assert_all_finite(est, X[:20])
+
+
+def test_stalled_annealing_warns_and_the_stream_recovers():
+    """The engine's SamplerDegeneracyWarning (annealing needed more than ``max_annealing_steps``): the
+    remaining step is taken at once, and the following chunks anneal normally with finite estimates."""
+    est = BayesianLinearRegressor(**FAST).fit(LIN.X[:200], LIN.y[:200])
+    default = est.sgais_config_
+    est.sgais_config_ = default._replace(max_annealing_steps=2)  # a cap the next (shifted) chunk exceeds
+    with pytest.warns(SamplerDegeneracyWarning, match="more than 2 steps"):
+        est.partial_fit(LIN.X[200:300], LIN.y[200:300] + 3.0)
+    assert est.evidence_history_[-1].n_annealing_steps == 2
+    est.sgais_config_ = default
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", SamplerDegeneracyWarning)
+        est.partial_fit(LIN.X[300:], LIN.y[300:])
+    assert min(record.ess for record in est.evidence_history_[-3:]) >= 0.5 * FAST["n_particles"]
+    _assert_all_finite(est, LIN.X[:20])
+
+
+@pytest.mark.parametrize("kind", ["linear", "logistic", "mixture"])
+def test_constant_features(kind):
+    X, y = _data(kind)
+    X[:, 0] = 3.0  # one constant column
+    _assert_all_finite(_fit(kind, X, y), X[:20])
+    zeros = np.zeros_like(X[:100])  # every column constant (zero); one chunk (the mixture's variances collapse:
+    _assert_all_finite(_fit(kind, zeros, None if y is None else y[:100]), zeros[:20])  # slow annealing)
+
+
+@pytest.mark.parametrize("kind", ["linear", "logistic", "mixture"])
+def test_single_sample_and_fewer_samples_than_batch_size(kind):
+    X, y = _data(kind)
+    for n in (1, 37):
+        est = _fit(kind, X[:n], None if y is None else y[:n], n_components=1)
+        _assert_all_finite(est, X[:5])
+        assert len(est.evidence_history_) == 1 and est.n_samples_seen_ == n
+
+
+@pytest.mark.parametrize("kind", ["linear", "mixture"])
+def test_stream_of_single_rows(kind):
+    X, y = _data(kind)
+    est = BayesianLinearRegressor(**FAST) if kind == "linear" else BayesianMixture(2, **FAST)
+    for i in range(30):
+        est.partial_fit(X[i:i + 1], None if y is None else y[i:i + 1])
+    _assert_all_finite(est, X[:5])
+
+
+@pytest.mark.xfail(strict=True, reason="engine: step scales are fixed from the FIRST chunk; from one row they are "
+                                       "~1/x_j^2 (up to 1e4 here) and later rows diverge to |w| ~ 1e14 (finite, so "
+                                       "no error, log Z ~ -7e28); fix: re-estimate them from the reservoir while "
+                                       "n_seen < batch_size, and cap the step at learning_rate * prior_variances")
+def test_stream_of_single_rows_matches_exact_evidence():
+    est = BayesianLinearRegressor(**FAST)
+    for i in range(30):
+        est.partial_fit(LIN.X[i:i + 1], LIN.y[i:i + 1])
+    exact = log_evidence(est, LIN.X[:30], LIN.y[:30], method="exact").log_evidence
+    # 30 rows, 16 particles: the estimate is within a few nats of the exact value (its std is ~1 nat).
+    assert abs(est.log_evidence_ - exact) < 5.0
+
+
+def test_classifier_fed_one_class_for_many_chunks():
+    first = np.flatnonzero(SOFT.y == 0)
+    est = BayesianLogisticClassifier(**{**FAST, "batch_size": 25})
+    est.partial_fit(SOFT.X[first[:25]], SOFT.y[first[:25]], classes=[0, 1, 2, 3])
+    for _ in range(15):  # 16 chunks of class 0 only (the same rows again: posterior keeps sharpening)
+        est.partial_fit(SOFT.X[first[:25]], SOFT.y[first[:25]])
+    assert est.predict_proba(SOFT.X[:50])[:, 0].mean() > 0.5  # it learnt that class 0 dominates (prior: 1/4)
+    est.partial_fit(SOFT.X, SOFT.y)  # then all classes appear
+    _assert_all_finite(est, SOFT.X[:50])
+
+
+def test_mixture_with_far_more_components_than_clusters():
+    rng = np.random.default_rng(0)
+    X = np.r_[rng.normal(-3, 1, (300, 2)), rng.normal(3, 1, (300, 2))][rng.permutation(600)]
+    est = _fit("mixture", X, n_components=15)
+    _assert_all_finite(est, X[:20])
+    assert np.all(np.isfinite(_fit("mixture", X[:15], n_components=15).score_samples(X[:20])))
+
+
+def test_collapsed_weights_warn_without_resampling():
+    """With resampling off (the paper's setting) weights collapse onto one particle and stay: a warning."""
+    est = BayesianLinearRegressor(**{**FAST, "n_particles": 4, "resample_threshold": 0.0, "batch_size": 50})
+    with pytest.warns(SamplerDegeneracyWarning, match="for the last 10 chunks"):
+        est.fit(LIN.X, LIN.y)
+    assert all(record.ess < 2.0 for record in est.evidence_history_[-10:])
+    _assert_all_finite(est, LIN.X[:20])
+    # With the default resampling the same stream never ends a chunk collapsed: no warning.
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", SamplerDegeneracyWarning)
+        est = BayesianLinearRegressor(**{**FAST, "n_particles": 4, "batch_size": 50}).fit(LIN.X, LIN.y)
+    assert min(record.ess for record in est.evidence_history_) >= 0.5 * 4
