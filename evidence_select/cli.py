@@ -310,9 +310,9 @@ def main(argv=None):
     args = parser.parse_args(argv)
     if getattr(args, "chunk_size", 1) < 1:
         parser.error("--chunk-size must be >= 1")
-    np.set_printoptions(precision=4)
     try:
-        return args.func(args)
+        with np.printoptions(precision=4):  # scoped: main() is also called in-process (tests, notebooks)
+            return args.func(args)
     except CLIError as exc:
         print(f"evidence-select {args.command}: error: {exc}", file=sys.stderr)
         return 2

@@ -83,6 +83,7 @@ class BaseSGAISEstimator(BaseEstimator):
         "learning_rate": [Interval(Real, 0, None, closed="neither")],
         "friction": [Interval(Real, 0, 1, closed="right")],
         "n_mcmc_steps": [Interval(Integral, 1, None, closed="left")],
+        "initial_mcmc_factor": [Interval(Integral, 1, None, closed="left")],
         "target_ess": [Interval(Real, 0, 1, closed="right")],
         "resample_threshold": [Interval(Real, 0, 1, closed="both")],
         "control_variates": ["boolean"],
@@ -98,6 +99,7 @@ class BaseSGAISEstimator(BaseEstimator):
         return SGAISConfig(
             n_particles=self.n_particles, n_replicates=self.n_replicates, batch_size=self.batch_size,
             learning_rate=float(self.learning_rate), friction=float(self.friction), n_mcmc_steps=self.n_mcmc_steps,
+            initial_mcmc_factor=self.initial_mcmc_factor,
             target_ess=float(self.target_ess), resample_threshold=float(self.resample_threshold),
             control_variates=bool(self.control_variates), step_size_schedule=self.step_size_schedule,
             reservoir_size=self.reservoir_size, integrator=self.integrator)

@@ -43,8 +43,11 @@ class BayesianLinearRegressor(RegressorMixin, BaseSGAISEstimator):
     friction : float, default=0.2
         SGHMC friction ``alpha`` (momentum decay ``1 - alpha``).
     n_mcmc_steps : int, default=5
-        SGHMC steps per intermediate (annealed) distribution (twice as many
-        on the first chunk, which starts from the prior).
+        SGHMC steps per intermediate (annealed) distribution
+        (``initial_mcmc_factor`` times as many on the first chunk).
+    initial_mcmc_factor : int, default=2
+        Multiplier of ``n_mcmc_steps`` on the first chunk, which carries the
+        particles from the prior to a posterior (the longest way).
     target_ess : float, default=0.9
         Target conditional ESS, as a fraction of ``n_particles``, for choosing
         the next annealing increment.
@@ -135,7 +138,8 @@ class BayesianLinearRegressor(RegressorMixin, BaseSGAISEstimator):
 
     def __init__(self, *, noise_variance=1.0, prior_scale=1.0, intercept_scale=1.0, fit_intercept=True,
                  n_particles=20, n_replicates=2, batch_size=500, learning_rate=0.1, friction=0.2, n_mcmc_steps=5,
-                 target_ess=0.9, resample_threshold=0.5, control_variates=True, step_size_schedule="tempered",
+                 initial_mcmc_factor=2, target_ess=0.9, resample_threshold=0.5, control_variates=True,
+                 step_size_schedule="tempered",
                  integrator="baoab", reservoir_size=100_000, random_state=None, verbose=0):
         self.noise_variance = noise_variance
         self.prior_scale = prior_scale
@@ -147,6 +151,7 @@ class BayesianLinearRegressor(RegressorMixin, BaseSGAISEstimator):
         self.learning_rate = learning_rate
         self.friction = friction
         self.n_mcmc_steps = n_mcmc_steps
+        self.initial_mcmc_factor = initial_mcmc_factor
         self.target_ess = target_ess
         self.resample_threshold = resample_threshold
         self.control_variates = control_variates

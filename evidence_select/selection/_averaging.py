@@ -132,7 +132,8 @@ def mix_proba(probabilities, candidate_proba):
     >>> mix_proba(np.array([0.75, 0.25]), candidate_proba).round(6).tolist()
     [[0.8, 0.2]]
     """
-    return np.einsum("k,knc->nc", probabilities, candidate_proba)
+    proba = np.einsum("k,knc->nc", probabilities, candidate_proba)
+    return proba / proba.sum(axis=1, keepdims=True)  # rows sum to 1 exactly, not 1 + rounding (log_loss checks)
 
 
 def mix_log_density(log_probabilities, candidate_log_density):

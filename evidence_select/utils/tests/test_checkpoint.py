@@ -10,7 +10,7 @@ from evidence_select.datasets import make_mixture
 
 
 def _history(est):
-    return [tuple(r[:-1]) for r in est.evidence_history_]  # all but the wall time
+    return [tuple(v for k, v in r._asdict().items() if k != 'seconds') for r in est.evidence_history_]  # all but the wall time
 
 
 def test_resume_from_checkpoint_in_fresh_process_is_bit_identical(tmp_path):
@@ -21,7 +21,8 @@ def test_resume_from_checkpoint_in_fresh_process_is_bit_identical(tmp_path):
     np.save(tmp_path / "rest.npy", X[600:])
     script = ("import sys, pickle, numpy as np; from evidence_select import load_checkpoint;"
               f"est = load_checkpoint({str(path)!r}).partial_fit(np.load({str(tmp_path / 'rest.npy')!r}));"
-              "sys.stdout.buffer.write(pickle.dumps([tuple(r[:-1]) for r in est.evidence_history_]))")
+              "sys.stdout.buffer.write(pickle.dumps([tuple(v for k, v in r._asdict().items() if k != 'seconds') "
+              "for r in est.evidence_history_]))")
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, check=True,
                          env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}).stdout
     import pickle
