@@ -65,23 +65,25 @@ for name, z, s, p in zip(names, selector.log_evidences_, selector.log_evidence_s
 # (``log_evidence(candidate, X, y, method="bridge", random_state=0)``, 1 to 2
 # minutes each, hence not run here) gives
 #
-# ============  ===============  ==============================
-# prior scale   bridge log Z     SGAIS log Z (when written)
-# ============  ===============  ==============================
-# 0.3           -47.59 +/- 0.03  -47.9 +/- 0.3
-# 0.5           -41.04 +/- 0.03  -43.5 +/- 0.4
-# 1             -38.51 +/- 0.04  -41.2 +/- 0.4
-# 3             -42.88 +/- 0.08  -50 +/- 8
-# 10            -50.30 +/- 0.21  -167 +/- 34
-# ============  ===============  ==============================
+# ============  ===============
+# prior scale   bridge log Z
+# ============  ===============
+# 0.3           -47.59 +/- 0.03
+# 0.5           -41.04 +/- 0.03
+# 1             -38.51 +/- 0.04
+# 3             -42.88 +/- 0.08
+# 10            -50.30 +/- 0.21
+# ============  ===============
 #
-# The online estimates lie below the reference, by 2.5 nats (several reported
-# standard deviations) at scales 0.5 and 1 and by far more for the loosest
-# priors, whose large reported errors at least flag the problem. The ranking,
-# and the model probabilities (bridge: 0.07, 0.91 and 0.01 for scales 0.5, 1
-# and 3), come out nearly the same, because the bias is similar for the
+# Compare with the online estimates printed above. When this example was
+# written they agreed at scale 0.3 (-47.9 +/- 0.3) but lay 2.5 nats below the
+# reference at scales 0.5 and 1 (several reported standard deviations), and
+# far below it for the loosest priors (-50 +/- 8 at scale 3, -167 +/- 34 at
+# scale 10), whose large reported errors at least flag the problem. The
+# ranking, and the model probabilities (bridge: 0.07, 0.91 and 0.01 for scales
+# 0.5, 1 and 3), came out nearly the same, because the bias was similar for the
 # leading candidates; the absolute evidences of the loose-prior candidates
-# should not be read off this run.
+# should not be read off such a run.
 
 # %%
 # Held-out comparison
