@@ -68,6 +68,7 @@ def warn_if_badly_scaled(X, estimator_name):
                       "standardise X (e.g. sklearn.preprocessing.StandardScaler) or adapt the prior scales",
                       FeatureScaleWarning, stacklevel=4)
 
+
 class BaseSGAISEstimator(BaseEstimator):
     """Base shell: shared parameters, streaming, atomic commit, derived attributes.
 
