@@ -27,10 +27,11 @@ Entropy 21 (2019) 1109, with the improvements measured in this project:
   exactly;
 - the step size matches the current tempered target and, where the model
   offers :meth:`~evidence_select.models.Model.step_scales`, the feature scale
-  (a diagonal mass matrix from the first chunk: the inverse per-datum Fisher
-  diagonal),
+  (a diagonal mass matrix: the inverse per-datum Fisher diagonal, averaged as a
+  curvature over every row seen with the chunk's own weighted by ``lambda``, so
+  a chunk of outliers shrinks the step at once instead of diverging),
   ``eta = learning_rate / max(n + lambda |chunk|, 1)`` (``step_size_schedule=
-  "tempered"``); ``"data"`` is the paper's ``eta = learning_rate / N`` made
+  "tempered"``), never above ``learning_rate`` times the prior variance; ``"data"`` is the paper's ``eta = learning_rate / N`` made
   online, ``N = n + |chunk|`` (the paper fixed N to the final data-set size,
   under which the first chunks barely move at small lambda);
 - ``n_replicates`` independent particle groups run inside one vectorised state
@@ -130,7 +131,7 @@ class SGAISState(NamedTuple):
     n_samples_seen: int
     n_chunks: int
     n_datum_evaluations: int
-    step_scales: np.ndarray = None  # per-parameter SGHMC step factors, fixed from the first chunk
+    step_scales: np.ndarray = None  # inverse mean per-datum curvature over all rows seen (SGHMC step factors)
 
 
 class ChunkRecord(NamedTuple):
@@ -282,6 +283,31 @@ def _refresh_reference(state, model, config, theta, X, y):
     return theta.copy(), grad, n_after, evaluations
 
 
+def _checked_step_scales(model, X, n_params):
+    """The model's step scales for the rows ``X`` (None if it offers none), validated."""
+    scales = model.step_scales(X)
+    if scales is None:
+        return None
+    scales = np.asarray(scales, dtype=float)
+    if scales.shape != (n_params,) or not np.all(np.isfinite(scales) & (scales > 0)):
+        raise ValueError(f"{type(model).__name__}.step_scales must return {n_params} positive finite values; "
+                         f"got {scales!r}")
+    return scales
+
+
+def _pooled_step_scales(past_scales, n_past, chunk_scales, chunk_weight):
+    """Step scales of past rows (weight ``n_past``) and chunk rows (weight ``chunk_weight``) pooled.
+
+    Scales are inverse per-datum curvatures, so curvatures are averaged:
+    ``(n + w) / (n / s_past + w / s_chunk)``.
+    """
+    if chunk_scales is None or past_scales is None or n_past == 0:
+        return chunk_scales
+    if chunk_weight == 0:
+        return past_scales
+    return (n_past + chunk_weight) / (n_past / past_scales + chunk_weight / chunk_scales)
+
+
 def _resample_groups(rng, log_weights, threshold, arrays):
     """Resample the groups whose ESS fraction fell below ``threshold``.
 
@@ -337,16 +363,8 @@ def sgais_update(state, X, y, model, config):
     # The first chunk carries the particles from the prior to a posterior: the longest way,
     # through any multimodality, so it gets initial_mcmc_factor times the moves.
     n_mcmc_steps = config.n_mcmc_steps * (config.initial_mcmc_factor if n_seen == 0 else 1)
-    if n_seen >= config.batch_size:
-        step_scales = state.step_scales
-    else:  # first chunk(s) smaller than a batch: (re-)estimate from every row so far, not from one or two rows
-        step_scales = model.step_scales(np.concatenate([res_X, X]) if n_seen else X)
-    if step_scales is not None:
-        step_scales = np.asarray(step_scales, dtype=float)
-        n_params = state.particles.shape[1]
-        if step_scales.shape != (n_params,) or not np.all(np.isfinite(step_scales) & (step_scales > 0)):
-            raise ValueError(f"{type(model).__name__}.step_scales must return {n_params} positive finite values; "
-                             f"got {step_scales!r}")
+    chunk_scales = _checked_step_scales(model, X, state.particles.shape[1])
+    past_scales = state.step_scales if n_seen else None
 
     # Chunk rows and mini-batch rows in one weighted block: a gradient is one model call.
     block_X = np.empty((n_chunk + n_batch, X.shape[1]))
@@ -397,10 +415,10 @@ def sgais_update(state, X, y, model, config):
         n_resampled += resampled
 
         # SGHMC on the potential of Eq. (4) at the new tempering.
-        effective_n = n_seen + (tempering if config.step_size_schedule == "tempered" else 1.0) * n_chunk
-        step_size = config.learning_rate / max(effective_n, 1.0)
-        if step_scales is not None:
-            step_size = step_size * step_scales
+        chunk_weight = (tempering if config.step_size_schedule == "tempered" else 1.0) * n_chunk
+        step_size = config.learning_rate / max(n_seen + chunk_weight, 1.0)
+        if chunk_scales is not None:
+            step_size = step_size * _pooled_step_scales(past_scales, n_seen, chunk_scales, chunk_weight)
             prior_variances = getattr(model, "prior_variances", None)
             if prior_variances is not None:
                 # The data-scaled step must not outrun the prior's own curvature (features of scale 1e-6
@@ -435,7 +453,7 @@ def sgais_update(state, X, y, model, config):
     new_state = SGAISState(theta, log_weights, log_evidence, log_evidence_variance, reference, reference_grad,
                            n_reference, reservoir, rng, n_seen + n_chunk, state.n_chunks + 1,
                            state.n_datum_evaluations + n_evals + ref_evals,
-                           step_scales)
+                           _pooled_step_scales(past_scales, n_seen, chunk_scales, n_chunk))
     log_z, log_z_std = combine_replicates(log_evidence, log_evidence_variance)
     ess = float(np.min(ess_from_log_weights(log_weights, axis=1)))
     record = ChunkRecord(n_seen + n_chunk, log_z, log_z_std, n_steps, ess, (log_z - log_z_before) / n_chunk,
