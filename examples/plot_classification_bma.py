@@ -76,14 +76,14 @@ for name, z, s, p in zip(names, selector.log_evidences_, selector.log_evidence_s
 # ============  ===============
 #
 # Compare with the online estimates printed above. When this example was
-# written they agreed at scale 0.3 (-47.9 +/- 0.3) but lay 2.5 nats below the
-# reference at scales 0.5 and 1 (several reported standard deviations), and
-# far below it for the loosest priors (-50 +/- 8 at scale 3, -167 +/- 34 at
-# scale 10), whose large reported errors at least flag the problem. The
-# ranking, and the model probabilities (bridge: 0.07, 0.91 and 0.01 for scales
-# 0.5, 1 and 3), came out nearly the same, because the bias was similar for the
-# leading candidates; the absolute evidences of the loose-prior candidates
-# should not be read off such a run.
+# written they were within 1.4 nats of the reference for scales 0.3 to 1 (at
+# 0.3, though, 1.1 nats low by four reported standard deviations), but far
+# below it for the loosest priors (by 5 to 8 nats at scale 3, with reported
+# errors of 7 to 10, and by over 120 nats at scale 10, errors about 30; AIS
+# confirms the reference at scales 1 and 3: -38.75 +/- 0.23 and -42.91 +/-
+# 0.13). Their large reported errors at least flag the problem, and these
+# candidates lose anyway, so the selection is unaffected; but the absolute
+# evidences of the loose-prior candidates should not be read off such a run.
 
 # %%
 # Held-out comparison

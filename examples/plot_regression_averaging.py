@@ -22,8 +22,9 @@ probabilities that follow from them.
 # 100 particles rather than the default 20: with 309 rows and strongly
 # correlated features (s1-s4; condition number of their correlation matrix
 # about 470) the default was measured over 10 seeds to underestimate the
-# evidence by 0.7 nats on average, with a reported standard deviation about
-# 1.5 times too small; with 100 particles the bias is about 0.2 nats.
+# evidence by 0.4 nats on average, with a run-to-run spread (0.7 nats) about
+# 1.3 times the reported standard deviation; with 100 particles the bias is
+# about 0.1 nats and the spread 0.4 nats.
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -45,8 +46,8 @@ z_train, z_test = (y_train - y_mean) / y_std, (y_test - y_mean) / y_std
 variances = [0.35, 0.4, 0.45, 0.5, 0.55, 0.6, 0.7]
 names = [f"s2={v:g}" for v in variances]
 selector = EvidenceModelSelector(
-    [(name, BayesianLinearRegressor(noise_variance=v, batch_size=100, n_particles=100)) for name, v in zip(names, variances)],
-    random_state=0)
+    [(name, BayesianLinearRegressor(noise_variance=v, batch_size=100, n_particles=100))
+     for name, v in zip(names, variances)], random_state=0)
 pipe = make_pipeline(StandardScaler(), selector).fit(X_train, z_train)  # streams in chunks of 100 rows
 Xt_train, Xt_test = pipe[:-1].transform(X_train), pipe[:-1].transform(X_test)
 
@@ -111,11 +112,12 @@ for name, (mean, log_density) in scores.items():
 # ``model_probabilities_std_``.
 #
 # What to expect: the online evidences tend to lie a few tenths of a nat
-# *below* the exact ones (when written: six of the seven by 0.1 to 0.7 nats,
-# three of them by more than two reported standard deviations); the reported
-# uncertainty is too small on this small, correlated design. The bias is
-# common to all candidates, so it cancels in the model probabilities, which
-# agree with the exact ones within their error bars. The model average, the
+# *below* the exact ones (when written: all or nearly all of them, by 0.1 to
+# 0.8 nats, one to three of them by more than two reported standard
+# deviations); the reported uncertainty is too small on this small,
+# correlated design. The bias is common to all candidates, so it largely
+# cancels in the model probabilities, which agree with the exact ones within
+# about one and a half of their error bars. The model average, the
 # best candidate and ``BayesianRidge`` predict the test rows equally well: the
 # evidence is peaked around the same noise variance that ``BayesianRidge``
 # picks.
