@@ -10,6 +10,7 @@
 - run metadata (git commit, load, versions) and atomic JSON saving.
 """
 
+import hashlib
 import itertools
 import json
 import os
@@ -180,9 +181,11 @@ def format_disagreements(pairs):
 def git_commit():
     try:
         out = subprocess.run(["git", "-C", HERE, "rev-parse", "HEAD"], capture_output=True, text=True, timeout=10)
-        dirty = subprocess.run(["git", "-C", HERE, "status", "--porcelain", "--", "../evidence_select"],
-                               capture_output=True, text=True, timeout=10).stdout.strip()
-        return out.stdout.strip() + (" (evidence_select/ modified)" if dirty else "")
+        diff = subprocess.run(["git", "-C", os.path.dirname(HERE), "diff", "HEAD", "--", "evidence_select"],
+                              capture_output=True, text=True, timeout=30).stdout
+        # Uncommitted engine edits (the tree is shared) change the timings: name them by a digest of the diff.
+        digest = hashlib.sha1(diff.encode()).hexdigest()[:10]
+        return out.stdout.strip() + (f" + uncommitted evidence_select/ diff {digest}" if diff else "")
     except (OSError, subprocess.SubprocessError):
         return "unknown"
 

@@ -167,7 +167,9 @@ def part_evidence(cfg, models, budget, run_dynesty, out, save):
             refs = entry["references"].setdefault(str(n), {})
             for method in reference_methods(name, run_dynesty):
                 if method in stopped:
-                    refs[method] = dict(skipped=stopped[method])
+                    predicted = last_cost[method][1] * n / last_cost[method][0]
+                    refs[method] = dict(skipped=f"not run (> budget: predicted {predicted:.0f} CPU s)",
+                                        predicted_cpu_seconds=predicted)
                     continue
                 if method == "dynesty":
                     cached = cached_dynesty(name, n, SEED)
@@ -182,7 +184,7 @@ def part_evidence(cfg, models, budget, run_dynesty, out, save):
                 predicted = last_cost[method][1] * n / last_cost[method][0] if method in last_cost else None
                 if predicted is not None and predicted > budget and method != "exact":
                     stopped[method] = f"not run (> budget: predicted {predicted:.0f} CPU s > {budget:.0f} s)"
-                    refs[method] = dict(skipped=stopped[method])
+                    refs[method] = dict(skipped=stopped[method], predicted_cpu_seconds=predicted)
                     print(f"   {name:8s} N={n:<8d} {method:10s} {stopped[method]}", flush=True)
                     continue
                 if method == "dynesty" and predicted is None and n > 1000:
