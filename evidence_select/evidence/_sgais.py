@@ -31,9 +31,10 @@ Entropy 21 (2019) 1109, with the improvements measured in this project:
   curvature over every row seen with the chunk's own weighted by ``lambda``, so
   a chunk of outliers shrinks the step at once instead of diverging),
   ``eta = learning_rate / max(n + lambda |chunk|, 1)`` (``step_size_schedule=
-  "tempered"``), never above ``learning_rate`` times the prior variance; ``"data"`` is the paper's ``eta = learning_rate / N`` made
-  online, ``N = n + |chunk|`` (the paper fixed N to the final data-set size,
-  under which the first chunks barely move at small lambda);
+  "tempered"``), never above ``learning_rate`` times the prior variance;
+  ``"data"`` is the paper's ``eta = learning_rate / N`` made online,
+  ``N = n + |chunk|`` (the paper fixed N to the final data-set size, under
+  which the first chunks barely move at small lambda);
 - ``n_replicates`` independent particle groups run inside one vectorised state
   on a common schedule; the combined ``Z`` is their mean (unbiased) and the
   spread of the group estimates gives ``log_evidence_std``.
