@@ -221,3 +221,20 @@ def test_shared_weights_equal_per_particle_weights(name, model, X, y, shared):
     tiled = np.broadcast_to(weights, (5, len(X)))
     np.testing.assert_allclose(model.grad_log_likelihood(theta, X, y, weights),
                                model.grad_log_likelihood(theta, X, y, np.array(tiled)), rtol=1e-10, atol=1e-10)
+
+
+def test_softmax_unshifted_fast_path_equals_max_shifted_path(monkeypatch):
+    """Below the Hoelder bound the softmax skips the max shift; both paths must give the same numbers."""
+    from evidence_select.models import _logistic
+
+    rng = np.random.default_rng(5)
+    model = SoftmaxRegressionModel(n_features=5, n_classes=4)
+    theta, X, y = model.sample_prior(rng, 6), rng.normal(size=(40, 5)), rng.integers(0, 4, size=40)
+    weights = rng.uniform(size=40)
+    fast = (model.log_likelihood(theta, X, y), model.grad_log_likelihood(theta, X, y, weights),
+            model.log_proba(theta, X))
+    monkeypatch.setattr(_logistic, "_SAFE_LOGIT", 0.0)  # no bound holds: always the shifted path
+    shifted = (model.log_likelihood(theta, X, y), model.grad_log_likelihood(theta, X, y, weights),
+               model.log_proba(theta, X))
+    for a, b in zip(fast, shifted):
+        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12)
