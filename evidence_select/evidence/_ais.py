@@ -40,7 +40,8 @@ import numpy as np
 
 from ..kernels._hmc import HMCState, adapt_step_size, hmc_init, hmc_step, preconditioner_from_samples
 from ..kernels._resampling import systematic_resample
-from ..utils._logspace import ess_from_log_weights, log_mean_exp, logsumexp, normalize_log_weights
+from ..kernels._schedule import conditional_ess_fraction
+from ..utils._logspace import ess_from_log_weights, log_mean_exp, normalize_log_weights
 from ..utils._progress import progress_bar
 from ..utils._random import make_generator
 from ._result import EvidenceResult
@@ -125,14 +126,6 @@ def sigmoid_schedule(n_temperatures, delta=4.0):
     return out
 
 
-def _log_cess_fraction(log_weights_norm, log_lik, delta):
-    """``log(CESS / n)`` of the increment ``delta`` under normalised log-weights."""
-    with np.errstate(invalid="ignore"):
-        inc = delta * log_lik
-    inc = np.where(np.isnan(inc), -np.inf, inc)  # 0 * -inf: a zero-likelihood particle
-    return 2.0 * logsumexp(log_weights_norm + inc) - logsumexp(log_weights_norm + 2.0 * inc)
-
-
 def next_tempering(tempering, log_weights, log_lik, target_ess, n_bisect=60):
     """Next annealing parameter by bisection on the conditional ESS (Alg. 6, line 5).
 
@@ -159,19 +152,10 @@ def next_tempering(tempering, log_weights, log_lik, target_ess, n_bisect=60):
     >>> next_tempering(0.0, np.zeros(3), np.zeros(3), 0.5)
     1.0
     """
-    remaining = 1.0 - tempering
-    log_w = normalize_log_weights(log_weights)
-    log_target = np.log(target_ess)
-    if _log_cess_fraction(log_w, log_lik, remaining) >= log_target:
-        return 1.0
-    low, high = 0.0, remaining
-    for _ in range(n_bisect):
-        mid = 0.5 * (low + high)
-        if _log_cess_fraction(log_w, log_lik, mid) >= log_target:
-            low = mid
-        else:
-            high = mid
-    return tempering + max(low, np.finfo(float).eps * remaining)
+    log_lik = np.asarray(log_lik, dtype=float)
+    log_lik = np.where(np.isnan(log_lik), -np.inf, log_lik)  # a NaN likelihood is a zero-likelihood chain
+    return _next_group_tempering(tempering, np.asarray(log_weights, dtype=float)[None], log_lik[None], target_ess,
+                                 n_bisect)
 
 
 # -- one AIS run -----------------------------------------------------------------------
@@ -208,30 +192,25 @@ class _TemperedTarget:
         return log_density, grad, aux
 
 
-def _group_log_cess(log_weights_norm, log_lik, delta):
+def _group_cess(log_weights_norm, log_lik, delta):
     """Mean over groups of ``CESS / n_group`` of the increment ``delta``; the schedule's criterion.
 
     ``log_weights_norm`` and ``log_lik`` have shape ``(n_groups, n_group)``; the mean of
     per-group fractions is monotone in ``delta`` like each of them, so bisection applies.
     """
-    with np.errstate(invalid="ignore"):
-        inc = delta * log_lik
-    inc = np.where(np.isnan(inc), -np.inf, inc)
-    log_frac = (2.0 * logsumexp(log_weights_norm + inc, axis=1)
-                - logsumexp(log_weights_norm + 2.0 * inc, axis=1))
-    return float(np.mean(np.exp(log_frac)))
+    return float(conditional_ess_fraction(log_weights_norm, log_lik, np.array([delta]), reduce=np.mean)[0])
 
 
 def _next_group_tempering(tempering, log_weights, log_lik, target_ess, n_bisect=60):
     """:func:`next_tempering` for independent groups: the mean per-group CESS hits ``target_ess``."""
     remaining = 1.0 - tempering
     log_w = normalize_log_weights(log_weights, axis=1)
-    if _group_log_cess(log_w, log_lik, remaining) >= target_ess:
+    if _group_cess(log_w, log_lik, remaining) >= target_ess:
         return 1.0
     low, high = 0.0, remaining
     for _ in range(n_bisect):
         mid = 0.5 * (low + high)
-        if _group_log_cess(log_w, log_lik, mid) >= target_ess:
+        if _group_cess(log_w, log_lik, mid) >= target_ess:
             low = mid
         else:
             high = mid
@@ -293,6 +272,7 @@ def _ais_run(rng, model, X, y, *, n_groups, n_group, schedule, target_ess, resam
     while tempering < 1.0:
         t += 1
         log_lik = state.aux[:, 1].reshape(n_groups, n_group)
+        log_lik = np.where(np.isnan(log_lik), -np.inf, log_lik)  # a NaN likelihood is a zero-likelihood chain
         if fixed is not None:
             new_tempering = float(fixed[t])
         else:
@@ -301,14 +281,14 @@ def _ais_run(rng, model, X, y, *, n_groups, n_group, schedule, target_ess, resam
                 raise RuntimeError(f"AIS needed more than max_temperatures={max_temperatures} temperatures "
                                    f"(reached lambda={tempering:.3g}); raise target_ess less or raise the cap")
         delta = new_tempering - tempering
-        cess.append(_group_log_cess(normalize_log_weights(log_weights, axis=1), log_lik, delta))
+        cess.append(_group_cess(normalize_log_weights(log_weights, axis=1), log_lik, delta))
         with np.errstate(invalid="ignore"):
             increment = delta * log_lik
         log_weights = log_weights + np.where(np.isnan(increment), -np.inf, increment)
         tempering = new_tempering
         temperatures.append(tempering)
         # Resample the groups whose ESS fell below the threshold (unbiased: the weights' mean is banked).
-        ess_frac = np.exp(2.0 * logsumexp(log_weights, axis=1) - logsumexp(2.0 * log_weights, axis=1)) / n_group
+        ess_frac = ess_from_log_weights(log_weights, axis=1) / n_group
         low = np.flatnonzero(ess_frac < resample_ess) if resample_ess > 0 else np.array([], dtype=int)
         if tempering < 1.0 and len(low):
             log_z_banked[low] += log_mean_exp(log_weights[low], axis=1)

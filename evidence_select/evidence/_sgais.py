@@ -366,6 +366,10 @@ def sgais_update(state, X, y, model, config):
     n_mcmc_steps = config.n_mcmc_steps * (config.initial_mcmc_factor if n_seen == 0 else 1)
     chunk_scales = _checked_step_scales(model, X, state.particles.shape[1])
     past_scales = state.step_scales if n_seen else None
+    # The data-scaled step must not outrun the prior's own curvature (features of scale 1e-6 give step
+    # scales ~1e12, and the prior term alone then diverges).
+    prior_variances = getattr(model, "prior_variances", None)
+    max_step = None if prior_variances is None else config.learning_rate * np.asarray(prior_variances, dtype=float)
 
     # Chunk rows and mini-batch rows in one weighted block: a gradient is one model call.
     block_X = np.empty((n_chunk + n_batch, X.shape[1]))
@@ -420,11 +424,8 @@ def sgais_update(state, X, y, model, config):
         step_size = config.learning_rate / max(n_seen + chunk_weight, 1.0)
         if chunk_scales is not None:
             step_size = step_size * _pooled_step_scales(past_scales, n_seen, chunk_scales, chunk_weight)
-            prior_variances = getattr(model, "prior_variances", None)
-            if prior_variances is not None:
-                # The data-scaled step must not outrun the prior's own curvature (features of scale 1e-6
-                # give step scales ~1e12, and the prior term alone then diverges).
-                step_size = np.minimum(step_size, config.learning_rate * np.asarray(prior_variances, dtype=float))
+            if max_step is not None:
+                step_size = np.minimum(step_size, max_step)
         block_weights[:n_chunk] = tempering
         # One mini-batch per gradient evaluation (both integrators evaluate n_mcmc_steps).
         batch_rows = rng.integers(0, len(res_X), size=(n_mcmc_steps, n_batch)) if n_batch else None

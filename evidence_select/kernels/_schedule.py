@@ -7,7 +7,7 @@ from ..utils import logsumexp
 __all__ = ["conditional_ess_fraction", "next_tempering_increment"]
 
 
-def conditional_ess_fraction(log_weights, log_lik, increments):
+def conditional_ess_fraction(log_weights, log_lik, increments, reduce=np.min):
     """Conditional ESS fraction of the increment ``p(chunk | theta)^delta``.
 
     ``CESS / M = (sum_i W_i w_i)^2 / (sum_i W_i w_i^2)`` with normalised accumulated
@@ -22,10 +22,14 @@ def conditional_ess_fraction(log_weights, log_lik, increments):
         Chunk log-likelihood of each particle (``-inf`` allowed).
     increments : ndarray of shape (n_deltas,)
         Positive candidate increments (positive, so a dead particle, ``l = -inf``, stays dead, never NaN).
+    reduce : callable, default=numpy.min
+        Reduction over groups (``axis=1``): SGAIS keeps every group at target (min);
+        AIS's adaptive schedule uses the mean.
 
     Returns
     -------
     fraction : ndarray of shape (n_deltas,)
+        The reduction over groups of each group's fraction.
     """
     scaled = increments[:, None, None] * log_lik[None]  # (n_deltas, n_groups, n_particles); -inf stays -inf
     # Both sums in one logsumexp: [log W + delta l, log W + 2 delta l] -> log sum W w, log sum W w^2.
@@ -33,7 +37,7 @@ def conditional_ess_fraction(log_weights, log_lik, increments):
     np.add(log_weights, scaled, out=terms[0])
     np.add(terms[0], scaled, out=terms[1])
     log_sums = logsumexp(terms, axis=3)
-    return np.exp((2.0 * log_sums[0] - log_sums[1]).min(axis=1))
+    return reduce(np.exp(2.0 * log_sums[0] - log_sums[1]), axis=1)
 
 
 def next_tempering_increment(log_weights, log_lik, remaining, target_fraction, *, n_grid=16, n_rounds=3,
