@@ -35,6 +35,12 @@ Entropy 21 (2019) 1109, with the improvements measured in this project:
   ``"data"`` is the paper's ``eta = learning_rate / N`` made online,
   ``N = n + |chunk|`` (the paper fixed N to the final data-set size, under
   which the first chunks barely move at small lambda);
+- with ``reheat_after_steps``, a chunk that needs that many annealing steps
+  (a surprise: new clusters, a change point) triggers an excursion that tempers
+  the past data down to the weight of one chunk and back, with the model's
+  global Metropolis-Hastings moves (``propose_jump``, e.g. relocating a mixture
+  component onto the chunk's rows) at every step, so the particles can leave
+  modes that the earlier data made local traps (see :func:`_reheat_past`);
 - ``n_replicates`` independent particle groups run inside one vectorised state
   on a common schedule; the combined ``Z`` is their mean (unbiased) and the
   spread of the group estimates gives ``log_evidence_std``.
@@ -103,6 +109,7 @@ class SGAISConfig(NamedTuple):
     max_annealing_steps: int = 500
     integrator: str = "baoab"
     initial_mcmc_factor: int = 2
+    reheat_after_steps: int = None
 
 
 #: The settings of the paper's Sec. 6.1 (for reproduction and comparison).
@@ -156,6 +163,11 @@ class ChunkRecord(NamedTuple):
         Group resampling events during the chunk.
     seconds : float
         Wall time of the update.
+    n_reheat_steps : int
+        Steps of the excursion that tempered the past data down and back
+        (``reheat_after_steps``); 0 when the chunk did not trigger one.
+    n_jumps_accepted : int
+        Accepted global Metropolis-Hastings moves (models with ``propose_jump``).
 
     Examples
     --------
@@ -177,6 +189,8 @@ class ChunkRecord(NamedTuple):
     log_predictive_per_datum: float  # (log Z after - log Z before) / |chunk|
     n_resampled: int  # group resampling events during the chunk
     seconds: float
+    n_reheat_steps: int = 0
+    n_jumps_accepted: int = 0
 
 
 def sgais_init(rng, model, config, n_features, y_dtype=None):
@@ -256,6 +270,21 @@ def _grad_sum(model, theta, X, y):
     return total
 
 
+def _past_grad_sum(model, reservoir, n_past, theta, reference, reference_grad):
+    """``sum over the n_past rows seen of grad log p(y|theta)``: exact while the reservoir holds them all.
+
+    Otherwise the change from the references' exact sums is estimated from the
+    uniform reservoir sample, ``G(theta) = G(ref) + n/|R| sum_R [g(theta) - g(ref)]``,
+    whose error shrinks with the distance moved. Returns ``(sums, n_datum_evaluations)``.
+    """
+    res_X, res_y = reservoir_data(reservoir)
+    if reservoir.n_stored == n_past:
+        return _grad_sum(model, theta, res_X, res_y), len(theta) * n_past
+    scale = n_past / reservoir.n_stored
+    change = _grad_sum(model, theta, res_X, res_y) - _grad_sum(model, reference, res_X, res_y)
+    return reference_grad + scale * change, 2 * len(theta) * len(res_X)
+
+
 def _refresh_reference(state, model, config, theta, X, y):
     """References and their exact gradient sums after the chunk ``(X, y)`` is in.
 
@@ -268,20 +297,105 @@ def _refresh_reference(state, model, config, theta, X, y):
     if state.reference is not None and n_after < config.recentre_factor * state.n_reference:
         grad = state.reference_grad + model.grad_log_likelihood(state.reference, X, y, 1.0)
         return state.reference, grad, state.n_reference, n_total * len(X)
-    res_X, res_y = reservoir_data(state.reservoir)
+    past, evaluations = _past_grad_sum(model, state.reservoir, n_before, theta, state.reference,
+                                       state.reference_grad)
     chunk_grad = model.grad_log_likelihood(theta, X, y, 1.0)
-    if state.reservoir.n_stored == n_before:  # the reservoir still holds every past row: exact
-        past = _grad_sum(model, theta, res_X, res_y)
-        evaluations = n_total * (n_before + len(X))
-    else:  # estimate only the change of the sum from the uniform reservoir sample
-        scale = n_before / state.reservoir.n_stored
-        past = state.reference_grad + scale * (_grad_sum(model, theta, res_X, res_y)
-                                               - _grad_sum(model, state.reference, res_X, res_y))
-        evaluations = n_total * (2 * len(res_X) + len(X))
+    evaluations += n_total * len(X)
     grad = past + chunk_grad
     if not np.all(np.isfinite(grad)):
         raise FloatingPointError(f"non-finite gradient at the control-variate references after {n_after} samples")
     return theta.copy(), grad, n_after, evaluations
+
+
+def _past_log_likelihood(model, reservoir, n_past, theta):
+    """``log p(past | theta)`` per particle: exact while the reservoir holds every past row.
+
+    Afterwards it is the reservoir sum scaled by ``n_past / |R|``, the same
+    uniform-sample approximation the mini-batch gradients make. Returns
+    ``(log_lik (n_total,), n_datum_evaluations)``.
+    """
+    res_X, res_y = reservoir_data(reservoir)
+    total = np.zeros(len(theta))
+    for start in range(0, len(res_X), _GRADIENT_BLOCK_ROWS):
+        stop = start + _GRADIENT_BLOCK_ROWS
+        total += model.log_likelihood(theta, res_X[start:stop], None if res_y is None else res_y[start:stop]).sum(axis=1)
+    return total * (n_past / len(res_X)), len(theta) * len(res_X)
+
+
+def _jump_step(rng, model, theta, X, y, tempering, past_power, reservoir, n_past):
+    """One Metropolis-Hastings step with the model's global proposal on the current target.
+
+    Returns ``(theta, accepted, n_datum_evaluations)``; see :func:`_jump_log_acceptance`.
+    """
+    proposal, log_proposal_ratio = model.propose_jump(rng, theta, X)
+    log_accept, evaluations = _jump_log_acceptance(model, theta, proposal, log_proposal_ratio, X, y, tempering,
+                                                   past_power, reservoir, n_past)
+    accepted = np.log(rng.random(len(theta))) < log_accept  # NaN compares False: rejected
+    return np.where(accepted[:, None], proposal, theta), accepted, evaluations
+
+
+def _jump_log_acceptance(model, theta, proposal, log_proposal_ratio, X, y, tempering, past_power, reservoir, n_past):
+    """Log Metropolis-Hastings ratio of ``theta -> proposal`` for the current tempered target.
+
+    The target is ``p(theta) p(chunk|theta)^tempering p(past|theta)^past_power``,
+    the past term as in :func:`_past_log_likelihood` (exact while the reservoir
+    holds every past row, so the kernel is then exactly invariant). Returns
+    ``(log_accept (n_total,), n_datum_evaluations)``.
+    """
+    both = np.vstack([theta, proposal])
+    log_target = model.log_prior(both) + tempering * model.log_likelihood(both, X, y).sum(axis=1)
+    evaluations = len(both) * len(X)
+    if n_past:
+        past, past_evaluations = _past_log_likelihood(model, reservoir, n_past, both)
+        log_target = log_target + past_power * past
+        evaluations += past_evaluations
+    n_total = len(theta)
+    with np.errstate(invalid="ignore"):
+        return log_target[n_total:] - log_target[:n_total] + log_proposal_ratio, evaluations
+
+
+def _reheat_past(reservoir, n_seen, n_chunk, theta, log_weights, log_evidence, log_evidence_variance, reference,
+                 reference_grad, tempering, model, config, reweight, resample, move, counts):
+    """Temper the past data down to the weight of one chunk and back, at the chunk's current tempering.
+
+    When a chunk surprises the particles, the posterior may be shifting to a
+    configuration that the past data separates from theirs by a barrier (a
+    mixture component that must leave its cluster for a new one), which local
+    SGHMC moves do not cross. Along ``p(theta) p(past|theta)^b p(chunk|theta)^t``
+    with ``b`` going from 1 down to ``|chunk| / n`` and back to 1 the barriers
+    fall and rise again, so the particles can redistribute over the modes in
+    proportion to their mass. It is one more SMC path between the same two
+    distributions (its increments multiply to 1 in expectation), so ``Z`` stays
+    unbiased; its cost is ``O(|reservoir|)`` per step, paid only at surprises.
+    """
+    n_groups, n_particles = log_weights.shape
+    lowest = n_chunk / n_seen
+    power = 1.0
+    for direction in (-1.0, 1.0):
+        for _ in range(config.max_annealing_steps):
+            remaining = power - lowest if direction < 0 else 1.0 - power
+            if remaining <= 0.0:
+                break
+            past, evaluations = _past_log_likelihood(model, reservoir, n_seen, theta)
+            counts["evaluations"] += evaluations
+            with np.errstate(invalid="ignore"):
+                signed = direction * past.reshape(n_groups, n_particles)
+            delta = next_tempering_increment(log_weights, signed, remaining, config.target_ess)
+            if delta >= remaining:
+                power = lowest if direction < 0 else 1.0
+            else:
+                power = power + direction * delta
+            with np.errstate(invalid="ignore"):
+                increment = delta * signed
+            log_weights, log_evidence, log_evidence_variance = reweight(
+                log_weights, log_evidence, log_evidence_variance, increment, f"past tempered to {power:.3g}")
+            log_weights, (theta, reference, reference_grad) = resample(log_weights, [theta, reference, reference_grad])
+            theta, reference, reference_grad = move(theta, reference, reference_grad, tempering, power, jump=True)
+            counts["reheat_steps"] += 1
+    if power < 1.0:  # the step cap was hit: the target must end at the chunk's own, whatever the weights say
+        raise FloatingPointError(f"re-tempering the past data after {n_seen} samples did not return to 1 within "
+                                 f"{config.max_annealing_steps} steps")
+    return theta, log_weights, log_evidence, log_evidence_variance, reference, reference_grad
 
 
 def _checked_step_scales(model, X, n_params):
@@ -383,50 +497,40 @@ def sgais_update(state, X, y, model, config):
     block_weights[n_chunk:] = batch_scale
     batch_X, batch_y = block_X[n_chunk:], None if block_y is None else block_y[n_chunk:]
 
-    tempering, n_steps, n_resampled, n_evals = 0.0, 0, 0, 0
-    log_z_before = float(log_mean_exp(log_evidence))
-    while tempering < 1.0:
-        log_lik = model.log_likelihood(theta, X, y)
-        chunk_log_lik = log_lik.sum(axis=1).reshape(n_groups, n_particles)
-        _check_finite_log_lik(log_lik, chunk_log_lik, tempering, n_seen)
-        n_evals += n_total * n_chunk
-        remaining = 1.0 - tempering
-        if n_steps + 1 >= config.max_annealing_steps:
-            delta = remaining
-            warnings.warn(f"annealing the chunk after {n_seen} samples needed more than "
-                          f"{config.max_annealing_steps} steps; taking the remaining step at once "
-                          "(the particle system may be degenerate: consider more particles or a lower learning_rate)",
-                          SamplerDegeneracyWarning, stacklevel=3)
-        else:
-            delta = next_tempering_increment(log_weights, chunk_log_lik, remaining, config.target_ess)
-        tempering = 1.0 if delta >= remaining else tempering + delta
-        with np.errstate(invalid="ignore"):
-            increment = delta * chunk_log_lik
+    counts = dict(evaluations=0, resampled=0, steps=0, reheat_steps=0, jumps=0)
+
+    def reweight(log_weights, log_evidence, log_evidence_variance, log_increments, what):
+        """Multiply the weights by ``exp(log_increments)``; the evidence grows by their weighted mean."""
         previous_weights = np.exp(log_weights)
-        log_weights = log_weights + np.where(np.isnan(increment), -np.inf, increment)
+        log_weights = log_weights + np.where(np.isnan(log_increments), -np.inf, log_increments)
         log_increment = logsumexp(log_weights, axis=1)  # weights were normalised: sum_i W_i w_i
         if not np.all(np.isfinite(log_increment)):
-            raise FloatingPointError(f"all particles of a group have zero likelihood on the chunk after "
-                                     f"{n_seen} samples (tempering={tempering:.3g})")
-        log_evidence = log_evidence + log_increment
+            raise FloatingPointError(f"all particles of a group have zero weight on the chunk after {n_seen} "
+                                     f"samples ({what})")
         new_log_weights = log_weights - log_increment[:, None]
         # Var(sum_i W_i w_i) / c^2 ~ sum_i W_i^2 (w_i / c - 1)^2 = sum_i (W'_i - W_i)^2 for particles that
         # are (nearly) independent draws of the current target: the per-step relative variance.
         log_evidence_variance = log_evidence_variance + np.sum((np.exp(new_log_weights) - previous_weights) ** 2,
                                                                axis=1)
-        log_weights = new_log_weights
-        log_weights, (theta, reference, reference_grad), resampled = _resample_groups(
-            rng, log_weights, config.resample_threshold, [theta, reference, reference_grad])
-        n_resampled += resampled
+        return new_log_weights, log_evidence + log_increment, log_evidence_variance
 
-        # SGHMC on the potential of Eq. (4) at the new tempering.
+    can_jump = hasattr(model, "propose_jump")
+
+    def move(theta, reference, reference_grad, tempering, past_power, jump=False):
+        """SGHMC on the potential of Eq. (4) for ``p(theta) p(past|theta)^past_power p(chunk|theta)^tempering``.
+
+        With ``jump``, one Metropolis-Hastings step with the model's global
+        proposal follows (models with ``propose_jump``). Returns
+        ``(theta, reference, reference_grad)``.
+        """
         chunk_weight = (tempering if config.step_size_schedule == "tempered" else 1.0) * n_chunk
-        step_size = config.learning_rate / max(n_seen + chunk_weight, 1.0)
+        step_size = config.learning_rate / max(past_power * n_seen + chunk_weight, 1.0)
         if chunk_scales is not None:
-            step_size = step_size * _pooled_step_scales(past_scales, n_seen, chunk_scales, chunk_weight)
+            step_size = step_size * _pooled_step_scales(past_scales, past_power * n_seen, chunk_scales, chunk_weight)
             if max_step is not None:
                 step_size = np.minimum(step_size, max_step)
         block_weights[:n_chunk] = tempering
+        block_weights[n_chunk:] = past_power * batch_scale
         # One mini-batch per gradient evaluation (both integrators evaluate n_mcmc_steps).
         batch_rows = rng.integers(0, len(res_X), size=(n_mcmc_steps, n_batch)) if n_batch else None
 
@@ -437,27 +541,77 @@ def sgais_update(state, X, y, model, config):
                     np.take(res_y, batch_rows[step], out=batch_y)
             grad = model.grad_log_prior(current) + model.grad_log_likelihood(current, block_X, block_y, block_weights)
             if use_cv:
-                grad += reference_grad - model.grad_log_likelihood(reference, batch_X, batch_y, batch_scale)
+                grad += past_power * (reference_grad
+                                      - model.grad_log_likelihood(reference, batch_X, batch_y, batch_scale))
             return grad
 
         theta = TRAJECTORIES[config.integrator](rng, theta, grad_log_target, step_size=step_size,
                                                 friction=config.friction, n_steps=n_mcmc_steps)
-        n_evals += n_mcmc_steps * n_total * (n_chunk + n_batch * (2 if use_cv else 1))
+        counts["evaluations"] += n_mcmc_steps * n_total * (n_chunk + n_batch * (2 if use_cv else 1))
         if not np.all(np.isfinite(theta)):
             raise FloatingPointError(
                 f"SGHMC diverged (non-finite particles) on the chunk after {n_seen} samples at tempering "
                 f"{tempering:.3g}, step size {np.max(step_size):.3g}; lower learning_rate or standardise the features")
-        n_steps += 1
+        if jump and can_jump:
+            theta, accepted, evaluations = _jump_step(rng, model, theta, X, y, tempering, past_power, state.reservoir,
+                                                      n_seen)
+            counts["evaluations"] += evaluations
+            counts["jumps"] += int(accepted.sum())
+            if use_cv and accepted.any():  # re-centre the moved particles' references: keeps the CV variance low
+                reference, reference_grad = reference.copy(), reference_grad.copy()
+                past, evaluations = _past_grad_sum(model, state.reservoir, n_seen, theta[accepted],
+                                                   reference[accepted], reference_grad[accepted])
+                reference[accepted], reference_grad[accepted] = theta[accepted], past
+                counts["evaluations"] += evaluations
+        return theta, reference, reference_grad
+
+    def resample(log_weights, arrays):
+        log_weights, arrays, resampled = _resample_groups(rng, log_weights, config.resample_threshold, arrays)
+        counts["resampled"] += resampled
+        return log_weights, arrays
+
+    tempering, reheated = 0.0, False
+    log_z_before = float(log_mean_exp(log_evidence))
+    while tempering < 1.0:
+        log_lik = model.log_likelihood(theta, X, y)
+        chunk_log_lik = log_lik.sum(axis=1).reshape(n_groups, n_particles)
+        _check_finite_log_lik(log_lik, chunk_log_lik, tempering, n_seen)
+        counts["evaluations"] += n_total * n_chunk
+        remaining = 1.0 - tempering
+        if counts["steps"] + 1 >= config.max_annealing_steps:
+            delta = remaining
+            warnings.warn(f"annealing the chunk after {n_seen} samples needed more than "
+                          f"{config.max_annealing_steps} steps; taking the remaining step at once "
+                          "(the particle system may be degenerate: consider more particles or a lower learning_rate)",
+                          SamplerDegeneracyWarning, stacklevel=3)
+        else:
+            delta = next_tempering_increment(log_weights, chunk_log_lik, remaining, config.target_ess)
+        tempering = 1.0 if delta >= remaining else tempering + delta
+        with np.errstate(invalid="ignore"):
+            increment = delta * chunk_log_lik
+        log_weights, log_evidence, log_evidence_variance = reweight(
+            log_weights, log_evidence, log_evidence_variance, increment, f"tempering={tempering:.3g}")
+        log_weights, (theta, reference, reference_grad) = resample(log_weights, [theta, reference, reference_grad])
+        theta, reference, reference_grad = move(theta, reference, reference_grad, tempering, 1.0, jump=reheated)
+        counts["steps"] += 1
+        if (not reheated and config.reheat_after_steps is not None and counts["steps"] >= config.reheat_after_steps
+                and n_seen > n_chunk):
+            # A surprising chunk: the posterior may be moving to modes that local moves cannot reach.
+            reheated = True
+            theta, log_weights, log_evidence, log_evidence_variance, reference, reference_grad = _reheat_past(
+                state.reservoir, n_seen, n_chunk, theta, log_weights, log_evidence, log_evidence_variance, reference,
+                reference_grad, tempering, model, config, reweight, resample, move, counts)
 
     reference, reference_grad, n_reference, ref_evals = _refresh_reference(
         state._replace(reference=reference, reference_grad=reference_grad), model, config, theta, X, y)
     reservoir, undo = reservoir_insert(rng, state.reservoir, X, y)  # last: the only in-place write
     new_state = SGAISState(theta, log_weights, log_evidence, log_evidence_variance, reference, reference_grad,
                            n_reference, reservoir, rng, n_seen + n_chunk, state.n_chunks + 1,
-                           state.n_datum_evaluations + n_evals + ref_evals,
+                           state.n_datum_evaluations + counts["evaluations"] + ref_evals,
                            _pooled_step_scales(past_scales, n_seen, chunk_scales, n_chunk))
     log_z, log_z_std = combine_replicates(log_evidence, log_evidence_variance)
     ess = float(np.min(ess_from_log_weights(log_weights, axis=1)))
-    record = ChunkRecord(n_seen + n_chunk, log_z, log_z_std, n_steps, ess, (log_z - log_z_before) / n_chunk,
-                         n_resampled, time.perf_counter() - tic)
+    record = ChunkRecord(n_seen + n_chunk, log_z, log_z_std, counts["steps"], ess,
+                         (log_z - log_z_before) / n_chunk, counts["resampled"], time.perf_counter() - tic,
+                         counts["reheat_steps"], counts["jumps"])
     return new_state, record, undo

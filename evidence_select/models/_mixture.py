@@ -134,26 +134,47 @@ class GaussianMixtureModel(Model):
         const = log_weights - 0.5 * (np.sum(log_variances + means**2 * precision, axis=2) + d * _LOG_2PI)
         return const[:, None, :] - 0.5 * quad
 
+    def _stacked_component_log_density(self, theta, X):
+        """:meth:`component_log_density` laid out ``(K, n_particles, n_batch)``.
+
+        Reductions over the components then run along the leading axis, which
+        numpy vectorises over the rest; along a trailing axis of length ``K``
+        they cost twice the whole likelihood (measured in nested sampling).
+        """
+        log_weights, means, log_variances = self.unpack(theta)
+        X = np.asarray(X, dtype=float)
+        n_particles, K, d = len(theta), self.n_components, self.n_features
+        precision = np.exp(-log_variances)
+        by_component = precision.transpose(1, 0, 2).reshape(K * n_particles, d)
+        shifted = (means * precision).transpose(1, 0, 2).reshape(K * n_particles, d)
+        quad = (by_component @ (X**2).T - 2.0 * shifted @ X.T).reshape(K, n_particles, len(X))
+        const = log_weights - 0.5 * (np.sum(log_variances + means**2 * precision, axis=2) + d * _LOG_2PI)
+        return const.T[:, :, None] - 0.5 * quad
+
     def log_likelihood(self, theta, X, y=None):
-        comp = self.component_log_density(theta, X)
-        comp_max = comp.max(axis=2, keepdims=True)
-        return (comp_max + np.log(np.sum(np.exp(comp - comp_max), axis=2, keepdims=True)))[:, :, 0]
+        comp = self._stacked_component_log_density(theta, X)
+        comp_max = comp.max(axis=0)
+        return comp_max + np.log(np.sum(np.exp(comp - comp_max), axis=0))
+
+    def _stacked_responsibilities(self, theta, X):
+        comp = self._stacked_component_log_density(theta, X)
+        comp = np.exp(comp - comp.max(axis=0))
+        comp /= comp.sum(axis=0)
+        return comp
 
     def responsibilities(self, theta, X):
         """Posterior label probabilities per particle, shape ``(n_particles, n_batch, K)``."""
-        comp = self.component_log_density(theta, X)
-        comp = np.exp(comp - comp.max(axis=2, keepdims=True))
-        return comp / comp.sum(axis=2, keepdims=True)
+        return self._stacked_responsibilities(theta, X).transpose(1, 2, 0)
 
     def grad_log_likelihood(self, theta, X, y, weights):
         log_weights, means, log_variances = self.unpack(theta)
         X = np.asarray(X, dtype=float)
         n_particles, K, d = len(theta), self.n_components, self.n_features
-        resp = self.responsibilities(theta, X)
-        resp *= np.broadcast_to(weights, (n_particles, len(X)))[:, :, None]
+        resp = self._stacked_responsibilities(theta, X)  # (K, M, n)
+        resp *= np.broadcast_to(weights, (n_particles, len(X)))
         # Weighted moments per particle and component: (M, K), (M, K, d), (M, K, d).
-        mass = resp.sum(axis=1)
-        flat_resp = resp.transpose(0, 2, 1).reshape(n_particles * K, len(X))
+        flat_resp = resp.transpose(1, 0, 2).reshape(n_particles * K, len(X))
+        mass = flat_resp.sum(axis=1).reshape(n_particles, K)
         first = (flat_resp @ X).reshape(n_particles, K, d)
         second = (flat_resp @ X**2).reshape(n_particles, K, d)
         precision = np.exp(-log_variances)
@@ -162,3 +183,60 @@ class GaussianMixtureModel(Model):
         centred_sq = second - 2.0 * means * first + means**2 * mass[:, :, None]
         grad_log_var = -0.5 * mass[:, :, None] + 0.5 * precision * centred_sq
         return np.hstack([grad_eta, grad_means.reshape(n_particles, -1), grad_log_var.reshape(n_particles, -1)])
+
+    # -- global moves ------------------------------------------------------------------
+    def propose_jump(self, rng, theta, X):
+        """Relocate one random component's mean onto the data: a global Metropolis-Hastings proposal.
+
+        Local gradient moves cannot carry a component across empty space to a
+        cluster it does not yet cover (a new cluster in a stream, or one missed by
+        the first annealing). For each particle this picks a component ``k``
+        uniformly and draws its new mean from a kernel density over the rows of
+        ``X``, ``mu_k' ~ (1/n) sum_j N(x_j, diag sigma2_k)``, keeping weights and
+        variances. The forward and reverse proposals have the same form (the
+        kernel width ``sigma2_k`` is not moved), so the Hastings ratio is the
+        ratio of the kernel densities at the old and new means.
+
+        Parameters
+        ----------
+        rng : numpy.random.Generator
+        theta : ndarray of shape (n_particles, n_params)
+        X : ndarray of shape (n_rows, n_features)
+            Rows to relocate onto (the SGAIS engine passes the current chunk).
+
+        Returns
+        -------
+        proposal : ndarray of shape (n_particles, n_params)
+        log_proposal_ratio : ndarray of shape (n_particles,)
+            ``log q(theta | proposal) - log q(proposal | theta)``.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> model = GaussianMixtureModel(n_components=2, n_features=1)
+        >>> rng = np.random.default_rng(0)
+        >>> theta = model.sample_prior(rng, 3)
+        >>> proposal, log_ratio = model.propose_jump(rng, theta, np.array([[5.0], [6.0]]))
+        >>> proposal.shape, log_ratio.shape
+        ((3, 5), (3,))
+        """
+        X = np.asarray(X, dtype=float)
+        n_particles, K, d = len(theta), self.n_components, self.n_features
+        _, means, log_variances = self.unpack(theta)
+        rows = np.arange(n_particles)
+        component = rng.integers(0, K, size=n_particles)
+        scale = np.exp(0.5 * log_variances[rows, component])  # (M, d), unchanged by the move
+        new_mean = X[rng.integers(0, len(X), size=n_particles)] + scale * rng.standard_normal((n_particles, d))
+        old_mean = means[rows, component]
+
+        def log_kernel_density(points):  # log (1/n) sum_j N(points; x_j, diag scale^2), per particle
+            z = (points[:, None, :] - X[None]) / scale[:, None, :]
+            log_terms = -0.5 * np.sum(z**2, axis=2)
+            top = log_terms.max(axis=1, keepdims=True)
+            return (top[:, 0] + np.log(np.mean(np.exp(log_terms - top), axis=1))
+                    - np.sum(np.log(scale), axis=1) - 0.5 * d * _LOG_2PI)
+
+        proposal = np.array(theta, dtype=float)
+        start = K - 1 + component * d
+        proposal[rows[:, None], start[:, None] + np.arange(d)] = new_mean
+        return proposal, log_kernel_density(old_mean) - log_kernel_density(new_mean)
