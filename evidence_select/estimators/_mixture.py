@@ -162,9 +162,8 @@ class BayesianMixture(DensityMixin, BaseSGAISEstimator):
     def __init__(self, n_components=1, *, weight_concentration=1.0, variance_shape=1.0, variance_scale=1.0,
                  mean_prior_loc=0.0, mean_variance_factor=4.0, n_particles=20, n_replicates=2, batch_size=500,
                  learning_rate=0.1, friction=0.2, n_mcmc_steps=10, initial_mcmc_factor=6, reheat_after_steps=12,
-                 target_ess=0.9, resample_threshold=0.5, control_variates=True, step_size_schedule="tempered", integrator="baoab",
-                 reservoir_size=100_000,
-                 random_state=None, verbose=0):
+                 target_ess=0.9, resample_threshold=0.5, control_variates=True, step_size_schedule="tempered",
+                 integrator="baoab", reservoir_size=100_000, random_state=None, verbose=0):
         self.n_components = n_components
         self.weight_concentration = weight_concentration
         self.variance_shape = variance_shape

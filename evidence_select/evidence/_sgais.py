@@ -318,7 +318,8 @@ def _past_log_likelihood(model, reservoir, n_past, theta):
     total = np.zeros(len(theta))
     for start in range(0, len(res_X), _GRADIENT_BLOCK_ROWS):
         stop = start + _GRADIENT_BLOCK_ROWS
-        total += model.log_likelihood(theta, res_X[start:stop], None if res_y is None else res_y[start:stop]).sum(axis=1)
+        rows_y = None if res_y is None else res_y[start:stop]
+        total += model.log_likelihood(theta, res_X[start:stop], rows_y).sum(axis=1)
     return total * (n_past / len(res_X)), len(theta) * len(res_X)
 
 
