@@ -12,7 +12,6 @@ time when nothing else runs. Writes ``benchmarks/results/speed.json``.
 """
 
 import argparse
-import json
 import os
 import resource
 import sys
@@ -20,7 +19,9 @@ import time
 
 import numpy as np
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # run from a checkout
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _common import run_metadata, save_json  # noqa: E402  (benchmarks/; also puts the checkout on the path)
+
 from evidence_select import BayesianLinearRegressor, BayesianLogisticClassifier  # noqa: E402
 from evidence_select.datasets import make_linear_regression, make_softmax_classification  # noqa: E402
 
@@ -63,9 +64,8 @@ def main(argv=None):
         walls = [r["wall"] for r in rows if r["model"] == name]
         print(f"{name}: median wall {np.median(walls):.2f} s (target {target:g} s)")
     peak_rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    os.makedirs(os.path.dirname(args.output), exist_ok=True)
-    with open(args.output, "w") as fh:
-        json.dump(dict(rows=rows, peak_rss_mb=peak_rss_mb, load_average=os.getloadavg()), fh, indent=1)
+    save_json(args.output, dict(run_metadata(sys.argv[1:]), rows=rows, peak_rss_mb=peak_rss_mb,
+                                load_average_end=os.getloadavg()))
     print(f"wrote {args.output}")
 
 

@@ -40,7 +40,7 @@ import numpy as np
 
 from ..kernels._hmc import HMCState, adapt_step_size, hmc_init, hmc_step, preconditioner_from_samples
 from ..kernels._resampling import systematic_resample
-from ..kernels._schedule import conditional_ess_fraction
+from ..kernels._schedule import conditional_ess_fraction, next_tempering_increment
 from ..utils._logspace import ess_from_log_weights, log_mean_exp, normalize_log_weights
 from ..utils._progress import progress_bar
 from ..utils._random import make_generator
@@ -76,13 +76,16 @@ def _chunks(n_particles, n_rows):
     return [slice(i, min(i + step, n_particles)) for i in range(0, n_particles, step)]
 
 
-def _log_lik_sum(model, theta, X, y):
-    """Full-data log-likelihood per particle, ``(n_particles,)``, in memory-bounded chunks."""
+def _log_lik_sum(model, theta, X, y, *, allow_nan=False):
+    """Full-data log-likelihood per particle, ``(n_particles,)``, in memory-bounded chunks.
+
+    A NaN is an error unless ``allow_nan`` (callers that treat it as zero likelihood).
+    """
     theta = np.asarray(theta, dtype=float)
     out = np.empty(len(theta))
     for part in _chunks(len(theta), len(X)):
         out[part] = model.log_likelihood_sum(theta[part], X, y)
-    if np.any(np.isnan(out)):
+    if not allow_nan and np.any(np.isnan(out)):
         raise ValueError(f"log_likelihood of {type(model).__name__} returned NaN for "
                          f"{int(np.isnan(out).sum())} of {len(out)} particles")
     return out
@@ -126,7 +129,7 @@ def sigmoid_schedule(n_temperatures, delta=4.0):
     return out
 
 
-def next_tempering(tempering, log_weights, log_lik, target_ess, n_bisect=60):
+def next_tempering(tempering, log_weights, log_lik, target_ess, n_rounds=10):
     """Next annealing parameter by bisection on the conditional ESS (Alg. 6, line 5).
 
     Parameters
@@ -139,7 +142,11 @@ def next_tempering(tempering, log_weights, log_lik, target_ess, n_bisect=60):
         Full-data log-likelihood at the current positions.
     target_ess : float
         Target CESS as a fraction of ``n_chains`` in ``(0, 1)``.
-    n_bisect : int, default=60
+    n_rounds : int, default=10
+        Rounds of the vectorised log-space bisection of
+        :func:`~evidence_select.kernels._schedule.next_tempering_increment`
+        (each shrinks the bracket 15-fold; 10 rounds resolve the increment to
+        ~1e-10 relative).
 
     Returns
     -------
@@ -155,7 +162,7 @@ def next_tempering(tempering, log_weights, log_lik, target_ess, n_bisect=60):
     log_lik = np.asarray(log_lik, dtype=float)
     log_lik = np.where(np.isnan(log_lik), -np.inf, log_lik)  # a NaN likelihood is a zero-likelihood chain
     return _next_group_tempering(tempering, np.asarray(log_weights, dtype=float)[None], log_lik[None], target_ess,
-                                 n_bisect)
+                                 n_rounds)
 
 
 # -- one AIS run -----------------------------------------------------------------------
@@ -201,20 +208,12 @@ def _group_cess(log_weights_norm, log_lik, delta):
     return float(conditional_ess_fraction(log_weights_norm, log_lik, np.array([delta]), reduce=np.mean)[0])
 
 
-def _next_group_tempering(tempering, log_weights, log_lik, target_ess, n_bisect=60):
+def _next_group_tempering(tempering, log_weights, log_lik, target_ess, n_rounds=10):
     """:func:`next_tempering` for independent groups: the mean per-group CESS hits ``target_ess``."""
     remaining = 1.0 - tempering
-    log_w = normalize_log_weights(log_weights, axis=1)
-    if _group_cess(log_w, log_lik, remaining) >= target_ess:
-        return 1.0
-    low, high = 0.0, remaining
-    for _ in range(n_bisect):
-        mid = 0.5 * (low + high)
-        if _group_cess(log_w, log_lik, mid) >= target_ess:
-            low = mid
-        else:
-            high = mid
-    return tempering + max(low, np.finfo(float).eps * remaining)
+    delta = next_tempering_increment(normalize_log_weights(log_weights, axis=1), log_lik, remaining, target_ess,
+                                     n_rounds=n_rounds, reduce=np.mean)
+    return 1.0 if delta >= remaining else tempering + delta
 
 
 def _correlation(start, position, factor):

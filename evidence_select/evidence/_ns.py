@@ -241,7 +241,8 @@ def nested_sampling_log_evidence(model, X, y=None, *, n_live=500, n_runs=1, dlog
     simulated = simulate_ns_log_evidence(rng, dead_log_lik, dead_n_live, live_log_lik, n_simulations)
     std_simulated = float(np.std(simulated, ddof=1))
     std_information = float(np.sqrt(information / (n_live * n_runs)))
-    run_log_z = np.array([ns_quadrature(r.dead_log_lik, r.dead_n_live, r.live_log_lik)[0] for r in runs])
+    run_log_z = np.array([log_z] if n_runs == 1 else
+                         [ns_quadrature(r.dead_log_lik, r.dead_n_live, r.live_log_lik)[0] for r in runs])
     # The runs are independent, so their spread sees every source of error, including what the volume
     # simulation cannot: live points that local moves cannot carry between the pieces of a multimodal
     # constrained prior (measured 3-4 times the simulated spread on the mixture).

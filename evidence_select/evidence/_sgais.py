@@ -63,6 +63,7 @@ from ..kernels._resampling import systematic_resample
 from ..kernels._schedule import next_tempering_increment
 from ..kernels._sghmc import TRAJECTORIES
 from ..utils import ess_from_log_weights, log_mean_exp, logsumexp, make_generator
+from ._ais import _log_lik_sum
 
 __all__ = ["SGAISConfig", "SGAISState", "ChunkRecord", "sgais_init", "sgais_update", "combine_replicates",
            "evidence_estimate",
@@ -311,28 +312,28 @@ def _past_log_likelihood(model, reservoir, n_past, theta):
     """``log p(past | theta)`` per particle: exact while the reservoir holds every past row.
 
     Afterwards it is the reservoir sum scaled by ``n_past / |R|``, the same
-    uniform-sample approximation the mini-batch gradients make. Returns
-    ``(log_lik (n_total,), n_datum_evaluations)``.
+    uniform-sample approximation the mini-batch gradients make. A NaN stays NaN
+    (callers read it as zero likelihood). Returns ``(log_lik (n_total,), n_datum_evaluations)``.
     """
     res_X, res_y = reservoir_data(reservoir)
-    total = np.zeros(len(theta))
-    for start in range(0, len(res_X), _GRADIENT_BLOCK_ROWS):
-        stop = start + _GRADIENT_BLOCK_ROWS
-        rows_y = None if res_y is None else res_y[start:stop]
-        total += model.log_likelihood(theta, res_X[start:stop], rows_y).sum(axis=1)
+    total = _log_lik_sum(model, theta, res_X, res_y, allow_nan=True)
     return total * (n_past / len(res_X)), len(theta) * len(res_X)
 
 
 def _jump_step(rng, model, theta, X, y, tempering, past_power, reservoir, n_past):
     """One Metropolis-Hastings step with the model's global proposal on the current target.
 
-    Returns ``(theta, accepted, n_datum_evaluations)``; see :func:`_jump_log_acceptance`.
+    Returns ``(theta, accepted, past_log_lik, n_datum_evaluations)``, ``past_log_lik``
+    being :func:`_past_log_likelihood` at the returned particles (None when
+    ``n_past`` is 0); see :func:`_jump_log_acceptance`.
     """
     proposal, log_proposal_ratio = model.propose_jump(rng, theta, X)
-    log_accept, evaluations = _jump_log_acceptance(model, theta, proposal, log_proposal_ratio, X, y, tempering,
-                                                   past_power, reservoir, n_past)
+    log_accept, past, evaluations = _jump_log_acceptance(model, theta, proposal, log_proposal_ratio, X, y, tempering,
+                                                         past_power, reservoir, n_past)
     accepted = np.log(rng.random(len(theta))) < log_accept  # NaN compares False: rejected
-    return np.where(accepted[:, None], proposal, theta), accepted, evaluations
+    if past is not None:
+        past = np.where(accepted, past[len(theta):], past[:len(theta)])
+    return np.where(accepted[:, None], proposal, theta), accepted, past, evaluations
 
 
 def _jump_log_acceptance(model, theta, proposal, log_proposal_ratio, X, y, tempering, past_power, reservoir, n_past):
@@ -341,18 +342,20 @@ def _jump_log_acceptance(model, theta, proposal, log_proposal_ratio, X, y, tempe
     The target is ``p(theta) p(chunk|theta)^tempering p(past|theta)^past_power``,
     the past term as in :func:`_past_log_likelihood` (exact while the reservoir
     holds every past row, so the kernel is then exactly invariant). Returns
-    ``(log_accept (n_total,), n_datum_evaluations)``.
+    ``(log_accept (n_total,), past_log_lik (2 n_total,) of theta then proposal or None,
+    n_datum_evaluations)``.
     """
     both = np.vstack([theta, proposal])
     log_target = model.log_prior(both) + tempering * model.log_likelihood(both, X, y).sum(axis=1)
     evaluations = len(both) * len(X)
+    past = None
     if n_past:
         past, past_evaluations = _past_log_likelihood(model, reservoir, n_past, both)
         log_target = log_target + past_power * past
         evaluations += past_evaluations
     n_total = len(theta)
     with np.errstate(invalid="ignore"):
-        return log_target[n_total:] - log_target[:n_total] + log_proposal_ratio, evaluations
+        return log_target[n_total:] - log_target[:n_total] + log_proposal_ratio, past, evaluations
 
 
 def _reheat_past(reservoir, n_seen, n_chunk, theta, log_weights, log_evidence, log_evidence_variance, reference,
@@ -372,13 +375,15 @@ def _reheat_past(reservoir, n_seen, n_chunk, theta, log_weights, log_evidence, l
     n_groups, n_particles = log_weights.shape
     lowest = n_chunk / n_seen
     power = 1.0
+    past = None  # log p(past | theta) at the current particles, when the last move's jump computed it
     for direction in (-1.0, 1.0):
         for _ in range(config.max_annealing_steps):
             remaining = power - lowest if direction < 0 else 1.0 - power
             if remaining <= 0.0:
                 break
-            past, evaluations = _past_log_likelihood(model, reservoir, n_seen, theta)
-            counts["evaluations"] += evaluations
+            if past is None:
+                past, evaluations = _past_log_likelihood(model, reservoir, n_seen, theta)
+                counts["evaluations"] += evaluations
             with np.errstate(invalid="ignore"):
                 signed = direction * past.reshape(n_groups, n_particles)
             delta = next_tempering_increment(log_weights, signed, remaining, config.target_ess)
@@ -391,7 +396,8 @@ def _reheat_past(reservoir, n_seen, n_chunk, theta, log_weights, log_evidence, l
             log_weights, log_evidence, log_evidence_variance = reweight(
                 log_weights, log_evidence, log_evidence_variance, increment, f"past tempered to {power:.3g}")
             log_weights, (theta, reference, reference_grad) = resample(log_weights, [theta, reference, reference_grad])
-            theta, reference, reference_grad = move(theta, reference, reference_grad, tempering, power, jump=True)
+            theta, reference, reference_grad, past = move(theta, reference, reference_grad, tempering, power,
+                                                          jump=True)
             counts["reheat_steps"] += 1
     if power < 1.0:  # the step cap was hit: the target must end at the chunk's own, whatever the weights say
         raise FloatingPointError(f"re-tempering the past data after {n_seen} samples did not return to 1 within "
@@ -522,7 +528,8 @@ def sgais_update(state, X, y, model, config):
 
         With ``jump``, one Metropolis-Hastings step with the model's global
         proposal follows (models with ``propose_jump``). Returns
-        ``(theta, reference, reference_grad)``.
+        ``(theta, reference, reference_grad, past_log_lik)``, the last from the
+        jump's acceptance (None without one).
         """
         chunk_weight = (tempering if config.step_size_schedule == "tempered" else 1.0) * n_chunk
         step_size = config.learning_rate / max(past_power * n_seen + chunk_weight, 1.0)
@@ -531,7 +538,9 @@ def sgais_update(state, X, y, model, config):
             if max_step is not None:
                 step_size = np.minimum(step_size, max_step)
         block_weights[:n_chunk] = tempering
-        block_weights[n_chunk:] = past_power * batch_scale
+        block_weights[n_chunk:] = batch_weight = past_power * batch_scale
+        # The control variate's exact past sum, scaled once per move rather than once per gradient.
+        past_reference_grad = reference_grad if past_power == 1.0 or not use_cv else past_power * reference_grad
         # One mini-batch per gradient evaluation (both integrators evaluate n_mcmc_steps).
         batch_rows = rng.integers(0, len(res_X), size=(n_mcmc_steps, n_batch)) if n_batch else None
 
@@ -542,8 +551,7 @@ def sgais_update(state, X, y, model, config):
                     np.take(res_y, batch_rows[step], out=batch_y)
             grad = model.grad_log_prior(current) + model.grad_log_likelihood(current, block_X, block_y, block_weights)
             if use_cv:
-                grad += past_power * (reference_grad
-                                      - model.grad_log_likelihood(reference, batch_X, batch_y, batch_scale))
+                grad += past_reference_grad - model.grad_log_likelihood(reference, batch_X, batch_y, batch_weight)
             return grad
 
         theta = TRAJECTORIES[config.integrator](rng, theta, grad_log_target, step_size=step_size,
@@ -553,18 +561,19 @@ def sgais_update(state, X, y, model, config):
             raise FloatingPointError(
                 f"SGHMC diverged (non-finite particles) on the chunk after {n_seen} samples at tempering "
                 f"{tempering:.3g}, step size {np.max(step_size):.3g}; lower learning_rate or standardise the features")
+        past = None
         if jump and can_jump:
-            theta, accepted, evaluations = _jump_step(rng, model, theta, X, y, tempering, past_power, state.reservoir,
-                                                      n_seen)
+            theta, accepted, past, evaluations = _jump_step(rng, model, theta, X, y, tempering, past_power,
+                                                            state.reservoir, n_seen)
             counts["evaluations"] += evaluations
             counts["jumps"] += int(accepted.sum())
             if use_cv and accepted.any():  # re-centre the moved particles' references: keeps the CV variance low
                 reference, reference_grad = reference.copy(), reference_grad.copy()
-                past, evaluations = _past_grad_sum(model, state.reservoir, n_seen, theta[accepted],
-                                                   reference[accepted], reference_grad[accepted])
-                reference[accepted], reference_grad[accepted] = theta[accepted], past
+                past_grad, evaluations = _past_grad_sum(model, state.reservoir, n_seen, theta[accepted],
+                                                        reference[accepted], reference_grad[accepted])
+                reference[accepted], reference_grad[accepted] = theta[accepted], past_grad
                 counts["evaluations"] += evaluations
-        return theta, reference, reference_grad
+        return theta, reference, reference_grad, past
 
     def resample(log_weights, arrays):
         log_weights, arrays, resampled = _resample_groups(rng, log_weights, config.resample_threshold, arrays)
@@ -593,7 +602,7 @@ def sgais_update(state, X, y, model, config):
         log_weights, log_evidence, log_evidence_variance = reweight(
             log_weights, log_evidence, log_evidence_variance, increment, f"tempering={tempering:.3g}")
         log_weights, (theta, reference, reference_grad) = resample(log_weights, [theta, reference, reference_grad])
-        theta, reference, reference_grad = move(theta, reference, reference_grad, tempering, 1.0, jump=reheated)
+        theta, reference, reference_grad, _ = move(theta, reference, reference_grad, tempering, 1.0, jump=reheated)
         counts["steps"] += 1
         if (not reheated and config.reheat_after_steps is not None and counts["steps"] >= config.reheat_after_steps
                 and n_seen > n_chunk):

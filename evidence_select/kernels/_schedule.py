@@ -41,28 +41,31 @@ def conditional_ess_fraction(log_weights, log_lik, increments, reduce=np.min):
 
 
 def next_tempering_increment(log_weights, log_lik, remaining, target_fraction, *, n_grid=16, n_rounds=3,
-                             min_increment=1e-12):
+                             min_increment=1e-12, reduce=np.min):
     """Largest increment in ``(0, remaining]`` keeping the conditional ESS fraction at target.
 
     Takes the whole ``remaining`` step when it already keeps the ESS at or above
     target. Otherwise it searches ``log(delta)`` in rounds of ``n_grid`` points
     (a vectorised bisection: each round shrinks the bracket ``n_grid - 1`` fold).
     When even ``min_increment`` falls short (particles with zero likelihood), the
-    target is lowered to what is reachable.
+    target is lowered to what is reachable. ``reduce`` combines the groups'
+    fractions (see :func:`conditional_ess_fraction`): SGAIS keeps every group at
+    target, AIS their mean (with more rounds, since it runs once per temperature
+    on the full data).
 
     Returns
     -------
     delta : float
         Never larger than ``remaining``, so tempering never passes 1.
     """
-    if conditional_ess_fraction(log_weights, log_lik, np.array([remaining]))[0] >= target_fraction:
+    if conditional_ess_fraction(log_weights, log_lik, np.array([remaining]), reduce)[0] >= target_fraction:
         return float(remaining)
     low, high = np.log(min(min_increment, remaining)), np.log(remaining)
-    floor = conditional_ess_fraction(log_weights, log_lik, np.array([np.exp(low)]))[0]
+    floor = conditional_ess_fraction(log_weights, log_lik, np.array([np.exp(low)]), reduce)[0]
     target = min(target_fraction, 0.999 * floor)
     for _ in range(n_rounds):
         grid = np.linspace(low, high, n_grid)
-        ok = conditional_ess_fraction(log_weights, log_lik, np.exp(grid)) >= target
+        ok = conditional_ess_fraction(log_weights, log_lik, np.exp(grid), reduce) >= target
         last_ok = np.flatnonzero(ok)
         k = last_ok[-1] if len(last_ok) else 0
         low, high = grid[k], grid[min(k + 1, n_grid - 1)]

@@ -126,7 +126,8 @@ def test_jump_acceptance_is_the_ratio_of_the_tempered_targets():
     reservoir, _ = reservoir_insert(rng, reservoir_init(1000, 2, None), past, None)
     theta = model.sample_prior(rng, 5)
     proposal, log_q_ratio = model.propose_jump(rng, theta, chunk)
-    log_accept, _ = _jump_log_acceptance(model, theta, proposal, log_q_ratio, chunk, None, 0.3, 0.6, reservoir, 80)
+    log_accept, _, _ = _jump_log_acceptance(model, theta, proposal, log_q_ratio, chunk, None, 0.3, 0.6, reservoir,
+                                            80)
 
     def log_target(t):
         return (model.log_prior(t) + 0.3 * model.log_likelihood(t, chunk).sum(axis=1)
