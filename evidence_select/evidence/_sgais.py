@@ -320,14 +320,17 @@ def _past_log_likelihood(model, reservoir, n_past, theta):
     return total * (n_past / len(res_X)), len(theta) * len(res_X)
 
 
-def _jump_step(rng, model, theta, X, y, tempering, past_power, reservoir, n_past):
+def _jump_step(rng, model, theta, X, y, tempering, past_power, reservoir, n_past, n_groups):
     """One Metropolis-Hastings step with the model's global proposal on the current target.
 
     Returns ``(theta, accepted, past_log_lik, n_datum_evaluations)``, ``past_log_lik``
     being :func:`_past_log_likelihood` at the returned particles (None when
     ``n_past`` is 0); see :func:`_jump_log_acceptance`.
     """
-    proposal, log_proposal_ratio = model.propose_jump(rng, theta, X)
+    res_X, _ = reservoir_data(reservoir)
+    proposal, log_proposal_ratio = model.propose_jump(
+        rng, theta, X, chunk_weight=tempering, past_X=res_X if n_past else None,
+        past_weight=past_power * n_past / len(res_X) if n_past else 0.0, n_groups=n_groups)
     log_accept, past, evaluations = _jump_log_acceptance(model, theta, proposal, log_proposal_ratio, X, y, tempering,
                                                          past_power, reservoir, n_past)
     accepted = np.log(rng.random(len(theta))) < log_accept  # NaN compares False: rejected
@@ -564,7 +567,7 @@ def sgais_update(state, X, y, model, config):
         past = None
         if jump and can_jump:
             theta, accepted, past, evaluations = _jump_step(rng, model, theta, X, y, tempering, past_power,
-                                                            state.reservoir, n_seen)
+                                                            state.reservoir, n_seen, n_groups)
             counts["evaluations"] += evaluations
             counts["jumps"] += int(accepted.sum())
             if use_cv and accepted.any():  # re-centre the moved particles' references: keeps the CV variance low

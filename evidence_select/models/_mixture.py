@@ -15,11 +15,16 @@ So ``theta`` has ``K - 1 + 2 K d`` entries (24 for the paper's K = 5, d = 2).
 import numpy as np
 from scipy.special import gammaln
 
+from ..utils import logsumexp
+from ._mixture_moves import ConfigurationProposal, weighted_em
 from ._protocol import Model
 
 __all__ = ["GaussianMixtureModel"]
 
 _LOG_2PI = np.log(2.0 * np.pi)
+# Refit proposals: EM starts per group, and past rows the fits see at most (a uniform sample).
+_REFIT_EM_STARTS = 3
+_REFIT_PAST_ROWS = 500
 
 
 class GaussianMixtureModel(Model):
@@ -179,24 +184,42 @@ class GaussianMixtureModel(Model):
         return np.hstack([grad_eta, grad_means.reshape(n_particles, -1), grad_log_var.reshape(n_particles, -1)])
 
     # -- global moves ------------------------------------------------------------------
-    def propose_jump(self, rng, theta, X):
-        """Relocate one random component's mean onto the data: a global Metropolis-Hastings proposal.
+    def propose_jump(self, rng, theta, X, *, chunk_weight=1.0, past_X=None, past_weight=0.0, n_groups=1):
+        """A global Metropolis-Hastings proposal: relocate one component, or redraw the whole configuration.
 
         Local gradient moves cannot carry a component across empty space to a
-        cluster it does not yet cover (a new cluster in a stream, or one missed by
-        the first annealing). For each particle this picks a component ``k``
-        uniformly and draws its new mean from a kernel density over the rows of
-        ``X``, ``mu_k' ~ (1/n) sum_j N(x_j, diag sigma2_k)``, keeping weights and
-        variances. The forward and reverse proposals have the same form (the
-        kernel width ``sigma2_k`` is not moved), so the Hastings ratio is the
-        ratio of the kernel densities at the old and new means.
+        cluster it does not yet cover, nor re-partition the clusters among the
+        components when new data make another partition better. Each particle
+        independently gets, with probability 1/2 each,
+
+        - a *relocation*: one random component's mean is drawn from a kernel
+          density over the rows of ``X`` (the new chunk), ``mu_k' ~ (1/n) sum_j
+          N(x_j, diag sigma2_k)``, keeping weights and variances; the forward and
+          reverse proposals have the same form, so the Hastings ratio is the
+          ratio of the kernel densities at the old and new means;
+        - a *refit*: a whole configuration drawn independently of the particle
+          from approximations around EM fits to the target's weighted rows and
+          around the other particles of its group
+          (:class:`~evidence_select.models._mixture_moves.ConfigurationProposal`,
+          symmetric in the component labels). Drawing from the population makes
+          it an adaptive kernel, like the engine's adaptive schedule.
 
         Parameters
         ----------
         rng : numpy.random.Generator
         theta : ndarray of shape (n_particles, n_params)
+            Particles, ``n_groups`` independent groups of equal size stacked.
         X : ndarray of shape (n_rows, n_features)
-            Rows to relocate onto (the SGAIS engine passes the current chunk).
+            The chunk being annealed in.
+        chunk_weight : float, default=1.0
+            The chunk's power in the target (its tempering).
+        past_X : ndarray of shape (n_past_rows, n_features), optional
+            A uniform sample of the earlier rows (the SGAIS reservoir).
+        past_weight : float, default=0.0
+            Weight per row of ``past_X`` in the target (its power times the
+            number of earlier rows each stands for).
+        n_groups : int, default=1
+            Independent particle groups; a refit only draws on its own group.
 
         Returns
         -------
@@ -213,6 +236,36 @@ class GaussianMixtureModel(Model):
         >>> proposal, log_ratio = model.propose_jump(rng, theta, np.array([[5.0], [6.0]]))
         >>> proposal.shape, log_ratio.shape
         ((3, 5), (3,))
+        """
+        X = np.asarray(X, dtype=float)
+        theta = np.asarray(theta, dtype=float)
+        if n_groups < 1 or len(theta) % n_groups:
+            raise ValueError(f"n_groups={n_groups} must divide the {len(theta)} particles into equal groups")
+        relocated, log_ratio = self.relocation_proposal(rng, theta, X)
+        rows, row_weights = self._target_rows(rng, X, chunk_weight, past_X, past_weight)
+        if row_weights.sum() <= 0.0:  # an untempered chunk and no past: nothing to fit
+            return relocated, log_ratio
+        refitted, refit_log_ratio = self.refit_proposal(rng, theta, rows, row_weights, n_groups)
+        refit = rng.random(len(theta)) < 0.5
+        return (np.where(refit[:, None], refitted, relocated), np.where(refit, refit_log_ratio, log_ratio))
+
+    @staticmethod
+    def _target_rows(rng, X, chunk_weight, past_X, past_weight):
+        """The chunk's rows and at most ``_REFIT_PAST_ROWS`` past rows, with their weights in the target."""
+        row_weights = np.full(len(X), float(chunk_weight))
+        if past_X is None or past_weight <= 0.0 or not len(past_X):
+            return X, row_weights
+        past_X = np.asarray(past_X, dtype=float)
+        n_take = min(len(past_X), _REFIT_PAST_ROWS)
+        take = rng.choice(len(past_X), size=n_take, replace=False) if n_take < len(past_X) else slice(None)
+        return (np.vstack([X, past_X[take]]),
+                np.concatenate([row_weights, np.full(n_take, past_weight * len(past_X) / n_take)]))
+
+    def relocation_proposal(self, rng, theta, X):
+        """Relocate one random component's mean per particle onto a kernel density of ``X``.
+
+        Returns ``(proposal, log q(theta | proposal) - log q(proposal | theta))``;
+        see :meth:`propose_jump`.
         """
         X = np.asarray(X, dtype=float)
         n_particles, K, d = len(theta), self.n_components, self.n_features
@@ -234,3 +287,46 @@ class GaussianMixtureModel(Model):
         start = K - 1 + component * d
         proposal[rows[:, None], start[:, None] + np.arange(d)] = new_mean
         return proposal, log_kernel_density(old_mean) - log_kernel_density(new_mean)
+
+    def refit_proposal(self, rng, theta, X, sample_weight, n_groups=1):
+        """Independence proposal of whole configurations per group; see :meth:`propose_jump`.
+
+        Half of the mass is on ``_REFIT_EM_STARTS`` EM fits to the weighted rows
+        (fitted per group, so groups stay independent), half on the group's other
+        particles (leave-one-out: a particle's proposal never depends on its own
+        state). Returns ``(proposal, log q(theta) - log q(proposal))``.
+        """
+        theta = np.asarray(theta, dtype=float)
+        n_total = len(theta)
+        size = n_total // n_groups
+        n_effective = float(np.sum(sample_weight))
+        log_weights, means, log_variances = self.unpack(theta)
+        proposal = np.empty_like(theta)
+        log_ratio = np.empty(n_total)
+        n_fits = _REFIT_EM_STARTS
+        # Candidate choice probabilities per particle: fits, then the group's particles (never itself).
+        log_choice = np.full((size, n_fits + size), -np.inf)
+        log_choice[:, :n_fits] = np.log((0.5 if size > 1 else 1.0) / n_fits)
+        if size > 1:
+            log_choice[:, n_fits:] = np.log(0.5 / (size - 1))
+            log_choice[np.arange(size), n_fits + np.arange(size)] = -np.inf
+        choice = np.exp(log_choice)
+        # Every group's fits in one vectorised EM run; each group uses its own starts.
+        fit_weights, fit_means, fit_variances = weighted_em(rng, X, sample_weight, self.n_components,
+                                                            n_init=n_fits * n_groups)
+        for group in range(n_groups):
+            members = slice(group * size, (group + 1) * size)
+            fits = slice(group * n_fits, (group + 1) * n_fits)
+            candidates = ConfigurationProposal(
+                np.vstack([fit_weights[fits], np.exp(log_weights[members])]),
+                np.vstack([fit_means[fits], means[members]]),
+                np.vstack([fit_variances[fits], np.exp(log_variances[members])]), n_effective)
+            cdf = np.cumsum(choice, axis=1)
+            which = np.minimum(np.sum(cdf < rng.random(size)[:, None] * cdf[:, -1:], axis=1), cdf.shape[1] - 1)
+            new_weights, new_means, new_log_variances = candidates.sample(rng, which)
+            proposal[members] = self.pack(new_weights, new_means, np.exp(new_log_variances))
+            # Densities at the current and the proposed particles, through the same parameter map.
+            points = self.unpack(np.vstack([theta[members], proposal[members]]))
+            log_q = logsumexp(candidates.log_density(*points) + np.vstack([log_choice, log_choice]), axis=1)
+            log_ratio[members] = log_q[:size] - log_q[size:]
+        return proposal, log_ratio

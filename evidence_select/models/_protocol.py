@@ -40,10 +40,13 @@ class Model(ABC):
     Nothing may loop in Python over particles or data rows. Optional members:
     ``step_scales(X)`` (a per-parameter SGHMC step size), ``log_likelihood_sum``
     (override when the total is cheaper than the matrix), for an analytic
-    evidence ``exact_log_evidence(X, y)``, and ``propose_jump(rng, theta, X)``
-    returning ``(proposal, log q(theta | proposal) - log q(proposal | theta))``:
-    a global Metropolis-Hastings proposal that SGAIS applies on surprising chunks
-    (``reheat_after_steps``; see :meth:`~evidence_select.models.GaussianMixtureModel.propose_jump`).
+    evidence ``exact_log_evidence(X, y)``, and ``propose_jump(rng, theta, X, *,
+    chunk_weight, past_X, past_weight, n_groups)`` returning ``(proposal,
+    log q(theta | proposal) - log q(proposal | theta))``: a global
+    Metropolis-Hastings proposal that SGAIS applies on surprising chunks
+    (``reheat_after_steps``), given the chunk, a uniform sample of the past rows
+    and their powers in the current target (see
+    :meth:`~evidence_select.models.GaussianMixtureModel.propose_jump`).
 
     Attributes
     ----------

@@ -240,14 +240,14 @@ def test_softmax_unshifted_fast_path_equals_max_shifted_path(monkeypatch):
         np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12)
 
 
-def test_mixture_jump_moves_one_mean_and_returns_the_kernel_density_ratio():
+def test_mixture_relocation_moves_one_mean_and_returns_the_kernel_density_ratio():
     # The Hastings ratio of the relocation move: log q(theta | proposal) - log q(proposal | theta), where
     # q draws the moved mean from (1/n) sum_j N(x_j, diag sigma2_k); computed here with scipy, row by row.
     model = GaussianMixtureModel(n_components=3, n_features=2)
     rng = np.random.default_rng(4)
     theta = model.sample_prior(rng, 6)
     X = rng.normal(size=(7, 2)) * 2.0
-    proposal, log_ratio = model.propose_jump(np.random.default_rng(5), theta, X)
+    proposal, log_ratio = model.relocation_proposal(np.random.default_rng(5), theta, X)
     _, means, log_var = model.unpack(theta)
     _, new_means, new_log_var = model.unpack(proposal)
     np.testing.assert_array_equal(new_log_var, log_var)
