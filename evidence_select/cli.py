@@ -291,7 +291,7 @@ def main(argv=None):
     demo.add_argument("--n-replicates", type=int, default=2,
                       help="replicate particle groups per candidate (their spread gives the errors)")
     demo.add_argument("--shuffled", action="store_true", help="also run the shuffled (stationary) control")
-    demo.add_argument("--n-jobs", type=int, default=None, help="candidates in parallel (joblib)")
+    demo.add_argument("--n-jobs", type=int, default=-1, help="candidates in parallel (joblib; default: all cores)")
     demo.add_argument("--random-state", type=int, default=0)
     demo.add_argument("--n-lines", type=int, default=8, help="rows of the printed table per stream")
     demo.add_argument("--plot", default="evidence_select_demo.png", help="figure path (needs matplotlib)")

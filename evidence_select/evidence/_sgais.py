@@ -39,8 +39,11 @@ Entropy 21 (2019) 1109, with the improvements measured in this project:
   (a surprise: new clusters, a change point) triggers an excursion that tempers
   the past data down to the weight of one chunk and back, with the model's
   global Metropolis-Hastings moves (``propose_jump``, e.g. relocating a mixture
-  component onto the chunk's rows) at every step, so the particles can leave
-  modes that the earlier data made local traps (see :func:`_reheat_past`);
+  component onto the chunk's rows, or redrawing the whole configuration from
+  EM fits) at every step, so the particles can leave modes that the earlier
+  data made local traps (see :func:`_reheat_past`); the rest of such a chunk
+  moves with ``reheat_mcmc_factor`` times the SGHMC steps, since its
+  particles travel far, like the first chunk's (``initial_mcmc_factor``);
 - ``n_replicates`` independent particle groups run inside one vectorised state
   on a common schedule; the combined ``Z`` is their mean (unbiased) and the
   spread of the group estimates gives ``log_evidence_std``.
@@ -111,6 +114,7 @@ class SGAISConfig(NamedTuple):
     integrator: str = "baoab"
     initial_mcmc_factor: int = 2
     reheat_after_steps: int = None
+    reheat_mcmc_factor: int = 3
 
 
 #: The settings of the paper's Sec. 6.1 (for reproduction and comparison).
@@ -361,6 +365,14 @@ def _jump_log_acceptance(model, theta, proposal, log_proposal_ratio, X, y, tempe
         return log_target[n_total:] - log_target[:n_total] + log_proposal_ratio, past, evaluations
 
 
+def _remaining_at_once(remaining, what, cap, stacklevel):
+    """The whole ``remaining`` tempering at once, with a :class:`SamplerDegeneracyWarning` (a step cap was hit)."""
+    warnings.warn(f"{what} needed more than {cap} steps; taking the remaining step at once (the particle system "
+                  "may be degenerate: consider more particles or a lower learning_rate)",
+                  SamplerDegeneracyWarning, stacklevel=stacklevel)
+    return remaining
+
+
 def _reheat_past(reservoir, n_seen, n_chunk, theta, log_weights, log_evidence, log_evidence_variance, reference,
                  reference_grad, tempering, model, config, reweight, resample, move, counts):
     """Temper the past data down to the weight of one chunk and back, at the chunk's current tempering.
@@ -379,8 +391,14 @@ def _reheat_past(reservoir, n_seen, n_chunk, theta, log_weights, log_evidence, l
     lowest = n_chunk / n_seen
     power = 1.0
     past = None  # log p(past | theta) at the current particles, when the last move's jump computed it
+    leg_steps = max(config.max_annealing_steps // 4, 1)
     for direction in (-1.0, 1.0):
-        for _ in range(config.max_annealing_steps):
+        # Each leg has a quarter of max_annealing_steps (healthy excursions take tens of steps in all; a
+        # degenerate particle system would otherwise pay 2 x max_annealing_steps reservoir passes per chunk).
+        # Going down, the cap just turns the path early (any turning point gives a valid path); coming back,
+        # the last allowed step takes the rest at once, with the engine's degeneracy warning, as the chunk's
+        # own annealing does.
+        for step in range(leg_steps):
             remaining = power - lowest if direction < 0 else 1.0 - power
             if remaining <= 0.0:
                 break
@@ -389,7 +407,11 @@ def _reheat_past(reservoir, n_seen, n_chunk, theta, log_weights, log_evidence, l
                 counts["evaluations"] += evaluations
             with np.errstate(invalid="ignore"):
                 signed = direction * past.reshape(n_groups, n_particles)
-            delta = next_tempering_increment(log_weights, signed, remaining, config.target_ess)
+            if direction > 0 and step + 1 == leg_steps:
+                delta = _remaining_at_once(remaining, f"re-tempering the past data after {n_seen} samples",
+                                           leg_steps, stacklevel=5)
+            else:
+                delta = next_tempering_increment(log_weights, signed, remaining, config.target_ess)
             if delta >= remaining:
                 power = lowest if direction < 0 else 1.0
             else:
@@ -402,9 +424,6 @@ def _reheat_past(reservoir, n_seen, n_chunk, theta, log_weights, log_evidence, l
             theta, reference, reference_grad, past = move(theta, reference, reference_grad, tempering, power,
                                                           jump=True)
             counts["reheat_steps"] += 1
-    if power < 1.0:  # the step cap was hit: the target must end at the chunk's own, whatever the weights say
-        raise FloatingPointError(f"re-tempering the past data after {n_seen} samples did not return to 1 within "
-                                 f"{config.max_annealing_steps} steps")
     return theta, log_weights, log_evidence, log_evidence_variance, reference, reference_grad
 
 
@@ -592,11 +611,8 @@ def sgais_update(state, X, y, model, config):
         counts["evaluations"] += n_total * n_chunk
         remaining = 1.0 - tempering
         if counts["steps"] + 1 >= config.max_annealing_steps:
-            delta = remaining
-            warnings.warn(f"annealing the chunk after {n_seen} samples needed more than "
-                          f"{config.max_annealing_steps} steps; taking the remaining step at once "
-                          "(the particle system may be degenerate: consider more particles or a lower learning_rate)",
-                          SamplerDegeneracyWarning, stacklevel=3)
+            delta = _remaining_at_once(remaining, f"annealing the chunk after {n_seen} samples",
+                                       config.max_annealing_steps, stacklevel=4)
         else:
             delta = next_tempering_increment(log_weights, chunk_log_lik, remaining, config.target_ess)
         tempering = 1.0 if delta >= remaining else tempering + delta
@@ -609,8 +625,10 @@ def sgais_update(state, X, y, model, config):
         counts["steps"] += 1
         if (not reheated and config.reheat_after_steps is not None and counts["steps"] >= config.reheat_after_steps
                 and n_seen > n_chunk):
-            # A surprising chunk: the posterior may be moving to modes that local moves cannot reach.
+            # A surprising chunk: the posterior may be moving to modes that local moves cannot reach. Like the
+            # first chunk, the rest of it carries the particles a long way, so it gets more moves per step.
             reheated = True
+            n_mcmc_steps = config.n_mcmc_steps * config.reheat_mcmc_factor
             theta, log_weights, log_evidence, log_evidence_variance, reference, reference_grad = _reheat_past(
                 state.reservoir, n_seen, n_chunk, theta, log_weights, log_evidence, log_evidence_variance, reference,
                 reference_grad, tempering, model, config, reweight, resample, move, counts)
