@@ -16,7 +16,7 @@ import numpy as np
 from scipy.special import gammaln
 
 from ..utils import logsumexp
-from ._mixture_moves import ConfigurationProposal, weighted_em
+from ._mixture_moves import ConfigurationProposal, draw_rows, weighted_em
 from ._protocol import Model
 
 __all__ = ["GaussianMixtureModel"]
@@ -239,8 +239,6 @@ class GaussianMixtureModel(Model):
         """
         X = np.asarray(X, dtype=float)
         theta = np.asarray(theta, dtype=float)
-        if n_groups < 1 or len(theta) % n_groups:
-            raise ValueError(f"n_groups={n_groups} must divide the {len(theta)} particles into equal groups")
         relocated, log_ratio = self.relocation_proposal(rng, theta, X)
         rows, row_weights = self._target_rows(rng, X, chunk_weight, past_X, past_weight)
         if row_weights.sum() <= 0.0:  # an untempered chunk and no past: nothing to fit
@@ -298,6 +296,8 @@ class GaussianMixtureModel(Model):
         """
         theta = np.asarray(theta, dtype=float)
         n_total = len(theta)
+        if n_groups < 1 or n_total % n_groups:
+            raise ValueError(f"n_groups={n_groups} must divide the {n_total} particles into equal groups")
         size = n_total // n_groups
         n_effective = float(np.sum(sample_weight))
         log_weights, means, log_variances = self.unpack(theta)
@@ -321,8 +321,7 @@ class GaussianMixtureModel(Model):
                 np.vstack([fit_weights[fits], np.exp(log_weights[members])]),
                 np.vstack([fit_means[fits], means[members]]),
                 np.vstack([fit_variances[fits], np.exp(log_variances[members])]), n_effective)
-            cdf = np.cumsum(choice, axis=1)
-            which = np.minimum(np.sum(cdf < rng.random(size)[:, None] * cdf[:, -1:], axis=1), cdf.shape[1] - 1)
+            which = draw_rows(rng, choice)
             new_weights, new_means, new_log_variances = candidates.sample(rng, which)
             proposal[members] = self.pack(new_weights, new_means, np.exp(new_log_variances))
             # Densities at the current and the proposed particles, through the same parameter map.

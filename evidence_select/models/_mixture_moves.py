@@ -25,7 +25,7 @@ import functools
 import numpy as np
 from scipy.special import gammaln
 
-__all__ = ["weighted_em", "log_permanent", "ConfigurationProposal"]
+__all__ = ["weighted_em", "log_permanent", "ConfigurationProposal", "draw_rows"]
 
 _LOG_2PI = np.log(2.0 * np.pi)
 
@@ -58,11 +58,11 @@ def weighted_em(rng, X, sample_weight, n_components, *, n_init=4, n_iter=20):
     floor = 1e-6 * scale  # a component on one row must not reach zero variance
     K, d = n_components, X.shape[1]
     # k-means++ seeding, each start drawing its own centres (weighted D^2 sampling).
-    first = _draw_rows(rng, np.broadcast_to(p, (n_init, len(X))))
+    first = draw_rows(rng, np.broadcast_to(p, (n_init, len(X))))
     centres = X[first][:, None, :]
     for _ in range(1, K):
         d2 = np.min(np.sum((X[None, :, None, :] - centres[:, None]) ** 2 / scale, axis=3), axis=2)
-        centres = np.concatenate([centres, X[_draw_rows(rng, p * d2)][:, None, :]], axis=1)
+        centres = np.concatenate([centres, X[draw_rows(rng, p * d2)][:, None, :]], axis=1)
     means, variances = centres, np.broadcast_to(scale / K, centres.shape).copy()
     weights = np.full((n_init, K), 1.0 / K)
     X_sq = X**2
@@ -84,7 +84,7 @@ def weighted_em(rng, X, sample_weight, n_components, *, n_init=4, n_iter=20):
     return weights, means, variances
 
 
-def _draw_rows(rng, probabilities):
+def draw_rows(rng, probabilities):
     """One row index per line of ``probabilities`` (unnormalised, shape (n_lines, n_rows))."""
     cdf = np.cumsum(probabilities, axis=1)
     u = rng.random(len(cdf)) * cdf[:, -1]

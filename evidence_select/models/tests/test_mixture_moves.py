@@ -92,3 +92,10 @@ def test_refit_kernel_leaves_the_prior_invariant():
     reference = _prior_statistics(model, model.sample_prior(np.random.default_rng(7), 200_000))
     z = (_prior_statistics(model, theta).mean(axis=0) - reference.mean(axis=0)) / (reference.std(axis=0) / np.sqrt(n))
     assert np.all(np.abs(z) < 4.0), z
+
+
+def test_refit_rejects_groups_that_do_not_divide_the_particles():
+    model = GaussianMixtureModel(2, 1)
+    theta = model.sample_prior(np.random.default_rng(0), 6)
+    with pytest.raises(ValueError, match="n_groups=4 must divide the 6 particles"):
+        model.propose_jump(np.random.default_rng(1), theta, np.zeros((3, 1)), n_groups=4)
