@@ -211,7 +211,8 @@ def main(argv=None):
         n, chunk, repeats = (5000, 500, 1) if args.quick else (10000, 500, 2)
         print(f"\n## Cost of partial_fit: 3 candidates vs 1 ({n} rows, chunks of {chunk})", flush=True)
         rows = out["cost"] = cost_study(n, chunk, repeats)
-        print("\n| candidate | single, mean of 3 seeds (s) | 3 cand., n_jobs=1 (s) | ratio | 3 cand., n_jobs=2 (s) | ratio |")
+        print("\n| candidate | single, mean of 3 seeds (s) | 3 cand., n_jobs=1 (s) | ratio "
+              "| 3 cand., n_jobs=2 (s) | ratio |")
         print("|---|---|---|---|---|---|")
         for r in rows:
             print(f"| {r['candidate']} | {r['single_s']:.2f} | {r['selector_1job_s']:.2f} | {r['ratio_1job']:.2f} | "

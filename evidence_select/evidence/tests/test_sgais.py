@@ -92,9 +92,9 @@ def test_reheat_excursion_keeps_the_linear_evidence_exact(seed):
 
 
 def test_reheat_that_cannot_return_warns_and_ends_at_the_chunks_target():
-    # With a 4-step cap per leg (max_annealing_steps // 4), the return leg takes its rest at once with a SamplerDegeneracyWarning instead of
-    # failing the update; the next chunk starts from power 1 (a path that turns early stays a valid SMC path,
-    # so the evidence is still the exact one within 5 std).
+    # With a 4-step cap per leg (max_annealing_steps // 4), the return leg takes its rest at once with a
+    # SamplerDegeneracyWarning instead of failing the update; the next chunk starts from power 1 (a path that
+    # turns early stays a valid SMC path, so the evidence is still the exact one within 5 std).
     from evidence_select import SamplerDegeneracyWarning
 
     data = make_linear_regression(1500, random_state=7)
@@ -108,8 +108,8 @@ def test_reheat_that_cannot_return_warns_and_ends_at_the_chunks_target():
 
 
 def test_reheat_with_mixture_jumps_matches_bridge_sampling():
-    # The mixture adds the global relocation moves (Metropolis-Hastings, exact here: the reservoir holds
-    # every past row). Forced on every chunk from the third on, the evidence must still agree with bridge
+    # The mixture adds the global relocation and refit moves (Metropolis-Hastings, exact here: the reservoir
+    # holds every past row). Forced on every chunk from the third on, the evidence must still agree with bridge
     # sampling (label-symmetrised; its reported error is ~0.02 nats) within 5 combined standard errors.
     from evidence_select.datasets import make_mixture
     from evidence_select.evidence._bridge import bridge_log_evidence
