@@ -105,11 +105,8 @@ def _warm_process(n_samples=10000, chunk=500):
     the allocator returning freed memory to the system and faulting fresh pages in until its dynamic
     thresholds settle. Fresh joblib workers pay it too, which made the first n_jobs=2 stream slow.
     """
-    from evidence_select import BayesianMixture as Mixture
-    from evidence_select.datasets import make_mixture as mixture_data
-
-    X = mixture_data(n_samples, random_state=1).X
-    _time_stream(Mixture(3, random_state=1).partial_fit, X, chunk)
+    X = make_mixture(n_samples, random_state=1).X
+    _time_stream(BayesianMixture(3, random_state=1).partial_fit, X, chunk)
     return os.getpid()
 
 

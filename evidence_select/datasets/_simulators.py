@@ -9,6 +9,8 @@ depend on how numpy consumes its bit stream.
 import numpy as np
 from sklearn.utils import Bunch
 
+from ..utils._random import categorical_draws
+
 __all__ = ["make_linear_regression", "make_softmax_classification", "make_mixture", "make_shift_stream",
            "MIXTURE_WEIGHTS", "MIXTURE_MEANS", "MIXTURE_STDS", "SHIFT_MEANS", "SHIFT_STDS",
            "SHIFT_CHANGE_POINTS", "SHIFT_N_CLUSTERS"]
@@ -133,17 +135,12 @@ def make_softmax_classification(n_samples=1000, *, n_features=10, n_classes=4, r
         proba = np.exp(logits - logits.max(axis=1, keepdims=True))
         proba /= proba.sum(axis=1, keepdims=True)
         X[start:stop] = X_block[: stop - start]
-        y[start:stop] = _categorical(rng.random(_BLOCK), proba)[: stop - start]
+        y[start:stop] = categorical_draws(rng.random(_BLOCK), proba)[: stop - start]
     return Bunch(X=X, y=y, coef=coef, intercept=intercept)
 
 
-def _categorical(uniforms, proba):
-    """One categorical draw per row of ``proba`` by inverse CDF of ``uniforms``."""
-    return np.minimum((np.cumsum(proba, axis=1) < uniforms[:, None]).sum(axis=1), proba.shape[1] - 1)
-
-
 def _draw_mixture(rng, n_rows, weights, means, stds):
-    labels = _categorical(rng.random(_BLOCK)[:n_rows], np.broadcast_to(weights, (n_rows, len(weights))))
+    labels = categorical_draws(rng.random(_BLOCK)[:n_rows], np.broadcast_to(weights, (n_rows, len(weights))))
     noise = rng.standard_normal((_BLOCK, means.shape[1]))[:n_rows]
     return means[labels] + stds[labels] * noise, labels
 

@@ -15,8 +15,8 @@ So ``theta`` has ``K - 1 + 2 K d`` entries (24 for the paper's K = 5, d = 2).
 import numpy as np
 from scipy.special import gammaln
 
-from ..utils import logsumexp
-from ._mixture_moves import ConfigurationProposal, draw_rows, weighted_em
+from ..utils import categorical_draws, logsumexp
+from ._mixture_moves import ConfigurationProposal, kmeans_plus_plus_centres
 from ._protocol import Model
 
 __all__ = ["GaussianMixtureModel"]
@@ -171,17 +171,62 @@ class GaussianMixtureModel(Model):
         n_particles, K, d = len(theta), self.n_components, self.n_features
         resp = self._stacked_responsibilities(theta, X)  # (K, M, n)
         resp *= np.broadcast_to(weights, (n_particles, len(X)))
-        # Weighted moments per particle and component: (M, K), (M, K, d), (M, K, d).
-        flat_resp = resp.transpose(1, 0, 2).reshape(n_particles * K, len(X))
-        mass = flat_resp.sum(axis=1).reshape(n_particles, K)
-        first = (flat_resp @ X).reshape(n_particles, K, d)
-        second = (flat_resp @ X**2).reshape(n_particles, K, d)
+        mass, first, second = self._component_moments(resp, X)
         precision = np.exp(-log_variances)
         grad_eta = mass[:, :-1] - np.exp(log_weights[:, :-1]) * mass.sum(axis=1, keepdims=True)
         grad_means = precision * (first - means * mass[:, :, None])
         centred_sq = second - 2.0 * means * first + means**2 * mass[:, :, None]
         grad_log_var = -0.5 * mass[:, :, None] + 0.5 * precision * centred_sq
         return np.hstack([grad_eta, grad_means.reshape(n_particles, -1), grad_log_var.reshape(n_particles, -1)])
+
+    def _component_moments(self, resp, X):
+        """Weighted moments ``sum_j r_kj``, ``sum_j r_kj x_j``, ``sum_j r_kj x_j^2`` per particle and component.
+
+        ``resp`` is ``(K, M, n)`` (responsibilities times row weights); returns
+        ``(M, K)``, ``(M, K, d)``, ``(M, K, d)``: the gradient's and EM's statistics.
+        """
+        n_particles, K, d = resp.shape[1], self.n_components, self.n_features
+        flat_resp = resp.transpose(1, 0, 2).reshape(n_particles * K, len(X))
+        mass = flat_resp.sum(axis=1).reshape(n_particles, K)
+        first = (flat_resp @ X).reshape(n_particles, K, d)
+        second = (flat_resp @ X**2).reshape(n_particles, K, d)
+        return mass, first, second
+
+    def fit_em(self, rng, X, sample_weight, *, n_init=4, n_iter=20):
+        """Maximum-likelihood fits by EM to weighted rows, from ``n_init`` k-means++ starts (vectorised).
+
+        The global refit move's candidates (:meth:`refit_proposal`); the
+        E-step is this model's responsibilities, the M-step its gradient's moments.
+
+        Parameters
+        ----------
+        rng : numpy.random.Generator
+        X : ndarray of shape (n_rows, n_features)
+        sample_weight : ndarray of shape (n_rows,)
+            Non-negative row weights (tempered counts); their sum is the data size.
+        n_init, n_iter : int
+            Starts, fitted side by side, and EM iterations.
+
+        Returns
+        -------
+        weights : ndarray of shape (n_init, K)
+        means, variances : ndarray of shape (n_init, K, n_features)
+        """
+        X = np.asarray(X, dtype=float)
+        w = np.asarray(sample_weight, dtype=float)
+        K = self.n_components
+        means, scale = kmeans_plus_plus_centres(rng, X, w, K, n_init)
+        floor = 1e-6 * scale  # a component on one row must not reach zero variance
+        weights, variances = np.full((n_init, K), 1.0 / K), np.broadcast_to(scale / K, means.shape)
+        for _ in range(n_iter):
+            resp = self._stacked_responsibilities(self.pack(weights, means, variances), X) * w
+            mass, first, second = self._component_moments(resp, X)
+            mass = np.maximum(mass, 1e-300)
+            means = first / mass[..., None]
+            variances = np.maximum(second / mass[..., None] - means**2, floor)
+            weights = np.maximum(mass / w.sum(), 1e-12)
+            weights /= weights.sum(axis=1, keepdims=True)
+        return weights, means, variances
 
     # -- global moves ------------------------------------------------------------------
     def propose_jump(self, rng, theta, X, *, chunk_weight=1.0, past_X=None, past_weight=0.0, n_groups=1):
@@ -312,8 +357,7 @@ class GaussianMixtureModel(Model):
             log_choice[np.arange(size), n_fits + np.arange(size)] = -np.inf
         choice = np.exp(log_choice)
         # Every group's fits in one vectorised EM run; each group uses its own starts.
-        fit_weights, fit_means, fit_variances = weighted_em(rng, X, sample_weight, self.n_components,
-                                                            n_init=n_fits * n_groups)
+        fit_weights, fit_means, fit_variances = self.fit_em(rng, X, sample_weight, n_init=n_fits * n_groups)
         for group in range(n_groups):
             members = slice(group * size, (group + 1) * size)
             fits = slice(group * n_fits, (group + 1) * n_fits)
@@ -321,7 +365,7 @@ class GaussianMixtureModel(Model):
                 np.vstack([fit_weights[fits], np.exp(log_weights[members])]),
                 np.vstack([fit_means[fits], means[members]]),
                 np.vstack([fit_variances[fits], np.exp(log_variances[members])]), n_effective)
-            which = draw_rows(rng, choice)
+            which = categorical_draws(rng.random(size), choice)
             new_weights, new_means, new_log_variances = candidates.sample(rng, which)
             proposal[members] = self.pack(new_weights, new_means, np.exp(new_log_variances))
             # Densities at the current and the proposed particles, through the same parameter map.

@@ -25,70 +25,29 @@ import functools
 import numpy as np
 from scipy.special import gammaln
 
-__all__ = ["weighted_em", "log_permanent", "ConfigurationProposal", "draw_rows"]
+from ..utils._random import categorical_draws
+
+__all__ = ["kmeans_plus_plus_centres", "log_permanent", "ConfigurationProposal"]
 
 _LOG_2PI = np.log(2.0 * np.pi)
 
 
-def weighted_em(rng, X, sample_weight, n_components, *, n_init=4, n_iter=20):
-    """Diagonal Gaussian mixtures fitted by EM to weighted rows, from ``n_init`` k-means++ starts.
+def kmeans_plus_plus_centres(rng, X, sample_weight, n_components, n_init):
+    """``n_init`` independent k-means++ seedings of ``n_components`` centres on weighted rows.
 
-    Parameters
-    ----------
-    rng : numpy.random.Generator
-    X : ndarray of shape (n_rows, d)
-    sample_weight : ndarray of shape (n_rows,)
-        Non-negative row weights (tempered counts); their sum is the data size.
-    n_components : int
-    n_init, n_iter : int
-        Starts (fitted together, vectorised) and EM iterations.
-
-    Returns
-    -------
-    weights : ndarray of shape (n_init, K)
-    means : ndarray of shape (n_init, K, d)
-    variances : ndarray of shape (n_init, K, d)
+    The first centre is a row drawn by weight, each further one by weight times
+    the squared distance (per-feature scaled) to the nearest centre so far.
+    Returns ``(centres (n_init, K, d), feature_variances (d,))``, the second
+    being the weighted variance of each feature.
     """
-    X = np.asarray(X, dtype=float)
-    w = np.asarray(sample_weight, dtype=float)
-    total = w.sum()
-    p = w / total
+    p = sample_weight / np.sum(sample_weight)
     centre = p @ X
-    scale = np.maximum(p @ (X - centre) ** 2, 1e-12)  # per-feature data variance
-    floor = 1e-6 * scale  # a component on one row must not reach zero variance
-    K, d = n_components, X.shape[1]
-    # k-means++ seeding, each start drawing its own centres (weighted D^2 sampling).
-    first = draw_rows(rng, np.broadcast_to(p, (n_init, len(X))))
-    centres = X[first][:, None, :]
-    for _ in range(1, K):
+    scale = np.maximum(p @ (X - centre) ** 2, 1e-12)
+    centres = X[categorical_draws(rng.random(n_init), np.broadcast_to(p, (n_init, len(X))))][:, None, :]
+    for _ in range(1, n_components):
         d2 = np.min(np.sum((X[None, :, None, :] - centres[:, None]) ** 2 / scale, axis=3), axis=2)
-        centres = np.concatenate([centres, X[draw_rows(rng, p * d2)][:, None, :]], axis=1)
-    means, variances = centres, np.broadcast_to(scale / K, centres.shape).copy()
-    weights = np.full((n_init, K), 1.0 / K)
-    X_sq = X**2
-    for _ in range(n_iter):
-        # log w_k + log N(x; mu_k, diag v_k) up to a constant, as two matrix products over the rows
-        # (all starts and components side by side in the columns).
-        precision = 1.0 / variances
-        const = np.log(weights) - 0.5 * np.sum(np.log(variances) + means**2 * precision, axis=2)
-        log_dens = (X @ (means * precision).reshape(-1, d).T - 0.5 * X_sq @ precision.reshape(-1, d).T
-                    + const.ravel()).reshape(len(X), n_init, K)
-        resp = np.exp(log_dens - log_dens.max(axis=2, keepdims=True))
-        resp *= (w[:, None] / resp.sum(axis=2))[:, :, None]  # responsibilities times row weights
-        flat = resp.reshape(len(X), n_init * K).T
-        counts = np.maximum(resp.sum(axis=0), 1e-300)  # (n_init, K)
-        means = (flat @ X).reshape(n_init, K, d) / counts[..., None]
-        variances = np.maximum((flat @ X_sq).reshape(n_init, K, d) / counts[..., None] - means**2, floor)
-        weights = np.maximum(counts / total, 1e-12)
-        weights /= weights.sum(axis=1, keepdims=True)
-    return weights, means, variances
-
-
-def draw_rows(rng, probabilities):
-    """One row index per line of ``probabilities`` (unnormalised, shape (n_lines, n_rows))."""
-    cdf = np.cumsum(probabilities, axis=1)
-    u = rng.random(len(cdf)) * cdf[:, -1]
-    return np.minimum(np.sum(cdf < u[:, None], axis=1), cdf.shape[1] - 1)
+        centres = np.concatenate([centres, X[categorical_draws(rng.random(n_init), p * d2)][:, None, :]], axis=1)
+    return centres, scale
 
 
 def log_permanent(log_matrix):

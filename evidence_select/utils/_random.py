@@ -1,10 +1,10 @@
-"""Turning a scikit-learn ``random_state`` into a numpy ``Generator``."""
+"""Turning a scikit-learn ``random_state`` into a numpy ``Generator``, and categorical draws."""
 
 import numbers
 
 import numpy as np
 
-__all__ = ["make_generator", "spawn_seeds"]
+__all__ = ["categorical_draws", "make_generator", "spawn_seeds"]
 
 
 def make_generator(random_state):
@@ -80,3 +80,16 @@ def spawn_seeds(random_state, n):
     (3, True)
     """
     return [int(s) for s in make_generator(random_state).integers(0, 2**63 - 1, size=n)]
+
+
+def categorical_draws(uniforms, weights):
+    """One index per row of ``weights`` (non-negative, unnormalised) by inverse CDF of ``uniforms`` in [0, 1).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> categorical_draws(np.array([0.1, 0.9]), np.array([[1.0, 3.0], [1.0, 3.0]])).tolist()
+    [0, 1]
+    """
+    cdf = np.cumsum(weights, axis=1)
+    return np.minimum(np.sum(cdf < (uniforms * cdf[:, -1])[:, None], axis=1), cdf.shape[1] - 1)

@@ -8,7 +8,7 @@ from scipy import stats
 from scipy.special import logsumexp
 
 from evidence_select.models import GaussianMixtureModel
-from evidence_select.models._mixture_moves import ConfigurationProposal, log_permanent, weighted_em
+from evidence_select.models._mixture_moves import ConfigurationProposal, log_permanent
 
 
 @pytest.mark.parametrize("K", [1, 2, 3, 5])
@@ -22,13 +22,14 @@ def test_log_permanent_is_the_sum_over_all_permutations(K):
     np.testing.assert_allclose(got.ravel()[1:], brute.ravel()[1:], rtol=1e-12)
 
 
-def test_weighted_em_finds_separated_clusters_and_honours_row_weights():
+def test_fit_em_finds_separated_clusters_and_honours_row_weights():
     rng = np.random.default_rng(0)
     X = np.vstack([rng.normal(-4.0, 0.5, (300, 2)), rng.normal(3.0, 1.0, (100, 2))])
     # Rows of the second cluster count three times: the fitted weights become 1/2 each.
     weights = np.where(np.arange(400) < 300, 1.0, 3.0)
     for row_weights, expected_weights in ((np.ones(400), [0.75, 0.25]), (weights, [0.5, 0.5])):
-        fit_w, fit_m, fit_v = weighted_em(np.random.default_rng(1), X, row_weights, 2, n_init=3)
+        fit_w, fit_m, fit_v = GaussianMixtureModel(2, 2).fit_em(np.random.default_rng(1), X, row_weights,
+                                                                n_init=3)
         assert fit_w.shape == (3, 2) and fit_m.shape == fit_v.shape == (3, 2, 2)
         order = np.argsort(fit_m[:, :, 0], axis=1)  # label the left cluster first
         w = np.take_along_axis(fit_w, order, axis=1)
