@@ -43,7 +43,13 @@ Entropy 21 (2019) 1109, with the improvements measured in this project:
   EM fits) at every step, so the particles can leave modes that the earlier
   data made local traps (see :func:`_reheat_past`); the rest of such a chunk
   moves with ``reheat_mcmc_factor`` times the SGHMC steps, since its
-  particles travel far, like the first chunk's (``initial_mcmc_factor``);
+  particles travel far, like the first chunk's (``initial_mcmc_factor``), and
+  with ``reheat_target_ess`` (if set) as its annealing target;
+- with ``surprise_threshold``, a chunk on whose mean per-row log-likelihood
+  the particles disagree by more than that many nats (weighted standard
+  deviation, decided before the first step from the state alone, so ``Z``
+  stays unbiased) gets that treatment, global moves included, from its first
+  step; the excursion still waits for ``reheat_after_steps``;
 - ``n_replicates`` independent particle groups run inside one vectorised state
   on a common schedule; the combined ``Z`` is their mean (unbiased) and the
   spread of the group estimates gives ``log_evidence_std``.
@@ -115,6 +121,8 @@ class SGAISConfig(NamedTuple):
     initial_mcmc_factor: int = 2
     reheat_after_steps: int = None
     reheat_mcmc_factor: int = 3
+    reheat_target_ess: float = None
+    surprise_threshold: float = None
 
 
 #: The settings of the paper's Sec. 6.1 (for reproduction and comparison).
@@ -427,6 +435,20 @@ def _reheat_past(reservoir, n_seen, n_chunk, theta, log_weights, log_evidence, l
     return theta, log_weights, log_evidence, log_evidence_variance, reference, reference_grad
 
 
+def _per_row_spread(log_weights, per_row_log_lik):
+    """How much the particles disagree on a chunk: the weighted standard deviation across particles of its mean
+    per-row log-likelihood (nats per row), the largest over the groups.
+
+    Scale-free and computed from the state and the chunk alone, before any random draw, so a choice made on it
+    keeps ``Z`` unbiased. While the particles track a stationary stream it shrinks as the posterior concentrates;
+    rows the posterior did not foresee (new clusters) make some particles explain them far better than others.
+    """
+    weights = np.exp(log_weights)
+    mean = np.sum(weights * per_row_log_lik, axis=1, keepdims=True)
+    with np.errstate(invalid="ignore"):
+        return float(np.max(np.sqrt(np.sum(weights * (per_row_log_lik - mean) ** 2, axis=1))))
+
+
 def _checked_step_scales(model, X, n_params):
     """The model's step scales for the rows ``X`` (None if it offers none), validated."""
     scales = model.step_scales(X)
@@ -602,19 +624,31 @@ def sgais_update(state, X, y, model, config):
         counts["resampled"] += resampled
         return log_weights, arrays
 
-    tempering, reheated = 0.0, False
+    tempering, reheated, excursed = 0.0, False, False
+    target_ess = config.target_ess
+    # A surprising chunk (see below) anneals with more moves per step, the model's global moves, and optionally
+    # finer steps (reheat_target_ess), so the particles can follow the mass to modes the past made remote.
+    reheat_mcmc_steps = config.n_mcmc_steps * config.reheat_mcmc_factor
+    reheat_ess = config.target_ess if config.reheat_target_ess is None else config.reheat_target_ess
     log_z_before = float(log_mean_exp(log_evidence))
     while tempering < 1.0:
         log_lik = model.log_likelihood(theta, X, y)
         chunk_log_lik = log_lik.sum(axis=1).reshape(n_groups, n_particles)
         _check_finite_log_lik(log_lik, chunk_log_lik, tempering, n_seen)
         counts["evaluations"] += n_total * n_chunk
+        if (counts["steps"] == 0 and config.surprise_threshold is not None and n_seen > n_chunk
+                and _per_row_spread(log_weights, chunk_log_lik / n_chunk) > config.surprise_threshold):
+            # Known to surprise before its first step: the step-count trigger below fires only after
+            # reheat_after_steps steps, by which time the chunk may be largely annealed in by particles that
+            # missed the new modes (14-19% of the way at 12 steps on the paper's shift stream), a loss never recovered.
+            reheated = True
+            n_mcmc_steps, target_ess = reheat_mcmc_steps, reheat_ess
         remaining = 1.0 - tempering
         if counts["steps"] + 1 >= config.max_annealing_steps:
             delta = _remaining_at_once(remaining, f"annealing the chunk after {n_seen} samples",
                                        config.max_annealing_steps, stacklevel=4)
         else:
-            delta = next_tempering_increment(log_weights, chunk_log_lik, remaining, config.target_ess)
+            delta = next_tempering_increment(log_weights, chunk_log_lik, remaining, target_ess)
         tempering = 1.0 if delta >= remaining else tempering + delta
         with np.errstate(invalid="ignore"):
             increment = delta * chunk_log_lik
@@ -623,12 +657,12 @@ def sgais_update(state, X, y, model, config):
         log_weights, (theta, reference, reference_grad) = resample(log_weights, [theta, reference, reference_grad])
         theta, reference, reference_grad, _ = move(theta, reference, reference_grad, tempering, 1.0, jump=reheated)
         counts["steps"] += 1
-        if (not reheated and config.reheat_after_steps is not None and counts["steps"] >= config.reheat_after_steps
-                and n_seen > n_chunk):
+        if (not excursed and config.reheat_after_steps is not None and n_seen > n_chunk
+                and counts["steps"] >= config.reheat_after_steps):
             # A surprising chunk: the posterior may be moving to modes that local moves cannot reach. Like the
             # first chunk, the rest of it carries the particles a long way, so it gets more moves per step.
-            reheated = True
-            n_mcmc_steps = config.n_mcmc_steps * config.reheat_mcmc_factor
+            reheated = excursed = True
+            n_mcmc_steps, target_ess = reheat_mcmc_steps, reheat_ess
             theta, log_weights, log_evidence, log_evidence_variance, reference, reference_grad = _reheat_past(
                 state.reservoir, n_seen, n_chunk, theta, log_weights, log_evidence, log_evidence_variance, reference,
                 reference_grad, tempering, model, config, reweight, resample, move, counts)

@@ -4,7 +4,8 @@ import numpy as np
 import pytest
 
 from evidence_select.datasets import make_linear_regression
-from evidence_select.evidence._sgais import SGAISConfig, evidence_estimate, sgais_init, sgais_update
+from evidence_select.evidence._sgais import (SGAISConfig, _per_row_spread, evidence_estimate, sgais_init,
+                                             sgais_update)
 from evidence_select.models import LinearGaussianModel
 
 
@@ -89,6 +90,31 @@ def test_reheat_excursion_keeps_the_linear_evidence_exact(seed):
     log_z, std = evidence_estimate(state)
     assert 0 < std < 2.0
     assert abs(log_z - model.exact_log_evidence(data.X, data.y)) < 5 * std + 1e-3
+
+
+def test_surprise_flag_keeps_the_linear_evidence_exact():
+    # A threshold of ~0 flags every chunk from the third: each then anneals at target ESS 0.99 with 3x moves
+    # from its first step. The flag is decided from the state before any draw, so the evidence must still match
+    # the exact one within 5 reported std; the finer steps must show in the step counts.
+    data = make_linear_regression(3000, random_state=210)
+    model = LinearGaussianModel(5)
+    plain = SGAISConfig(n_replicates=8)
+    flagged = plain._replace(surprise_threshold=1e-12, reheat_target_ess=0.99)
+    _, plain_records = run_sgais(data.X, data.y, model, plain, 0)
+    state, records = run_sgais(data.X, data.y, model, flagged, 0)
+    assert [r.n_reheat_steps for r in records] == [0] * 6  # no excursion without reheat_after_steps
+    assert sum(r.n_annealing_steps for r in records[2:]) > 2 * sum(r.n_annealing_steps for r in plain_records[2:])
+    log_z, std = evidence_estimate(state)
+    assert abs(log_z - model.exact_log_evidence(data.X, data.y)) < 5 * std + 1e-3
+
+
+def test_per_row_spread_is_the_weighted_std_of_the_mean_row_log_likelihood():
+    rng = np.random.default_rng(0)
+    per_row = rng.normal(size=(3, 20))
+    weights = rng.dirichlet(np.ones(20), size=3)
+    expected = max(np.sqrt(np.cov(per_row[g], aweights=weights[g], ddof=0)) for g in range(3))
+    assert np.isclose(_per_row_spread(np.log(weights), per_row), expected)
+    assert _per_row_spread(np.log(np.full((1, 4), 0.25)), np.full((1, 4), -3.0)) == 0.0  # full agreement
 
 
 def test_reheat_that_cannot_return_warns_and_ends_at_the_chunks_target():
