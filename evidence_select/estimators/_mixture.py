@@ -95,9 +95,9 @@ class BayesianMixture(DensityMixin, BaseSGAISEstimator):
         14-19% annealed in by particles that missed the new clusters. 0.05
         flags every change point of the paper's shift stream (0.07-0.54) and no
         chunk of stationary streams (at most 0.024 from the third chunk, the
-        first that can be flagged). Off by
-        default: see ``doc/user_guide/limitations.rst`` for what it fixes (the
-        evidence at the first change point) and what it does not (the second).
+        first that can be flagged). Off by default: see
+        ``doc/user_guide/limitations.rst`` for what it fixes (the evidence
+        across the first change point) and what it does not (the second).
     target_ess : float, default=0.9
         Target conditional ESS fraction for choosing the next annealing increment.
     resample_threshold : float, default=0.5
@@ -185,8 +185,9 @@ class BayesianMixture(DensityMixin, BaseSGAISEstimator):
     def __init__(self, n_components=1, *, weight_concentration=1.0, variance_shape=1.0, variance_scale=1.0,
                  mean_prior_loc=0.0, mean_variance_factor=4.0, n_particles=20, n_replicates=2, batch_size=500,
                  learning_rate=0.1, friction=0.2, n_mcmc_steps=10, initial_mcmc_factor=6, reheat_after_steps=12,
-                 surprise_threshold=None, target_ess=0.9, resample_threshold=0.5, control_variates=True, step_size_schedule="tempered",
-                 integrator="baoab", reservoir_size=100_000, random_state=None, verbose=0):
+                 surprise_threshold=None, target_ess=0.9, resample_threshold=0.5, control_variates=True,
+                 step_size_schedule="tempered", integrator="baoab", reservoir_size=100_000, random_state=None,
+                 verbose=0):
         self.n_components = n_components
         self.weight_concentration = weight_concentration
         self.variance_shape = variance_shape

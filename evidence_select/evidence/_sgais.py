@@ -639,8 +639,8 @@ def sgais_update(state, X, y, model, config):
         if (counts["steps"] == 0 and config.surprise_threshold is not None and n_seen > n_chunk
                 and _per_row_spread(log_weights, chunk_log_lik / n_chunk) > config.surprise_threshold):
             # Known to surprise before its first step: the step-count trigger below fires only after
-            # reheat_after_steps steps, by which time the chunk may be largely annealed in by particles that
-            # missed the new modes (14-19% of the way at 12 steps on the paper's shift stream), a loss never recovered.
+            # reheat_after_steps steps, by which time the chunk may be partly annealed in by particles that missed
+            # the new modes (14-19% of the way at 12 steps on the paper's shift stream), a loss never recovered.
             reheated = True
             n_mcmc_steps, target_ess = reheat_mcmc_steps, reheat_ess
         remaining = 1.0 - tempering
