@@ -89,7 +89,9 @@ class BayesianMixture(DensityMixin, BaseSGAISEstimator):
         particles, checked before its first annealing step) is treated as a
         surprise from that first step: Metropolis-Hastings jumps at every step,
         3 times the SGHMC steps, and annealing steps 10 times finer in ESS loss
-        (target ESS 0.99); the excursion still waits for ``reheat_after_steps``.
+        (target ESS 0.99, also for the rest of any chunk that reaches
+        ``reheat_after_steps`` while it is set); the excursion still waits for
+        ``reheat_after_steps``.
         Without it that treatment starts only after ``reheat_after_steps``
         steps, when (measured on the paper's shift stream) the chunk is already
         14-19% annealed in by particles that missed the new clusters. 0.05
