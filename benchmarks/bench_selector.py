@@ -166,8 +166,7 @@ def shift_study(seeds, surprise_threshold=None, phases=(1000, 1500, 1500), chunk
         (z_in, s_in, t_in), (z_sh, s_sh, t_sh) = fitted["in order"], fitted["shuffled"]
         three_errors = 3 * np.hypot(s_in, s_sh)
         rows.append(dict(seed=seed, surprise_threshold=surprise_threshold, k=[3, 5, 7], log_z_in_order=z_in.tolist(),
-                         std_in_order=s_in.tolist(),
-                         log_z_shuffled=z_sh.tolist(), std_shuffled=s_sh.tolist(),
+                         std_in_order=s_in.tolist(), log_z_shuffled=z_sh.tolist(), std_shuffled=s_sh.tolist(),
                          shortfall=(z_sh - z_in).tolist(), three_errors=three_errors.tolist(),
                          agree=(np.abs(z_sh - z_in) < three_errors).tolist(), seconds_in_order=t_in,
                          seconds_shuffled=t_sh))

@@ -81,8 +81,8 @@ class BayesianMixture(DensityMixin, BaseSGAISEstimator):
         costs ``O(min(n, reservoir_size))`` per step of that excursion, paid only
         on such chunks. None disables it. On the paper's shift stream (reduced,
         3 seeds) it cut the shortfall of the in-order final log evidence against
-        the shuffled stream's from 185-212 to 15-25 nats with 3 components,
-        from 307-495 to 34-45 with 5 and from 472-612 to 74-79 with 7.
+        the shuffled stream's from 185-212 to 16-21 nats with 3 components,
+        from 307-495 to 21-51 with 5 and from 472-612 to 64-68 with 7.
     surprise_threshold : float or None, default=None
         Nats per row. A chunk whose mean per-row log-likelihood the particles
         disagree on by more than this (weighted standard deviation across
@@ -91,10 +91,10 @@ class BayesianMixture(DensityMixin, BaseSGAISEstimator):
         3 times the SGHMC steps, and annealing steps 10 times finer in ESS loss
         (target ESS 0.99, also for the rest of any chunk that reaches
         ``reheat_after_steps`` while it is set); the excursion still waits for
-        ``reheat_after_steps``.
-        Without it that treatment starts only after ``reheat_after_steps``
-        steps, when (measured on the paper's shift stream) the chunk is already
-        14-19% annealed in by particles that missed the new clusters. 0.05
+        ``reheat_after_steps``. Without it that treatment starts only after
+        ``reheat_after_steps`` steps, when (measured on the paper's shift
+        stream) the chunk is already 14-19% annealed in by particles that
+        missed the new clusters. 0.05
         flags every change point of the paper's shift stream (0.07-0.54) and no
         chunk of stationary streams (at most 0.024 from the third chunk, the
         first that can be flagged). Off by default: see

@@ -284,13 +284,17 @@ class GaussianMixtureModel(Model):
         """
         X = np.asarray(X, dtype=float)
         theta = np.asarray(theta, dtype=float)
-        relocated, log_ratio = self.relocation_proposal(rng, theta, X)
         rows, row_weights = self._target_rows(rng, X, chunk_weight, past_X, past_weight)
-        if row_weights.sum() <= 0.0:  # an untempered chunk and no past: nothing to fit
-            return relocated, log_ratio
-        refitted, refit_log_ratio = self.refit_proposal(rng, theta, rows, row_weights, n_groups)
-        refit = rng.random(len(theta)) < 0.5
-        return (np.where(refit[:, None], refitted, relocated), np.where(refit, refit_log_ratio, log_ratio))
+        # An untempered chunk and no past leave nothing to fit: relocations only.
+        refit = (rng.random(len(theta)) < 0.5) & (row_weights.sum() > 0.0)
+        proposal, log_ratio = np.array(theta), np.zeros(len(theta))
+        # Each kernel is computed for its own particles only (the refit's densities are most of the cost).
+        if not refit.all():
+            proposal[~refit], log_ratio[~refit] = self.relocation_proposal(rng, theta[~refit], X)
+        if refit.any():
+            proposal[refit], log_ratio[refit] = self.refit_proposal(rng, theta, rows, row_weights, n_groups,
+                                                                    selected=refit)
+        return proposal, log_ratio
 
     @staticmethod
     def _target_rows(rng, X, chunk_weight, past_X, past_weight):
@@ -331,19 +335,23 @@ class GaussianMixtureModel(Model):
         proposal[rows[:, None], start[:, None] + np.arange(d)] = new_mean
         return proposal, log_kernel_density(old_mean) - log_kernel_density(new_mean)
 
-    def refit_proposal(self, rng, theta, X, sample_weight, n_groups=1):
+    def refit_proposal(self, rng, theta, X, sample_weight, n_groups=1, selected=None):
         """Independence proposal of whole configurations per group; see :meth:`propose_jump`.
 
         Half of the mass is on ``_REFIT_EM_STARTS`` EM fits to the weighted rows
         (fitted per group, so groups stay independent), half on the group's other
         particles (leave-one-out: a particle's proposal never depends on its own
-        state). Returns ``(proposal, log q(theta) - log q(proposal))``.
+        state). ``selected`` (boolean, one per particle; default all) names the
+        particles to propose for; every particle of a group is a candidate all the
+        same. Returns ``(proposal, log q(theta) - log q(proposal))`` for the
+        selected particles, in order.
         """
         theta = np.asarray(theta, dtype=float)
         n_total = len(theta)
         if n_groups < 1 or n_total % n_groups:
             raise ValueError(f"n_groups={n_groups} must divide the {n_total} particles into equal groups")
         size = n_total // n_groups
+        selected = np.ones(n_total, dtype=bool) if selected is None else np.asarray(selected, dtype=bool)
         n_effective = float(np.sum(sample_weight))
         log_weights, means, log_variances = self.unpack(theta)
         proposal = np.empty_like(theta)
@@ -360,16 +368,21 @@ class GaussianMixtureModel(Model):
         fit_weights, fit_means, fit_variances = self.fit_em(rng, X, sample_weight, n_init=n_fits * n_groups)
         for group in range(n_groups):
             members = slice(group * size, (group + 1) * size)
+            local = np.flatnonzero(selected[members])  # the group's selected particles
+            if not len(local):
+                continue
+            chosen = group * size + local
             fits = slice(group * n_fits, (group + 1) * n_fits)
             candidates = ConfigurationProposal(
                 np.vstack([fit_weights[fits], np.exp(log_weights[members])]),
                 np.vstack([fit_means[fits], means[members]]),
                 np.vstack([fit_variances[fits], np.exp(log_variances[members])]), n_effective)
-            which = categorical_draws(rng.random(size), choice)
+            which = categorical_draws(rng.random(len(local)), choice[local])
             new_weights, new_means, new_log_variances = candidates.sample(rng, which)
-            proposal[members] = self.pack(new_weights, new_means, np.exp(new_log_variances))
+            proposal[chosen] = self.pack(new_weights, new_means, np.exp(new_log_variances))
             # Densities at the current and the proposed particles, through the same parameter map.
-            points = self.unpack(np.vstack([theta[members], proposal[members]]))
-            log_q = logsumexp(candidates.log_density(*points) + np.vstack([log_choice, log_choice]), axis=1)
-            log_ratio[members] = log_q[:size] - log_q[size:]
-        return proposal, log_ratio
+            points = self.unpack(np.vstack([theta[chosen], proposal[chosen]]))
+            log_q = logsumexp(candidates.log_density(*points) + np.vstack([log_choice[local], log_choice[local]]),
+                              axis=1)
+            log_ratio[chosen] = log_q[:len(local)] - log_q[len(local):]
+        return proposal[selected], log_ratio[selected]

@@ -4,5 +4,5 @@ from ._logspace import ess_from_log_weights, log1mexp, log_mean_exp, logsumexp, 
 from ._checkpoint import load_checkpoint, save_checkpoint
 from ._random import categorical_draws, make_generator, spawn_seeds
 
-__all__ = ["categorical_draws", "ess_from_log_weights", "load_checkpoint", "log1mexp", "log_mean_exp", "logsumexp", "make_generator",
-           "normalize_log_weights", "save_checkpoint", "spawn_seeds"]
+__all__ = ["categorical_draws", "ess_from_log_weights", "load_checkpoint", "log1mexp", "log_mean_exp", "logsumexp",
+           "make_generator", "normalize_log_weights", "save_checkpoint", "spawn_seeds"]
