@@ -45,6 +45,19 @@ Entropy 21 (2019) 1109, with the improvements measured in this project:
   moves with ``reheat_mcmc_factor`` times the SGHMC steps, since its
   particles travel far, like the first chunk's (``initial_mcmc_factor``), and
   with ``reheat_target_ess`` (if set) as its annealing target;
+- with ``restart_on_surprise``, such a chunk instead ends with a restart
+  while the reservoir still holds every row seen: each replicate group is run
+  again from the prior over all those rows and the chunk, in its own random
+  order, and pooled with its in-order run (the mean of the two ``Z_g``, the
+  particles resampled from both; see :func:`_merge_independent_runs`). A
+  shuffled run meets the new data mixed with the old from the start, so it
+  does not depend on the particles having followed the shift; pooled, a run
+  stuck in a poor mode costs at most ``log 2``, and the groups' independent
+  orders make their spread measure the dependence on the order too. Each run
+  of the pool is unbiased, but whether a chunk restarts depends on the run,
+  so the pooled ``Z`` is unbiased only for fixed restart positions. The cost
+  is that of streaming the rows seen once more (``O(min(n, reservoir_size))``),
+  paid only on surprising chunks;
 - with ``surprise_threshold``, a chunk on whose mean per-row log-likelihood
   the particles disagree by more than that many nats (weighted standard
   deviation, decided before the first step from the state alone, so ``Z``
@@ -123,6 +136,7 @@ class SGAISConfig(NamedTuple):
     reheat_mcmc_factor: int = 3
     reheat_target_ess: float = None
     surprise_threshold: float = None
+    restart_on_surprise: bool = False
 
 
 #: The settings of the paper's Sec. 6.1 (for reproduction and comparison).
@@ -181,6 +195,9 @@ class ChunkRecord(NamedTuple):
         (``reheat_after_steps``); 0 when the chunk did not trigger one.
     n_jumps_accepted : int
         Accepted global Metropolis-Hastings moves (models with ``propose_jump``).
+    n_replayed : int
+        Rows that a restart re-annealed from the prior (``restart_on_surprise``);
+        0 when the chunk did not restart.
 
     Examples
     --------
@@ -204,6 +221,7 @@ class ChunkRecord(NamedTuple):
     seconds: float
     n_reheat_steps: int = 0
     n_jumps_accepted: int = 0
+    n_replayed: int = 0
 
 
 def sgais_init(rng, model, config, n_features, y_dtype=None):
@@ -435,6 +453,70 @@ def _reheat_past(reservoir, n_seen, n_chunk, theta, log_weights, log_evidence, l
     return theta, log_weights, log_evidence, log_evidence_variance, reference, reference_grad
 
 
+def _replay_from_prior(rng, reservoir, X, y, model, config):
+    """Fresh runs from the prior over every past row and the chunk, one per replicate group, each in its own
+    random order.
+
+    The past rows are the reservoir's, so this is exact only while it holds all
+    of them. Chunks have ``batch_size`` rows; the runs never restart themselves.
+    Independent orders make the groups' spread also measure how much the
+    evidence depends on the order the rows came in (groups fed one order agree
+    with each other more than runs on different orders do). Returns
+    ``(runs, n_datum_evaluations, n_reference)``: ``runs`` is ``(theta,
+    log_weights, log_evidence, log_evidence_variance, reference,
+    reference_grad)`` with the groups stacked as in :class:`SGAISState`, and
+    ``n_reference`` the smallest of the runs'.
+    """
+    res_X, res_y = reservoir_data(reservoir)
+    all_X = np.concatenate([res_X, X])
+    all_y = None if y is None else np.concatenate([res_y, y])
+    group_config = config._replace(restart_on_surprise=False, n_replicates=1)
+    runs = []
+    for _ in range(config.n_replicates):
+        order = rng.permutation(len(all_X))
+        run = sgais_init(make_generator(int(rng.integers(2**63))), model, group_config, X.shape[1],
+                         None if y is None else y.dtype)
+        for start in range(0, len(all_X), config.batch_size):
+            rows = order[start:start + config.batch_size]
+            run, _, _ = sgais_update(run, all_X[rows], None if all_y is None else all_y[rows], model, group_config)
+        runs.append(run)
+    stacked = [np.concatenate([getattr(run, name) for run in runs]) if getattr(runs[0], name) is not None else None
+               for name in ("particles", "log_weights", "log_evidence", "log_evidence_variance", "reference",
+                            "reference_grad")]
+    return tuple(stacked), sum(run.n_datum_evaluations for run in runs), min(run.n_reference for run in runs)
+
+
+def _merge_independent_runs(rng, first, second):
+    """Pool two independent particle systems over the same rows, group by group.
+
+    ``first`` and ``second`` are ``(theta, log_weights, log_evidence,
+    log_evidence_variance, reference, reference_grad)``. Group ``g``'s evidence
+    becomes the mean of the two runs' ``Z_g`` (unbiased, as the mean over groups
+    is), and its particles are drawn by systematic resampling from both runs'
+    particles, each weighted by its run's ``Z_g`` times its own weight: the
+    importance sampler of the two runs as one. A run stuck in a poor mode thus
+    costs at most ``log 2`` nats, and the groups stay independent. Returns the
+    merged tuple with uniform weights.
+    """
+    theta_a, log_weights_a, log_z_a, variance_a, *per_particle_a = first
+    theta_b, log_weights_b, log_z_b, variance_b, *per_particle_b = second
+    n_groups, n_particles = log_weights_a.shape
+    n_total = n_groups * n_particles
+    log_z_sum = np.logaddexp(log_z_a, log_z_b)
+    pooled = np.concatenate([log_weights_a + (log_z_a - log_z_sum)[:, None],
+                             log_weights_b + (log_z_b - log_z_sum)[:, None]], axis=1)
+    ancestors = systematic_resample(rng, pooled, n_particles)  # (n_groups, n_particles) into the 2 runs' particles
+    rows = np.arange(n_total).reshape(n_groups, n_particles)
+    flat = np.take_along_axis(np.concatenate([rows, n_total + rows], axis=1), ancestors, axis=1).ravel()
+    merged = [np.concatenate([a, b])[flat] if a is not None else None
+              for a, b in zip([theta_a, *per_particle_a], [theta_b, *per_particle_b])]
+    # Var((Z_a + Z_b) / 2) / mean^2 = (v_a Z_a^2 + v_b Z_b^2) / (Z_a + Z_b)^2, v the relative variances.
+    relative_variance = (np.expm1(variance_a) * np.exp(2 * (log_z_a - log_z_sum))
+                         + np.expm1(variance_b) * np.exp(2 * (log_z_b - log_z_sum)))
+    log_weights = np.full((n_groups, n_particles), -math.log(n_particles))
+    return merged[0], log_weights, log_z_sum - math.log(2), np.log1p(relative_variance), *merged[1:]
+
+
 def _per_row_spread(log_weights, per_row_log_lik):
     """How much the particles disagree on a chunk: the weighted standard deviation across particles of its mean
     per-row log-likelihood (nats per row), the largest over the groups.
@@ -624,7 +706,9 @@ def sgais_update(state, X, y, model, config):
         counts["resampled"] += resampled
         return log_weights, arrays
 
-    tempering, reheated, excursed = 0.0, False, False
+    tempering, reheated, excursed, restart = 0.0, False, False, False
+    # A restart re-anneals every row seen so far from the prior: possible while the reservoir holds them all.
+    can_restart = config.restart_on_surprise and state.reservoir.n_stored == n_seen
     target_ess = config.target_ess
     # A surprising chunk (see below) anneals with more moves per step, the model's global moves, and optionally
     # finer steps (reheat_target_ess), so the particles can follow the mass to modes the past made remote.
@@ -641,7 +725,7 @@ def sgais_update(state, X, y, model, config):
             # Known to surprise before its first step: the step-count trigger below fires only after
             # reheat_after_steps steps, by which time the chunk may be partly annealed in by particles that missed
             # the new modes (14-19% of the way at 12 steps on the paper's shift stream), a loss never recovered.
-            reheated = True
+            reheated, restart = True, can_restart
             n_mcmc_steps, target_ess = reheat_mcmc_steps, reheat_ess
         remaining = 1.0 - tempering
         if counts["steps"] + 1 >= config.max_annealing_steps:
@@ -657,26 +741,41 @@ def sgais_update(state, X, y, model, config):
         log_weights, (theta, reference, reference_grad) = resample(log_weights, [theta, reference, reference_grad])
         theta, reference, reference_grad, _ = move(theta, reference, reference_grad, tempering, 1.0, jump=reheated)
         counts["steps"] += 1
-        if (not excursed and config.reheat_after_steps is not None and n_seen > n_chunk
+        if (not excursed and not restart and config.reheat_after_steps is not None and n_seen > n_chunk
                 and counts["steps"] >= config.reheat_after_steps):
             # A surprising chunk: the posterior may be moving to modes that local moves cannot reach. Like the
             # first chunk, the rest of it carries the particles a long way, so it gets more moves per step.
             reheated = excursed = True
             n_mcmc_steps, target_ess = reheat_mcmc_steps, reheat_ess
-            theta, log_weights, log_evidence, log_evidence_variance, reference, reference_grad = _reheat_past(
-                state.reservoir, n_seen, n_chunk, theta, log_weights, log_evidence, log_evidence_variance, reference,
-                reference_grad, tempering, model, config, reweight, resample, move, counts)
+            if can_restart:  # the replay after the chunk takes the excursion's place
+                restart = True
+            else:
+                theta, log_weights, log_evidence, log_evidence_variance, reference, reference_grad = _reheat_past(
+                    state.reservoir, n_seen, n_chunk, theta, log_weights, log_evidence, log_evidence_variance,
+                    reference, reference_grad, tempering, model, config, reweight, resample, move, counts)
 
     reference, reference_grad, n_reference, ref_evals = _refresh_reference(
         state._replace(reference=reference, reference_grad=reference_grad), model, config, theta, X, y)
+    counts["evaluations"] += ref_evals
+    n_replayed = 0
+    if restart:
+        # The particles may have missed modes that the past data made remote; an independent run over all rows
+        # in a random order meets the new data mixed with the old. Pooled with this one, the evidence keeps the
+        # better of the two (up to log 2) and stays unbiased for fixed restart decisions.
+        replay, replay_evaluations, replay_n_reference = _replay_from_prior(rng, state.reservoir, X, y, model, config)
+        theta, log_weights, log_evidence, log_evidence_variance, reference, reference_grad = _merge_independent_runs(
+            rng, (theta, log_weights, log_evidence, log_evidence_variance, reference, reference_grad), replay)
+        n_reference = min(n_reference, replay_n_reference)
+        counts["evaluations"] += replay_evaluations
+        n_replayed = n_seen + n_chunk
     reservoir, undo = reservoir_insert(rng, state.reservoir, X, y)  # last: the only in-place write
     new_state = SGAISState(theta, log_weights, log_evidence, log_evidence_variance, reference, reference_grad,
                            n_reference, reservoir, rng, n_seen + n_chunk, state.n_chunks + 1,
-                           state.n_datum_evaluations + counts["evaluations"] + ref_evals,
+                           state.n_datum_evaluations + counts["evaluations"],
                            _pooled_step_scales(past_scales, n_seen, chunk_scales, n_chunk))
     log_z, log_z_std = combine_replicates(log_evidence, log_evidence_variance)
     ess = float(np.min(ess_from_log_weights(log_weights, axis=1)))
     record = ChunkRecord(n_seen + n_chunk, log_z, log_z_std, counts["steps"], ess,
                          (log_z - log_z_before) / n_chunk, counts["resampled"], time.perf_counter() - tic,
-                         counts["reheat_steps"], counts["jumps"])
+                         counts["reheat_steps"], counts["jumps"], n_replayed)
     return new_state, record, undo

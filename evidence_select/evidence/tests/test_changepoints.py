@@ -110,18 +110,19 @@ def test_shuffled_stream_has_no_change_points(shift_runs):
         assert detect_change_points(estimator).tolist() == []
 
 
-@pytest.mark.xfail(strict=False, reason=(
-    "engine limitation (open): when new clusters appear mid-stream, particles trail the over-complete models' "
-    "many posterior modes, so the in-order final log evidence falls below the shuffled stream's by more than 3 "
-    "reported standard errors. BayesianMixture's reheat_after_steps excursion (past tempered down and back, with "
-    "relocation and whole-configuration refit moves, 3x SGHMC steps) shrank the shortfall here (seed 0) from "
-    "185/353/472 to 20/32/68 nats for K=3/5/7, none within the errors. The opt-in surprise_threshold "
-    "keeps the evidence across the first change point (test below) but not across the second; see "
-    "doc/user_guide/limitations.rst"))
 def test_in_order_and_shuffled_final_evidences_agree(shift_runs):
+    # Paper Sec. 7.2: the in-order and shuffled final log evidences agree within 3 combined reported errors.
+    # Measured (seed 0): in-order 5.3, 9.2 and 5.4 nats below the shuffled stream for K=3/5/7, errors 29/50/10 and
+    # 0.6/0.9/0.9 (one replayed group of K=3 and of K=5 landed in a poorer mode; the pooled evidence follows the
+    # better group and the spread reports the disagreement). The shortfall must also stay under 15 nats, so that
+    # a wide error cannot hide a miss: shuffled runs over 10 orders of these rows spread over 6 nats (K=3, K=5) and
+    # 17 nats (K=7) in their common mode, with 1-3 of 10 runs 50-100 nats lower. Checked broken: with
+    # restart_on_surprise=False (the excursion) the shortfalls are 20/32/68 nats and the test fails.
     (_, in_order), (_, shuffled) = shift_runs
+    shortfall = shuffled.log_evidences_ - in_order.log_evidences_
     error = np.sqrt(in_order.log_evidence_stds_**2 + shuffled.log_evidence_stds_**2)
-    assert np.all(np.abs(in_order.log_evidences_ - shuffled.log_evidences_) < 3 * error)
+    assert np.all(np.abs(shortfall) < 3 * error), (shortfall, error)
+    assert np.all(shortfall < 15.0), shortfall
 
 
 @pytest.mark.parametrize("seed", [1, 2])
@@ -129,11 +130,13 @@ def test_surprise_threshold_keeps_the_evidence_across_the_first_change_point(see
     # The first 1250 rows of the reduced stream: 1000 from 3 clusters, then one chunk with 2 new ones. Flagged by
     # surprise_threshold before its first step, that chunk is annealed in with global moves throughout, and the
     # in-order log evidence agrees with a shuffled run's for every K. Without the flag (the step-count trigger
-    # alone) seed 1 falls 40 nats short with K=5 (43 errors) and seed 2 36 nats with K=5 (17 errors).
+    # alone) seed 1 falls 40 nats short with K=5 (43 errors) and seed 2 36 nats with K=5 (17 errors). Without a
+    # restart, so that the in-order particles alone must carry the evidence across.
     X = shift_stream(PHASES, random_state=0).X[:1250]
     shuffled = X[np.random.default_rng(seed).permutation(len(X))]
     for k in (3, 5, 7):
-        fits = [BayesianMixture(k, batch_size=CHUNK, surprise_threshold=0.05, random_state=seed).fit(rows)
+        fits = [BayesianMixture(k, batch_size=CHUNK, surprise_threshold=0.05, restart_on_surprise=False,
+                                random_state=seed).fit(rows)
                 for rows in (X, shuffled)]
         assert fits[0].evidence_history_[-1].n_jumps_accepted > 0  # the flagged chunk moved globally
         gap = fits[0].log_evidence_ - fits[1].log_evidence_
