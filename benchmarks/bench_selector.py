@@ -28,6 +28,10 @@ Prints markdown tables and writes ``benchmarks/results/selector.json``.
    ``doc/user_guide/limitations.rst``). Not in the default run (~4 min).
    ``--surprise-threshold 0.05`` and ``--no-restart`` run the candidates with
    those ``BayesianMixture`` parameters (the other tables of limitations.rst).
+5. ``shift-full``: the paper's full shift stream (1000, 9000 and 90,000 rows),
+   chunks of 250, one ``BayesianMixture`` per K = 3, 5, 7 (seed 0), in order
+   and shuffled (``--no-restart``: in order with the excursion instead), two
+   runs at a time on 2 cores (~5 min). Same target.
 """
 
 import argparse
@@ -37,6 +41,7 @@ import sys
 import time
 
 import numpy as np
+from joblib import Parallel, delayed
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # run from a checkout
 from evidence_select import (BayesianLinearRegressor, BayesianMixture, EvidenceModelSelector,  # noqa: E402
@@ -150,7 +155,7 @@ def cost_study(n_samples, chunk, repeats):
     return rows
 
 
-def shift_study(seeds, surprise_threshold=None, restart_on_surprise=True, phases=(1000, 1500, 1500), chunk=250):
+def shift_study(seeds, surprise_threshold=None, restarts=True, phases=(1000, 1500, 1500), chunk=250):
     rows = []
     for seed in seeds:
         fitted = {}
@@ -158,14 +163,14 @@ def shift_study(seeds, surprise_threshold=None, restart_on_surprise=True, phases
             X = shift_stream(phases, shuffle=order == "shuffled", random_state=0).X
             selector = EvidenceModelSelector(
                 [(f"K={k}", BayesianMixture(k, batch_size=chunk, n_replicates=2, surprise_threshold=surprise_threshold,
-                                            restart_on_surprise=restart_on_surprise)) for k in (3, 5, 7)],
+                                            restarts=restarts)) for k in (3, 5, 7)],
                 random_state=seed)
             tic = time.perf_counter()
             selector.fit(X)
             fitted[order] = (selector.log_evidences_, selector.log_evidence_stds_, time.perf_counter() - tic)
         (z_in, s_in, t_in), (z_sh, s_sh, t_sh) = fitted["in order"], fitted["shuffled"]
         three_errors = 3 * np.hypot(s_in, s_sh)
-        rows.append(dict(seed=seed, surprise_threshold=surprise_threshold, restart_on_surprise=restart_on_surprise,
+        rows.append(dict(seed=seed, surprise_threshold=surprise_threshold, restarts=restarts,
                          k=[3, 5, 7], log_z_in_order=z_in.tolist(),
                          std_in_order=s_in.tolist(), log_z_shuffled=z_sh.tolist(), std_shuffled=s_sh.tolist(),
                          shortfall=(z_sh - z_in).tolist(), three_errors=three_errors.tolist(),
@@ -176,16 +181,42 @@ def shift_study(seeds, surprise_threshold=None, restart_on_surprise=True, phases
     return rows
 
 
+def _full_shift_run(k, order, restarts):
+    X = shift_stream(shuffle=order == "shuffled", random_state=0).X
+    estimator = BayesianMixture(k, batch_size=250, restarts=restarts, random_state=0)
+    tic = time.perf_counter()
+    estimator.fit(X)
+    restarts_at = [r.n_samples_seen for r in estimator.evidence_history_ if r.n_replayed]
+    return dict(k=k, order=order, restarts=restarts, log_z=estimator.log_evidence_, std=estimator.log_evidence_std_,
+                groups=estimator.sgais_state_.log_evidence.tolist(), seconds=time.perf_counter() - tic,
+                restarts_at=restarts_at)
+
+
+def full_shift_study(restarts=True):
+    runs = [(k, order) for order in ("in order", "shuffled") for k in (7, 5, 3)]
+    results = Parallel(n_jobs=2)(delayed(_full_shift_run)(k, order, restarts or order == "shuffled")
+                                 for k, order in runs)
+    rows = []
+    for k in (3, 5, 7):
+        (in_order,), (shuffled,) = ([r for r in results if r["k"] == k and r["order"] == o]
+                                    for o in ("in order", "shuffled"))
+        three_errors = 3 * float(np.hypot(in_order["std"], shuffled["std"]))
+        shortfall = shuffled["log_z"] - in_order["log_z"]
+        rows.append(dict(k=k, in_order=in_order, shuffled=shuffled, shortfall=shortfall, three_errors=three_errors,
+                         agree=abs(shortfall) < three_errors))
+    return rows
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true")
-    parser.add_argument("--only", nargs="+", choices=["mixture", "linear", "cost", "shift"],
+    parser.add_argument("--only", nargs="+", choices=["mixture", "linear", "cost", "shift", "shift-full"],
                         default=["mixture", "linear", "cost"])
     parser.add_argument("--n-mixture", type=int, default=5000)
     parser.add_argument("--n-jobs", type=int, default=1, help="for the mixture study")
     parser.add_argument("--surprise-threshold", type=float, default=None, help="BayesianMixture's, for the shift study")
     parser.add_argument("--no-restart", action="store_true",
-                        help="BayesianMixture(restart_on_surprise=False) for the shift study: the excursion instead")
+                        help="BayesianMixture(restarts=False) for the shift study: the excursion instead")
     args = parser.parse_args(argv)
     seeds = list(range(3 if args.quick else 5))
     out = {"argv": sys.argv[1:], "load_average": os.getloadavg()}
@@ -223,7 +254,7 @@ def main(argv=None):
                   f"{r['selector_2jobs_s']:.2f} | {r['ratio_2jobs']:.2f} |")
     if "shift" in args.only:
         print("\n## Shift stream 3 -> 5 -> 7 clusters (1000/1500/1500 rows): in order vs shuffled, "
-              f"surprise_threshold={args.surprise_threshold}, restart_on_surprise={not args.no_restart}", flush=True)
+              f"surprise_threshold={args.surprise_threshold}, restarts={not args.no_restart}", flush=True)
         rows = out["shift"] = shift_study(seeds[:3], args.surprise_threshold, not args.no_restart)
         print("\n| seed | K | log Z in order | log Z shuffled | shortfall (nats) | 3 errors | agree |")
         print("|---|---|---|---|---|---|---|")
@@ -232,6 +263,18 @@ def main(argv=None):
                 print(f"| {r['seed']} | {k} | {r['log_z_in_order'][i]:.1f}±{r['std_in_order'][i]:.1f} | "
                       f"{r['log_z_shuffled'][i]:.1f}±{r['std_shuffled'][i]:.1f} | {r['shortfall'][i]:.1f} | "
                       f"{r['three_errors'][i]:.1f} | {r['agree'][i]} |")
+    if "shift-full" in args.only:
+        print(f"\n## The paper's full shift stream (100,000 rows): in order (restarts={not args.no_restart}) vs "
+              "shuffled", flush=True)
+        rows = out["shift_full"] = full_shift_study(not args.no_restart)
+        print("\n| K | log Z in order | log Z shuffled | shortfall (nats) | 3 errors | agree | seconds in order, "
+              "shuffled |")
+        print("|---|---|---|---|---|---|---|")
+        for r in rows:
+            a, b = r["in_order"], r["shuffled"]
+            print(f"| {r['k']} | {a['log_z']:.1f}±{a['std']:.1f} | {b['log_z']:.1f}±{b['std']:.1f} | "
+                  f"{r['shortfall']:.1f} | {r['three_errors']:.1f} | {r['agree']} | {a['seconds']:.0f}, "
+                  f"{b['seconds']:.0f} |")
     out["load_average_end"] = os.getloadavg()
     os.makedirs(os.path.dirname(RESULTS), exist_ok=True)
     if os.path.exists(RESULTS):  # --only runs update their studies and keep the others

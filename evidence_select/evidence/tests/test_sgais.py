@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 
 from evidence_select.datasets import make_linear_regression
-from evidence_select.evidence._sgais import (SGAISConfig, _merge_independent_runs, _per_row_spread,
-                                             evidence_estimate, sgais_init, sgais_update)
+from evidence_select.evidence._sgais import (SGAISConfig, _crossed_checkpoint, _merge_independent_runs,
+                                             _per_row_spread, evidence_estimate, sgais_init, sgais_update)
 from evidence_select.models import LinearGaussianModel
 
 
@@ -124,6 +124,23 @@ def test_restart_keeps_the_linear_evidence_exact():
     log_z, std = evidence_estimate(state)
     assert 0 < std < 2.0
     assert abs(log_z - model.exact_log_evidence(data.X, data.y)) < 5 * std + 1e-3
+
+
+def test_periodic_restarts_come_where_the_rows_seen_double_and_keep_the_linear_evidence_exact():
+    # restart_growth=2 with chunks of 250: restarts where n reaches 250 * 2**j, from the third chunk on (the first
+    # two have no past worth replaying), and only while the reservoir holds every row (capacity 3000 here).
+    data = make_linear_regression(4000, random_state=212)
+    model = LinearGaussianModel(5)
+    config = SGAISConfig(n_replicates=8, batch_size=250, restart_on_surprise=True, restart_growth=2.0,
+                         reservoir_size=3000)
+    state, records = run_sgais(data.X, data.y, model, config, 0)
+    assert [r.n_samples_seen for r in records if r.n_replayed] == [1000, 2000]  # 4000 > reservoir_size
+    log_z, std = evidence_estimate(state)
+    assert abs(log_z - model.exact_log_evidence(data.X, data.y)) < 5 * std + 1e-3
+    seen = [n for n in range(250, 70_000, 250) if _crossed_checkpoint(n - 250, n, 250, 2.0)]
+    assert seen == [250, 500, 1000, 2000, 4000, 8000, 16000, 32000, 64000]
+    assert not _crossed_checkpoint(0, 200, 250, 2.0)
+    assert not _crossed_checkpoint(900, 1100, 500, 1.5) and _crossed_checkpoint(1100, 1200, 500, 1.5)  # at 1125
 
 
 def test_merge_independent_runs_averages_each_groups_evidence_and_draws_within_the_group():
