@@ -90,17 +90,18 @@ class BayesianMixture(DensityMixin, BaseSGAISEstimator):
         own random order, and pooled with its online run (their mean ``Z``,
         particles resampled from both). Particles that settled in a poorer mode
         find every later chunk easy, so no surprise reveals them; the periodic
-        restarts do, and since each group replays its own order,
+        restarts re-estimate the evidence all the same. Since each group
+        replays its own order,
         ``log_evidence_std_`` also shows how much the evidence depends on the
-        order of the rows. The cost is amortised ``O(1)`` per row, about twice
-        the streaming cost in all (most on the first chunk of each replay), and
-        flat once the stream outgrows the reservoir. On the paper's full shift
-        stream (100,000 rows, chunks of 250) the in-order final log evidences
-        of 3, 5 and 7 components came within 3.3, 4.6 and 4.6 nats of the
-        shuffled stream's, against 5,775-8,866 nats short with restarts at
-        surprises only and the excursion's 16-68 nats short on the first
-        4000 rows; see ``doc/user_guide/limitations.rst``. False uses the
-        excursion (also used once the reservoir no longer holds every row).
+        order of the rows. The cost is amortised ``O(1)`` per row, 2-5 times
+        the streaming time of a run without restarts, and flat once the stream
+        outgrows the reservoir. On the paper's full shift stream (100,000 rows,
+        chunks of 250) the in-order final log evidences of 3, 5 and 7
+        components came within 7.2, 2.3 and 2.2 nats of the shuffled stream's,
+        against 235-9,280 nats short with the excursion and 5,773-8,870 with
+        restarts at surprises only; see ``doc/user_guide/limitations.rst``.
+        False uses the excursion (also used once the reservoir no longer holds
+        every row).
     surprise_threshold : float or None, default=None
         Nats per row. A chunk whose mean per-row log-likelihood the particles
         disagree on by more than this (weighted standard deviation across
