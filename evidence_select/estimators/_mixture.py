@@ -91,9 +91,8 @@ class BayesianMixture(DensityMixin, BaseSGAISEstimator):
         particles resampled from both). Particles that settled in a poorer mode
         find every later chunk easy, so no surprise reveals them; the periodic
         restarts re-estimate the evidence all the same. Since each group
-        replays its own order,
-        ``log_evidence_std_`` also shows how much the evidence depends on the
-        order of the rows. The cost is amortised ``O(1)`` per row, 2-5 times
+        replays its own order, ``log_evidence_std_`` also shows how much the
+        evidence depends on the order of the rows. The cost is amortised ``O(1)`` per row, 2-5 times
         the streaming time of a run without restarts, and flat once the stream
         outgrows the reservoir. On the paper's full shift stream (100,000 rows,
         chunks of 250) the in-order final log evidences of 3, 5 and 7
