@@ -92,9 +92,9 @@ class BayesianMixture(DensityMixin, BaseSGAISEstimator):
         find every later chunk easy, so no surprise reveals them; the periodic
         restarts re-estimate the evidence all the same. Since each group
         replays its own order, ``log_evidence_std_`` also shows how much the
-        evidence depends on the order of the rows. The cost is amortised ``O(1)`` per row, 2-5 times
-        the streaming time of a run without restarts, and flat once the stream
-        outgrows the reservoir. On the paper's full shift stream (100,000 rows,
+        evidence depends on the order of the rows. The cost is amortised
+        ``O(1)`` per row, 2-5 times the streaming time of a run without
+        restarts, and flat once the stream outgrows the reservoir. On the paper's full shift stream (100,000 rows,
         chunks of 250) the in-order final log evidences of 3, 5 and 7
         components came within 7.2, 2.3 and 2.2 nats of the shuffled stream's,
         against 235-9,280 nats short with the excursion and 5,773-8,870 with

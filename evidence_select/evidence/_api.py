@@ -9,7 +9,7 @@ from ..models import Model
 from ._exact import exact_log_evidence
 from ..utils._threads import single_threaded_blas
 from ._result import EvidenceResult
-from ._sgais import SGAISConfig, evidence_estimate, sgais_init, sgais_update
+from ._sgais import SGAISConfig, evidence_estimate, sgais_stream
 
 __all__ = ["log_evidence", "METHODS"]
 
@@ -41,12 +41,8 @@ def _model_and_data(estimator, X, y):
 def _sgais_on_model(model, X, y, random_state, **settings):
     X = np.asarray(X, dtype=float)
     config = SGAISConfig(**settings)
-    state = sgais_init(np.random.default_rng(random_state), model, config, X.shape[1],
-                       None if y is None else np.asarray(y).dtype)
     with single_threaded_blas():
-        for start in range(0, len(X), config.batch_size):
-            stop = start + config.batch_size
-            state, _, _ = sgais_update(state, X[start:stop], None if y is None else y[start:stop], model, config)
+        state = sgais_stream(np.random.default_rng(random_state), model, config, X, y)
     return state, config
 
 

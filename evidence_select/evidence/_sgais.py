@@ -91,7 +91,8 @@ from ..kernels._sghmc import TRAJECTORIES
 from ..utils import ess_from_log_weights, log_mean_exp, logsumexp, make_generator
 from ._ais import _log_lik_sum
 
-__all__ = ["SGAISConfig", "SGAISState", "ChunkRecord", "sgais_init", "sgais_update", "combine_replicates",
+__all__ = ["SGAISConfig", "SGAISState", "ChunkRecord", "sgais_init", "sgais_update", "sgais_stream",
+           "combine_replicates",
            "evidence_estimate",
            "particle_log_weights", "SamplerDegeneracyWarning", "PAPER_SETTINGS"]
 
@@ -487,12 +488,8 @@ def _replay_from_prior(rng, reservoir, X, y, model, config):
     runs = []
     for _ in range(config.n_replicates):
         order = rng.permutation(len(all_X))
-        run = sgais_init(make_generator(int(rng.integers(2**63))), model, group_config, X.shape[1],
-                         None if y is None else y.dtype)
-        for start in range(0, len(all_X), config.batch_size):
-            rows = order[start:start + config.batch_size]
-            run, _, _ = sgais_update(run, all_X[rows], None if all_y is None else all_y[rows], model, group_config)
-        runs.append(run)
+        runs.append(sgais_stream(make_generator(int(rng.integers(2**63))), model, group_config, all_X[order],
+                                 None if all_y is None else all_y[order]))
     stacked = [np.concatenate([getattr(run, name) for run in runs]) if getattr(runs[0], name) is not None else None
                for name in ("particles", "log_weights", "log_evidence", "log_evidence_variance", "reference",
                             "reference_grad")]
@@ -799,3 +796,12 @@ def sgais_update(state, X, y, model, config):
                          (log_z - log_z_before) / n_chunk, counts["resampled"], time.perf_counter() - tic,
                          counts["reheat_steps"], counts["jumps"], n_replayed)
     return new_state, record, undo
+
+
+def sgais_stream(rng, model, config, X, y=None):
+    """A fresh run over ``(X, y)`` in chunks of ``config.batch_size`` rows, from the prior; its final state."""
+    state = sgais_init(rng, model, config, X.shape[1], None if y is None else np.asarray(y).dtype)
+    for start in range(0, len(X), config.batch_size):
+        stop = start + config.batch_size
+        state, _, _ = sgais_update(state, X[start:stop], None if y is None else y[start:stop], model, config)
+    return state
