@@ -3,10 +3,11 @@
 The public names of the product design (DESIGN.md section 2) are re-exported here.
 """
 
-from . import datasets, models
+from . import datasets, exceptions, models
 from .estimators import BayesianLinearRegressor, BayesianLogisticClassifier, BayesianMixture
 from .evidence import EvidenceResult, exact_log_evidence, log_evidence
 from .evidence._changepoints import detect_change_points
+from .exceptions import EvidenceConvergenceWarning
 from .evidence._sgais import PAPER_SETTINGS, ChunkRecord, SamplerDegeneracyWarning
 from .selection import EvidenceModelSelector, partial_fit_pipeline
 from .utils import load_checkpoint, save_checkpoint
@@ -19,6 +20,7 @@ __all__ = [
     "BayesianLogisticClassifier",
     "BayesianMixture",
     "ChunkRecord",
+    "EvidenceConvergenceWarning",
     "EvidenceModelSelector",
     "EvidenceResult",
     "SamplerDegeneracyWarning",
@@ -26,6 +28,7 @@ __all__ = [
     "datasets",
     "detect_change_points",
     "exact_log_evidence",
+    "exceptions",
     "load_checkpoint",
     "log_evidence",
     "models",

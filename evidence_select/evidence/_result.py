@@ -1,10 +1,13 @@
 """The one result type returned by every evidence method."""
 
+import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
 
-__all__ = ["EvidenceResult"]
+from ..exceptions import EvidenceConvergenceWarning
+
+__all__ = ["EvidenceResult", "check", "failed_checks", "warn_not_converged"]
 
 
 @dataclass(frozen=True)
@@ -33,7 +36,14 @@ class EvidenceResult:
     log_weights : ndarray of shape (n_draws,) or None
         Log importance weights of ``samples`` (unnormalised).
     info : dict
-        Method-specific diagnostics (e.g. per-repeat estimates, schedule, H).
+        Method-specific details (e.g. per-repeat estimates, schedule, H).
+    diagnostics : dict
+        Convergence checks, each ``name -> {"value": ..., "threshold": ...,
+        "passed": bool}`` (e.g. ``"rhat"``, ``"ess"``, ``"bridge_iterations"``,
+        ``"insertion_test"``). Empty for ``method="exact"``.
+    converged : bool
+        True when every check in ``diagnostics`` passed. A False verdict has
+        already raised :class:`~evidence_select.exceptions.EvidenceConvergenceWarning`.
 
     Examples
     --------
@@ -52,7 +62,55 @@ class EvidenceResult:
     samples: np.ndarray = None
     log_weights: np.ndarray = None
     info: dict = field(default_factory=dict)
+    diagnostics: dict = field(default_factory=dict)
+    converged: bool = True
 
     def __repr__(self):
+        flag = "" if self.converged else ", converged=False"
         return (f"EvidenceResult(method={self.method!r}, log_evidence={self.log_evidence:.4f} "
-                f"+/- {self.log_evidence_std:.4f}, seconds={self.seconds:.3f})")
+                f"+/- {self.log_evidence_std:.4f}, seconds={self.seconds:.3f}{flag})")
+
+
+def check(value, threshold, passed):
+    """One diagnostics entry: the measured value, the threshold it was held to, the outcome."""
+    return {"value": value, "threshold": threshold, "passed": bool(passed)}
+
+
+def failed_checks(diagnostics):
+    """Names of the checks in a diagnostics dict that did not pass, in order."""
+    return [name for name, entry in diagnostics.items() if not entry["passed"]]
+
+
+def warn_not_converged(method, diagnostics, stacklevel=3):
+    """Warn, naming every failed check; return the verdict (True if all passed).
+
+    Parameters
+    ----------
+    method : str
+        The evidence method, for the message.
+    diagnostics : dict
+        ``name -> check(value, threshold, passed)``.
+    stacklevel : int, default=3
+        Passed to :func:`warnings.warn` (3 points at the caller of the backend).
+
+    Returns
+    -------
+    converged : bool
+
+    Examples
+    --------
+    >>> import warnings
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     warn_not_converged("bridge", {"rhat": check(1.3, 1.01, False)})
+    False
+    >>> caught[0].category.__name__
+    'EvidenceConvergenceWarning'
+    """
+    failed = failed_checks(diagnostics)
+    if failed:
+        details = "; ".join(f"{name} = {diagnostics[name]['value']!r} (threshold {diagnostics[name]['threshold']!r})"
+                            for name in failed)
+        warnings.warn(f"the {method!r} evidence may be wrong: failed {details}", EvidenceConvergenceWarning,
+                      stacklevel=stacklevel)
+    return not failed
