@@ -424,7 +424,7 @@ class RingChainTarget(_GaussianPriorMixin, _ThetaTarget):
     df : float, default=2.0
         Degrees of freedom of the Student-t coupling (heavy-tailed: domain walls are cheap).
     prior_scale : float, default=3.0
-    n_nodes : int, default=1601
+    n_nodes : int, default=401
         Quadrature nodes of the transfer kernel.
 
     Examples
@@ -433,7 +433,7 @@ class RingChainTarget(_GaussianPriorMixin, _ThetaTarget):
     -7.4436
     """
 
-    def __init__(self, n_params, *, well=1.0, coupling=0.3, df=2.0, prior_scale=3.0, n_nodes=1601):
+    def __init__(self, n_params, *, well=1.0, coupling=0.3, df=2.0, prior_scale=3.0, n_nodes=401):
         _check_positive(well=well, coupling=coupling, df=df, prior_scale=prior_scale)
         self.dim = _check_dim(n_params, minimum=3)
         self.well, self.coupling, self.df = float(well), float(coupling), float(df)
