@@ -28,12 +28,19 @@ def record_summary(records):
              r.n_replayed) for r in records]
 
 
+def counters(state):
+    """The state's integer counters and step scales."""
+    scales = np.zeros(0) if state.step_scales is None else state.step_scales
+    return np.concatenate([[state.n_samples_seen, state.n_chunks, state.n_datum_evaluations, state.n_reference,
+                            state.reservoir.n_stored], scales])
+
+
 def summarise_estimator(estimator):
     state = estimator.sgais_state_
     floats = [(r.log_evidence, r.log_evidence_std, r.ess) for r in estimator.evidence_history_]
     return (repr(float(estimator.log_evidence_)), repr(float(estimator.log_evidence_std_)),
             digest(state.particles, state.log_weights, state.log_evidence, state.log_evidence_variance, floats),
-            digest(np.array(record_summary(estimator.evidence_history_), dtype=float)))
+            digest(np.array(record_summary(estimator.evidence_history_), dtype=float), counters(state)))
 
 
 def run_engine(X, y, model, config, seed):
@@ -49,7 +56,7 @@ def run_engine(X, y, model, config, seed):
     floats = [(r.log_evidence, r.log_evidence_std, r.ess) for r in records]
     return (repr(float(log_z)), repr(float(std)),
             digest(state.particles, state.log_weights, state.log_evidence, state.log_evidence_variance, floats),
-            digest(np.array(record_summary(records), dtype=float)))
+            digest(np.array(record_summary(records), dtype=float), counters(state)))
 
 
 def shift_mixture_data(n_rows, shift_at, seed):
