@@ -6,6 +6,8 @@ Usage (one heavy job at a time on the shared machine)::
     OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 nice -n 10 python benchmarks/bench_calibration.py --max-dim 16 --seeds 1
     # the full suite (up to 64 dimensions, 3 seeds)
     OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 nice -n 10 python benchmarks/bench_calibration.py
+    # the table of a saved (or partial) run
+    python benchmarks/bench_calibration.py --from-json benchmarks/results/calibration.json
     # a few families, one backend, dynesty (default settings) alongside
     python benchmarks/bench_calibration.py --cases funnel,banana --backends bridge --dynesty --max-dim 16
 
@@ -136,14 +138,14 @@ def summarise(rows, method):
 
 def _cell(r):
     if not np.isfinite(r["estimate"]):
-        return f"error: {r['failed'][0][:40]} | - | no | no | - | {r['seconds']:.1f}"
+        return f"error: {r['failed'][0][:40]} | - | no | no | - | {r['seconds']:.1f}/{r['cpu_seconds']:.1f}"
     flag = "yes" if r["converged"] else "no (" + ", ".join(r["failed"]) + ")" if r["failed"] else "no"
     return (f"{r['estimate']:.2f} ± {r['std']:.2f} | {r['pull']:+.1f} | {'yes' if r['within'] else '**no**'} | "
-            f"{flag} | {r['calls']:.3g} | {r['seconds']:.1f}")
+            f"{flag} | {r['calls']:.3g} | {r['seconds']:.1f}/{r['cpu_seconds']:.1f}")
 
 
 def print_table(rows, methods):
-    head = "| case | dim | seed | exact |" + "".join(f" {m} est ± std | pull | within | converged | calls | s |"
+    head = "| case | dim | seed | exact |" + "".join(f" {m} est ± std | pull | within | converged | calls | wall/CPU s |"
                                                      for m in methods)
     print("\n" + head)
     print("|" + "---|" * (4 + 6 * len(methods)))
@@ -183,6 +185,7 @@ def parse_args(argv=None):
     parser.add_argument("--max-dim", type=int, default=64)
     parser.add_argument("--dynesty", action="store_true", help="also run dynesty with its default settings")
     parser.add_argument("--output", default="calibration.json")
+    parser.add_argument("--from-json", default=None, metavar="PATH", help="print the table of a saved run and exit")
     args = parser.parse_args(argv)
     args.backends = [b for b in args.backends.split(",") if b]
     unknown = [b for b in args.backends if b not in BACKENDS]
@@ -193,8 +196,22 @@ def parse_args(argv=None):
     return args
 
 
+def print_saved(path):
+    """Table and summary of a saved (possibly partial) run."""
+    import json
+
+    with open(path) as fh:
+        out = json.load(fh)
+    print(f"{out['meta']['command']}  (git {out['meta']['git_commit']}, {len(out['rows'])} cases)")
+    print_table(out["rows"], out["backends"])
+    print_summary(out.get("summary", []))
+
+
 def main(argv=None):
     args = parse_args(argv)
+    if args.from_json:
+        print_saved(args.from_json)
+        return
     cases = select_cases(args.max_dim, [p for p in args.cases.split(",") if p])
     methods = args.backends + (["dynesty"] if args.dynesty else [])
     out = dict(meta=run_metadata(sys.argv), backends=methods, seeds=args.seeds, rows=[])

@@ -87,7 +87,7 @@ def log_evidence(estimator_or_model, X=None, y=None, *, method, random_state=Non
     X : array-like of shape (n_samples, n_features) or None, default=None
         The data. None only for a Model without data, whose likelihood is a
         function of the parameters alone: it is then evaluated on one row with
-        no features (:func:`no_data`, shape ``(1, 0)``), so its
+        no features (``np.empty((1, 0))``), so its
         ``log_likelihood`` returns ``log L(theta)`` as one column.
     y : array-like of shape (n_samples,), default=None
         Targets (class labels for the classifier); None for density models.

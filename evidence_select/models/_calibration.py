@@ -223,7 +223,7 @@ class ProductTarget(_GaussianPriorMixin, _ThetaTarget):
 
     def exact_log_evidence(self, X=None, y=None):
         """``n_params * log z`` (``X`` and ``y`` are ignored)."""
-        return self.dim * self.log_evidence_1d()
+        return float(self.dim * self.log_evidence_1d())
 
 
 class BoxProductTarget(_ThetaTarget):
@@ -277,7 +277,7 @@ class BoxProductTarget(_ThetaTarget):
 
     def exact_log_evidence(self, X=None, y=None):
         """``n_params * log z`` (``X`` and ``y`` are ignored)."""
-        return self.dim * self.log_evidence_1d()
+        return float(self.dim * self.log_evidence_1d())
 
 
 # -- funnel ------------------------------------------------------------------------------------

@@ -20,6 +20,13 @@ class CalibrationCase(NamedTuple):
     """One calibration problem: ``log_evidence(model, X, y, method=...)`` should return ``exact``.
 
     ``X`` and ``y`` are None for targets without data.
+
+    Examples
+    --------
+    >>> from evidence_select.models import calibration_cases
+    >>> case = calibration_cases(8, families=["poisson_gamma"], dims=(8,))[0]
+    >>> case.name, case.dim, case.X.shape, case.y is None
+    ('poisson_gamma_d8', 8, (20, 8), True)
     """
 
     name: str
