@@ -204,15 +204,19 @@ def _fallbacks(counts, skipped_restart, policy):
 
 
 def _warn_degraded(record, skipped_restart, policy):
-    """The EvidenceConvergenceWarning of a degraded chunk or a skipped periodic restart, naming the cure."""
+    """The EvidenceConvergenceWarning of a degraded chunk or a skipped periodic restart, naming the cure.
+
+    Beyond the reservoir every chunk after the first degraded one is degraded too; only the first warns.
+    """
     if record.degraded or skipped_restart:
         reason = record.degraded or policy.restart_blocked
         cure = ("Cure: a reservoir_size at least the stream's length" if reason.startswith("the reservoir")
                 else "Cure: a larger surprise_budget")
-    if record.degraded:
+    if record.degraded and not policy.already_degraded:  # later chunks of a degraded run: in their records only
         warnings.warn(f"SGAIS: the chunk ending at row {record.n_samples_seen} surprised the particles, but "
                       f"{record.degraded}; its evidence is not guaranteed and log_evidence_std was widened by "
-                      f"{record.log_evidence_widening:.3g} nats. {cure}", EvidenceConvergenceWarning, stacklevel=3)
+                      f"{record.log_evidence_widening:.3g} nats (later chunks beyond the reservoir are flagged in "
+                      f"ChunkRecord.degraded and widened too). {cure}", EvidenceConvergenceWarning, stacklevel=3)
     if skipped_restart:
         warnings.warn(f"SGAIS: the periodic restart at row {record.n_samples_seen} was skipped: "
                       f"{policy.restart_blocked}; a mode the particles missed would go unnoticed. {cure}",
