@@ -99,8 +99,11 @@ class BayesianMixture(DensityMixin, BaseSGAISEstimator):
         components came within 7.2, 2.3 and 2.2 nats of the shuffled stream's,
         against 235-9,280 nats short with the excursion and 5,773-8,870 with
         restarts at surprises only; see ``doc/user_guide/limitations.rst``.
-        False uses the excursion (also used once the reservoir no longer holds
-        every row).
+        False uses the excursion. Restarts, excursions and global moves need
+        every past row, so they stop once the stream outgrows
+        ``reservoir_size``; a surprise or shift after that is flagged
+        (``ChunkRecord.degraded``, an ``EvidenceConvergenceWarning``, a widened
+        ``log_evidence_std_``).
     surprise_threshold : float or None, default=None
         Nats per row. A chunk whose mean per-row log-likelihood the particles
         disagree on by more than this (weighted standard deviation across
@@ -119,6 +122,11 @@ class BayesianMixture(DensityMixin, BaseSGAISEstimator):
         fixes the evidence across the first change point but not the second,
         and with restarts at surprises it added cost and no measurable
         accuracy (see ``doc/user_guide/limitations.rst``).
+    surprise_budget : float, default=4.0
+        Bound on the cost of restarts and excursions: their likelihood and
+        gradient evaluations stay within this multiple of the stream's own
+        annealing (plus one restart or excursion). A surprise the budget
+        cannot pay for is flagged as degraded; ``float("inf")`` lifts the bound.
     target_ess : float, default=0.9
         Target conditional ESS fraction for choosing the next annealing increment.
     resample_threshold : float, default=0.5
@@ -202,12 +210,13 @@ class BayesianMixture(DensityMixin, BaseSGAISEstimator):
         "reheat_after_steps": [Interval(Integral, 1, None, closed="left"), None],
         "restarts": ["boolean"],
         "surprise_threshold": [Interval(Real, 0, None, closed="neither"), None],
+        "surprise_budget": [Interval(Real, 0, None, closed="both")],
     }
 
     def __init__(self, n_components=1, *, weight_concentration=1.0, variance_shape=1.0, variance_scale=1.0,
                  mean_prior_loc=0.0, mean_variance_factor=4.0, n_particles=20, n_replicates=2, batch_size=500,
                  learning_rate=0.1, friction=0.2, n_mcmc_steps=10, initial_mcmc_factor=6, reheat_after_steps=12,
-                 restarts=True, surprise_threshold=None, target_ess=0.9, resample_threshold=0.5,
+                 restarts=True, surprise_threshold=None, surprise_budget=4.0, target_ess=0.9, resample_threshold=0.5,
                  control_variates=True, step_size_schedule="tempered", integrator="baoab", reservoir_size=100_000,
                  random_state=None, verbose=0):
         self.n_components = n_components
@@ -226,6 +235,7 @@ class BayesianMixture(DensityMixin, BaseSGAISEstimator):
         self.reheat_after_steps = reheat_after_steps
         self.restarts = restarts
         self.surprise_threshold = surprise_threshold
+        self.surprise_budget = surprise_budget
         self.target_ess = target_ess
         self.resample_threshold = resample_threshold
         self.control_variates = control_variates
@@ -239,7 +249,7 @@ class BayesianMixture(DensityMixin, BaseSGAISEstimator):
         return super()._sgais_config()._replace(
             reheat_after_steps=self.reheat_after_steps, restart_on_surprise=bool(self.restarts),
             restart_growth=_RESTART_GROWTH if self.restarts else None,
-            surprise_threshold=self.surprise_threshold,
+            surprise_threshold=self.surprise_threshold, surprise_budget=float(self.surprise_budget),
             reheat_target_ess=None if self.surprise_threshold is None else _SURPRISE_TARGET_ESS)
 
     def _make_model(self, n_features):

@@ -66,11 +66,36 @@ engine adapts these choices to the particles; for each:
   Positions chosen by a surprise depend on the run (a run that did badly is
   more likely to be averaged with a fresh one), so ``Z`` is then consistent, not
   unbiased;
+- *the past likelihood* in weights (excursions) and acceptances (global
+  moves) is always exact: those steps run only while the reservoir holds every
+  row seen (a subsample's scaled log-likelihood in an exponent would not be an
+  unbiased estimate of the likelihood);
 - *beyond* ``reservoir_size`` the reservoir is a uniform sample of the past:
-  mini-batch gradients and re-centred reference sums stay unbiased given the
-  reservoir and affect only the kernels. The excursion and the global moves use
-  ``n / |R|`` times the reservoir's log-likelihood inside their weights and
-  acceptances, which is not an unbiased estimate of ``p(past|theta)``.
+  mini-batch gradients and re-centred reference sums are unbiased over the
+  reservoir's draw but fixed given it, so the kernels follow the reservoir's
+  view of the past, whose mode can sit ``sqrt(n / |R| - 1)`` posterior standard
+  deviations off. On a stationary stream the control variates keep this small;
+  after a shift it is not, and nothing the engine can run cures it.
+
+Long streams and the surprise budget
+------------------------------------
+Beyond the reservoir, a chunk that surprises (the configured triggers) or
+shifts (its rows predicted far worse than the stream so far,
+:func:`~._sgais_policy.shift_detected`; every later chunk too) is *degraded*:
+``ChunkRecord.degraded`` says why, an
+:class:`~evidence_select.EvidenceConvergenceWarning` names the cure
+(a ``reservoir_size`` at least the stream's length), and the error is widened
+in quadrature by ``|chunk|`` times the particles' per-row spread on it times
+``max(sqrt(n / |R| - 1), 1)`` (:func:`degraded_widening`). Restarts and
+excursions share a budget: their datum evaluations stay within
+``surprise_budget`` (default 4) times the stream's own annealing, plus the
+overrun of one restart or excursion. A surprise refused its cure by the budget
+is degraded the same way; a periodic restart skipped (reservoir or budget) is
+recorded in ``ChunkRecord.fallback`` with a warning. So the amortised cost of
+a chunk of ``b`` rows is at most ``1 + surprise_budget`` times that of its own
+annealing, which is bounded by ``max_annealing_steps * n_mcmc_steps`` passes
+over ``b`` chunk rows and at most ``b`` mini-batch rows: a constant times the
+chunk.
 
 The paper's settings are ``n_particles=10, n_replicates=1 (std unavailable),
 learning_rate=0.1, friction=0.2, n_mcmc_steps=20, target_ess=0.5,
@@ -78,16 +103,20 @@ resample_threshold=0, control_variates=False, step_size_schedule="data",
 integrator="sghmc"`` (:data:`PAPER_SETTINGS`, without the replicate count).
 """
 
+import math
 import time
+import warnings
 from typing import NamedTuple
 
 import numpy as np
 
 from ..kernels._reservoir import reservoir_insert
+from ..exceptions import EvidenceConvergenceWarning
 from ..utils import ess_from_log_weights, log_mean_exp, make_generator
 from ._sgais_moves import MoveTarget, chunk_context, pooled_step_scales
-from ._sgais_policy import (ChunkMode, excursion, excursion_due, growth_restart_due, initial_mode,
-                            merge_independent_runs, replay_from_prior, surprise_policy, surprised_on_arrival)
+from ._sgais_policy import (ChunkMode, excursion, excursion_due, growth_checkpoint, growth_restart_due, initial_mode,
+                            merge_independent_runs, per_row_spread, replay_from_prior, shift_detected,
+                            surprise_policy, surprised_on_arrival)
 from ._sgais_reference import refresh_reference
 from ._sgais_state import (PAPER_SETTINGS, ChunkRecord, Particles, SamplerDegeneracyWarning, SGAISConfig, SGAISState,
                            StepCounts, combine_replicates, evidence_estimate, particle_log_weights, sgais_init)
@@ -108,6 +137,8 @@ class ChunkProgress(NamedTuple):
     excursed: bool  # the chunk has surprised by its step count (an excursion ran, or a restart replaces it)
     restart: bool  # the chunk ends with a restart
     counts: StepCounts
+    arrival_spread: float = 0.0  # per-row spread of the particles' chunk log-likelihood before the first step
+    degraded: str = ""  # why a surprise could not get its cure ("" if it did or there was none)
 
 
 def sgais_update(state, X, y, model, config):
@@ -141,17 +172,72 @@ def sgais_update(state, X, y, model, config):
     rng = make_generator(state.rng)  # a copy: the old state's generator is never advanced
     n_seen, n_chunk = state.n_samples_seen, len(X)
     context = chunk_context(state, X, y, model, config)
-    policy = surprise_policy(config, state.reservoir, n_seen, n_chunk)
+    policy = surprise_policy(config, state, n_chunk)
     progress = anneal_chunk(rng, context, policy, Particles(*state[:4], state.reference, state.reference_grad))
     restart = progress.restart or growth_restart_due(policy, n_seen, n_chunk, config.batch_size)
+    skipped = not restart and growth_checkpoint(policy, n_seen, n_chunk, config.batch_size)
     particles, n_reference, counts, n_replayed = _close_chunk(rng, state, context, progress, restart)
     reservoir, undo = reservoir_insert(rng, state.reservoir, X, y)  # last: the only in-place write
     chunk_scales, past_scales, _ = context.scales
+    widening = degraded_widening(progress, n_chunk, n_seen, state.reservoir.n_stored)
     new_state = SGAISState(*particles[:4], particles.reference, particles.reference_grad, n_reference, reservoir, rng,
                            n_seen + n_chunk, state.n_chunks + 1, state.n_datum_evaluations + counts.n_evaluations,
-                           pooled_step_scales(past_scales, n_seen, chunk_scales, n_chunk))
+                           pooled_step_scales(past_scales, n_seen, chunk_scales, n_chunk),
+                           state.n_surprise_evaluations + counts.n_surprise_evaluations,
+                           state.degraded_variance + widening**2,
+                           state.n_degraded_chunks + bool(progress.degraded))
     record = chunk_record(state, new_state, counts, n_replayed, time.perf_counter() - tic)
+    record = record._replace(degraded=progress.degraded, log_evidence_widening=widening,
+                             fallback=_fallbacks(counts, skipped, policy))
+    _warn_degraded(record, skipped, policy)
     return new_state, record, undo
+
+
+def _fallbacks(counts, skipped_restart, policy):
+    """The record's ``fallback`` text: step caps reached, a periodic restart skipped."""
+    taken = []
+    if counts.n_capped:
+        taken.append(f"{counts.n_capped} step(s) took the rest of their tempering at once (step cap reached)")
+    if skipped_restart:
+        taken.append(f"periodic restart skipped: {policy.restart_blocked}")
+    return "; ".join(taken)
+
+
+def _warn_degraded(record, skipped_restart, policy):
+    """The EvidenceConvergenceWarning of a degraded chunk or a skipped periodic restart, naming the cure.
+
+    Beyond the reservoir every chunk after the first degraded one is degraded too; only the first warns.
+    """
+    if record.degraded or skipped_restart:
+        reason = record.degraded or policy.restart_blocked
+        cure = ("Cure: a reservoir_size at least the stream's length" if reason.startswith("the reservoir")
+                else "Cure: a larger surprise_budget")
+    if record.degraded and not policy.already_degraded:  # later chunks of a degraded run: in their records only
+        warnings.warn(f"SGAIS: the chunk ending at row {record.n_samples_seen} surprised the particles, but "
+                      f"{record.degraded}; its evidence is not guaranteed and log_evidence_std was widened by "
+                      f"{record.log_evidence_widening:.3g} nats (later chunks beyond the reservoir are flagged in "
+                      f"ChunkRecord.degraded and widened too). {cure}", EvidenceConvergenceWarning, stacklevel=3)
+    if skipped_restart:
+        warnings.warn(f"SGAIS: the periodic restart at row {record.n_samples_seen} was skipped: "
+                      f"{policy.restart_blocked}; a mode the particles missed would go unnoticed. {cure}",
+                      EvidenceConvergenceWarning, stacklevel=3)
+
+
+def degraded_widening(progress, n_chunk, n_seen, n_stored):
+    """Standard deviation (nats) to add for a degraded chunk, else 0.
+
+    ``n_chunk`` times the arrival spread is the standard deviation across the
+    particles of the chunk's total log-likelihood: the change of the chunk's
+    log predictive when the particles sit one posterior standard deviation off.
+    Beyond the reservoir the particles follow the reservoir's view of the past,
+    whose mode may sit ``sqrt(n / |R| - 1)`` posterior standard deviations off
+    (a uniform subsample's mode error relative to the full posterior's width),
+    and a surprise whose cure could not run may have left them further off; the
+    larger factor, at least 1, multiplies.
+    """
+    if not progress.degraded:
+        return 0.0
+    return n_chunk * progress.arrival_spread * math.sqrt(max(n_seen / max(n_stored, 1) - 1.0, 1.0))
 
 
 def anneal_chunk(rng, context, policy, particles):
@@ -171,17 +257,24 @@ def _annealing_step(rng, context, policy, progress):
     chunk_log_lik = log_lik.sum(axis=1).reshape(particles.log_weights.shape)
     _check_finite_log_lik(log_lik, chunk_log_lik, tempering, n_seen)
     counts = progress.counts.plus(StepCounts(n_evaluations=log_lik.size))
-    if counts.n_steps == 0 and surprised_on_arrival(policy, particles.log_weights, chunk_log_lik, len(context.X)):
-        progress = progress._replace(mode=policy.mode, restart=policy.can_restart)
+    if counts.n_steps == 0 and policy.has_past:
+        progress = progress._replace(arrival_spread=per_row_spread(particles.log_weights,
+                                                                   chunk_log_lik / len(context.X)))
+        if surprised_on_arrival(policy, progress.arrival_spread):
+            progress = progress._replace(mode=policy.mode, restart=policy.can_restart,
+                                         degraded=policy.degraded_reason)
+        elif policy.already_degraded or shift_detected(policy, particles.log_weights, log_lik):
+            progress = progress._replace(degraded=policy.degraded_reason)
     mode, remaining = progress.mode, 1.0 - tempering
+    at_cap = counts.n_steps + 1 >= config.max_annealing_steps
     cap_message = (f"annealing the chunk after {n_seen} samples needed more than {config.max_annealing_steps} steps"
-                   if counts.n_steps + 1 >= config.max_annealing_steps else None)
+                   if at_cap else None)
     delta = choose_increment(particles.log_weights, chunk_log_lik, remaining, mode.target_ess, cap_message)
     tempering = 1.0 if delta >= remaining else tempering + delta
     particles, step_counts, _ = tempering_step(
         rng, context, particles, chunk_log_lik, delta, MoveTarget(tempering, 1.0, mode.n_mcmc_steps, mode.jump),
         f"on the chunk after {n_seen} samples (tempering={tempering:.3g})")
-    counts = counts.plus(step_counts).plus(StepCounts(n_steps=1))
+    counts = counts.plus(step_counts).plus(StepCounts(n_steps=1, n_capped=int(at_cap)))
     progress = progress._replace(particles=particles, tempering=tempering, counts=counts)
     if not excursion_due(policy, counts.n_steps, progress.excursed, progress.restart):
         return progress
@@ -190,6 +283,8 @@ def _annealing_step(rng, context, policy, progress):
     progress = progress._replace(mode=policy.mode, excursed=True)
     if policy.can_restart:  # the replay after the chunk takes the excursion's place
         return progress._replace(restart=True)
+    if not policy.can_excurse:
+        return progress._replace(degraded=policy.degraded_reason)
     particles, excursion_counts = excursion(rng, context, particles, tempering, policy.mode.n_mcmc_steps)
     return progress._replace(particles=particles, counts=counts.plus(excursion_counts))
 
@@ -211,19 +306,20 @@ def _close_chunk(rng, state, context, progress, restart):
     replay, n_evaluations, replay_n_reference = replay_from_prior(rng, state.reservoir, (X, y), model, config,
                                                                   sgais_stream)
     particles = merge_independent_runs(rng, particles, replay)
-    counts = counts.plus(StepCounts(n_evaluations=n_evaluations))
-    return particles, min(n_reference, replay_n_reference), counts, state.n_samples_seen + len(X)
+    n_replayed = state.n_samples_seen + len(X)
+    counts = counts.plus(StepCounts(n_evaluations=n_evaluations, n_surprise_evaluations=n_evaluations))
+    return particles, min(n_reference, replay_n_reference), counts, n_replayed
 
 
 def chunk_record(state, new_state, counts, n_replayed, seconds):
     """The :class:`ChunkRecord` of the update ``state -> new_state``."""
     log_z_before = float(log_mean_exp(state.log_evidence))
-    log_z, log_z_std = combine_replicates(new_state.log_evidence, new_state.log_evidence_variance)
+    log_z, log_z_std = evidence_estimate(new_state)
     ess = float(np.min(ess_from_log_weights(new_state.log_weights, axis=1)))
     n_chunk = new_state.n_samples_seen - state.n_samples_seen
     return ChunkRecord(new_state.n_samples_seen, log_z, log_z_std, counts.n_steps, ess,
                        (log_z - log_z_before) / n_chunk, counts.n_resampled, seconds, counts.n_reheat_steps,
-                       counts.n_jumps, n_replayed)
+                       counts.n_jumps, n_replayed, counts.n_surprise_evaluations)
 
 
 def _check_finite_log_lik(log_lik, chunk_log_lik, tempering, n_seen):

@@ -227,22 +227,27 @@ def jump_kernel(rng, context, particles, target):
 
 
 def past_log_likelihood(model, reservoir, n_past, theta):
-    """``log p(past | theta)`` per particle: exact while the reservoir holds every past row.
+    """``log p(past | theta)`` per particle, exact: the reservoir must hold every past row.
 
-    Afterwards it is the reservoir sum scaled by ``n_past / |R|``, the same
-    uniform-sample approximation the mini-batch gradients make. A NaN stays NaN
-    (callers read it as zero likelihood). Returns ``(log_lik (n_total,), n_datum_evaluations)``.
+    It enters importance weights and Metropolis-Hastings acceptances as an
+    exponent, where a subsample's scaled sum would not be an unbiased estimate
+    of the likelihood; callers run only while the past is complete (see
+    :func:`~._sgais_policy.surprise_policy`). A NaN stays NaN (callers read it as
+    zero likelihood). Returns ``(log_lik (n_total,), n_datum_evaluations)``.
     """
+    if reservoir.n_stored != n_past:
+        raise RuntimeError(f"the exact past log-likelihood needs every past row; the reservoir holds "
+                           f"{reservoir.n_stored} of {n_past}")
     res_X, res_y = reservoir_data(reservoir)
     total = _log_lik_sum(model, theta, res_X, res_y, allow_nan=True)
-    return total * (n_past / len(res_X)), len(theta) * len(res_X)
+    return total, len(theta) * len(res_X)
 
 
 def jump_log_acceptance(context, theta, proposal, log_proposal_ratio, target):
     """Log Metropolis-Hastings ratio of ``theta -> proposal`` for ``target``.
 
-    The past term is :func:`past_log_likelihood` (exact while the reservoir
-    holds every past row, so the kernel is then exactly invariant). Returns
+    The past term is :func:`past_log_likelihood` (exact, so the kernel is
+    exactly invariant for the tempered target). Returns
     ``(log_accept (n_total,), past_log_lik (2 n_total,) of theta then proposal or None,
     n_datum_evaluations)``.
     """

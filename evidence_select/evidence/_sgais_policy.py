@@ -18,19 +18,23 @@ decisions for one chunk.
 """
 
 import math
+import warnings
 from typing import NamedTuple
 
 import numpy as np
 
+from ..exceptions import EvidenceConvergenceWarning
 from ..kernels._reservoir import reservoir_data
 from ..kernels._resampling import systematic_resample
-from ..utils import make_generator
+from ..utils import log_mean_exp, make_generator
 from ._sgais_moves import MoveTarget, past_log_likelihood
 from ._sgais_state import Particles, StepCounts
 from ._sgais_steps import choose_increment, tempering_step
 
-__all__ = ["ChunkMode", "SurprisePolicy", "initial_mode", "surprise_policy", "surprised_on_arrival",
-           "excursion_due", "growth_restart_due", "excursion", "replay_from_prior", "merge_independent_runs",
+__all__ = ["ChunkMode", "SurprisePolicy", "initial_mode", "surprise_policy", "surprised_on_arrival", "shift_detected",
+           "SHIFT_Z",
+           "excursion_due", "growth_checkpoint", "growth_restart_due", "excursion", "replay_from_prior",
+           "merge_independent_runs",
            "per_row_spread", "crossed_checkpoint"]
 
 
@@ -47,10 +51,17 @@ class SurprisePolicy(NamedTuple):
 
     surprise_threshold: float  # per-row spread that flags a chunk before its first step, or None
     excursion_after: int  # annealing steps after which a chunk surprises, or None
-    can_restart: bool  # restarts are on and the reservoir holds every row seen
+    restart_on_surprise: bool  # the configured cure is a restart (else an excursion)
+    can_restart: bool  # restarts are on, the reservoir holds every row seen and the budget allows a replay
+    can_excurse: bool  # the reservoir holds every row seen and the budget allows a pass over them
     restart_growth: float  # restart where the rows seen grow by this factor, or None
     has_past: bool  # more rows seen than one chunk: a surprise is possible
     mode: ChunkMode  # the mode of a surprised chunk
+    degraded_reason: str  # why a surprise could not get its cure ("" if it could)
+    restart_blocked: str  # why a restart cannot run ("" if it can or restarts are off)
+    past_exact: bool  # the reservoir holds every row seen
+    log_z_per_row: float  # the state's log evidence per row seen (its mean log predictive), or None without past
+    already_degraded: bool  # an earlier chunk beyond the reservoir was degraded: the kernels may target a wrong past
 
 
 def initial_mode(config, n_seen):
@@ -60,34 +71,97 @@ def initial_mode(config, n_seen):
                      False)
 
 
-def surprise_policy(config, reservoir, n_seen, n_chunk):
-    """The :class:`SurprisePolicy` of a chunk of ``n_chunk`` rows after ``n_seen`` rows."""
-    # A surprised chunk anneals with more moves per step, the model's global moves and optionally finer steps
-    # (reheat_target_ess), so the particles can follow the mass to modes the past made remote.
+def surprise_policy(config, state, n_chunk):
+    """The :class:`SurprisePolicy` of a chunk of ``n_chunk`` rows after the rows of ``state``.
+
+    The cures of a surprise (restart, excursion, global moves) evaluate the
+    likelihood of every past row inside weights or Metropolis-Hastings
+    acceptances, so they run only while the reservoir holds every row seen (a
+    subsample's scaled log-likelihood in an exponent is not an unbiased
+    estimate of the likelihood). Their cost is bounded by the surprise budget:
+    their datum evaluations stay within ``surprise_budget`` times the stream's
+    own (the ordinary annealing of every chunk). A restart runs when the budget
+    covers its expected cost, every row seen streamed once more at the stream's
+    cost per row; an excursion when any budget is left (it may overrun by its
+    own cost, at most ``max_annealing_steps / 2`` steps).
+    """
+    n_seen, reservoir = state.n_samples_seen, state.reservoir
+    past_exact = reservoir.n_stored == n_seen
+    ordinary = state.n_datum_evaluations - state.n_surprise_evaluations
+    budget = config.surprise_budget * ordinary - state.n_surprise_evaluations
+    replay_cost = (n_seen + n_chunk) * ordinary / max(n_seen, 1)
+    # A surprised chunk anneals with more moves per step, the model's global moves (when the past is exact) and
+    # optionally finer steps (reheat_target_ess), so the particles can follow the mass to modes the past made remote.
     target_ess = config.target_ess if config.reheat_target_ess is None else config.reheat_target_ess
-    mode = ChunkMode(config.n_mcmc_steps * config.reheat_mcmc_factor, target_ess, True)
-    # A restart re-anneals every row seen so far from the prior: possible while the reservoir holds them all.
-    can_restart = config.restart_on_surprise and reservoir.n_stored == n_seen
-    return SurprisePolicy(config.surprise_threshold, config.reheat_after_steps, can_restart, config.restart_growth,
-                          n_seen > n_chunk, mode)
+    mode = ChunkMode(config.n_mcmc_steps * config.reheat_mcmc_factor, target_ess, past_exact)
+    can_restart = config.restart_on_surprise and past_exact and budget >= replay_cost
+    can_excurse = past_exact and budget > 0
+    budget_spent = (f"the surprise budget is spent (restarts and excursions may cost surprise_budget="
+                    f"{config.surprise_budget} times the stream's own annealing)")
+    if not past_exact:
+        reason = (f"the reservoir no longer holds every row seen (reservoir_size={reservoir.capacity} < {n_seen} "
+                  "rows), so no restart, excursion or global move can run")
+        restart_blocked = reason
+    else:
+        reason = "" if can_restart or can_excurse else budget_spent
+        restart_blocked = budget_spent if config.restart_on_surprise and not can_restart else ""
+    log_z_per_row = float(log_mean_exp(state.log_evidence)) / n_seen if n_seen else None
+    return SurprisePolicy(config.surprise_threshold, config.reheat_after_steps, config.restart_on_surprise,
+                          can_restart, can_excurse, config.restart_growth, n_seen > n_chunk, mode, reason,
+                          restart_blocked, past_exact, log_z_per_row, state.n_degraded_chunks > 0 and not past_exact)
 
 
-def surprised_on_arrival(policy, log_weights, chunk_log_lik, n_chunk):
-    """Whether the particles disagree on the chunk's mean per-row log-likelihood by more than the threshold.
+def surprised_on_arrival(policy, spread):
+    """Whether the particles disagree on the chunk's mean per-row log-likelihood (``spread``, nats per row, from
+    :func:`per_row_spread`) by more than the threshold.
 
     Decided before the first step, from the state and the chunk alone (no random
-    draw), so the choice keeps ``Z`` unbiased. The step-count trigger fires only
-    after ``reheat_after_steps`` steps, by which time particles that missed new
-    modes may have annealed part of the chunk in, a loss never recovered.
+    draw). The step-count trigger fires only after ``reheat_after_steps`` steps,
+    by which time particles that missed new modes may have annealed part of the
+    chunk in, a loss never recovered.
     """
-    return (policy.surprise_threshold is not None and policy.has_past
-            and per_row_spread(log_weights, chunk_log_lik / n_chunk) > policy.surprise_threshold)
+    return policy.surprise_threshold is not None and policy.has_past and spread > policy.surprise_threshold
+
+
+#: A chunk whose mean per-row log-likelihood under the particles falls this many standard errors below the
+#: stream's mean log predictive per row is taken as a shift (see :func:`shift_detected`).
+SHIFT_Z = 5.0
+
+
+def shift_detected(policy, log_weights, log_lik):
+    """Whether the chunk's rows are predicted far worse than the rows seen so far (a distribution shift).
+
+    ``log_lik`` ``(n_total, n_chunk)`` at the particles before the first step.
+    The posterior-mean log-likelihood of each row (weights pooled over the
+    groups) is compared with the stream's mean log predictive per row, ``log
+    Z / n``: a drop of more than :data:`SHIFT_Z` standard errors of the chunk's
+    mean is a shift. Early rows, predicted from a vaguer posterior, pull
+    ``log Z / n`` down, so stationary streams rarely trip it. Only consulted
+    beyond the reservoir, where no surprise cure can run (see
+    :func:`surprise_policy`) and the particles follow the reservoir's view of
+    the past.
+    """
+    if policy.past_exact or policy.log_z_per_row is None or log_lik.shape[1] < 2:
+        return False
+    weights = np.exp(log_weights).ravel() / log_weights.shape[0]
+    with np.errstate(invalid="ignore"):
+        per_row = weights @ log_lik  # (n_chunk,)
+    if not np.all(np.isfinite(per_row)):
+        return True
+    standard_error = np.std(per_row, ddof=1) / math.sqrt(len(per_row))
+    return bool(policy.log_z_per_row - per_row.mean() > SHIFT_Z * standard_error)
 
 
 def excursion_due(policy, n_steps, excursed, restart):
     """Whether a chunk that has needed ``n_steps`` annealing steps now counts as a surprise."""
     return (not excursed and not restart and policy.excursion_after is not None and policy.has_past
             and n_steps >= policy.excursion_after)
+
+
+def growth_checkpoint(policy, n_seen, n_chunk, unit):
+    """Whether the rows seen crossed a periodic-restart checkpoint with this chunk (restart possible or not)."""
+    return (policy.restart_on_surprise and policy.restart_growth is not None and policy.has_past
+            and crossed_checkpoint(n_seen, n_seen + n_chunk, unit, policy.restart_growth))
 
 
 def growth_restart_due(policy, n_seen, n_chunk, unit):
@@ -99,8 +173,7 @@ def growth_restart_due(policy, n_seen, n_chunk, unit):
     ``restart_growth`` re-estimates everything seen so far: amortised ``O(1)``
     per row, at positions fixed in advance.
     """
-    return (policy.can_restart and policy.restart_growth is not None and policy.has_past
-            and crossed_checkpoint(n_seen, n_seen + n_chunk, unit, policy.restart_growth))
+    return policy.can_restart and growth_checkpoint(policy, n_seen, n_chunk, unit)
 
 
 class _Leg(NamedTuple):
@@ -145,7 +218,7 @@ def excursion(rng, context, particles, tempering, n_mcmc_steps):
                 break
             at_cap = leg.direction > 0 and step + 1 == leg.n_steps
             state = _excursion_step(rng, context, state, leg, at_cap, template)
-    return state.particles, state.counts
+    return state.particles, state.counts._replace(n_surprise_evaluations=state.counts.n_evaluations)
 
 
 def _excursion_step(rng, context, state, leg, at_cap, template):
@@ -165,7 +238,8 @@ def _excursion_step(rng, context, state, leg, at_cap, template):
     particles, counts, past = tempering_step(rng, context, state.particles, signed, delta,
                                              template._replace(past_power=power),
                                              f"on the chunk after {n_seen} samples (past tempered to {power:.3g})")
-    counts = state.counts.plus(counts).plus(StepCounts(n_evaluations=n_evaluations, n_reheat_steps=1))
+    counts = state.counts.plus(counts).plus(StepCounts(n_evaluations=n_evaluations, n_reheat_steps=1,
+                                                       n_capped=int(at_cap)))
     return _Excursion(particles, power, past, counts)
 
 
@@ -190,11 +264,17 @@ def replay_from_prior(rng, reservoir, rows, model, config, stream_fn):
     runs = []
     for _ in range(config.n_replicates):
         order = rng.permutation(len(all_X))
-        runs.append(stream_fn(make_generator(int(rng.integers(2**63))), model, group_config, all_X[order],
-                              None if all_y is None else all_y[order]))
+        seed = make_generator(int(rng.integers(2**63)))
+        with warnings.catch_warnings():
+            # A replay's own degraded chunks (surprise budget spent) widen its group's variance below instead.
+            warnings.simplefilter("ignore", EvidenceConvergenceWarning)
+            runs.append(stream_fn(seed, model, group_config, all_X[order], None if all_y is None else all_y[order]))
     stacked = [np.concatenate([getattr(run, name) for run in runs]) if getattr(runs[0], name) is not None else None
                for name in Particles._fields if name != "theta"]
     particles = Particles(np.concatenate([run.particles for run in runs]), *stacked)
+    if any(run.degraded_variance for run in runs):
+        particles = particles._replace(log_evidence_variance=particles.log_evidence_variance
+                                       + np.array([run.degraded_variance for run in runs]))
     return particles, sum(run.n_datum_evaluations for run in runs), min(run.n_reference for run in runs)
 
 

@@ -14,7 +14,8 @@ import numpy as np
 from ..kernels._reservoir import reservoir_init
 from ..utils import log_mean_exp, logsumexp
 
-__all__ = ["SGAISConfig", "SGAISState", "ChunkRecord", "Particles", "StepCounts", "sgais_init", "combine_replicates", "evidence_estimate",
+__all__ = ["SGAISConfig", "SGAISState", "ChunkRecord", "Particles", "StepCounts", "sgais_init", "combine_replicates",
+           "evidence_estimate",
            "particle_log_weights", "SamplerDegeneracyWarning", "PAPER_SETTINGS"]
 
 
@@ -39,7 +40,12 @@ class SamplerDegeneracyWarning(RuntimeWarning):
 
 
 class SGAISConfig(NamedTuple):
-    """Frozen SGAIS settings (see the module docstring for their meaning)."""
+    """Frozen SGAIS settings (see the module docstring of :mod:`._sgais` for their meaning).
+
+    ``surprise_budget`` bounds the work of restarts and excursions: their
+    datum evaluations stay within that multiple of the stream's own (plus the
+    overrun of one restart or excursion).
+    """
 
     n_particles: int = 20
     n_replicates: int = 2
@@ -62,6 +68,7 @@ class SGAISConfig(NamedTuple):
     surprise_threshold: float = None
     restart_on_surprise: bool = False
     restart_growth: float = None
+    surprise_budget: float = 4.0
 
 
 #: The settings of the paper's Sec. 6.1 (for reproduction and comparison).
@@ -92,6 +99,9 @@ class SGAISState(NamedTuple):
     n_chunks: int
     n_datum_evaluations: int
     step_scales: np.ndarray = None  # inverse mean per-datum curvature over all rows seen (SGHMC step factors)
+    n_surprise_evaluations: int = 0  # datum evaluations spent by restarts and excursions, over the stream
+    degraded_variance: float = 0.0  # variance (nats^2) added to Var(log Z) by degraded chunks (ChunkRecord.degraded)
+    n_degraded_chunks: int = 0  # chunks whose evidence the engine could not guarantee
 
 
 class ChunkRecord(NamedTuple):
@@ -123,6 +133,28 @@ class ChunkRecord(NamedTuple):
     n_replayed : int
         Rows that a restart re-annealed from the prior (``restart_on_surprise``);
         0 when the chunk did not restart.
+    n_surprise_evaluations : int
+        Per-datum likelihood and gradient evaluations of this chunk's restart
+        and excursion, charged to the budget (``surprise_budget``).
+    degraded : str
+        Why the engine cannot guarantee this chunk's evidence, or ``""``: the
+        chunk surprised the particles but its cure (a restart, an excursion or
+        the model's global moves, all of which need every past row) was not
+        available, because the reservoir no longer holds every row seen or the
+        surprise budget is spent. ``log_evidence_std`` is then widened (see
+        ``log_evidence_widening``) and an
+        :class:`~evidence_select.EvidenceConvergenceWarning` names
+        the cure.
+    log_evidence_widening : float
+        Standard deviation (nats) added in quadrature to the error of ``log Z``
+        for this chunk's degradation; 0 when it is not degraded.
+    fallback : str
+        The fallbacks the chunk took, ``"; "``-separated, or ``""``: a step cap
+        reached (``max_annealing_steps``; the rest of the tempering taken at
+        once, with a :class:`SamplerDegeneracyWarning`), or a periodic restart
+        (``restart_growth``) skipped because the reservoir no longer holds every
+        row or the surprise budget is spent (with an
+        :class:`~evidence_select.EvidenceConvergenceWarning`).
 
     Examples
     --------
@@ -147,6 +179,10 @@ class ChunkRecord(NamedTuple):
     n_reheat_steps: int = 0
     n_jumps_accepted: int = 0
     n_replayed: int = 0
+    n_surprise_evaluations: int = 0
+    degraded: str = ""
+    log_evidence_widening: float = 0.0
+    fallback: str = ""
 
 
 class Particles(NamedTuple):
@@ -175,6 +211,8 @@ class StepCounts(NamedTuple):
     n_steps: int = 0  # annealing steps of the chunk's own tempering
     n_reheat_steps: int = 0  # excursion steps
     n_jumps: int = 0  # accepted global Metropolis-Hastings moves
+    n_surprise_evaluations: int = 0  # evaluations of restarts and excursions (charged to the surprise budget)
+    n_capped: int = 0  # steps that took the rest of their tempering at once (a step cap was reached)
 
     def plus(self, other):
         """The element-wise sum of two counts."""
@@ -225,8 +263,15 @@ def combine_replicates(log_evidence, log_evidence_variance=None):
 
 
 def evidence_estimate(state):
-    """``(log_evidence, log_evidence_std)`` of a state (see :func:`combine_replicates`)."""
-    return combine_replicates(state.log_evidence, state.log_evidence_variance)
+    """``(log_evidence, log_evidence_std)`` of a state.
+
+    The std is that of :func:`combine_replicates`, widened in quadrature by the
+    variance that degraded chunks added (``ChunkRecord.degraded``).
+    """
+    log_z, std = combine_replicates(state.log_evidence, state.log_evidence_variance)
+    if state.degraded_variance:
+        std = math.sqrt(std**2 + state.degraded_variance)
+    return log_z, std
 
 
 def particle_log_weights(state):

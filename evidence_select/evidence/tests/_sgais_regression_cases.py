@@ -11,7 +11,8 @@ from evidence_select import (BayesianLinearRegressor, BayesianLogisticClassifier
                              save_checkpoint)
 from evidence_select.datasets import make_linear_regression, make_softmax_classification
 from evidence_select.evidence._sgais import PAPER_SETTINGS, SGAISConfig, sgais_init, sgais_update
-from evidence_select.models import GaussianMixtureModel, LinearGaussianModel, SoftmaxRegressionModel
+from evidence_select.evidence.tests._shift_streams import mixture_shift as shift_mixture_data
+from evidence_select.models import LinearGaussianModel, SoftmaxRegressionModel
 
 
 def digest(*arrays):
@@ -57,15 +58,6 @@ def run_engine(X, y, model, config, seed):
     return (repr(float(log_z)), repr(float(std)),
             digest(state.particles, state.log_weights, state.log_evidence, state.log_evidence_variance, floats),
             digest(np.array(record_summary(records), dtype=float), counters(state)))
-
-
-def shift_mixture_data(n_rows, shift_at, seed):
-    """1-d rows from N(0, 1); from row ``shift_at`` on, half of them from a new cluster N(6, 0.5^2)."""
-    rng = np.random.default_rng(seed)
-    X = rng.normal(size=(n_rows, 1))
-    new = (np.arange(n_rows) >= shift_at) & (rng.random(n_rows) < 0.5)
-    X[new] = 6.0 + 0.5 * rng.normal(size=(int(new.sum()), 1))
-    return X
 
 
 def _linear():

@@ -90,7 +90,8 @@ def test_reheat_excursion_keeps_the_linear_evidence_exact(seed):
     # sign moved it by 14000 nats (checked once).
     data = make_linear_regression(3000, random_state=200 + seed)
     model = LinearGaussianModel(5)
-    config = SGAISConfig(n_replicates=8, reheat_after_steps=1)
+    # Unbudgeted (surprise_budget=inf): this checks the excursion's correctness on every chunk, not its cost.
+    config = SGAISConfig(n_replicates=8, reheat_after_steps=1, surprise_budget=float("inf"))
     state, records = run_sgais(data.X, data.y, model, config, seed)
     assert [r.n_reheat_steps > 0 for r in records] == [False, False, True, True, True, True]
     assert all(r.n_jumps_accepted == 0 for r in records)  # the linear model has no global proposal
@@ -123,7 +124,7 @@ def test_restart_keeps_the_linear_evidence_exact():
     # rather than the mean of the two runs' (0.69 nats high), fails.
     data = make_linear_regression(3000, random_state=211)
     model = LinearGaussianModel(5)
-    config = SGAISConfig(n_replicates=8, reheat_after_steps=1, restart_on_surprise=True)
+    config = SGAISConfig(n_replicates=8, reheat_after_steps=1, restart_on_surprise=True, surprise_budget=float("inf"))
     state, records = run_sgais(data.X, data.y, model, config, 0)
     assert [r.n_replayed for r in records] == [0, 0, 1500, 2000, 2500, 3000]
     assert [r.n_reheat_steps for r in records] == [0] * 6  # the replay takes the excursion's place
@@ -189,7 +190,8 @@ def test_reheat_that_cannot_return_warns_and_ends_at_the_chunks_target():
 
     data = make_linear_regression(1500, random_state=7)
     model = LinearGaussianModel(5)
-    config = SGAISConfig(n_replicates=8, reheat_after_steps=1, max_annealing_steps=16, target_ess=0.99)
+    config = SGAISConfig(n_replicates=8, reheat_after_steps=1, max_annealing_steps=16, target_ess=0.99,
+                         surprise_budget=float("inf"))
     with pytest.warns(SamplerDegeneracyWarning, match="re-tempering the past data"):
         state, records = run_sgais(data.X, data.y, model, config, 0)
     assert [r.n_reheat_steps for r in records] == [0, 0, 8]  # both legs at their cap
@@ -209,7 +211,7 @@ def test_reheat_with_mixture_jumps_matches_bridge_sampling():
     model = GaussianMixtureModel(3, 2)
     reference = bridge_log_evidence(model, X, random_state=0)
     config = SGAISConfig(n_replicates=4, batch_size=150, n_mcmc_steps=10, initial_mcmc_factor=6,
-                         reheat_after_steps=1)
+                         reheat_after_steps=1, surprise_budget=float("inf"))  # unbudgeted: every chunk's excursion
     state, records = run_sgais(X, None, model, config, 0)
     assert [r.n_reheat_steps > 0 for r in records] == [False, False, True, True]
     assert sum(r.n_jumps_accepted for r in records) > 0
