@@ -86,8 +86,9 @@ class BridgeSettings(NamedTuple):
         Mean acceptance probability the step-size adaptation aims at, in (0, 1).
     trajectory_length : float, default=2.0
         Mean HMC integration time in whitened units (jittered by +-50%).
-    max_leapfrog : int, default=128
-        Cap on leapfrog steps per HMC transition.
+    max_leapfrog : int, default=64
+        Cap on leapfrog steps per HMC transition (with the defaults, at most
+        ~1.5e6 gradient evaluations in all).
     dense_mass : bool or None, default=None
         Dense inverse mass matrix; None chooses dense when the warm-up has enough draws.
     gaussianization : GaussianizationSettings, default=GaussianizationSettings()
@@ -120,7 +121,7 @@ class BridgeSettings(NamedTuple):
     n_draws: int = 1000
     target_accept: float = 0.8
     trajectory_length: float = 2.0
-    max_leapfrog: int = 128
+    max_leapfrog: int = 64
     dense_mass: bool = None
     gaussianization: GaussianizationSettings = GaussianizationSettings()
     error_fraction: float = 0.1

@@ -5,7 +5,8 @@ Both follow Stan's warm-up (Hoffman and Gelman, "The No-U-Turn Sampler", JMLR
 a fast initial buffer tunes only the step size, slow windows of doubling length
 each end with a new inverse mass ``M^-1 = L L^T`` estimated from the window's
 draws (pooled over chains), and a final fast buffer tunes the step size for the
-last mass matrix. Adaptation happens only during warm-up; the kernel used for the
+last mass matrix. The mass comes from the within-chain scatter, so chains
+that sit in different modes do not inflate it. Adaptation happens only during warm-up; the kernel used for the
 kept draws is fixed, so each of them leaves the target exactly invariant.
 """
 

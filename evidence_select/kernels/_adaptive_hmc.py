@@ -17,7 +17,7 @@ import numpy as np
 from ._adaptation import dual_averaging_init, dual_averaging_update, inverse_mass_factor, warmup_windows
 from ._hmc import hmc_init, hmc_step
 
-__all__ = ["SamplerSettings", "SamplerOutput", "sample_chains"]
+__all__ = ["SamplerSettings", "SamplerOutput", "sample_chains", "run_fixed_kernel"]
 
 
 class SamplerSettings(NamedTuple):
@@ -36,7 +36,7 @@ class SamplerSettings(NamedTuple):
     n_draws: int = 500
     target_accept: float = 0.8
     trajectory_length: float = 2.0
-    max_leapfrog: int = 128
+    max_leapfrog: int = 64
     dense_mass: bool = None
 
 
@@ -81,7 +81,9 @@ def _warmup(rng, state, log_density_fn, settings):
         if any(s <= it < e for s, e in zip(starts, ends)):
             window.append(state.position)
         if it + 1 in ends:
-            pooled = np.concatenate(window)
+            # Within-chain scatter only: chains sitting in different modes must not inflate the mass.
+            window = np.stack(window)
+            pooled = (window - window.mean(axis=0)).reshape(-1, n_params)
             dense = settings.dense_mass if settings.dense_mass is not None else len(pooled) >= 10 * n_params
             factor = inverse_mass_factor(pooled, dense)
             # The whitened scale changed: restart the step search near the current step.
@@ -119,17 +121,52 @@ def sample_chains(rng, log_density_fn, init, settings=SamplerSettings()):
     """
     state = hmc_init(init, log_density_fn)
     state, step, factor, n_eval = _warmup(rng, state, log_density_fn, settings)
+    state, draws, log_density, n_kept, acceptance, n_divergent = run_fixed_kernel(
+        rng, state, log_density_fn, step, factor, settings.n_draws, settings.trajectory_length, settings.max_leapfrog)
+    return SamplerOutput(draws, log_density, step, factor, n_eval + n_kept + len(init), acceptance, n_divergent)
+
+
+def run_fixed_kernel(rng, state, log_density_fn, step_size, inv_mass_factor, n_steps, trajectory_length=2.0,
+                     max_leapfrog=64):
+    """``n_steps`` transitions of the fixed (non-adapting) HMC kernel used for the kept draws.
+
+    Each transition draws its number of leapfrog steps as
+    ``ceil(trajectory_length * U(0.5, 1.5) / step_size)`` (at most ``max_leapfrog``),
+    independently of the state, and applies :func:`~evidence_select.kernels._hmc.hmc_step`;
+    every transition leaves the target exactly invariant.
+
+    Parameters
+    ----------
+    rng : numpy.random.Generator
+    state : HMCState
+    log_density_fn : callable
+    step_size : float
+    inv_mass_factor : ndarray of shape (n_params,) or (n_params, n_params)
+    n_steps : int
+    trajectory_length : float, default=2.0
+    max_leapfrog : int, default=64
+
+    Returns
+    -------
+    state : HMCState
+    draws : ndarray of shape (n_chains, n_steps, n_params)
+    log_density : ndarray of shape (n_chains, n_steps)
+    n_evaluations : int
+    acceptance : float
+        Mean acceptance probability.
+    n_divergent : int
+    """
     n_chains, n_params = state.position.shape
-    draws = np.empty((n_chains, settings.n_draws, n_params))
-    log_density = np.empty((n_chains, settings.n_draws))
-    acceptance = n_divergent = 0.0
-    for it in range(settings.n_draws):
-        n_leapfrog = _n_leapfrog(rng, step, settings)
-        state, info = hmc_step(rng, state, log_density_fn, step, n_leapfrog, factor)
+    draws = np.empty((n_chains, n_steps, n_params))
+    log_density = np.empty((n_chains, n_steps))
+    acceptance, n_divergent, n_eval = 0.0, 0, 0
+    length = SamplerSettings(trajectory_length=trajectory_length, max_leapfrog=max_leapfrog)
+    for it in range(n_steps):
+        n_leapfrog = _n_leapfrog(rng, step_size, length)
+        state, info = hmc_step(rng, state, log_density_fn, step_size, n_leapfrog, inv_mass_factor)
         n_eval += n_chains * n_leapfrog
         draws[:, it] = state.position
         log_density[:, it] = state.log_density
         acceptance += float(np.mean(info.acceptance_rate))
         n_divergent += int(np.sum(info.is_divergent))
-    return SamplerOutput(draws, log_density, step, factor, n_eval + n_chains,
-                         acceptance / max(settings.n_draws, 1), int(n_divergent))
+    return state, draws, log_density, n_eval, acceptance / max(n_steps, 1), n_divergent
