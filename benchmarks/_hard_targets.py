@@ -15,8 +15,21 @@ All four agree with plain Monte Carlo from the prior in d=2 to ~0.01 nats.
 """
 import numpy as np
 from scipy import integrate, stats
-from scipy.special import expit, log_ndtr, logsumexp
+from scipy.special import expit, gammaln, log_ndtr, logsumexp
 from evidence_select.models import Model
+
+
+_LOG_2PI = np.log(2 * np.pi)
+
+
+def _norm_logpdf(x, loc=0.0, scale=1.0):
+    return -0.5 * ((x - loc) / scale) ** 2 - np.log(scale) - 0.5 * _LOG_2PI
+
+
+def _t_logpdf(x, nu, loc, scale):
+    z = (x - loc) / scale
+    return (gammaln((nu + 1) / 2) - gammaln(nu / 2) - 0.5 * np.log(nu * np.pi) - np.log(scale)
+            - (nu + 1) / 2 * np.log1p(z**2 / nu))
 
 
 class BoxTarget(Model):
@@ -60,7 +73,7 @@ class Funnel(BoxTarget):
 
     def log_f(self, x):
         v, r = x[:, 0], x[:, 1:]
-        return (stats.norm.logpdf(v, 0, self.sv) - 0.5 * (self.d - 1) * (v + np.log(2 * np.pi))
+        return (_norm_logpdf(v, 0, self.sv) - 0.5 * (self.d - 1) * (v + np.log(2 * np.pi))
                 - 0.5 * np.sum(r**2, axis=1) * np.exp(-v))
 
     def grad_log_f(self, x):
@@ -87,7 +100,7 @@ class RotatedBanana(BoxTarget):
     def log_f(self, x):
         z = x @ self.R  # z = R^T x
         a, b = z[:, 0::2], z[:, 1::2]
-        return np.sum(stats.norm.logpdf(a) + stats.norm.logpdf(b, self.beta * (a**2 - 1), self.sb), axis=1)
+        return np.sum(_norm_logpdf(a) + _norm_logpdf(b, self.beta * (a**2 - 1), self.sb), axis=1)
 
     def grad_log_f(self, x):
         z = x @ self.R
@@ -107,7 +120,7 @@ class TwoPeakProduct(BoxTarget):
         super().__init__(d, B); self.mu, self.s, self.nu = mu, s, nu
 
     def _parts(self, x):
-        return np.stack([stats.t.logpdf(x, self.nu, -self.mu, self.s), stats.t.logpdf(x, self.nu, self.mu, self.s)])
+        return np.stack([_t_logpdf(x, self.nu, -self.mu, self.s), _t_logpdf(x, self.nu, self.mu, self.s)])
 
     def log_f(self, x):
         return np.sum(logsumexp(self._parts(x), axis=0) - np.log(2), axis=1)
