@@ -501,7 +501,7 @@ def bridge_log_evidence(model, X=None, y=None, *, posterior_samples=None, settin
     >>> import numpy as np
     >>> from evidence_select.models._targets import GaussianTarget
     >>> target = GaussianTarget(np.zeros(2), cov=0.1)
-    >>> res = bridge_log_evidence(target, n_chains=4, n_warmup=200, n_draws=400, random_state=0)
+    >>> res = bridge_log_evidence(target, n_chains=4, n_warmup=200, n_draws=1000, random_state=0)
     >>> bool(abs(res.log_evidence - target.exact_log_evidence()) < 4 * res.log_evidence_std), res.converged
     (True, True)
     """
