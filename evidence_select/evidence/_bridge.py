@@ -136,7 +136,7 @@ class BridgeSettings(NamedTuple):
     max_iter: int = 1000
 
 
-_INT_MIN = dict(n_chains=2, n_warmup=0, n_draws=8, max_leapfrog=1, max_proposal=2, max_iter=1)
+_INT_MIN = dict(n_chains=1, n_warmup=0, n_draws=8, max_leapfrog=1, max_proposal=2, max_iter=1)
 _OPEN_UNIT = ("target_accept", "error_fraction", "evaluation_fraction")
 _POSITIVE = ("trajectory_length", "rhat_threshold", "tol", "min_draws_per_tau")
 _NON_NEGATIVE = ("min_ess", "min_overlap")
