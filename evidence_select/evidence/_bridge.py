@@ -39,10 +39,11 @@ permutation of means and log-variances and, for the additive log-ratio weights,
 ``eta'_k = eta_sigma(k) - eta_sigma(K)``). ``q_sym`` is a normalised density
 over all modes for any overlap between them. Because ``p`` and ``q_sym`` are
 both label-invariant, un-relabelled proposal draws give the same ratios
-``p / q_sym`` as relabelled ones would. For other models exposing
-``n_components`` (unknown parameter layout) or ``K > 7`` the estimate is
-corrected by ``+log K!`` instead, which assumes the modes do not overlap; the
-choice is recorded in ``info["label_switching"]``.
+``p / q_sym`` as relabelled ones would. For ``K > 7`` the estimate is corrected
+by ``+log K!`` instead, which assumes the modes do not overlap. Other models
+with ``n_components`` need not be label-symmetric (known unequal weights, for
+example) and get no correction; chains that settle in different label modes
+fail R-hat. The choice is recorded in ``info["label_switching"]``.
 """
 
 import itertools
@@ -323,12 +324,18 @@ def mixture_relabel_maps(model):
 
 
 def _label_strategy(model, label_permutations):
-    K = getattr(model, "n_components", None)
-    if not label_permutations or K is None or K < 2:
-        return "none", None, 0.0
+    """How to count the ``K!`` label modes: only :class:`GaussianMixtureModel` is known to have them.
+
+    Other models with ``n_components`` (e.g. known, unequal weights) need not be
+    label-symmetric, so nothing is assumed for them: chains started at prior
+    draws that settle in different label modes fail the R-hat check instead.
+    """
     from ..models._mixture import GaussianMixtureModel
 
-    if isinstance(model, GaussianMixtureModel) and K <= _MAX_PERMUTED_COMPONENTS:
+    K = getattr(model, "n_components", None)
+    if not label_permutations or not isinstance(model, GaussianMixtureModel) or K < 2:
+        return "none", None, 0.0
+    if K <= _MAX_PERMUTED_COMPONENTS:
         return "symmetrised", mixture_relabel_maps(model), 0.0
     return "log_k_factorial", None, float(math.lgamma(K + 1))
 
