@@ -1,38 +1,49 @@
-"""Bridge sampling of the evidence from posterior samples (Meng and Wong, 1996).
+"""Gaussianized bridge sampling of the evidence (Jia and Seljak, AABI 2019).
 
-With ``q(theta) = p(theta) L(theta)`` (unnormalised posterior, ``Z`` its mass)
-and a normalised proposal ``g``, the optimal bridge estimate of ``r = Z`` is the
-fixed point of
+1. **Posterior draws.** ``n_chains`` HMC chains start from prior draws
+   (dispersed, so that R-hat can see modes they do not connect), adapt their
+   step size and mass matrix during warm-up only
+   (:func:`~evidence_select.kernels._adaptive_hmc.sample_chains`) and keep
+   ``n_draws`` iterations each. Rank-normalised split R-hat and bulk ESS are
+   checked on every parameter and on the log density.
+2. **Proposal.** The kept iterations are split in two halves in time. An
+   iterative Gaussianization (:mod:`evidence_select.utils._gaussianize`), a
+   normalised density ``q``, is fitted to the first half.
+3. **Optimal bridge.** With ``p`` the unnormalised posterior, ``n_p`` draws of
+   the second half and ``n_q`` draws of ``q``, the ratio ``r = Z`` solves
+   Meng and Wong's score equation (the excerpt's Eq. 3), iterated in log space
+   (:func:`bridge_iteration`). Its relative mean-square error is the excerpt's
+   Eq. (9), whose posterior term carries the integrated autocorrelation time of
+   ``f2`` along the chains. ``n_q`` follows the excerpt's adaptive rule: start
+   at ``n_p``, then grow so that the proposal's share of Eq. (9) is
+   ``error_fraction``, with at most ``evaluation_fraction`` of all likelihood
+   evaluations spent on proposal draws.
+4. **Halves swapped.** The same is done with the roles of the halves swapped;
+   the estimate is the mean of the two and its error the mean of their errors
+   (an upper bound for any correlation between them). Two halves that disagree
+   beyond their errors are a failed check and widen the error to cover both.
 
-    r = [ (1/n2) sum_j l2_j / (s1 l2_j + s2 r) ] / [ (1/n1) sum_i 1 / (s1 l1_i + s2 r) ]
+Every failed check (R-hat, ESS, autocorrelation-time reliability, bridge
+iterations, proposal overlap, halves agreeing) raises
+:class:`~evidence_select.exceptions.EvidenceConvergenceWarning` and sets
+``EvidenceResult.converged`` to False; the checks are in
+``EvidenceResult.diagnostics``.
 
-with ``l = q / g`` at ``n1`` posterior draws (``l1``) and ``n2`` proposal draws
-(``l2``), ``s_k = n_k / (n1 + n2)``; ``n1`` is the *effective* number of
-posterior draws, since they come from MCMC. Everything is iterated in log space.
-The relative mean-square error follows Frühwirth-Schnatter (2004, Eq. 16 in
-Gronau et al.'s tutorial), with the posterior term multiplied by the integrated
-autocorrelation time of the MCMC draws.
-
-Proposal: a multivariate t (or Gaussian) at the MAP with the inflated Laplace
-covariance (inverse Hessian of ``-log q`` by central differences of the
-analytic gradient). It is fitted without the posterior draws used in the
-bridge, so no sample is used twice.
-
-Label switching. A mixture posterior has ``K!`` symmetric label modes, and a
-proposal at one mode covers only one of them: bridge sampling would then
-estimate ``Z / K!`` (read ``log K!`` low). For :class:`GaussianMixtureModel` the
-proposal is *symmetrised*, ``g_sym(theta) = (1/K!) sum_sigma g(A_sigma theta)``,
-where ``A_sigma`` is the linear map that relabels the components in the
-unconstrained parameters (a permutation of means and log-variances and, for
-the additive log-ratio weights, ``eta'_k = eta_sigma(k) - eta_sigma(K)``; every
-``A_sigma`` has ``|det| = 1``). ``g_sym`` is a valid density over all modes for
-any overlap between them, so no separation assumption is needed. Because ``q``
-and ``g_sym`` are both label-invariant, ``l = q / g_sym`` is unchanged by
-relabelling, so the single-mode MCMC draws and un-relabelled proposal draws give
-the same ``l`` values as relabelled ones would. For other models exposing
-``n_components`` (unknown parameter layout) or ``K > 7`` the estimate is
-corrected by ``+log K!`` instead, which assumes the modes do not overlap; the
-choice is recorded in ``info["label_switching"]``.
+Label switching. A mixture posterior has ``K!`` symmetric label modes. For
+:class:`GaussianMixtureModel` the draws are first put in a canonical labelling
+(components sorted by their first mean coordinate, a linear map with
+``|det| = 1`` that leaves ``p`` unchanged), ``q`` is fitted to them and then
+*symmetrised*, ``q_sym(theta) = (1/K!) sum_sigma q(A_sigma theta)``, where
+``A_sigma`` relabels the components in the unconstrained parameters (a
+permutation of means and log-variances and, for the additive log-ratio weights,
+``eta'_k = eta_sigma(k) - eta_sigma(K)``). ``q_sym`` is a normalised density
+over all modes for any overlap between them. Because ``p`` and ``q_sym`` are
+both label-invariant, un-relabelled proposal draws give the same ratios
+``p / q_sym`` as relabelled ones would. For ``K > 7`` the estimate is corrected
+by ``+log K!`` instead, which assumes the modes do not overlap. Other models
+with ``n_components`` need not be label-symmetric (known unequal weights, for
+example) and get no correction; chains that settle in different label modes
+fail R-hat. The choice is recorded in ``info["label_switching"]``.
 """
 
 import itertools
@@ -40,201 +51,246 @@ import logging
 import math
 import numbers
 import time
+from typing import NamedTuple
 
 import numpy as np
-from scipy import optimize
-from scipy.special import gammaln
 
-from ..kernels._hmc import adapt_step_size, hmc_init, hmc_step
-from ..utils._logspace import logsumexp, log_mean_exp
+from ..kernels._adaptive_hmc import SamplerSettings, sample_chains
+from ..utils._diagnostics import ess_bulk, integrated_autocorrelation_time, split_rhat
+from ..utils._gaussianize import (GaussianizationSettings, fit_gaussianization, gaussianization_log_density,
+                                  gaussianization_sample)
+from ..utils._logspace import logsumexp
 from ..utils._random import make_generator
-from ._ais import _check_data, _check_positive_int, _log_lik_and_grad, _log_lik_sum
-from ._result import EvidenceResult
+from ._ais import _check_data, _log_lik_and_grad, _log_lik_sum
+from ._result import EvidenceResult, check, warn_not_converged
 
-__all__ = ["bridge_log_evidence", "bridge_iteration", "integrated_autocorrelation_time", "find_map"]
+__all__ = ["BridgeSettings", "bridge_log_evidence", "bridge_iteration", "bridge_relative_error",
+           "mixture_relabel_maps", "integrated_autocorrelation_time"]
 
 logger = logging.getLogger(__name__)
 
 _MAX_PERMUTED_COMPONENTS = 7
 
 
-# -- building blocks ---------------------------------------------------------------------
-def bridge_iteration(log_ratio_post, log_ratio_prop, n_eff_post=None, tol=1e-10, max_iter=10_000):
-    """Solve Meng and Wong's optimal bridge equation in log space.
+class BridgeSettings(NamedTuple):
+    """Settings of :func:`bridge_log_evidence` (pass any of them as keywords).
+
+    Attributes
+    ----------
+    n_chains : int, default=16
+        HMC chains, started at prior draws.
+    n_warmup : int, default=500
+        Adaptation iterations per chain (discarded).
+    n_draws : int, default=1000
+        Kept iterations per chain; half of them fit the proposal, half enter the bridge.
+    target_accept : float, default=0.8
+        Mean acceptance probability the step-size adaptation aims at, in (0, 1).
+    trajectory_length : float, default=2.0
+        Mean HMC integration time in whitened units (jittered by +-50%).
+    max_leapfrog : int, default=64
+        Cap on leapfrog steps per HMC transition (with the defaults, at most
+        ~1.5e6 gradient evaluations in all).
+    dense_mass : bool or None, default=None
+        Dense inverse mass matrix; None chooses dense when the warm-up has enough draws.
+    gaussianization : GaussianizationSettings, default=GaussianizationSettings()
+        Layers, directions, knots and smoothing of the proposal.
+    error_fraction : float, default=0.1
+        Target share of the proposal term in the error, Eq. (9) (``f_err``), in (0, 1).
+    evaluation_fraction : float, default=0.1
+        Largest share of all likelihood evaluations spent on proposal draws (``f_eva``), in (0, 1).
+    max_proposal : int, default=100000
+        Cap on proposal draws per bridge.
+    rhat_threshold : float, default=1.01
+        Largest acceptable rank-normalised split R-hat (Vehtari et al., 2021).
+    min_ess : float, default=400
+        Smallest acceptable bulk effective sample size of any parameter.
+    min_overlap : float, default=0.05
+        Smallest acceptable overlap ``E_p[q / (p' + q)] + E_q[p' / (p' + q)]``
+        (1 when the proposal is the posterior, 0 when disjoint).
+    min_draws_per_tau : float, default=50
+        The autocorrelation time is trusted when each chain's half is at least this many times longer.
+    label_permutations : bool, default=True
+        Account for the ``K!`` label modes of models with ``n_components``.
+    tol : float, default=1e-10
+        Convergence tolerance of the bridge iteration on ``log Z``.
+    max_iter : int, default=1000
+        Iterations of the bridge equation before it counts as not converged.
+    """
+
+    n_chains: int = 16
+    n_warmup: int = 500
+    n_draws: int = 1000
+    target_accept: float = 0.8
+    trajectory_length: float = 2.0
+    max_leapfrog: int = 64
+    dense_mass: bool = None
+    gaussianization: GaussianizationSettings = GaussianizationSettings()
+    error_fraction: float = 0.1
+    evaluation_fraction: float = 0.1
+    max_proposal: int = 100_000
+    rhat_threshold: float = 1.01
+    min_ess: float = 400.0
+    min_overlap: float = 0.05
+    min_draws_per_tau: float = 50.0
+    label_permutations: bool = True
+    tol: float = 1e-10
+    max_iter: int = 1000
+
+
+_INT_MIN = dict(n_chains=1, n_warmup=0, n_draws=8, max_leapfrog=1, max_proposal=2, max_iter=1)
+_OPEN_UNIT = ("target_accept", "error_fraction", "evaluation_fraction")
+_POSITIVE = ("trajectory_length", "rhat_threshold", "tol", "min_draws_per_tau")
+_NON_NEGATIVE = ("min_ess", "min_overlap")
+
+
+def _make_settings(settings, overrides):
+    """Validated :class:`BridgeSettings` from an optional object and keyword overrides."""
+    if settings is None:
+        settings = BridgeSettings()
+    elif not isinstance(settings, BridgeSettings):
+        raise TypeError(f"settings must be a BridgeSettings, got {type(settings).__name__}")
+    unknown = sorted(set(overrides) - set(BridgeSettings._fields))
+    if unknown:
+        raise TypeError(f"unknown bridge setting(s) {unknown}; valid: {list(BridgeSettings._fields)}")
+    settings = settings._replace(**overrides)
+    for name, minimum in _INT_MIN.items():
+        value = getattr(settings, name)
+        if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < minimum:
+            raise ValueError(f"{name} must be an int >= {minimum}, got {value!r}")
+    for name in _OPEN_UNIT + _POSITIVE + _NON_NEGATIVE:
+        value = getattr(settings, name)
+        if isinstance(value, bool) or not isinstance(value, numbers.Real) or not np.isfinite(value):
+            raise ValueError(f"{name} must be a finite number, got {value!r}")
+        if name in _OPEN_UNIT and not 0.0 < value < 1.0:
+            raise ValueError(f"{name} must be in (0, 1), got {value!r}")
+        if name in _POSITIVE and not value > 0:
+            raise ValueError(f"{name} must be positive, got {value!r}")
+        if name in _NON_NEGATIVE and value < 0:
+            raise ValueError(f"{name} must be >= 0, got {value!r}")
+    if settings.dense_mass not in (None, True, False):
+        raise ValueError(f"dense_mass must be True, False or None, got {settings.dense_mass!r}")
+    if not isinstance(settings.gaussianization, GaussianizationSettings):
+        raise TypeError("gaussianization must be a GaussianizationSettings, got "
+                        f"{type(settings.gaussianization).__name__}")
+    return settings
+
+
+# -- the bridge equation and its error -----------------------------------------------------
+def bridge_iteration(log_ratio_post, log_ratio_prop, tol=1e-10, max_iter=1000):
+    """Solve Meng and Wong's optimal bridge equation for ``log r`` in log space.
 
     Parameters
     ----------
-    log_ratio_post : ndarray of shape (n1,)
-        ``log q - log g`` at posterior draws.
-    log_ratio_prop : ndarray of shape (n2,)
-        ``log q - log g`` at proposal draws.
-    n_eff_post : float, default=None
-        Effective size of the posterior sample (``n1`` if None), used in ``s1, s2``.
+    log_ratio_post : ndarray of shape (n_p,)
+        ``log p - log q`` at posterior draws (``p`` unnormalised, ``q`` normalised).
+    log_ratio_prop : ndarray of shape (n_q,)
+        ``log p - log q`` at proposal draws.
     tol : float, default=1e-10
         Convergence tolerance on ``log r``.
-    max_iter : int, default=10000
+    max_iter : int, default=1000
 
     Returns
     -------
     log_r : float
-        ``log Z``.
+        ``log Z_p`` (``q`` being normalised).
     n_iter : int
+    converged : bool
 
     Examples
     --------
     >>> import numpy as np
-    >>> round(bridge_iteration(np.full(5, -2.0), np.full(7, -2.0))[0], 6)
-    -2.0
+    >>> log_r, n_iter, converged = bridge_iteration(np.full(5, -2.0), np.full(7, -2.0))
+    >>> round(log_r, 6), converged
+    (-2.0, True)
     """
     l1 = np.asarray(log_ratio_post, dtype=float)
     l2 = np.asarray(log_ratio_prop, dtype=float)
-    n1 = float(len(l1) if n_eff_post is None else n_eff_post)
-    n2 = float(len(l2))
+    n1, n2 = len(l1), len(l2)
     log_s1, log_s2 = np.log(n1 / (n1 + n2)), np.log(n2 / (n1 + n2))
-    log_r = float(log_mean_exp(l2))  # importance-sampling start
-    if not np.isfinite(log_r):
-        log_r = float(np.median(l1))
+    # Start between the importance-sampling and reciprocal-importance estimates.
+    finite = l2[np.isfinite(l2)]
+    log_r = float(np.median(l1)) if len(finite) == 0 else float(logsumexp(finite) - np.log(n2))
     for n_iter in range(1, max_iter + 1):
-        log_num = logsumexp(l2 - np.logaddexp(log_s1 + l2, log_s2 + log_r)) - np.log(len(l2))
-        log_den = logsumexp(-np.logaddexp(log_s1 + l1, log_s2 + log_r)) - np.log(len(l1))
+        log_num = logsumexp(l2 - np.logaddexp(log_s1 + l2, log_s2 + log_r)) - np.log(n2)
+        log_den = logsumexp(-np.logaddexp(log_s1 + l1, log_s2 + log_r)) - np.log(n1)
         new = float(log_num - log_den)
         if abs(new - log_r) < tol:
-            return new, n_iter
+            return new, n_iter, True
         log_r = new
-    logger.warning("bridge iteration did not converge in %d iterations", max_iter)
-    return log_r, max_iter
+    return log_r, max_iter, False
 
 
-def integrated_autocorrelation_time(chains, c=5.0):
-    """Integrated autocorrelation time of scalar MCMC output with Sokal's window.
+def _f_terms(l1, l2, log_r):
+    """Eq. (9)'s ``f2`` at posterior draws and ``f1`` at proposal draws (linear scale, bounded)."""
+    n1, n2 = len(l1), len(l2)
+    log_s1, log_s2 = np.log(n1 / (n1 + n2)), np.log(n2 / (n1 + n2))
+    f2_post = np.exp(-np.logaddexp(log_s1 + l1 - log_r, log_s2))
+    f1_prop = np.exp(l2 - log_r - np.logaddexp(log_s1 + l2 - log_r, log_s2))
+    return f2_post, f1_prop
+
+
+def bridge_relative_error(l1, l2, log_r, tau=1.0):
+    """Terms of the relative mean-square error of the optimal bridge, Eq. (9) of the excerpt.
 
     Parameters
     ----------
-    chains : ndarray of shape (n_chains, n_iter)
-        One scalar series per chain (autocovariances are averaged over chains).
-    c : float, default=5.0
-        Window constant: the smallest lag ``M >= c * tau(M)`` is used.
+    l1, l2 : ndarray
+        ``log p - log q`` at ``n_p`` posterior and ``n_q`` proposal draws.
+    log_r : float
+        The bridge estimate of ``log Z``.
+    tau : float, default=1.0
+        Integrated autocorrelation time of ``f2`` along the posterior chains.
 
     Returns
     -------
-    tau : float
-        ``>= 1`` up to noise; 1 for independent draws.
+    proposal_term, posterior_term : float
+        ``Var_q(f1) / (n_q E_q(f1)^2)`` and ``tau Var_p(f2) / (n_p E_p(f2)^2)``;
+        their sum is ``RE^2``, the squared standard error of ``log Z`` to first order.
 
     Examples
     --------
     >>> import numpy as np
-    >>> x = np.random.default_rng(0).normal(size=(4, 2000))
-    >>> round(integrated_autocorrelation_time(x))
-    1
+    >>> bridge_relative_error(np.zeros(10), np.zeros(10), 0.0)
+    (0.0, 0.0)
     """
-    chains = np.atleast_2d(np.asarray(chains, dtype=float))
-    n_iter = chains.shape[1]
-    if n_iter < 4:
-        return 1.0
-    centred = chains - chains.mean(axis=1, keepdims=True)
-    n_fft = 1 << (2 * n_iter - 1).bit_length()
-    spectrum = np.fft.rfft(centred, n=n_fft, axis=1)
-    acov = np.fft.irfft(spectrum * np.conj(spectrum), n=n_fft, axis=1)[:, :n_iter].mean(axis=0)
-    if acov[0] <= 0:
-        return 1.0
-    rho = acov / acov[0]
-    taus = 2.0 * np.cumsum(rho) - 1.0
-    window = np.arange(n_iter) >= c * taus
-    lag = int(np.argmax(window)) if np.any(window) else n_iter - 1
-    return float(max(taus[lag], 1.0))
+    f2_post, f1_prop = _f_terms(np.asarray(l1, float), np.asarray(l2, float), log_r)
+    proposal_term = float(np.var(f1_prop) / np.mean(f1_prop) ** 2 / len(f1_prop))
+    posterior_term = float(tau * np.var(f2_post) / np.mean(f2_post) ** 2 / len(f2_post))
+    return proposal_term, posterior_term
 
 
-def _log_posterior_and_grad(model, theta, X, y):
-    log_lik, grad_lik = _log_lik_and_grad(model, theta, X, y)
-    log_prior = np.asarray(model.log_prior(theta), dtype=float)
-    return log_prior + log_lik, np.asarray(model.grad_log_prior(theta), dtype=float) + grad_lik
+def _overlap(l1, l2, log_r):
+    """``E_p[q / (p' + q)] + E_q[p' / (p' + q)]`` with ``p' = p / Z``: 1 for ``q = p'``, 0 when disjoint."""
+    from scipy.special import expit
+
+    return float(np.mean(expit(-(l1 - log_r))) + np.mean(expit(l2 - log_r)))
 
 
-def find_map(model, X, y=None, *, n_starts=5, n_candidates=200, random_state=None):
-    """Maximum a posteriori ``theta`` by L-BFGS on the analytic gradient.
+# -- the unnormalised posterior, with an evaluation counter ---------------------------------
+class _Posterior:
+    """``log p(theta) = log prior + full-data log-likelihood``; NaN (overflow far out) counts as ``-inf``."""
 
-    Starts from the ``n_starts`` best of ``n_candidates`` prior draws and keeps
-    the best optimum.
+    def __init__(self, model, X, y):
+        self.model, self.X, self.y = model, X, y
+        self.n_calls = 0
 
-    Returns
-    -------
-    theta_map : ndarray of shape (n_params,)
-    log_posterior : float
-        Unnormalised log posterior at the MAP.
-    n_evaluations : int
-        Full-data likelihood evaluations used.
+    def with_grad(self, theta):
+        self.n_calls += len(theta)
+        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+            log_lik, grad_lik = _log_lik_and_grad(self.model, theta, self.X, self.y)
+            value = np.asarray(self.model.log_prior(theta), dtype=float) + log_lik
+            grad = np.asarray(self.model.grad_log_prior(theta), dtype=float) + grad_lik
+        return np.where(np.isnan(value), -np.inf, value), grad, None
 
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from evidence_select.models._targets import GaussianTarget
-    >>> theta, _, _ = find_map(GaussianTarget(np.ones(2), 0.01), np.zeros((1, 1)), random_state=0)
-    >>> np.round(theta, 2)
-    array([0.99, 0.99])
-    """
-    rng = make_generator(random_state)
-    candidates = np.asarray(model.sample_prior(rng, n_candidates), dtype=float)
-    scores = model.log_prior(candidates) + _log_lik_sum(model, candidates, X, y)
-    n_eval = n_candidates
-    best_theta, best_value = None, -np.inf
-    for start in candidates[np.argsort(-scores)[:n_starts]]:
-        counter = [0]
-
-        def objective(theta):
-            counter[0] += 1
-            value, grad = _log_posterior_and_grad(model, theta[None], X, y)
-            if not np.isfinite(value[0]):
-                return np.inf, np.zeros_like(theta)
-            return -value[0], -grad[0]
-
-        res = optimize.minimize(objective, start, jac=True, method="L-BFGS-B", options=dict(maxiter=2000))
-        n_eval += counter[0]
-        if -res.fun > best_value:
-            best_theta, best_value = res.x, -res.fun
-    return best_theta, float(best_value), n_eval
+    def value(self, theta):
+        self.n_calls += len(theta)
+        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+            value = (np.asarray(self.model.log_prior(theta), dtype=float)
+                     + _log_lik_sum(self.model, theta, self.X, self.y, allow_nan=True))
+        return np.where(np.isnan(value), -np.inf, value)
 
 
-def _laplace_covariance(model, theta_map, X, y, rel_step=1e-4):
-    """Inverse of the Hessian of ``-log q`` at the MAP (central differences of the gradient)."""
-    d = len(theta_map)
-    steps = rel_step * np.maximum(np.abs(theta_map), 1.0)
-    points = np.vstack([theta_map + np.diag(steps), theta_map - np.diag(steps)])
-    _, grads = _log_posterior_and_grad(model, points, X, y)
-    hessian = -(grads[:d] - grads[d:]) / (2.0 * steps[:, None])
-    hessian = 0.5 * (hessian + hessian.T)
-    values, vectors = np.linalg.eigh(hessian)
-    floor = max(values.max(), 1e-12) * 1e-10
-    values = np.maximum(values, floor)  # not PD -> regularise; the bridge stays valid
-    return (vectors / values) @ vectors.T, 2 * d
-
-
-class _Proposal:
-    """Multivariate t (``df`` finite) or Gaussian (``df=None``) proposal from a mean and Cholesky factor."""
-
-    def __init__(self, mean, chol, df):
-        self.mean, self.chol, self.df = mean, chol, df
-        self.d = len(mean)
-        self.log_det = float(np.sum(np.log(np.diag(chol))))
-
-    def sample(self, rng, n):
-        z = rng.standard_normal((n, self.d))
-        if self.df is not None:
-            z = z / np.sqrt(rng.chisquare(self.df, size=n) / self.df)[:, None]
-        return self.mean + z @ self.chol.T
-
-    def log_pdf(self, theta):
-        diff = np.asarray(theta) - self.mean
-        shape = diff.shape
-        z = np.linalg.solve(self.chol, diff.reshape(-1, self.d).T).T
-        maha = np.sum(z**2, axis=1).reshape(shape[:-1])
-        d = self.d
-        if self.df is None:
-            return -0.5 * maha - self.log_det - 0.5 * d * np.log(2.0 * np.pi)
-        nu = self.df
-        return (gammaln(0.5 * (nu + d)) - gammaln(0.5 * nu) - 0.5 * d * np.log(nu * np.pi) - self.log_det
-                - 0.5 * (nu + d) * np.log1p(maha / nu))
-
-
+# -- label symmetry ------------------------------------------------------------------------
 def mixture_relabel_maps(model):
     """Linear relabelling maps ``A_sigma`` of a :class:`GaussianMixtureModel`, shape ``(K!, P, P)``.
 
@@ -268,185 +324,221 @@ def mixture_relabel_maps(model):
 
 
 def _label_strategy(model, label_permutations):
-    K = getattr(model, "n_components", None)
-    if not label_permutations or K is None or K < 2:
-        return "none", None, 0.0
+    """How to count the ``K!`` label modes: only :class:`GaussianMixtureModel` is known to have them.
+
+    Other models with ``n_components`` (e.g. known, unequal weights) need not be
+    label-symmetric, so nothing is assumed for them: chains started at prior
+    draws that settle in different label modes fail the R-hat check instead.
+    """
     from ..models._mixture import GaussianMixtureModel
 
-    if isinstance(model, GaussianMixtureModel) and K <= _MAX_PERMUTED_COMPONENTS:
+    K = getattr(model, "n_components", None)
+    if not label_permutations or not isinstance(model, GaussianMixtureModel) or K < 2:
+        return "none", None, 0.0
+    if K <= _MAX_PERMUTED_COMPONENTS:
         return "symmetrised", mixture_relabel_maps(model), 0.0
     return "log_k_factorial", None, float(math.lgamma(K + 1))
 
 
-# -- posterior sampling ------------------------------------------------------------------
-def _hmc_posterior_samples(rng, model, X, y, start, chol, n_chains, n_warmup, n_iter, n_leapfrog):
-    """Short dense-mass HMC run from near the MAP; returns ``(n_chains, n_iter, d)`` and evaluations."""
-    counter = [0]
+def _canonical_labels(model, draws):
+    """Relabel each draw so that the components' first mean coordinates increase (``p`` unchanged)."""
+    K, d = model.n_components, model.n_features
+    order = np.argsort(draws[:, K - 1 + np.arange(K) * d], axis=1)
+    index = {perm: i for i, perm in enumerate(itertools.permutations(range(K)))}
+    which = np.array([index[tuple(row)] for row in order])
+    maps = mixture_relabel_maps(model)
+    out = np.empty_like(draws)
+    for i in np.unique(which):
+        rows = which == i
+        out[rows] = draws[rows] @ maps[i].T
+    return out
 
-    def fn(theta):
-        counter[0] += len(theta)
-        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):  # divergences are rejected
-            value, grad = _log_posterior_and_grad(model, theta, X, y)
-        value = np.where(np.isnan(value), -np.inf, value)
-        return value, grad, None
 
-    position = start + 0.5 * rng.standard_normal((n_chains, len(start))) @ chol.T
-    state = hmc_init(position, fn)
-    step = 0.5
-    draws = np.empty((n_chains, n_iter, len(start)))
-    for it in range(n_warmup + n_iter):
-        state, info = hmc_step(rng, state, fn, step * rng.uniform(0.8, 1.2, size=n_chains), n_leapfrog, chol)
-        if it < n_warmup:
-            step = adapt_step_size(step, info.acceptance_rate, target=0.8, gain=0.5)
+def _proposal_log_density(flow, maps, theta):
+    """``log q`` of the fitted flow, symmetrised over the relabelling maps when given."""
+    if maps is None:
+        return gaussianization_log_density(flow, theta)
+    values = np.stack([gaussianization_log_density(flow, theta @ A.T) for A in maps])
+    return logsumexp(values, axis=0) - np.log(len(maps))
+
+
+# -- one bridge: fit q on one half, solve on the other -----------------------------------------
+class _HalfResult(NamedTuple):
+    log_z: float
+    std: float
+    n_iter: int
+    converged: bool
+    tau: float
+    n_proposal: int
+    overlap: float
+    proposal_term: float
+    posterior_term: float
+    n_layers: int
+
+
+def _bridge_half(rng, posterior, fit_draws, eval_draws, eval_log_p, maps, n_eval_sampling, settings):
+    """Gaussianize ``fit_draws``; bridge with ``eval_draws`` ``(n_chains, n_iter, d)`` and adaptive ``n_q``."""
+    n_chains, n_iter, d = eval_draws.shape
+    flow = fit_gaussianization(rng, fit_draws, settings.gaussianization)
+    l1 = eval_log_p.ravel() - _proposal_log_density(flow, maps, eval_draws.reshape(-1, d))
+    n_p = len(l1)
+    # f_eva: proposal draws at most evaluation_fraction of all evaluations (the first n_p always).
+    share = settings.evaluation_fraction / (1.0 - settings.evaluation_fraction)
+    n_q_max = max(min(settings.max_proposal, int(share * n_eval_sampling)), min(n_p, settings.max_proposal))
+
+    def more(n):
+        draws = gaussianization_sample(flow, rng, n)
+        return posterior.value(draws) - _proposal_log_density(flow, maps, draws)
+
+    l2 = more(min(n_p, n_q_max))
+    for _ in range(2):  # the adaptive rule, then the final solve
+        log_r, n_bridge, converged = bridge_iteration(l1, l2, settings.tol, settings.max_iter)
+        f2_post, _ = _f_terms(l1, l2, log_r)
+        tau = integrated_autocorrelation_time(f2_post.reshape(n_chains, n_iter)) if n_iter >= 4 else 1.0
+        proposal_term, posterior_term = bridge_relative_error(l1, l2, log_r, tau)
+        if posterior_term > 0:
+            wanted = proposal_term * len(l2) * (1.0 - settings.error_fraction) / (settings.error_fraction
+                                                                                 * posterior_term)
         else:
-            draws[:, it - n_warmup] = state.position
-    return draws, counter[0], step
+            wanted = len(l2)
+        n_q = int(min(np.ceil(wanted), n_q_max))
+        if n_q <= len(l2):
+            break
+        l2 = np.concatenate([l2, more(n_q - len(l2))])
+    std = float(np.sqrt(proposal_term + posterior_term))
+    return _HalfResult(float(log_r), std, n_bridge, converged, float(tau), len(l2), _overlap(l1, l2, log_r),
+                       proposal_term, posterior_term, len(flow.layers))
 
 
 # -- public function ---------------------------------------------------------------------
-def bridge_log_evidence(model, X, y=None, *, posterior_samples=None, n_proposal=4000, proposal="t", df=10.0,
-                        inflation=1.5, n_chains=32, n_warmup=100, n_iter=100, n_leapfrog=8,
-                        label_permutations=True, random_state=None, verbose=0):
-    """Bridge-sampling estimate of ``log p(y | X)`` from posterior samples.
+def _posterior_draws(rng, model, posterior, posterior_samples, settings):
+    """Chains ``(n_chains, n_iter, d)``, their log densities, and the sampler's details."""
+    d = model.n_params
+    if posterior_samples is None:
+        sampler = SamplerSettings(settings.n_warmup, settings.n_draws, settings.target_accept,
+                                  settings.trajectory_length, settings.max_leapfrog, settings.dense_mass)
+        init = np.asarray(model.sample_prior(rng, settings.n_chains), dtype=float)
+        out = sample_chains(rng, posterior.with_grad, init, sampler)
+        info = dict(step_size=out.step_size, acceptance=out.acceptance, n_divergent=out.n_divergent,
+                    dense_mass=out.inv_mass_factor.ndim == 2)
+        return out.draws, out.log_density, info
+    draws = np.asarray(posterior_samples, dtype=float)
+    if draws.ndim == 2:
+        draws = draws[None]  # independent draws: one chain (its autocorrelation is then estimated as ~1)
+    if draws.ndim != 3 or draws.shape[-1] != d or draws.shape[1] < 8:
+        raise ValueError(f"posterior_samples must have shape (n_draws, {d}) or (n_chains, n_iter, {d}) with at "
+                         f"least 8 draws per chain, got {np.shape(posterior_samples)}")
+    log_p = posterior.value(draws.reshape(-1, d)).reshape(draws.shape[:2])
+    if not np.all(np.isfinite(log_p)):
+        raise ValueError(f"{int(np.sum(~np.isfinite(log_p)))} posterior_samples have zero posterior density")
+    return draws, log_p, {}
+
+
+def _chain_checks(draws, log_p, settings):
+    """R-hat and bulk ESS over every parameter and the log density."""
+    series = np.concatenate([draws, log_p[..., None]], axis=2)
+    rhat = float(np.max(split_rhat(series)))
+    ess = float(np.min(ess_bulk(series)))
+    return {"rhat": check(rhat, settings.rhat_threshold, rhat <= settings.rhat_threshold),
+            "ess_bulk": check(ess, settings.min_ess, ess >= settings.min_ess)}
+
+
+def _bridge_checks(halves, n_iter_half, settings):
+    a, b = halves
+    gap = abs(a.log_z - b.log_z) / max(np.hypot(a.std, b.std), 1e-300)
+    draws_per_tau = n_iter_half / max(a.tau, b.tau)
+    overlap = min(a.overlap, b.overlap)
+    return {"bridge_iterations": check(max(a.n_iter, b.n_iter), settings.max_iter, a.converged and b.converged),
+            "autocorrelation_time": check(draws_per_tau, settings.min_draws_per_tau,
+                                          draws_per_tau >= settings.min_draws_per_tau),
+            "proposal_overlap": check(overlap, settings.min_overlap, overlap >= settings.min_overlap),
+            "halves_agree": check(gap, 3.0, gap <= 3.0)}
+
+
+def bridge_log_evidence(model, X=None, y=None, *, posterior_samples=None, settings=None, random_state=None,
+                        verbose=0, **kwargs):
+    """Gaussianized bridge-sampling estimate of ``log p(y | X)`` (or of a target's normaliser).
 
     Parameters
     ----------
     model : Model
         Any object implementing the model protocol, gradients included.
-    X : ndarray of shape (n_samples, n_features)
+    X : ndarray of shape (n_samples, n_features), default=None
+        Data; None for a model without data (a density known up to its normaliser).
     y : ndarray of shape (n_samples,), default=None
     posterior_samples : ndarray of shape (n_draws, n_params) or (n_chains, n_iter, n_params), default=None
-        Posterior draws (e.g. SGAIS particles refined by MCMC). A 3-d array is
-        read as MCMC chains and its autocorrelation is estimated; a 2-d array is
-        treated as independent draws. None runs a short HMC from the MAP.
-    n_proposal : int, default=4000
-        Draws from the proposal.
-    proposal : {"t", "normal"}, default="t"
-        Multivariate t with ``df`` degrees of freedom or Gaussian.
-    df : float, default=10.0
-    inflation : float, default=1.5
-        Factor on the Laplace covariance.
-    n_chains, n_warmup, n_iter, n_leapfrog : int, default=32, 100, 100, 8
-        The HMC run used when ``posterior_samples`` is None.
-    label_permutations : bool, default=True
-        Correct for the ``K!`` label modes of models with ``n_components``
-        (symmetrised proposal, see the module notes).
+        Posterior draws to use instead of running HMC (a 2-d array is one chain).
+    settings : BridgeSettings, default=None
+        All settings at once; keywords in ``kwargs`` override single fields.
     random_state : int, numpy.random.Generator or None, default=None
     verbose : int, default=0
+        Log progress at INFO level when positive.
+    **kwargs
+        Any field of :class:`BridgeSettings`, e.g. ``n_chains=8, n_draws=2000``.
 
     Returns
     -------
     result : EvidenceResult
-        ``log_evidence_std`` is the relative RMSE of Frühwirth-Schnatter (2004),
-        which is the standard error of ``log Z`` to first order; ``info`` holds
-        the MAP, the autocorrelation time, the effective ``n1``, the label
-        strategy and the IS estimate from the same proposal draws.
+        ``log_evidence_std`` from Eq. (9) (widened when the halves disagree);
+        ``diagnostics`` holds ``rhat``, ``ess_bulk``, ``bridge_iterations``,
+        ``autocorrelation_time``, ``proposal_overlap`` and ``halves_agree``;
+        ``info`` the per-half estimates, errors, ``tau``, ``n_q``, flow layers
+        and the sampler's step size and acceptance.
+
+    Raises
+    ------
+    ValueError, TypeError
+        For a bad setting (named in the message) or bad data.
+
+    Warns
+    -----
+    EvidenceConvergenceWarning
+        When any check fails (``result.converged`` is then False).
 
     Notes
     -----
-    Meng and Wong, "Simulating ratios of normalizing constants via a simple
-    identity" (1996); Frühwirth-Schnatter, "Estimating marginal likelihoods for
-    mixture and Markov switching models using bridge sampling techniques"
-    (2004); Gronau et al., "A tutorial on bridge sampling" (2017).
-    ``n_likelihood_calls`` counts the MAP search, the Hessian, the HMC
-    gradients and the evaluations at all draws.
+    Jia and Seljak, "Normalizing constant estimation with Gaussianized bridge
+    sampling" (AABI 2019), Eqs. (3) and (9) and its Appendix B.4; Meng and
+    Wong (1996); Vehtari et al. (2021) for R-hat and ESS.
+    ``n_likelihood_calls`` counts every full-data evaluation: HMC gradients
+    during warm-up and sampling, and the proposal draws.
 
     Examples
     --------
     >>> import numpy as np
     >>> from evidence_select.models._targets import GaussianTarget
     >>> target = GaussianTarget(np.zeros(2), cov=0.1)
-    >>> res = bridge_log_evidence(target, np.zeros((1, 1)), n_proposal=500, random_state=0)
-    >>> abs(res.log_evidence - target.exact_log_evidence()) < 4 * res.log_evidence_std
-    True
+    >>> res = bridge_log_evidence(target, n_chains=4, n_warmup=200, n_draws=1000, random_state=0)
+    >>> bool(abs(res.log_evidence - target.exact_log_evidence()) < 4 * res.log_evidence_std), res.converged
+    (True, True)
     """
     start_time = time.perf_counter()
-    X, y = _check_data(X, y)
-    n_proposal = _check_positive_int(n_proposal, "n_proposal", minimum=2)
-    if proposal not in ("t", "normal"):
-        raise ValueError(f"proposal must be 't' or 'normal', got {proposal!r}")
-    if proposal == "t" and not (isinstance(df, numbers.Real) and df > 0):
-        raise ValueError(f"df must be positive, got {df!r}")
-    if not (isinstance(inflation, numbers.Real) and inflation > 0):
-        raise ValueError(f"inflation must be positive, got {inflation!r}")
+    X, y = _check_data(np.zeros((1, 1)) if X is None else X, y)
+    settings = _make_settings(settings, kwargs)
     rng = make_generator(random_state)
-    d = model.n_params
-
-    theta_map, log_q_map, n_calls = find_map(model, X, y, random_state=rng)
-    cov, n_hess = _laplace_covariance(model, theta_map, X, y)
-    n_calls += n_hess
-    chol = np.linalg.cholesky(cov + 1e-12 * np.eye(d) * np.trace(cov) / d)
-
-    if posterior_samples is None:
-        _check_positive_int(n_chains, "n_chains")
-        _check_positive_int(n_iter, "n_iter", minimum=4)
-        draws, n_hmc, step = _hmc_posterior_samples(rng, model, X, y, theta_map, chol, n_chains,
-                                                    _check_positive_int(n_warmup, "n_warmup", minimum=0),
-                                                    n_iter, _check_positive_int(n_leapfrog, "n_leapfrog"))
-        n_calls += n_hmc
-    else:
-        draws = np.asarray(posterior_samples, dtype=float)
-        if draws.ndim == 2:
-            draws = draws[:, None, :]
-        if draws.ndim != 3 or draws.shape[-1] != d:
-            raise ValueError(f"posterior_samples must have shape (n_draws, {d}) or (n_chains, n_iter, {d}), "
-                             f"got {np.shape(posterior_samples)}")
-        step = None
-    n_chain_post, n_iter_post = draws.shape[:2]
-    flat = draws.reshape(-1, d)
-
-    strategy, maps, log_correction = _label_strategy(model, label_permutations)
-    g = _Proposal(theta_map, np.sqrt(inflation) * chol, df if proposal == "t" else None)
-
-    def log_g(theta):
-        if maps is None:
-            return g.log_pdf(theta)
-        relabelled = np.einsum("kpq,nq->knp", maps, theta)  # (K!, n, P)
-        return logsumexp(g.log_pdf(relabelled), axis=0) - np.log(len(maps))
-
-    prop = g.sample(rng, n_proposal)
-    log_q_post = model.log_prior(flat) + _log_lik_sum(model, flat, X, y)
-    log_q_prop = model.log_prior(prop) + _log_lik_sum(model, prop, X, y)
-    n_calls += len(flat) + n_proposal
-    l1 = log_q_post - log_g(flat)
-    l2 = log_q_prop - log_g(prop)
-
-    # Effective n1 from the autocorrelation of the bridge's posterior-side function f1 (at the IS start).
-    log_r0, _ = bridge_iteration(l1, l2)
-    n1 = len(l1)
-    f1_chains = _f1(l1, l2, log_r0, n1).reshape(n_chain_post, n_iter_post) if n_iter_post > 1 else None
-    tau = integrated_autocorrelation_time(f1_chains) if f1_chains is not None else 1.0
-    n1_eff = n1 / tau
-    log_r, n_bridge_iter = bridge_iteration(l1, l2, n_eff_post=n1_eff)
-    rel_error = _relative_error(l1, l2, log_r, n1_eff, tau)
-    log_z = log_r + log_correction
-    info = dict(theta_map=theta_map, log_posterior_map=log_q_map, laplace_covariance=cov, tau=tau, n1_eff=n1_eff,
-                n_bridge_iterations=n_bridge_iter, label_switching=strategy, log_label_correction=log_correction,
-                log_evidence_importance=float(log_mean_exp(l2)) + log_correction, hmc_step_size=step,
-                log_evidence_laplace=float(log_q_map + 0.5 * d * np.log(2 * np.pi)
-                                           + np.sum(np.log(np.diag(chol))) + log_correction))
-    settings = dict(n_proposal=n_proposal, proposal=proposal, df=df, inflation=inflation, n_chains=n_chain_post,
-                    n_iter=n_iter_post, n_warmup=n_warmup if posterior_samples is None else 0,
-                    n_leapfrog=n_leapfrog, label_permutations=label_permutations)
-    return EvidenceResult(float(log_z), float(rel_error), "bridge", float(n_calls), int(n_calls * len(X)),
-                          time.perf_counter() - start_time, settings, flat, None, info)
-
-
-def _s(n1, n2):
-    return n1 / (n1 + n2), n2 / (n1 + n2)
-
-
-def _f1(l1, l2, log_r, n1):
-    """``g / (s1 q / r + s2 g)`` at posterior draws (linear scale, bounded by 1 / s2)."""
-    s1, s2 = _s(n1, len(l2))
-    return np.exp(-np.logaddexp(np.log(s1) + l1 - log_r, np.log(s2)))
-
-
-def _relative_error(l1, l2, log_r, n1_eff, tau):
-    """Frühwirth-Schnatter (2004) relative RMSE of the bridge estimate of ``r``."""
-    s1, s2 = _s(n1_eff, len(l2))
-    f1 = np.exp(-np.logaddexp(np.log(s1) + l1 - log_r, np.log(s2)))
-    f2 = np.exp(l2 - log_r - np.logaddexp(np.log(s1) + l2 - log_r, np.log(s2)))
-    term2 = np.var(f2) / np.mean(f2) ** 2 / len(l2)
-    term1 = tau * np.var(f1) / np.mean(f1) ** 2 / len(l1)
-    return float(np.sqrt(term1 + term2))
+    posterior = _Posterior(model, X, y)
+    strategy, maps, log_correction = _label_strategy(model, settings.label_permutations)
+    draws, log_p, sampler_info = _posterior_draws(rng, model, posterior, posterior_samples, settings)
+    if strategy == "symmetrised":
+        n_chains, n_iter, d = draws.shape
+        draws = _canonical_labels(model, draws.reshape(-1, d)).reshape(n_chains, n_iter, d)
+    diagnostics = _chain_checks(draws, log_p, settings)
+    n_eval_sampling = posterior.n_calls
+    if verbose:
+        logger.info("bridge: %d chains x %d draws, %d evaluations; rhat %.3f, ess %.0f", *draws.shape[:2],
+                    n_eval_sampling, diagnostics["rhat"]["value"], diagnostics["ess_bulk"]["value"])
+    half = draws.shape[1] // 2
+    first, second = (draws[:, :half], log_p[:, :half]), (draws[:, half:2 * half], log_p[:, half:2 * half])
+    halves = [_bridge_half(rng, posterior, fit[0].reshape(-1, draws.shape[2]), *other, maps, n_eval_sampling,
+                           settings) for fit, other in ((first, second), (second, first))]
+    diagnostics.update(_bridge_checks(halves, half, settings))
+    log_z = float(np.mean([h.log_z for h in halves])) + log_correction
+    std = float(np.mean([h.std for h in halves]))
+    if not diagnostics["halves_agree"]["passed"]:
+        std = max(std, abs(halves[0].log_z - halves[1].log_z))
+    converged = warn_not_converged("bridge", diagnostics)
+    info = dict(halves=[h._asdict() for h in halves], label_switching=strategy, log_label_correction=log_correction,
+                n_evaluations_sampling=n_eval_sampling, **sampler_info)
+    return EvidenceResult(log_z, std, "bridge", float(posterior.n_calls), int(posterior.n_calls * len(X)),
+                          time.perf_counter() - start_time, settings._asdict(), draws.reshape(-1, draws.shape[2]),
+                          None, info, diagnostics, converged)

@@ -1,0 +1,321 @@
+"""Iterative Gaussianization: a normalised density fitted to samples, numpy/scipy only.
+
+The bijection ``z = Psi(x)`` is a whitening affine layer followed by layers that
+each (i) find ``K`` orthonormal directions along which the samples look least
+Gaussian (largest sliced Wasserstein-1 distance between the projections and
+``N(0, 1)``, by projected gradient ascent over orthonormal frames) and (ii) map
+the samples' marginal along each direction to ``N(0, 1)`` with a monotone
+rational-quadratic spline (Durkan et al., "Neural spline flows", 2019) through
+knots of the smoothed (kernel) CDF, ``y = Phi^-1(F_kde(p))``, with linear tails.
+Components orthogonal to the directions are left alone, so each layer is
+invertible and its log-Jacobian is the sum of the splines' log-derivatives.
+This follows the Iterative Neural Transform of Jia and Seljak, "Normalizing
+constant estimation with Gaussianized bridge sampling" (AABI 2019, Sec. 3).
+
+The density is ``q(x) = N(Psi(x); 0, I) |det dPsi/dx|``: exactly normalised for
+any fitted knots (a smooth bijection of ``R^d`` onto ``R^d``), which is what
+bridge sampling needs. Layers are added while the mean log density of held-out
+samples improves, which stops the fit before it chases the noise of a finite
+sample. The splines invert in closed form, so sampling is exact.
+"""
+
+from typing import NamedTuple
+
+import numpy as np
+from scipy.special import log_ndtr, logsumexp, ndtri, ndtri_exp
+
+__all__ = ["GaussianizationSettings", "Gaussianization", "fit_gaussianization", "gaussianization_forward",
+           "gaussianization_inverse", "gaussianization_log_density", "gaussianization_sample"]
+
+_LOG_2PI = np.log(2.0 * np.pi)
+_N_BINS = 1024  # kernel-estimate bins per marginal (bin width ~ range / 1024, far below the bandwidth)
+
+
+class GaussianizationSettings(NamedTuple):
+    """Settings of :func:`fit_gaussianization`.
+
+    max_layers : int, most marginal layers (fewer when held-out samples stop improving).
+    n_directions : int or None, directions per layer (None: all ``n_params``).
+    n_knots : int or None, spline knots per direction (None: ``sqrt(n)`` within [20, 100]).
+    bandwidth_factor : float, multiplies Silverman's kernel bandwidth.
+    n_search_steps : int, gradient steps of the direction search.
+    validation_fraction : float in (0, 0.5), held-out share of the samples for stopping.
+    """
+
+    max_layers: int = 10
+    n_directions: int = None
+    n_knots: int = None
+    bandwidth_factor: float = 1.0
+    n_search_steps: int = 20
+    validation_fraction: float = 0.2
+
+
+class _SplineLayer(NamedTuple):
+    """Directions ``(n_params, K)``; per direction the knots ``x``, ``y`` and slopes (tuples of K arrays)."""
+
+    directions: np.ndarray
+    knots_x: np.ndarray
+    knots_y: np.ndarray
+    slopes: np.ndarray
+
+
+class Gaussianization(NamedTuple):
+    """A fitted iterative Gaussianization: ``z = layers(chol^-1 (x - mean))``.
+
+    mean : (n_params,); chol : (n_params, n_params), lower Cholesky factor of the
+    whitening covariance; layers : tuple of spline layers, applied in order.
+    """
+
+    mean: np.ndarray
+    chol: np.ndarray
+    layers: tuple
+
+
+# -- monotone rational-quadratic spline (one direction) ------------------------------------
+def _bins(values, knots):
+    return np.clip(np.searchsorted(knots, values, side="right") - 1, 0, len(knots) - 2)
+
+
+def _rq_forward(x, knots_x, knots_y, slopes):
+    """Spline value and log-derivative at ``x`` (1-d); linear beyond the end knots."""
+    k = _bins(x, knots_x)
+    width = knots_x[k + 1] - knots_x[k]
+    height = knots_y[k + 1] - knots_y[k]
+    s = height / width
+    d0, d1 = slopes[k], slopes[k + 1]
+    xi = np.clip((x - knots_x[k]) / width, 0.0, 1.0)
+    mix = xi * (1.0 - xi)
+    denom = s + (d0 + d1 - 2.0 * s) * mix
+    y = knots_y[k] + height * (s * xi**2 + d0 * mix) / denom
+    log_deriv = 2.0 * np.log(s) + np.log(d1 * xi**2 + 2.0 * s * mix + d0 * (1.0 - xi) ** 2) - 2.0 * np.log(denom)
+    below, above = x < knots_x[0], x > knots_x[-1]
+    y = np.where(below, knots_y[0] + slopes[0] * (x - knots_x[0]), y)
+    y = np.where(above, knots_y[-1] + slopes[-1] * (x - knots_x[-1]), y)
+    log_deriv = np.where(below, np.log(slopes[0]), np.where(above, np.log(slopes[-1]), log_deriv))
+    return y, log_deriv
+
+
+def _rq_inverse(y, knots_x, knots_y, slopes):
+    """Inverse of :func:`_rq_forward` in closed form (the root of a quadratic in ``xi``)."""
+    k = _bins(y, knots_y)
+    width = knots_x[k + 1] - knots_x[k]
+    height = knots_y[k + 1] - knots_y[k]
+    s = height / width
+    d0, d1 = slopes[k], slopes[k + 1]
+    dy = y - knots_y[k]
+    curvature = d0 + d1 - 2.0 * s
+    a = height * (s - d0) + dy * curvature
+    b = height * d0 - dy * curvature
+    c = -s * dy
+    # The numerically stable root 2c / (-b - sqrt(b^2 - 4ac)) lies in [0, 1] (Durkan et al., Eq. 29).
+    xi = 2.0 * c / (-b - np.sqrt(np.maximum(b * b - 4.0 * a * c, 0.0)))
+    x = knots_x[k] + np.clip(xi, 0.0, 1.0) * width
+    x = np.where(y < knots_y[0], knots_x[0] + (y - knots_y[0]) / slopes[0], x)
+    return np.where(y > knots_y[-1], knots_x[-1] + (y - knots_y[-1]) / slopes[-1], x)
+
+
+# -- fitting one marginal ------------------------------------------------------------------
+def _fit_marginal(values, n_knots, bandwidth_factor):
+    """Knots ``(x, y, slopes)`` of the spline mapping the kernel-smoothed CDF of ``values`` to N(0, 1).
+
+    The kernel estimate uses the samples shrunk towards their mean by
+    ``1 / sqrt(1 + (h / sd)^2)`` and bandwidth shrunk alike, so it keeps the
+    samples' variance (plain smoothing would widen every layer's marginal).
+    The tail slopes are secants over the outer tenth of the knots, so the tails
+    are no lighter than the data's outer quantiles suggest.
+    """
+    n = len(values)
+    sd = float(np.std(values))
+    centre = float(np.mean(values))
+    h = bandwidth_factor * 1.06 * sd * n ** (-0.2)
+    shrink = 1.0 / np.sqrt(1.0 + (h / sd) ** 2)
+    points = centre + (values - centre) * shrink
+    h = h * shrink
+    knots = np.unique(np.quantile(values, np.linspace(0.0, 1.0, n_knots)))
+    # Binned kernel estimate: bins far narrower than h change it negligibly and cost O(n_bins) per knot.
+    counts, edges = np.histogram(points, bins=_N_BINS)
+    centres = 0.5 * (edges[1:] + edges[:-1])[counts > 0]
+    log_w = np.log(counts[counts > 0] / n)
+    std = (knots[:, None] - centres[None, :]) / h
+    log_cdf = logsumexp(log_ndtr(std) + log_w, axis=1)
+    log_sf = logsumexp(log_ndtr(-std) + log_w, axis=1)
+    y = np.where(log_cdf < np.log(0.5), ndtri_exp(log_cdf), -ndtri_exp(log_sf))
+    log_pdf = logsumexp(-0.5 * std**2 + log_w, axis=1) - np.log(h) - 0.5 * _LOG_2PI
+    slopes = np.exp(log_pdf + 0.5 * y**2 + 0.5 * _LOG_2PI)
+    keep = np.concatenate([[True], np.diff(y) > 1e-9 * (1.0 + np.abs(y[1:]))])
+    knots, y, slopes = knots[keep], y[keep], slopes[keep]
+    tail = max(1, len(knots) // 10)
+    slopes[0] = min(slopes[0], (y[tail] - y[0]) / (knots[tail] - knots[0]))
+    slopes[-1] = min(slopes[-1], (y[-1] - y[-1 - tail]) / (knots[-1] - knots[-1 - tail]))
+    return knots, y, slopes
+
+
+# -- direction search ----------------------------------------------------------------------
+def _orthonormal(matrix):
+    q, r = np.linalg.qr(matrix)
+    return q * np.where(np.diag(r) < 0, -1.0, 1.0)
+
+
+def _find_directions(rng, z, n_directions, n_steps, start_identity):
+    """Orthonormal ``(n_params, K)`` frame with large sliced W1 distance of projections to N(0, 1)."""
+    n, d = z.shape
+    frame = np.eye(d)[:, :n_directions] if start_identity else _orthonormal(rng.standard_normal((d, n_directions)))
+    quantiles = ndtri((np.arange(n) + 0.5) / n)
+    if n_directions == d:  # a full rotation: the sum over all directions is what the splines see
+        return frame
+    for _ in range(n_steps):
+        proj = z @ frame
+        order = np.argsort(proj, axis=0)
+        residual = np.empty_like(proj)
+        np.put_along_axis(residual, order, np.take_along_axis(proj, order, axis=0) - quantiles[:, None], axis=0)
+        grad = z.T @ np.sign(residual) / n
+        frame = _orthonormal(frame + grad)
+    return frame
+
+
+# -- transforms --------------------------------------------------------------------------
+def _layer_forward(layer, z):
+    proj = z @ layer.directions
+    new = np.empty_like(proj)
+    log_det = np.zeros(len(z))
+    for k in range(proj.shape[1]):
+        new[:, k], log_deriv = _rq_forward(proj[:, k], layer.knots_x[k], layer.knots_y[k], layer.slopes[k])
+        log_det += log_deriv
+    return z + (new - proj) @ layer.directions.T, log_det
+
+
+def _layer_inverse(layer, z):
+    proj = z @ layer.directions
+    old = np.empty_like(proj)
+    for k in range(proj.shape[1]):
+        old[:, k] = _rq_inverse(proj[:, k], layer.knots_x[k], layer.knots_y[k], layer.slopes[k])
+    return z + (old - proj) @ layer.directions.T
+
+
+def _std_normal_log_pdf(z):
+    return -0.5 * np.sum(z**2, axis=1) - 0.5 * z.shape[1] * _LOG_2PI
+
+
+def gaussianization_forward(model, x):
+    """``z = Psi(x)`` and ``log |det dPsi/dx|``.
+
+    Parameters
+    ----------
+    model : Gaussianization
+    x : ndarray of shape (n, n_params)
+
+    Returns
+    -------
+    z : ndarray of shape (n, n_params)
+    log_det : ndarray of shape (n,)
+    """
+    z = np.linalg.solve(model.chol, (np.atleast_2d(x) - model.mean).T).T
+    log_det = np.full(len(z), -np.sum(np.log(np.diag(model.chol))))
+    for layer in model.layers:
+        z, step = _layer_forward(layer, z)
+        log_det = log_det + step
+    return z, log_det
+
+
+def gaussianization_inverse(model, z):
+    """``x = Psi^-1(z)``, exact up to rounding (closed-form spline inverses)."""
+    z = np.atleast_2d(np.asarray(z, dtype=float))
+    for layer in reversed(model.layers):
+        z = _layer_inverse(layer, z)
+    return model.mean + z @ model.chol.T
+
+
+def gaussianization_log_density(model, x):
+    """Normalised log density ``log q(x)``, shape ``(n,)``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> rng = np.random.default_rng(0)
+    >>> model = fit_gaussianization(rng, rng.normal(size=(2000, 2)))
+    >>> x = gaussianization_sample(model, rng, 3)
+    >>> gaussianization_log_density(model, x).shape
+    (3,)
+    """
+    z, log_det = gaussianization_forward(model, x)
+    return _std_normal_log_pdf(z) + log_det
+
+
+def gaussianization_sample(model, rng, n_samples):
+    """``n_samples`` exact draws from ``q``, shape ``(n_samples, n_params)``."""
+    return gaussianization_inverse(model, rng.standard_normal((n_samples, len(model.mean))))
+
+
+def _whitening(samples):
+    mean = samples.mean(axis=0)
+    cov = np.cov(samples, rowvar=False).reshape(len(mean), len(mean))
+    cov = cov + 1e-10 * np.trace(cov) / len(mean) * np.eye(len(mean))
+    return mean, np.linalg.cholesky(cov)
+
+
+def _check_settings(settings, n, d):
+    if not isinstance(settings, GaussianizationSettings):
+        raise TypeError(f"settings must be a GaussianizationSettings, got {type(settings).__name__}")
+    if settings.max_layers < 0:
+        raise ValueError(f"max_layers must be >= 0, got {settings.max_layers!r}")
+    if settings.n_directions is not None and not 1 <= settings.n_directions <= d:
+        raise ValueError(f"n_directions must be in [1, {d}], got {settings.n_directions!r}")
+    if not 0.0 < settings.validation_fraction < 0.5:
+        raise ValueError(f"validation_fraction must be in (0, 0.5), got {settings.validation_fraction!r}")
+    if not settings.bandwidth_factor > 0:
+        raise ValueError(f"bandwidth_factor must be positive, got {settings.bandwidth_factor!r}")
+    if n < max(2 * d, 20):
+        raise ValueError(f"Gaussianization needs at least max(2 n_params, 20) = {max(2 * d, 20)} samples, got {n}")
+
+
+def fit_gaussianization(rng, samples, settings=GaussianizationSettings()):
+    """Fit an iterative Gaussianization to samples.
+
+    Parameters
+    ----------
+    rng : numpy.random.Generator
+        For the validation split and the random starting frames.
+    samples : ndarray of shape (n, n_params)
+    settings : GaussianizationSettings
+
+    Returns
+    -------
+    model : Gaussianization
+        Use with :func:`gaussianization_log_density`, :func:`gaussianization_sample`.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> rng = np.random.default_rng(0)
+    >>> x = rng.standard_t(3, size=(3000, 2))
+    >>> model = fit_gaussianization(rng, x)
+    >>> len(model.layers) >= 1
+    True
+    """
+    samples = np.asarray(samples, dtype=float)
+    n, d = samples.shape
+    _check_settings(settings, n, d)
+    order = rng.permutation(n)
+    n_val = max(int(settings.validation_fraction * n), 1)
+    train, val = samples[order[n_val:]], samples[order[:n_val]]
+    mean, chol = _whitening(train)
+    base = Gaussianization(mean, chol, ())
+    z_train, _ = gaussianization_forward(base, train)
+    z_val, log_det_val = gaussianization_forward(base, val)
+    best_score = float(np.mean(_std_normal_log_pdf(z_val) + log_det_val))
+    n_directions = settings.n_directions or d
+    n_knots = settings.n_knots or int(np.clip(np.sqrt(len(train)), 20, 100))
+    layers = []
+    for index in range(settings.max_layers):
+        frame = _find_directions(rng, z_train, n_directions, settings.n_search_steps, start_identity=index == 0)
+        proj = z_train @ frame
+        fits = [_fit_marginal(proj[:, k], n_knots, settings.bandwidth_factor) for k in range(n_directions)]
+        layer = _SplineLayer(frame, *(tuple(f[j] for f in fits) for j in range(3)))
+        z_new_val, step = _layer_forward(layer, z_val)
+        score = float(np.mean(_std_normal_log_pdf(z_new_val) + log_det_val + step))
+        if not score > best_score + 1e-4 * d:
+            break
+        layers.append(layer)
+        best_score, z_val, log_det_val = score, z_new_val, log_det_val + step
+        z_train = _layer_forward(layer, z_train)[0]
+    return Gaussianization(mean, chol, tuple(layers))
