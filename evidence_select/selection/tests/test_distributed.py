@@ -8,9 +8,11 @@ import pickle
 
 import numpy as np
 import pytest
+from threadpoolctl import threadpool_info, threadpool_limits
 
 from evidence_select import BayesianLinearRegressor, EvidenceModelSelector
 from evidence_select.datasets import make_linear_regression
+from evidence_select.selection import _distributed
 
 distributed = pytest.importorskip("distributed")
 
@@ -72,6 +74,21 @@ def test_dask_without_client_is_a_clear_error(data):
         pytest.skip("a default client exists in this process")
     with pytest.raises(ValueError, match="dask.distributed Client"):
         _selector(parallel="dask").fit(data.X, data.y)
+
+
+def test_reference_backends_run_with_one_blas_thread(monkeypatch, data):
+    # BLAS splits a long dot product's sum between its threads, so its last bits depend on the thread count;
+    # the main process (all cores) and loky workers (one thread each) differ, hence one thread everywhere.
+    threads, real = [], _distributed.log_evidence
+
+    def recording(*args, **kwargs):
+        threads.append(max(info["num_threads"] for info in threadpool_info() if info["user_api"] == "blas"))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(_distributed, "log_evidence", recording)
+    with threadpool_limits(2, user_api="blas"):
+        _selector("ais").partial_fit(data.X[:CHUNK], data.y[:CHUNK])
+    assert threads == [1, 1]
 
 
 @pytest.mark.parametrize("backend", ["sgais", "ais", "ns", "bridge"])
