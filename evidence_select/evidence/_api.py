@@ -11,9 +11,38 @@ from ..utils._threads import single_threaded_blas
 from ._result import EvidenceResult
 from ._sgais import SGAISConfig, evidence_estimate, sgais_stream
 
-__all__ = ["log_evidence", "METHODS"]
+__all__ = ["log_evidence", "METHODS", "no_data"]
 
 METHODS = ("exact", "ais", "ns", "bridge", "sgais")
+
+
+def no_data():
+    """The data a model without data is evaluated on: one row with no features, ``(1, 0)``.
+
+    The no-data rule: a :class:`~evidence_select.models.Model` whose likelihood
+    is a function of ``theta`` alone receives this ``X`` (and ``y=None``) from
+    every evidence method; its ``log_likelihood`` returns ``log L(theta)`` as
+    the single column, so one likelihood call is one row.
+
+    Returns
+    -------
+    X : ndarray of shape (1, 0)
+
+    Examples
+    --------
+    >>> no_data().shape
+    (1, 0)
+    """
+    return np.empty((1, 0))
+
+
+def _model_data(X, y):
+    """A model's data as the backends take it: ``X=None`` is the no-data row (see :func:`no_data`)."""
+    if X is None:
+        if y is not None:
+            raise ValueError("y was given without X; a model without data takes X=None and y=None")
+        return no_data(), None
+    return np.asarray(X, dtype=float), y
 
 
 def _reference_backend(method):
@@ -46,7 +75,7 @@ def _sgais_on_model(model, X, y, random_state, **settings):
     return state, config
 
 
-def log_evidence(estimator_or_model, X, y=None, *, method, random_state=None, verbose=0, **method_kwargs):
+def log_evidence(estimator_or_model, X=None, y=None, *, method, random_state=None, verbose=0, **method_kwargs):
     """Log marginal likelihood of ``(X, y)`` under a model, by any method.
 
     Parameters
@@ -55,7 +84,11 @@ def log_evidence(estimator_or_model, X, y=None, *, method, random_state=None, ve
         A :class:`BayesianLinearRegressor`, :class:`BayesianLogisticClassifier`,
         :class:`BayesianMixture` (its hyperparameters define the model; it is not
         modified), or any :class:`~evidence_select.models.Model`.
-    X : array-like of shape (n_samples, n_features)
+    X : array-like of shape (n_samples, n_features) or None, default=None
+        The data. None only for a Model without data, whose likelihood is a
+        function of the parameters alone: it is then evaluated on one row with
+        no features (:func:`no_data`, shape ``(1, 0)``), so its
+        ``log_likelihood`` returns ``log L(theta)`` as one column.
     y : array-like of shape (n_samples,), default=None
         Targets (class labels for the classifier); None for density models.
     method : {"exact", "ais", "ns", "bridge", "sgais"}
@@ -89,6 +122,14 @@ def log_evidence(estimator_or_model, X, y=None, *, method, random_state=None, ve
     >>> online = log_evidence(BayesianLinearRegressor(), data.X, data.y, method="sgais", random_state=0)
     >>> bool(abs(online.log_evidence - exact.log_evidence) < 5 * online.log_evidence_std + 0.5)
     True
+
+    A model without data (here Neal's funnel as a likelihood of the parameters) takes no ``X``:
+
+    >>> from evidence_select.models import FunnelTarget
+    >>> funnel = FunnelTarget(4)
+    >>> result = log_evidence(funnel, method="ns", n_live=200, random_state=0)
+    >>> bool(abs(result.log_evidence - funnel.exact_log_evidence()) < 4 * result.log_evidence_std + 0.5)
+    True
     """
     if method not in METHODS:
         raise ValueError(f"method must be one of {METHODS}; got {method!r}")
@@ -96,6 +137,9 @@ def log_evidence(estimator_or_model, X, y=None, *, method, random_state=None, ve
     if not is_model and not hasattr(estimator_or_model, "_make_model"):
         raise TypeError("log_evidence needs an evidence_select estimator or a Model (the model protocol); "
                         f"got {type(estimator_or_model).__name__}")
+    if X is None and not is_model:
+        raise ValueError(f"X is required for the estimator {type(estimator_or_model).__name__}; only a Model "
+                         "without data takes X=None")
     tic = time.perf_counter()
     if method == "sgais" and not is_model:
         settings = {} if random_state is None else {"random_state": random_state}
@@ -107,7 +151,7 @@ def log_evidence(estimator_or_model, X, y=None, *, method, random_state=None, ve
                               state.n_datum_evaluations / max(n_rows, 1), state.n_datum_evaluations,
                               time.perf_counter() - tic, settings=est.get_params(), samples=est.particles_,
                               log_weights=est.log_weights_, info={"evidence_history": est.evidence_history_})
-    model, X, y = (estimator_or_model, np.asarray(X, dtype=float), y) if is_model \
+    model, X, y = (estimator_or_model, *_model_data(X, y)) if is_model \
         else _model_and_data(estimator_or_model, X, y)
     if method == "exact":
         value = exact_log_evidence(model, X, y)

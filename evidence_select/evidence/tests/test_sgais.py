@@ -4,8 +4,9 @@ import numpy as np
 import pytest
 
 from evidence_select.datasets import make_linear_regression
-from evidence_select.evidence._sgais import (SGAISConfig, _crossed_checkpoint, _merge_independent_runs,
-                                             _per_row_spread, evidence_estimate, sgais_init, sgais_update)
+from evidence_select.evidence._sgais import SGAISConfig, evidence_estimate, sgais_init, sgais_update
+from evidence_select.evidence._sgais_policy import crossed_checkpoint, merge_independent_runs, per_row_spread
+from evidence_select.evidence._sgais_state import Particles
 from evidence_select.models import LinearGaussianModel
 
 
@@ -143,10 +144,10 @@ def test_periodic_restarts_come_where_the_rows_seen_double_and_keep_the_linear_e
     assert [r.n_samples_seen for r in records if r.n_replayed] == [1000, 2000]  # 4000 > reservoir_size
     error, std = exact_error(state, model, data)
     assert error < 5 * std + 1e-3
-    seen = [n for n in range(250, 70_000, 250) if _crossed_checkpoint(n - 250, n, 250, 2.0)]
+    seen = [n for n in range(250, 70_000, 250) if crossed_checkpoint(n - 250, n, 250, 2.0)]
     assert seen == [250, 500, 1000, 2000, 4000, 8000, 16000, 32000, 64000]
-    assert not _crossed_checkpoint(0, 200, 250, 2.0)
-    assert not _crossed_checkpoint(900, 1100, 500, 1.5) and _crossed_checkpoint(1100, 1200, 500, 1.5)  # at 1125
+    assert not crossed_checkpoint(0, 200, 250, 2.0)
+    assert not crossed_checkpoint(900, 1100, 500, 1.5) and crossed_checkpoint(1100, 1200, 500, 1.5)  # at 1125
 
 
 def test_merge_independent_runs_averages_each_groups_evidence_and_draws_within_the_group():
@@ -156,9 +157,9 @@ def test_merge_independent_runs_averages_each_groups_evidence_and_draws_within_t
     uniform = np.full((n_groups, n_particles), -np.log(n_particles))
     log_z_a, log_z_b = np.array([0.0, 0.0]), np.array([np.log(3.0), -50.0])
     variance_a, variance_b = np.array([0.01, 0.02]), np.array([0.04, 0.0])
-    theta, log_weights, log_z, variance, reference, reference_grad = _merge_independent_runs(
-        np.random.default_rng(0), (theta_a, uniform, log_z_a, variance_a, None, None),
-        (theta_b, uniform, log_z_b, variance_b, None, None))
+    theta, log_weights, log_z, variance, reference, reference_grad = merge_independent_runs(
+        np.random.default_rng(0), Particles(theta_a, uniform, log_z_a, variance_a, None, None),
+        Particles(theta_b, uniform, log_z_b, variance_b, None, None))
     assert reference is None and reference_grad is None
     assert np.allclose(log_z, np.log([(1 + 3) / 2, (1 + np.exp(-50)) / 2]))
     assert np.allclose(log_weights, -np.log(n_particles))
@@ -176,8 +177,8 @@ def test_per_row_spread_is_the_weighted_std_of_the_mean_row_log_likelihood():
     per_row = rng.normal(size=(3, 20))
     weights = rng.dirichlet(np.ones(20), size=3)
     expected = max(np.sqrt(np.cov(per_row[g], aweights=weights[g], ddof=0)) for g in range(3))
-    assert np.isclose(_per_row_spread(np.log(weights), per_row), expected)
-    assert _per_row_spread(np.log(np.full((1, 4), 0.25)), np.full((1, 4), -3.0)) == 0.0  # full agreement
+    assert np.isclose(per_row_spread(np.log(weights), per_row), expected)
+    assert per_row_spread(np.log(np.full((1, 4), 0.25)), np.full((1, 4), -3.0)) == 0.0  # full agreement
 
 
 def test_reheat_that_cannot_return_warns_and_ends_at_the_chunks_target():
@@ -220,7 +221,7 @@ def test_jump_acceptance_is_the_ratio_of_the_tempered_targets():
     # log alpha = log pi(proposal) - log pi(theta) + log q-ratio with pi = prior x chunk^t x past^b,
     # computed here term by term from the model (the reservoir holds the 80 past rows, so it is exact).
     from evidence_select.datasets import make_mixture
-    from evidence_select.evidence._sgais import _jump_log_acceptance
+    from evidence_select.evidence._sgais_moves import ChunkContext, MoveTarget, jump_log_acceptance
     from evidence_select.kernels._reservoir import reservoir_init, reservoir_insert
     from evidence_select.models import GaussianMixtureModel
 
@@ -231,8 +232,8 @@ def test_jump_acceptance_is_the_ratio_of_the_tempered_targets():
     reservoir, _ = reservoir_insert(rng, reservoir_init(1000, 2, None), past, None)
     theta = model.sample_prior(rng, 5)
     proposal, log_q_ratio = model.propose_jump(rng, theta, chunk)
-    log_accept, _, _ = _jump_log_acceptance(model, theta, proposal, log_q_ratio, chunk, None, 0.3, 0.6, reservoir,
-                                            80)
+    context = ChunkContext(model, None, chunk, None, 80, 1, reservoir, None, False, None)
+    log_accept, _, _ = jump_log_acceptance(context, theta, proposal, log_q_ratio, MoveTarget(0.3, 0.6, 1, True))
 
     def log_target(t):
         return (model.log_prior(t) + 0.3 * model.log_likelihood(t, chunk).sum(axis=1)

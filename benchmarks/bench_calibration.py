@@ -1,0 +1,221 @@
+"""Calibration suite: NS, AIS and bridge sampling against exact evidence (issue 15 targets).
+
+Usage (one heavy job at a time on the shared machine)::
+
+    # baseline, every family up to 16 dimensions, one seed
+    OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 nice -n 10 python benchmarks/bench_calibration.py --max-dim 16 --seeds 1
+    # the full suite (up to 64 dimensions, 3 seeds)
+    OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 nice -n 10 python benchmarks/bench_calibration.py
+    # a few families, one backend, dynesty (default settings) alongside
+    python benchmarks/bench_calibration.py --cases funnel,banana --backends bridge --dynesty --max-dim 16
+
+Every case of :func:`evidence_select.models.calibration_cases` (exact ``log Z``
+known by construction) runs through ``log_evidence(model, X, y, method=...)``
+with the backend's documented defaults and seeds ``0 .. seeds-1``. Per run: the
+estimate, its reported std, the pull ``(estimate - exact) / std``, whether it is
+within ``max(3 std, 0.5)`` nats, the backend's own verdict (``result.converged``;
+an exception or an :class:`~evidence_select.exceptions.EvidenceConvergenceWarning`
+counts as flagged), likelihood calls and wall / CPU seconds.
+
+Summary per backend: the fraction of runs within tolerance, the fraction of the
+misses that the backend flagged itself, the standard deviation of the pulls
+(calibrated errors give ~1), the fraction within 0.5 nat among runs that
+reported convergence, and the cost. Issue 15 asks for >= 95% within, every miss
+flagged, and a pull std in [0.7, 1.5].
+
+Writes ``benchmarks/results/calibration.json`` (``--output``) after every case,
+so a run cut short keeps what it measured.
+"""
+
+import argparse
+import os
+import sys
+import time
+import warnings
+
+import numpy as np
+from scipy import special, stats
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # run from a checkout
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _common import RESULTS_DIR, run_metadata, save_json  # noqa: E402
+from evidence_select import log_evidence  # noqa: E402
+from evidence_select.evidence._api import no_data  # noqa: E402
+from evidence_select.evidence._result import failed_checks  # noqa: E402
+from evidence_select.exceptions import EvidenceConvergenceWarning  # noqa: E402
+from evidence_select.models import (BetaBinomialModel, BoxProductTarget, LinearGaussianModel,  # noqa: E402
+                                    PoissonGammaModel, calibration_cases)
+
+BACKENDS = ("ns", "ais", "bridge")
+MIN_TOLERANCE = 0.5
+N_SIGMA = 3.0
+
+
+# -- one run ---------------------------------------------------------------------------------
+def judge(estimate, std, exact):
+    """Pull and the within-tolerance verdict ``|estimate - exact| <= max(3 std, 0.5)``."""
+    error = estimate - exact
+    pull = error / std if std > 0 else (0.0 if error == 0 else np.copysign(np.inf, error))
+    within = bool(np.isfinite(estimate) and abs(error) <= max(N_SIGMA * std, MIN_TOLERANCE))
+    return float(pull), within
+
+
+def run_backend(case, method, seed):
+    """One ``log_evidence`` call; exceptions and convergence warnings become a flagged record."""
+    t0, c0 = time.perf_counter(), time.process_time()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", EvidenceConvergenceWarning)
+        try:
+            r = log_evidence(case.model, case.X, case.y, method=method, random_state=seed)
+        except Exception as exc:  # a crash is a loud (flagged) failure, recorded rather than fatal
+            return dict(method=method, seed=seed, estimate=float("nan"), std=float("nan"), pull=float("nan"),
+                        within=False, converged=False, failed=[f"{type(exc).__name__}: {exc}"], calls=float("nan"),
+                        seconds=time.perf_counter() - t0, cpu_seconds=time.process_time() - c0)
+    warned = any(issubclass(w.category, EvidenceConvergenceWarning) for w in caught)
+    pull, within = judge(r.log_evidence, r.log_evidence_std, case.exact)
+    return dict(method=method, seed=seed, estimate=float(r.log_evidence), std=float(r.log_evidence_std), pull=pull,
+                within=within, converged=bool(r.converged and not warned), failed=failed_checks(r.diagnostics),
+                diagnostics=r.diagnostics, calls=float(r.n_likelihood_calls), seconds=time.perf_counter() - t0,
+                cpu_seconds=time.process_time() - c0)
+
+
+# -- dynesty (optional extra "bench") --------------------------------------------------------
+def prior_transform(model):
+    """Unit cube -> the model's unconstrained prior, by the inverse CDF of each coordinate."""
+    if isinstance(model, BoxProductTarget):
+        return special.logit
+    if isinstance(model, PoissonGammaModel):
+        return lambda u: np.log(stats.gamma.ppf(u, model.shape, scale=1.0 / model.rate))
+    if isinstance(model, BetaBinomialModel):
+        return lambda u: special.logit(stats.beta.ppf(u, model.a, model.b))
+    if isinstance(model, LinearGaussianModel):
+        sd = np.sqrt(model.prior_variances)
+        return lambda u: special.ndtri(u) * sd
+    return lambda u: special.ndtri(u) * model.prior_scale  # every other case: N(0, prior_scale^2 I)
+
+
+def run_dynesty(case, seed):
+    """dynesty with its default settings on the same case; its ``ncall`` as the cost."""
+    import dynesty
+
+    X = no_data() if case.X is None else case.X
+
+    def log_lik(theta):
+        return float(case.model.log_likelihood_sum(theta[None], X, case.y)[0])
+
+    t0, c0 = time.perf_counter(), time.process_time()
+    sampler = dynesty.NestedSampler(log_lik, prior_transform(case.model), case.dim,
+                                    rstate=np.random.default_rng(seed))
+    sampler.run_nested(print_progress=False)
+    res = sampler.results
+    estimate, std = float(res.logz[-1]), float(res.logzerr[-1])
+    pull, within = judge(estimate, std, case.exact)
+    return dict(method="dynesty", seed=seed, estimate=estimate, std=std, pull=pull, within=within, converged=True,
+                failed=[], calls=float(np.sum(res.ncall)), seconds=time.perf_counter() - t0,
+                cpu_seconds=time.process_time() - c0)
+
+
+# -- summary and table -----------------------------------------------------------------------
+def summarise(rows, method):
+    """Per-backend summary over every run of ``method``."""
+    runs = [r for row in rows for r in row["runs"] if r["method"] == method]
+    if not runs:
+        return None
+    misses = [r for r in runs if not r["within"]]
+    pulls = np.array([r["pull"] for r in runs if np.isfinite(r["pull"])])
+    converged = [r for r in runs if r["converged"]]
+    close = [r for r, row in ((r, row) for row in rows for r in row["runs"] if r["method"] == method)
+             if r["converged"] and abs(r["estimate"] - row["exact"]) <= MIN_TOLERANCE]
+    return dict(method=method, n_runs=len(runs), within=1.0 - len(misses) / len(runs), n_misses=len(misses),
+                misses_flagged=(sum(not r["converged"] for r in misses) / len(misses)) if misses else 1.0,
+                pull_std=float(np.std(pulls)) if len(pulls) > 1 else float("nan"),
+                n_converged=len(converged), converged_within_half_nat=len(close) / max(len(converged), 1),
+                median_calls=float(np.nanmedian([r["calls"] for r in runs])),
+                cpu_seconds=float(sum(r["cpu_seconds"] for r in runs)))
+
+
+def _cell(r):
+    if not np.isfinite(r["estimate"]):
+        return f"error: {r['failed'][0][:40]} | - | no | no | - | {r['seconds']:.1f}"
+    flag = "yes" if r["converged"] else "no (" + ", ".join(r["failed"]) + ")" if r["failed"] else "no"
+    return (f"{r['estimate']:.2f} ± {r['std']:.2f} | {r['pull']:+.1f} | {'yes' if r['within'] else '**no**'} | "
+            f"{flag} | {r['calls']:.3g} | {r['seconds']:.1f}")
+
+
+def print_table(rows, methods):
+    head = "| case | dim | seed | exact |" + "".join(f" {m} est ± std | pull | within | converged | calls | s |"
+                                                     for m in methods)
+    print("\n" + head)
+    print("|" + "---|" * (4 + 6 * len(methods)))
+    for row in rows:
+        by_seed = {}
+        for r in row["runs"]:
+            by_seed.setdefault(r["seed"], {})[r["method"]] = r
+        for seed, runs in sorted(by_seed.items()):
+            cells = "".join(f" {_cell(runs[m])} |" if m in runs else " - | - | - | - | - | - |" for m in methods)
+            print(f"| {row['case']} | {row['dim']} | {seed} | {row['exact']:.3f} |{cells}")
+
+
+def print_summary(summaries):
+    print("\n| backend | runs | within max(3σ, 0.5) | misses | misses flagged | std of pulls "
+          "| converged runs within 0.5 nat | median calls | CPU s |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for s in summaries:
+        print(f"| {s['method']} | {s['n_runs']} | {s['within']:.0%} | {s['n_misses']} | {s['misses_flagged']:.0%} | "
+              f"{s['pull_std']:.2f} | {s['converged_within_half_nat']:.0%} of {s['n_converged']} | "
+              f"{s['median_calls']:.3g} | {s['cpu_seconds']:.0f} |")
+
+
+# -- driver ------------------------------------------------------------------------------------
+def select_cases(max_dim, patterns):
+    cases = calibration_cases(max_dim)
+    if patterns:
+        cases = [c for c in cases if any(p in c.name for p in patterns)]
+    return cases
+
+
+def parse_args(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="dimensions up to 8 and one seed")
+    parser.add_argument("--backends", default=",".join(BACKENDS), help="comma-separated subset of ns,ais,bridge")
+    parser.add_argument("--cases", default="", help="comma-separated substrings of case names (e.g. funnel,_d16)")
+    parser.add_argument("--seeds", type=int, default=3)
+    parser.add_argument("--max-dim", type=int, default=64)
+    parser.add_argument("--dynesty", action="store_true", help="also run dynesty with its default settings")
+    parser.add_argument("--output", default="calibration.json")
+    args = parser.parse_args(argv)
+    args.backends = [b for b in args.backends.split(",") if b]
+    unknown = [b for b in args.backends if b not in BACKENDS]
+    if unknown:
+        parser.error(f"unknown backends {unknown}; choose from {BACKENDS}")
+    if args.quick:
+        args.max_dim, args.seeds = min(args.max_dim, 8), 1
+    return args
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    cases = select_cases(args.max_dim, [p for p in args.cases.split(",") if p])
+    methods = args.backends + (["dynesty"] if args.dynesty else [])
+    out = dict(meta=run_metadata(sys.argv), backends=methods, seeds=args.seeds, rows=[])
+    path = os.path.join(RESULTS_DIR, args.output)
+    for case in cases:
+        row = dict(case=case.name, family=case.family, dim=case.dim, exact=case.exact, runs=[])
+        for seed in range(args.seeds):
+            for method in args.backends:
+                row["runs"].append(run_backend(case, method, seed))
+            if args.dynesty:
+                row["runs"].append(run_dynesty(case, seed))
+        out["rows"].append(row)
+        line = "  ".join(f"{r['method']}:{r['estimate'] - case.exact:+.2f}{'' if r['within'] else '!'}"
+                         f"{'' if r['converged'] else '(flagged)'}" for r in row["runs"])
+        print(f"{case.name:22s} exact {case.exact:10.3f}  {line}", flush=True)
+        out["summary"] = [s for s in (summarise(out["rows"], m) for m in methods) if s]
+        save_json(path, out)
+    print_table(out["rows"], methods)
+    print_summary(out.get("summary", []))
+    print(f"\nwrote {path}")
+
+
+if __name__ == "__main__":
+    main()

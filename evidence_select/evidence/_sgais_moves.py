@@ -1,0 +1,285 @@
+"""SGAIS move kernels: SGHMC on the tempered target, then a model's global Metropolis-Hastings moves.
+
+The target of a move is ``p(theta) p(chunk|theta)^tempering p(past|theta)^past_power``
+(:class:`MoveTarget`). The kernels of one move run in sequence
+(:func:`move_kernels`); each takes ``(rng, context, particles, target)`` and
+returns ``(particles, counts, past_log_lik)``:
+
+- :func:`sghmc_kernel`: SGHMC (paper Eq. 3-4) or BAOAB on the potential whose
+  past-data gradient is a reservoir mini-batch scaled by ``n / |B|``, with the
+  control variates of :mod:`._sgais_reference`;
+- :func:`jump_kernel`: one Metropolis-Hastings step with the model's
+  ``propose_jump`` (mixtures: relocate a component, or redraw the whole
+  configuration), whose acceptance needs ``log p(past|theta)``.
+
+:class:`ChunkContext` holds what every move of one chunk shares, built once by
+:func:`chunk_context`.
+"""
+
+import functools
+from typing import NamedTuple
+
+import numpy as np
+
+from ..kernels._reservoir import reservoir_data
+from ..kernels._sghmc import TRAJECTORIES
+from ._ais import _log_lik_sum
+from ._sgais_reference import past_grad_sum
+from ._sgais_state import StepCounts
+
+__all__ = ["ChunkContext", "MoveTarget", "GradientBlock", "chunk_context", "move", "move_kernels", "sghmc_kernel",
+           "jump_kernel", "past_log_likelihood", "jump_log_acceptance"]
+
+
+class GradientBlock(NamedTuple):
+    """Chunk rows and mini-batch rows in one weighted block, so a gradient is one model call.
+
+    ``X`` ``(n_chunk + n_batch, n_features)``, ``y`` the same rows' targets or
+    None, ``weights`` ``(n_chunk + n_batch,)``: buffers of one chunk, refilled
+    before each gradient (mini-batch rows) and each move (weights).
+    ``batch_scale`` is ``n_seen / n_batch``, the mini-batch's unbiased scaling.
+    """
+
+    X: np.ndarray
+    y: np.ndarray
+    weights: np.ndarray
+    n_chunk: int
+    n_batch: int
+    batch_scale: float
+
+
+class ChunkContext(NamedTuple):
+    """What every move while annealing one chunk shares (see :func:`chunk_context`)."""
+
+    model: object
+    config: object  # SGAISConfig
+    X: np.ndarray  # the chunk
+    y: np.ndarray  # its targets, or None
+    n_seen: int  # rows seen before the chunk
+    n_groups: int
+    reservoir: object  # ReservoirState of the past rows
+    block: GradientBlock
+    use_cv: bool  # control variates active (references exist and there is a past)
+    scales: tuple  # (chunk_scales, past_scales, max_step), each (n_params,) or None
+
+
+class MoveTarget(NamedTuple):
+    """The tempered target ``p(theta) p(chunk|theta)^tempering p(past|theta)^past_power`` and the move length."""
+
+    tempering: float
+    past_power: float
+    n_mcmc_steps: int
+    jump: bool  # whether the model's global moves follow SGHMC
+
+
+def chunk_context(state, X, y, model, config):
+    """The :class:`ChunkContext` of annealing ``(X, y)`` into ``state``."""
+    n_chunk = len(X)
+    res_X, _ = reservoir_data(state.reservoir)
+    n_batch = min(config.batch_size, len(res_X))
+    block_X = np.empty((n_chunk + n_batch, X.shape[1]))
+    block_X[:n_chunk] = X
+    block_y = None
+    if y is not None:
+        block_y = np.empty(n_chunk + n_batch, dtype=y.dtype)
+        block_y[:n_chunk] = y
+    block_weights = np.empty(n_chunk + n_batch)
+    batch_scale = state.n_samples_seen / n_batch if n_batch else 0.0
+    block_weights[n_chunk:] = batch_scale
+    block = GradientBlock(block_X, block_y, block_weights, n_chunk, n_batch, batch_scale)
+    use_cv = config.control_variates and state.reference is not None and n_batch > 0
+    chunk_scales = _checked_step_scales(model, X, state.particles.shape[1])
+    past_scales = state.step_scales if state.n_samples_seen else None
+    # The data-scaled step must not outrun the prior's own curvature (features of scale 1e-6 give step
+    # scales ~1e12, and the prior term alone then diverges).
+    prior_variances = getattr(model, "prior_variances", None)
+    max_step = None if prior_variances is None else config.learning_rate * np.asarray(prior_variances, dtype=float)
+    return ChunkContext(model, config, X, y, state.n_samples_seen, state.log_weights.shape[0], state.reservoir,
+                        block, use_cv, (chunk_scales, past_scales, max_step))
+
+
+def move_kernels(context, target):
+    """The kernels of one move on ``target``: SGHMC, then the model's global moves when asked and offered."""
+    if target.jump and hasattr(context.model, "propose_jump"):
+        return (sghmc_kernel, jump_kernel)
+    return (sghmc_kernel,)
+
+
+def move(rng, context, particles, target):
+    """Apply :func:`move_kernels` in turn; returns ``(particles, counts, past_log_lik)``.
+
+    ``past_log_lik`` ``(n_total,)`` is ``log p(past|theta)`` at the returned
+    particles when the last kernel computed it (the global move's acceptance),
+    else None.
+    """
+    counts, past_log_lik = StepCounts(), None
+    for kernel in move_kernels(context, target):
+        particles, kernel_counts, past_log_lik = kernel(rng, context, particles, target)
+        counts = counts.plus(kernel_counts)
+    return particles, counts, past_log_lik
+
+
+def step_size(context, target):
+    """SGHMC step size for ``target``: ``learning_rate`` over the data weight, times the model's step scales.
+
+    ``eta = learning_rate / max(past_power n + w_chunk, 1)``, ``w_chunk`` the
+    chunk's weight (``tempering |chunk|`` for the ``"tempered"`` schedule,
+    ``|chunk|`` for ``"data"``), times the pooled inverse per-datum curvature,
+    capped at ``learning_rate`` times the prior variances. Scalar or ``(n_params,)``.
+    """
+    config, n_past = context.config, context.n_seen
+    chunk_scales, past_scales, max_step = context.scales
+    chunk_weight = (target.tempering if config.step_size_schedule == "tempered" else 1.0) * context.block.n_chunk
+    size = config.learning_rate / max(target.past_power * n_past + chunk_weight, 1.0)
+    if chunk_scales is not None:
+        size = size * pooled_step_scales(past_scales, target.past_power * n_past, chunk_scales, chunk_weight)
+        if max_step is not None:
+            size = np.minimum(size, max_step)
+    return size
+
+
+class _GradientEstimate(NamedTuple):
+    """The pieces of one move's gradient estimator (see :func:`_grad_log_target`)."""
+
+    model: object
+    block: GradientBlock
+    reservoir_rows: tuple  # (res_X, res_y)
+    batch_rows: np.ndarray  # (n_steps, n_batch) reservoir indices, one mini-batch per gradient, or None
+    reference: np.ndarray  # control-variate points, or None (no control variates)
+    past_reference_grad: np.ndarray  # past_power times their exact past gradient sums
+    batch_weight: float  # past_power * n / |B|
+
+
+def _grad_log_target(estimate, current, step):
+    """Unbiased estimate of ``grad log target`` at ``current`` for integrator step ``step``.
+
+    Prior + chunk rows weighted by ``tempering`` + mini-batch rows weighted by
+    ``past_power n / |B|`` in one model call; with control variates, plus the
+    references' exact past sum minus the same mini-batch's estimate of it.
+    """
+    block, model = estimate.block, estimate.model
+    n_chunk = block.n_chunk
+    batch_X, batch_y = block.X[n_chunk:], None if block.y is None else block.y[n_chunk:]
+    if block.n_batch:
+        res_X, res_y = estimate.reservoir_rows
+        np.take(res_X, estimate.batch_rows[step], axis=0, out=batch_X)
+        if batch_y is not None:
+            np.take(res_y, estimate.batch_rows[step], out=batch_y)
+    grad = model.grad_log_prior(current) + model.grad_log_likelihood(current, block.X, block.y, block.weights)
+    if estimate.reference is not None:
+        grad += estimate.past_reference_grad - model.grad_log_likelihood(estimate.reference, batch_X, batch_y,
+                                                                         estimate.batch_weight)
+    return grad
+
+
+def sghmc_kernel(rng, context, particles, target):
+    """``target.n_mcmc_steps`` SGHMC (or BAOAB) steps on ``target``; the references are left as they are."""
+    block, config = context.block, context.config
+    n_steps, n_chunk, n_batch = target.n_mcmc_steps, block.n_chunk, block.n_batch
+    block.weights[:n_chunk] = target.tempering
+    block.weights[n_chunk:] = batch_weight = target.past_power * block.batch_scale
+    reference_grad = particles.reference_grad
+    # The control variate's exact past sum, scaled once per move rather than once per gradient.
+    past_reference_grad = (reference_grad if target.past_power == 1.0 or not context.use_cv
+                           else target.past_power * reference_grad)
+    rows = reservoir_data(context.reservoir)
+    batch_rows = rng.integers(0, len(rows[0]), size=(n_steps, n_batch)) if n_batch else None
+    estimate = _GradientEstimate(context.model, block, rows, batch_rows,
+                                 particles.reference if context.use_cv else None, past_reference_grad, batch_weight)
+    size = step_size(context, target)
+    theta = TRAJECTORIES[config.integrator](rng, particles.theta, functools.partial(_grad_log_target, estimate),
+                                            step_size=size, friction=config.friction, n_steps=n_steps)
+    n_evaluations = n_steps * len(theta) * (n_chunk + n_batch * (2 if context.use_cv else 1))
+    if not np.all(np.isfinite(theta)):
+        raise FloatingPointError(
+            f"SGHMC diverged (non-finite particles) on the chunk after {context.n_seen} samples at tempering "
+            f"{target.tempering:.3g}, step size {np.max(size):.3g}; lower learning_rate or standardise the features")
+    return particles._replace(theta=theta), StepCounts(n_evaluations=n_evaluations), None
+
+
+def jump_kernel(rng, context, particles, target):
+    """One Metropolis-Hastings step with the model's global proposal on ``target``.
+
+    With control variates, the accepted particles' references move with them
+    (their past gradient sums from :func:`past_grad_sum`), which keeps the
+    control variates' variance low. Returns the past log-likelihood at the
+    returned particles (None without past rows).
+    """
+    model, n_past, theta = context.model, context.n_seen, particles.theta
+    res_X, _ = reservoir_data(context.reservoir)
+    proposal, log_proposal_ratio = model.propose_jump(
+        rng, theta, context.X, chunk_weight=target.tempering, past_X=res_X if n_past else None,
+        past_weight=target.past_power * n_past / len(res_X) if n_past else 0.0, n_groups=context.n_groups)
+    log_accept, past, n_evaluations = jump_log_acceptance(context, theta, proposal, log_proposal_ratio, target)
+    accepted = np.log(rng.random(len(theta))) < log_accept  # NaN compares False: rejected
+    if past is not None:
+        past = np.where(accepted, past[len(theta):], past[:len(theta)])
+    theta = np.where(accepted[:, None], proposal, theta)
+    reference, reference_grad = particles.reference, particles.reference_grad
+    if context.use_cv and accepted.any():
+        reference, reference_grad = reference.copy(), reference_grad.copy()
+        past_grad, evaluations = past_grad_sum(model, context.reservoir, n_past, theta[accepted],
+                                               reference[accepted], reference_grad[accepted])
+        reference[accepted], reference_grad[accepted] = theta[accepted], past_grad
+        n_evaluations += evaluations
+    counts = StepCounts(n_evaluations=n_evaluations, n_jumps=int(accepted.sum()))
+    return particles._replace(theta=theta, reference=reference, reference_grad=reference_grad), counts, past
+
+
+def past_log_likelihood(model, reservoir, n_past, theta):
+    """``log p(past | theta)`` per particle: exact while the reservoir holds every past row.
+
+    Afterwards it is the reservoir sum scaled by ``n_past / |R|``, the same
+    uniform-sample approximation the mini-batch gradients make. A NaN stays NaN
+    (callers read it as zero likelihood). Returns ``(log_lik (n_total,), n_datum_evaluations)``.
+    """
+    res_X, res_y = reservoir_data(reservoir)
+    total = _log_lik_sum(model, theta, res_X, res_y, allow_nan=True)
+    return total * (n_past / len(res_X)), len(theta) * len(res_X)
+
+
+def jump_log_acceptance(context, theta, proposal, log_proposal_ratio, target):
+    """Log Metropolis-Hastings ratio of ``theta -> proposal`` for ``target``.
+
+    The past term is :func:`past_log_likelihood` (exact while the reservoir
+    holds every past row, so the kernel is then exactly invariant). Returns
+    ``(log_accept (n_total,), past_log_lik (2 n_total,) of theta then proposal or None,
+    n_datum_evaluations)``.
+    """
+    model, X, y, n_past = context.model, context.X, context.y, context.n_seen
+    both = np.vstack([theta, proposal])
+    log_target = model.log_prior(both) + target.tempering * model.log_likelihood(both, X, y).sum(axis=1)
+    evaluations = len(both) * len(X)
+    past = None
+    if n_past:
+        past, past_evaluations = past_log_likelihood(model, context.reservoir, n_past, both)
+        log_target = log_target + target.past_power * past
+        evaluations += past_evaluations
+    n_total = len(theta)
+    with np.errstate(invalid="ignore"):
+        return log_target[n_total:] - log_target[:n_total] + log_proposal_ratio, past, evaluations
+
+
+def _checked_step_scales(model, X, n_params):
+    """The model's step scales for the rows ``X`` (None if it offers none), validated."""
+    scales = model.step_scales(X)
+    if scales is None:
+        return None
+    scales = np.asarray(scales, dtype=float)
+    if scales.shape != (n_params,) or not np.all(np.isfinite(scales) & (scales > 0)):
+        raise ValueError(f"{type(model).__name__}.step_scales must return {n_params} positive finite values; "
+                         f"got {scales!r}")
+    return scales
+
+
+def pooled_step_scales(past_scales, n_past, chunk_scales, chunk_weight):
+    """Step scales of past rows (weight ``n_past``) and chunk rows (weight ``chunk_weight``) pooled.
+
+    Scales are inverse per-datum curvatures, so curvatures are averaged:
+    ``(n + w) / (n / s_past + w / s_chunk)``.
+    """
+    if chunk_scales is None or past_scales is None or n_past == 0:
+        return chunk_scales
+    if chunk_weight == 0:
+        return past_scales
+    return (n_past + chunk_weight) / (n_past / past_scales + chunk_weight / chunk_scales)

@@ -1,0 +1,252 @@
+"""What SGAIS does when a chunk surprises the particles: finer annealing, an excursion, or a restart.
+
+A chunk *surprises* when the particles disagree about it before its first step
+(``surprise_threshold``) or when it needs ``reheat_after_steps`` annealing
+steps. The rest of such a chunk anneals in :func:`surprise_mode` (more moves per
+step, the model's global moves, optionally a finer ESS target), and then either
+
+- an *excursion* (:func:`excursion`) tempers the past data down to the weight of
+  one chunk and back, so the particles can cross barriers that the past data
+  raised; or
+- a *restart* (``restart_on_surprise``, while the reservoir holds every row seen)
+  replays all rows from the prior in a random order (:func:`replay_from_prior`)
+  and pools that run with the in-order one (:func:`merge_independent_runs`).
+
+With ``restart_growth`` a restart also comes each time the rows seen grow by
+that factor, at positions fixed in advance. :class:`SurprisePolicy` holds these
+decisions for one chunk.
+"""
+
+import math
+from typing import NamedTuple
+
+import numpy as np
+
+from ..kernels._reservoir import reservoir_data
+from ..kernels._resampling import systematic_resample
+from ..utils import make_generator
+from ._sgais_moves import MoveTarget, past_log_likelihood
+from ._sgais_state import Particles, StepCounts
+from ._sgais_steps import choose_increment, tempering_step
+
+__all__ = ["ChunkMode", "SurprisePolicy", "initial_mode", "surprise_policy", "surprised_on_arrival",
+           "excursion_due", "growth_restart_due", "excursion", "replay_from_prior", "merge_independent_runs",
+           "per_row_spread", "crossed_checkpoint"]
+
+
+class ChunkMode(NamedTuple):
+    """How the rest of a chunk anneals: moves per step, ESS target, and whether global moves follow SGHMC."""
+
+    n_mcmc_steps: int
+    target_ess: float
+    jump: bool
+
+
+class SurprisePolicy(NamedTuple):
+    """The surprise decisions for one chunk (built by :func:`surprise_policy`)."""
+
+    surprise_threshold: float  # per-row spread that flags a chunk before its first step, or None
+    excursion_after: int  # annealing steps after which a chunk surprises, or None
+    can_restart: bool  # restarts are on and the reservoir holds every row seen
+    restart_growth: float  # restart where the rows seen grow by this factor, or None
+    has_past: bool  # more rows seen than one chunk: a surprise is possible
+    mode: ChunkMode  # the mode of a surprised chunk
+
+
+def initial_mode(config, n_seen):
+    """The mode a chunk starts in. The first chunk carries the particles from the prior to a posterior: the
+    longest way, through any multimodality, so it gets ``initial_mcmc_factor`` times the moves."""
+    return ChunkMode(config.n_mcmc_steps * (config.initial_mcmc_factor if n_seen == 0 else 1), config.target_ess,
+                     False)
+
+
+def surprise_policy(config, reservoir, n_seen, n_chunk):
+    """The :class:`SurprisePolicy` of a chunk of ``n_chunk`` rows after ``n_seen`` rows."""
+    # A surprised chunk anneals with more moves per step, the model's global moves and optionally finer steps
+    # (reheat_target_ess), so the particles can follow the mass to modes the past made remote.
+    target_ess = config.target_ess if config.reheat_target_ess is None else config.reheat_target_ess
+    mode = ChunkMode(config.n_mcmc_steps * config.reheat_mcmc_factor, target_ess, True)
+    # A restart re-anneals every row seen so far from the prior: possible while the reservoir holds them all.
+    can_restart = config.restart_on_surprise and reservoir.n_stored == n_seen
+    return SurprisePolicy(config.surprise_threshold, config.reheat_after_steps, can_restart, config.restart_growth,
+                          n_seen > n_chunk, mode)
+
+
+def surprised_on_arrival(policy, log_weights, chunk_log_lik, n_chunk):
+    """Whether the particles disagree on the chunk's mean per-row log-likelihood by more than the threshold.
+
+    Decided before the first step, from the state and the chunk alone (no random
+    draw), so the choice keeps ``Z`` unbiased. The step-count trigger fires only
+    after ``reheat_after_steps`` steps, by which time particles that missed new
+    modes may have annealed part of the chunk in, a loss never recovered.
+    """
+    return (policy.surprise_threshold is not None and policy.has_past
+            and per_row_spread(log_weights, chunk_log_lik / n_chunk) > policy.surprise_threshold)
+
+
+def excursion_due(policy, n_steps, excursed, restart):
+    """Whether a chunk that has needed ``n_steps`` annealing steps now counts as a surprise."""
+    return (not excursed and not restart and policy.excursion_after is not None and policy.has_past
+            and n_steps >= policy.excursion_after)
+
+
+def growth_restart_due(policy, n_seen, n_chunk, unit):
+    """Whether the rows seen crossed a checkpoint ``unit * restart_growth**j`` with this chunk.
+
+    Particles that settled in a poorer mode find every later chunk easy to
+    anneal, so no surprise reveals them, while the evidence falls behind at a
+    fixed rate per row. A restart whenever the rows seen have grown by
+    ``restart_growth`` re-estimates everything seen so far: amortised ``O(1)``
+    per row, at positions fixed in advance.
+    """
+    return (policy.can_restart and policy.restart_growth is not None and policy.has_past
+            and crossed_checkpoint(n_seen, n_seen + n_chunk, unit, policy.restart_growth))
+
+
+class _Leg(NamedTuple):
+    direction: float  # -1 tempers the past down, +1 back up
+    end: float  # the past's power at the end of the leg
+    n_steps: int  # step cap of the leg
+
+
+class _Excursion(NamedTuple):
+    particles: object  # Particles
+    power: float  # the past data's current power
+    past_log_lik: np.ndarray  # log p(past|theta) at the particles, (n_total,), or None when unknown
+    counts: StepCounts
+
+
+def excursion(rng, context, particles, tempering, n_mcmc_steps):
+    """Temper the past data down to the weight of one chunk and back, at the chunk's current tempering.
+
+    When a chunk surprises the particles, the posterior may be shifting to a
+    configuration that the past data separates from theirs by a barrier (a
+    mixture component that must leave its cluster for a new one), which local
+    SGHMC moves do not cross. Along ``p(theta) p(past|theta)^b p(chunk|theta)^t``
+    with ``b`` going from 1 down to ``|chunk| / n`` and back to 1 the barriers
+    fall and rise again, so the particles can redistribute over the modes in
+    proportion to their mass. It is one more SMC path between the same two
+    distributions (its increments multiply to 1 in expectation), so ``Z`` stays
+    unbiased; its cost is ``O(|reservoir|)`` per step, paid only at surprises.
+    Each leg has a quarter of ``max_annealing_steps`` (a degenerate particle
+    system would otherwise pay ``2 max_annealing_steps`` reservoir passes):
+    going down, the cap just turns the path early (any turning point gives a
+    valid path); coming back, the last allowed step takes the rest at once, with
+    the engine's degeneracy warning. Returns ``(particles, counts)``.
+    """
+    leg_steps = max(context.config.max_annealing_steps // 4, 1)
+    lowest = context.block.n_chunk / context.n_seen
+    template = MoveTarget(tempering, 1.0, n_mcmc_steps, True)
+    state = _Excursion(particles, 1.0, None, StepCounts())
+    for leg in (_Leg(-1.0, lowest, leg_steps), _Leg(1.0, 1.0, leg_steps)):
+        for step in range(leg.n_steps):
+            remaining = state.power - leg.end if leg.direction < 0 else leg.end - state.power
+            if remaining <= 0.0:
+                break
+            at_cap = leg.direction > 0 and step + 1 == leg.n_steps
+            state = _excursion_step(rng, context, state, leg, at_cap, template)
+    return state.particles, state.counts
+
+
+def _excursion_step(rng, context, state, leg, at_cap, template):
+    """One tempering step of the past data's power along ``leg``."""
+    n_seen, n_evaluations = context.n_seen, 0
+    log_weights = state.particles.log_weights
+    remaining = state.power - leg.end if leg.direction < 0 else leg.end - state.power
+    past = state.past_log_lik
+    if past is None:
+        past, n_evaluations = past_log_likelihood(context.model, context.reservoir, n_seen, state.particles.theta)
+    with np.errstate(invalid="ignore"):
+        signed = leg.direction * past.reshape(log_weights.shape)
+    cap_message = (f"re-tempering the past data after {n_seen} samples needed more than {leg.n_steps} steps"
+                   if at_cap else None)
+    delta = choose_increment(log_weights, signed, remaining, context.config.target_ess, cap_message)
+    power = leg.end if delta >= remaining else state.power + leg.direction * delta
+    particles, counts, past = tempering_step(rng, context, state.particles, signed, delta,
+                                             template._replace(past_power=power),
+                                             f"on the chunk after {n_seen} samples (past tempered to {power:.3g})")
+    counts = state.counts.plus(counts).plus(StepCounts(n_evaluations=n_evaluations, n_reheat_steps=1))
+    return _Excursion(particles, power, past, counts)
+
+
+def replay_from_prior(rng, reservoir, rows, model, config, stream_fn):
+    """Fresh runs from the prior over every past row and the chunk, one per replicate group, each in its own
+    random order.
+
+    ``rows`` is the chunk ``(X, y)``; the past rows are the reservoir's, so this
+    is exact only while it holds all of them. ``stream_fn(rng, model, config, X,
+    y)`` runs a fresh stream (:func:`~._sgais.sgais_stream`), here with chunks of
+    ``batch_size`` rows and no restarts of its own. Independent orders make the
+    groups' spread also measure how much the evidence depends on the order the
+    rows came in. Returns ``(particles, n_datum_evaluations, n_reference)``, the
+    groups stacked as in :class:`SGAISState` and ``n_reference`` the smallest of
+    the runs'.
+    """
+    X, y = rows
+    res_X, res_y = reservoir_data(reservoir)
+    all_X = np.concatenate([res_X, X])
+    all_y = None if y is None else np.concatenate([res_y, y])
+    group_config = config._replace(restart_on_surprise=False, n_replicates=1)
+    runs = []
+    for _ in range(config.n_replicates):
+        order = rng.permutation(len(all_X))
+        runs.append(stream_fn(make_generator(int(rng.integers(2**63))), model, group_config, all_X[order],
+                              None if all_y is None else all_y[order]))
+    stacked = [np.concatenate([getattr(run, name) for run in runs]) if getattr(runs[0], name) is not None else None
+               for name in Particles._fields if name != "theta"]
+    particles = Particles(np.concatenate([run.particles for run in runs]), *stacked)
+    return particles, sum(run.n_datum_evaluations for run in runs), min(run.n_reference for run in runs)
+
+
+def merge_independent_runs(rng, first, second):
+    """Pool two independent particle systems over the same rows, group by group.
+
+    ``first`` and ``second`` are :class:`Particles`. Group ``g``'s evidence
+    becomes the mean of the two runs' ``Z_g`` (unbiased, as the mean over groups
+    is), and its particles are drawn by systematic resampling from both runs'
+    particles, each weighted by its run's ``Z_g`` times its own weight: the
+    importance sampler of the two runs as one. A run stuck in a poor mode thus
+    costs at most ``log 2`` nats, and the groups stay independent. Returns the
+    merged :class:`Particles` with uniform weights.
+    """
+    n_groups, n_particles = first.log_weights.shape
+    n_total = n_groups * n_particles
+    log_z_a, log_z_b = first.log_evidence, second.log_evidence
+    log_z_sum = np.logaddexp(log_z_a, log_z_b)
+    pooled = np.concatenate([first.log_weights + (log_z_a - log_z_sum)[:, None],
+                             second.log_weights + (log_z_b - log_z_sum)[:, None]], axis=1)
+    ancestors = systematic_resample(rng, pooled, n_particles)  # (n_groups, n_particles) into the 2 runs' particles
+    rows = np.arange(n_total).reshape(n_groups, n_particles)
+    flat = np.take_along_axis(np.concatenate([rows, n_total + rows], axis=1), ancestors, axis=1).ravel()
+    theta, reference, reference_grad = (np.concatenate([a, b])[flat] if a is not None else None for a, b in
+                                        ((first.theta, second.theta), (first.reference, second.reference),
+                                         (first.reference_grad, second.reference_grad)))
+    # Var((Z_a + Z_b) / 2) / mean^2 = (v_a Z_a^2 + v_b Z_b^2) / (Z_a + Z_b)^2, v the relative variances.
+    relative_variance = (np.expm1(first.log_evidence_variance) * np.exp(2 * (log_z_a - log_z_sum))
+                         + np.expm1(second.log_evidence_variance) * np.exp(2 * (log_z_b - log_z_sum)))
+    log_weights = np.full((n_groups, n_particles), -math.log(n_particles))
+    return first._replace(theta=theta, log_weights=log_weights, log_evidence=log_z_sum - math.log(2),
+                          log_evidence_variance=np.log1p(relative_variance), reference=reference,
+                          reference_grad=reference_grad)
+
+
+def per_row_spread(log_weights, per_row_log_lik):
+    """How much the particles disagree on a chunk: the weighted standard deviation across particles of its mean
+    per-row log-likelihood (nats per row), the largest over the groups.
+
+    Scale-free and computed from the state and the chunk alone, before any random draw, so a choice made on it
+    keeps ``Z`` unbiased. While the particles track a stationary stream it shrinks as the posterior concentrates;
+    rows the posterior did not foresee (new clusters) make some particles explain them far better than others.
+    """
+    weights = np.exp(log_weights)
+    mean = np.sum(weights * per_row_log_lik, axis=1, keepdims=True)
+    with np.errstate(invalid="ignore"):
+        return float(np.max(np.sqrt(np.sum(weights * (per_row_log_lik - mean) ** 2, axis=1))))
+
+
+def crossed_checkpoint(n_before, n_after, unit, growth):
+    """Whether a checkpoint ``unit * growth**j`` (``j >= 0``) lies in ``(n_before, n_after]``."""
+    if n_after < unit:
+        return False
+    j = math.floor(math.log(n_after / unit) / math.log(growth) + 1e-12)
+    return unit * growth**j > n_before

@@ -1,0 +1,200 @@
+"""Fixed-seed runs over every SGAIS code path, summarised bit for bit (see test_sgais_regression.py)."""
+
+import hashlib
+import os
+import tempfile
+import warnings
+
+import numpy as np
+
+from evidence_select import (BayesianLinearRegressor, BayesianLogisticClassifier, BayesianMixture, load_checkpoint,
+                             save_checkpoint)
+from evidence_select.datasets import make_linear_regression, make_softmax_classification
+from evidence_select.evidence._sgais import PAPER_SETTINGS, SGAISConfig, sgais_init, sgais_update
+from evidence_select.models import GaussianMixtureModel, LinearGaussianModel, SoftmaxRegressionModel
+
+
+def digest(*arrays):
+    """sha256 (first 16 hex digits) of the arrays' bytes, in order."""
+    sha = hashlib.sha256()
+    for array in arrays:
+        sha.update(np.ascontiguousarray(array, dtype=float).tobytes())
+    return sha.hexdigest()[:16]
+
+
+def record_summary(records):
+    """The integer fields of every record, in order (all but the wall time are deterministic)."""
+    return [(r.n_samples_seen, r.n_annealing_steps, r.n_resampled, r.n_reheat_steps, r.n_jumps_accepted,
+             r.n_replayed) for r in records]
+
+
+def counters(state):
+    """The state's integer counters and step scales."""
+    scales = np.zeros(0) if state.step_scales is None else state.step_scales
+    return np.concatenate([[state.n_samples_seen, state.n_chunks, state.n_datum_evaluations, state.n_reference,
+                            state.reservoir.n_stored], scales])
+
+
+def summarise_estimator(estimator):
+    state = estimator.sgais_state_
+    floats = [(r.log_evidence, r.log_evidence_std, r.ess) for r in estimator.evidence_history_]
+    return (repr(float(estimator.log_evidence_)), repr(float(estimator.log_evidence_std_)),
+            digest(state.particles, state.log_weights, state.log_evidence, state.log_evidence_variance, floats),
+            digest(np.array(record_summary(estimator.evidence_history_), dtype=float), counters(state)))
+
+
+def run_engine(X, y, model, config, seed):
+    state = sgais_init(np.random.default_rng(seed), model, config, X.shape[1], None if y is None else y.dtype)
+    records = []
+    for start in range(0, len(X), config.batch_size):
+        chunk = slice(start, start + config.batch_size)
+        state, record, _ = sgais_update(state, X[chunk], None if y is None else y[chunk], model, config)
+        records.append(record)
+    from evidence_select.evidence._sgais import evidence_estimate
+
+    log_z, std = evidence_estimate(state)
+    floats = [(r.log_evidence, r.log_evidence_std, r.ess) for r in records]
+    return (repr(float(log_z)), repr(float(std)),
+            digest(state.particles, state.log_weights, state.log_evidence, state.log_evidence_variance, floats),
+            digest(np.array(record_summary(records), dtype=float), counters(state)))
+
+
+def shift_mixture_data(n_rows, shift_at, seed):
+    """1-d rows from N(0, 1); from row ``shift_at`` on, half of them from a new cluster N(6, 0.5^2)."""
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n_rows, 1))
+    new = (np.arange(n_rows) >= shift_at) & (rng.random(n_rows) < 0.5)
+    X[new] = 6.0 + 0.5 * rng.normal(size=(int(new.sum()), 1))
+    return X
+
+
+def _linear():
+    data = make_linear_regression(1200, random_state=1)
+    return data.X, data.y
+
+
+def _softmax():
+    data = make_softmax_classification(600, n_features=3, n_classes=3, random_state=2)
+    return data.X, data.y
+
+
+def case_linear_estimator():
+    X, y = _linear()
+    return summarise_estimator(BayesianLinearRegressor(n_particles=8, batch_size=300, random_state=0).fit(X, y))
+
+
+def case_linear_no_resampling_sghmc_data_schedule():
+    X, y = _linear()
+    est = BayesianLinearRegressor(n_particles=8, batch_size=300, resample_threshold=0.0, integrator="sghmc",
+                                  step_size_schedule="data", random_state=1)
+    return summarise_estimator(est.fit(X, y))
+
+
+def case_linear_no_control_variates():
+    X, y = _linear()
+    est = BayesianLinearRegressor(n_particles=8, batch_size=300, control_variates=False, random_state=2)
+    return summarise_estimator(est.fit(X, y))
+
+
+def case_linear_beyond_reservoir():
+    X, y = _linear()
+    est = BayesianLinearRegressor(n_particles=8, batch_size=200, reservoir_size=300, random_state=3)
+    return summarise_estimator(est.fit(X, y))
+
+
+def case_linear_paper_settings():
+    X, y = _linear()
+    config = SGAISConfig(**{**PAPER_SETTINGS, "n_mcmc_steps": 5, "n_replicates": 2, "batch_size": 300})
+    return run_engine(X, y, LinearGaussianModel(5), config, 4)
+
+
+def case_linear_reheat_cap_warns():
+    X, y = _linear()
+    config = SGAISConfig(n_particles=8, n_replicates=2, batch_size=400, reheat_after_steps=1,
+                         max_annealing_steps=8, target_ess=0.99)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return run_engine(X, y, LinearGaussianModel(5), config, 5)
+
+
+def case_linear_restart_growth():
+    X, y = _linear()
+    config = SGAISConfig(n_particles=8, n_replicates=2, batch_size=150, restart_on_surprise=True, restart_growth=2.0,
+                         reservoir_size=700, reheat_after_steps=1)
+    return run_engine(X, y, LinearGaussianModel(5), config, 6)
+
+
+def case_linear_surprise_flag():
+    X, y = _linear()
+    config = SGAISConfig(n_particles=8, n_replicates=2, batch_size=300, surprise_threshold=1e-12,
+                         reheat_target_ess=0.99)
+    return run_engine(X, y, LinearGaussianModel(5), config, 7)
+
+
+def case_logistic_estimator():
+    X, y = _softmax()
+    est = BayesianLogisticClassifier(n_particles=8, batch_size=200, n_mcmc_steps=4, random_state=0)
+    return summarise_estimator(est.fit(X, y))
+
+
+def case_logistic_beyond_reservoir_reheat():
+    X, y = _softmax()
+    config = SGAISConfig(n_particles=8, n_replicates=2, batch_size=100, n_mcmc_steps=4, reservoir_size=150,
+                         reheat_after_steps=1)
+    return run_engine(X, y, SoftmaxRegressionModel(3, 3), config, 1)
+
+
+def case_mixture_restarts():
+    X = shift_mixture_data(900, 300, 0)
+    est = BayesianMixture(2, n_particles=8, batch_size=150, n_mcmc_steps=4, initial_mcmc_factor=2, random_state=0)
+    return summarise_estimator(est.fit(X))
+
+
+def case_mixture_no_restarts():
+    X = shift_mixture_data(900, 300, 0)
+    est = BayesianMixture(2, n_particles=8, batch_size=150, n_mcmc_steps=4, initial_mcmc_factor=2, restarts=False,
+                          random_state=1)
+    return summarise_estimator(est.fit(X))
+
+
+def case_mixture_surprise_threshold():
+    X = shift_mixture_data(900, 300, 0)
+    est = BayesianMixture(2, n_particles=8, batch_size=150, n_mcmc_steps=4, initial_mcmc_factor=2,
+                          surprise_threshold=0.05, random_state=2)
+    return summarise_estimator(est.fit(X))
+
+
+def case_mixture_beyond_reservoir():
+    # the shift comes after the reservoir (250 rows) is full: restarts stop, the excursion runs on the reservoir
+    X = shift_mixture_data(900, 450, 1)
+    est = BayesianMixture(2, n_particles=8, batch_size=150, n_mcmc_steps=4, initial_mcmc_factor=2, reservoir_size=250,
+                          surprise_threshold=0.05, random_state=3)
+    return summarise_estimator(est.fit(X))
+
+
+def case_mixture_beyond_reservoir_no_cv():
+    X = shift_mixture_data(900, 450, 1)
+    est = BayesianMixture(2, n_particles=8, batch_size=150, n_mcmc_steps=4, initial_mcmc_factor=2, reservoir_size=250,
+                          control_variates=False, restarts=False, reheat_after_steps=2, random_state=4)
+    return summarise_estimator(est.fit(X))
+
+
+def case_mixture_checkpoint_resume():
+    X = shift_mixture_data(900, 300, 0)
+    est = BayesianMixture(2, n_particles=8, batch_size=150, n_mcmc_steps=4, initial_mcmc_factor=2, reservoir_size=500,
+                          random_state=5)
+    est.partial_fit(X[:450])
+    with tempfile.TemporaryDirectory() as directory:
+        path = save_checkpoint(est, os.path.join(directory, "mixture.joblib"))
+        resumed = load_checkpoint(path)
+    return summarise_estimator(resumed.partial_fit(X[450:]))
+
+
+CASES = {name[len("case_"):]: fn for name, fn in sorted(globals().items()) if name.startswith("case_")}
+
+if __name__ == "__main__":
+    import time
+
+    for name, fn in CASES.items():
+        tic = time.perf_counter()
+        print(f"    {name!r}: {fn()!r},  # {time.perf_counter() - tic:.1f}s")

@@ -1,0 +1,47 @@
+"""The SGAIS engine reproduces pinned results bit for bit on fixed seeds.
+
+The values below were produced by the engine before its restructuring into small pure steps
+(``evidence_select/evidence/_sgais.py`` as of the commit that added this file), on this project's
+build machine (x86-64, numpy's default BLAS, ``OMP_NUM_THREADS=1``). Each case is one code path of
+:mod:`evidence_select.evidence._sgais_regression_cases`; a case pins ``repr`` of the final
+``log_evidence`` and its std, a hash of the particles, weights, group evidences and per-chunk float
+records, and a hash of the per-chunk integer records and the state's counters
+(datum evaluations, reference size, step scales). Equality is exact: a refactoring that changes
+the order of a single floating-point operation or random draw fails here. A deliberate change of the
+algorithm must re-pin the values (run ``python evidence_select/evidence/tests/_sgais_regression_cases.py``)
+and say so in its commit message.
+"""
+
+import pytest
+
+from evidence_select.evidence.tests._sgais_regression_cases import CASES
+from evidence_select.utils._threads import single_threaded_blas
+
+PINNED = {
+    'linear_beyond_reservoir': ('-1740.8892973303032', '1.3321016620368482', '9a1aae2ed06203d7', '77a5af2980d978a3'),
+    'linear_estimator': ('-1742.402424748296', '0.6001526210321536', 'b5cc4c99fc90a181', 'a70080cf82844fc4'),
+    'linear_no_control_variates': ('-1743.6097230583805', '0.5997694955322092', '22d991170435e1f4', 'e0b26a70d0de5449'),
+    'linear_no_resampling_sghmc_data_schedule': ('-2784.9173069287763', '138.38891571118484', '159b1f7bafde3227', '1f7d2bf851f7e3de'),
+    'linear_paper_settings': ('-2591.2752938664676', '183.039732164229', '6f266b34b2c349cf', '6019c3dbfd26f158'),
+    'linear_reheat_cap_warns': ('-2454.926017665834', '120.9235999101511', '1f2a6104d632bbdb', 'e7a4f0e35e1d89e9'),
+    'linear_restart_growth': ('-1741.0225320049906', '0.8291848874181276', '7af9632c930a9ae0', '87146973c5abc0df'),
+    'linear_surprise_flag': ('-1742.0923209861894', '0.5628196759698518', 'b6ec77c87d5b12bd', '5951af07ceb84b1d'),
+    'logistic_beyond_reservoir_reheat': ('-339.75509623453047', '1.115977885708773', '62a8aff519f57e77', 'b1b589ffbd4a6835'),
+    'logistic_estimator': ('-346.7575192852199', '0.6069035178733486', 'd59fc90292f6d864', 'd7043af63087f48e'),
+    'mixture_beyond_reservoir': ('-1656.1135997499423', '5.079319538145796', 'c51bace0955eaef7', '4769f6891cf6bb42'),
+    'mixture_beyond_reservoir_no_cv': ('-1659.737997279493', '1.2723189477182346', '466fd1d4bd9c7b87', '30373f7bfa59dc40'),
+    'mixture_checkpoint_resume': ('-1693.6563732901584', '5.9783372992415025', 'e3fb1563a6bc2bd2', '622c637c6264bbdb'),
+    'mixture_no_restarts': ('-1723.3075217621786', '0.9820843227292545', '996d5692d5c1237a', '173d11160c8b3f8c'),
+    'mixture_restarts': ('-1688.317008089062', '7.6634936598944705', '131cd2ef473d262b', '876c157e5f9b5965'),
+    'mixture_surprise_threshold': ('-1697.0067504444028', '6.584568180959309', '7d5f4080109533f9', 'f20274123052dfd2'),
+}
+
+
+@pytest.mark.parametrize("name", sorted(PINNED))
+def test_engine_reproduces_pinned_results(name):
+    with single_threaded_blas():
+        assert CASES[name]() == PINNED[name]
+
+
+def test_every_case_is_pinned():
+    assert sorted(CASES) == sorted(PINNED)
