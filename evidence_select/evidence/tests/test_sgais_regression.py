@@ -28,12 +28,12 @@ PINNED = {
     'linear_surprise_flag': ('-1742.0923209861894', '0.5628196759698518', 'b6ec77c87d5b12bd', '5951af07ceb84b1d'),
     'logistic_beyond_reservoir_reheat': ('-339.75509623453047', '1.115977885708773', '62a8aff519f57e77', 'b1b589ffbd4a6835'),
     'logistic_estimator': ('-346.7575192852199', '0.6069035178733486', 'd59fc90292f6d864', 'd7043af63087f48e'),
-    'mixture_beyond_reservoir': ('-1656.1135997499423', '5.079319538145796', 'c51bace0955eaef7', '4769f6891cf6bb42'),
-    'mixture_beyond_reservoir_no_cv': ('-1659.737997279493', '1.2723189477182346', '466fd1d4bd9c7b87', '30373f7bfa59dc40'),
-    'mixture_checkpoint_resume': ('-1693.6563732901584', '5.9783372992415025', 'e3fb1563a6bc2bd2', '622c637c6264bbdb'),
-    'mixture_no_restarts': ('-1723.3075217621786', '0.9820843227292545', '996d5692d5c1237a', '173d11160c8b3f8c'),
-    'mixture_restarts': ('-1688.317008089062', '7.6634936598944705', '131cd2ef473d262b', '876c157e5f9b5965'),
-    'mixture_surprise_threshold': ('-1697.0067504444028', '6.584568180959309', '7d5f4080109533f9', 'f20274123052dfd2'),
+    'mixture_beyond_reservoir': ('-1656.1135997499425', '5.079319538145455', 'abf2962513d6efaf', '4769f6891cf6bb42'),
+    'mixture_beyond_reservoir_no_cv': ('-1659.7379972794931', '1.2723189477182382', '032fee642b0ad6b5', '30373f7bfa59dc40'),
+    'mixture_checkpoint_resume': ('-1693.6563732901575', '5.978337299242185', '89f0fa680a3e60dd', '622c637c6264bbdb'),
+    'mixture_no_restarts': ('-1723.3075217621786', '0.9820843227292592', '0466203fa345ad2e', '173d11160c8b3f8c'),
+    'mixture_restarts': ('-1688.3170080890616', '7.663493659894812', '97da921a98fb225b', '876c157e5f9b5965'),
+    'mixture_surprise_threshold': ('-1697.0067504444028', '6.584568180959309', 'bcc0ad041b96cde5', 'f20274123052dfd2'),
 }
 
 
