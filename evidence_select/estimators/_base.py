@@ -59,7 +59,7 @@ def warn_if_badly_scaled(X, estimator_name):
     annealing steps (or loses accuracy): standardising is the cure. A single outlier of ``1e8`` in a
     chunk of 500 rows also trips it.
     """
-    rms = np.sqrt(np.mean(np.square(X, dtype=float), axis=0)) if len(X) else np.zeros(0)
+    rms = np.sqrt(np.einsum("ij,ij->j", X, X) / len(X)) if len(X) else np.zeros(0)  # no n x d temporary
     bad = np.flatnonzero((rms > FEATURE_SCALE_LIMIT) | ((rms > 0) & (rms < 1.0 / FEATURE_SCALE_LIMIT)))
     if len(bad):
         warnings.warn(f"{estimator_name}: feature(s) {bad[:10].tolist()} have root-mean-square "

@@ -7,17 +7,16 @@ from numbers import Integral
 from typing import NamedTuple
 
 import numpy as np
-from joblib import Parallel, delayed
 from sklearn.base import BaseEstimator, MetaEstimatorMixin, clone
 from sklearn.metrics import accuracy_score, r2_score
 from sklearn.utils import get_tags
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.multiclass import check_classification_targets
 
-from ..evidence._api import log_evidence
 from ..evidence._sgais import ChunkRecord
 from ..utils import make_generator
 from ..utils._validation import StrOptions, check_is_fitted, validate_data
+from ._distributed import PARALLEL_OPTIONS, AdvanceTask, ResidentNamedCandidates, advance_candidates
 from ._averaging import (log_model_prior, log_model_probabilities, mix_log_density, mix_normal, mix_proba,
                          model_probability_std)
 
@@ -72,33 +71,6 @@ class SelectionRecord(NamedTuple):
     candidate_records: tuple
 
 
-def _advance_candidate(estimator, method, X, y, fit_params, backend, X_all, y_all, backend_seed, backend_params):
-    """Fit or continue one candidate; with a reference backend, also recompute its evidence.
-
-    Module-level so joblib can ship it to any worker. It works on a deep copy,
-    so the caller's candidate is untouched whatever happens (in-process backends
-    would otherwise share it), and a failure in one candidate cannot leave the
-    selector half-updated.
-
-    Returns
-    -------
-    estimator : estimator
-        The advanced copy.
-    result : EvidenceResult or None
-        The reference backend's evidence on ``(X_all, y_all)``; None for ``"sgais"``.
-    """
-    estimator = copy.deepcopy(estimator)
-    getattr(estimator, method)(*((X,) if y is None else (X, y)), **fit_params)
-    if backend == "sgais":
-        return estimator, None
-    model = getattr(estimator, "model_", None)
-    if model is None:
-        raise TypeError(f"backend={backend!r} needs candidates that expose their model as `model_` after fitting "
-                        f"(evidence_select estimators do); {type(estimator).__name__} does not")
-    result = log_evidence(model, X_all, y_all, method=backend, random_state=backend_seed, **backend_params)
-    return estimator, result
-
-
 def _candidate_kind(estimators):
     """The common estimator type of the candidates, or None when invalid or mixed."""
     try:
@@ -151,8 +123,17 @@ class EvidenceModelSelector(MetaEstimatorMixin, BaseEstimator):
         Keyword arguments of the reference backend (e.g. ``{"n_live": 200}``
         for NS, ``{"n_chains": 100}`` for AIS); ignored for ``"sgais"``.
     n_jobs : int, default=None
-        Candidates advanced in parallel through joblib. None means 1 unless in
-        a :func:`joblib.parallel_config` context. Results do not depend on it.
+        Candidates advanced in parallel through joblib (``parallel="joblib"``).
+        None means 1 unless in a :func:`joblib.parallel_config` context.
+        Results do not depend on it.
+    parallel : {"joblib", "dask"}, default="joblib"
+        ``"joblib"``: each call ships every candidate to a joblib job and back.
+        ``"dask"``: the candidates live on the workers of the current
+        dask.distributed ``Client`` (create one first), one worker each for the
+        whole stream; a call sends only its chunk to the workers and gets back
+        a few numbers per candidate. ``estimators_`` then fetches the fitted
+        candidates on first access. Results are bit-identical to
+        ``parallel="joblib"`` for any ``n_jobs``.
     random_state : int, Generator, RandomState or None, default=None
         Seeds the candidates (one independent seed each, drawn before
         dispatch) and the reference backends. None keeps each candidate's own
@@ -218,19 +199,23 @@ class EvidenceModelSelector(MetaEstimatorMixin, BaseEstimator):
     mean and standard deviation, whose variance is the weighted within-model
     variance plus the between-model variance of the means.
 
-    Seeds are drawn per candidate in the calling process before any joblib
-    dispatch, and each job works on a copy of its candidate, so results are
-    bit-identical for any ``n_jobs`` and any joblib backend. To spread the
-    candidates over a cluster, use dask.distributed (extra ``distributed``)::
+    Seeds are drawn per candidate in the calling process before any dispatch,
+    each job works on a copy of its candidate, and every update (reference
+    backends included) runs with a one-thread BLAS, so results are
+    bit-identical for any ``n_jobs``, any joblib backend and
+    ``parallel="dask"``. To spread the candidates over a cluster, use
+    dask.distributed (extra ``distributed``)::
 
         from dask.distributed import Client
         client = Client("tcp://scheduler:8786")   # or Client(LocalCluster())
-        with joblib.parallel_config(backend="dask"):
+        selector = EvidenceModelSelector(candidates, parallel="dask")
+        for X_chunk in stream:
             selector.partial_fit(X_chunk)
 
-    or Ray (``from ray.util.joblib import register_ray; register_ray()`` and
-    ``backend="ray"``). Each candidate's state travels to a worker and back at
-    every call, so send large chunks.
+    Each candidate then stays on one worker for the whole stream and only the
+    chunks and a few numbers per candidate travel. With ``parallel="joblib"``
+    each candidate's state (its reservoir of past rows included) travels to a
+    worker and back at every call, so send large chunks.
 
     The online evidences are SGAIS estimates (Cameron, Eggers & Kroon 2019,
     Algorithm 1); the paper's Sec. 7.2 uses them to compare mixtures with 3, 5
@@ -267,17 +252,19 @@ class EvidenceModelSelector(MetaEstimatorMixin, BaseEstimator):
         "model_prior": ["array-like", None],
         "backend_params": [dict, None],
         "n_jobs": [Integral, None],
+        "parallel": [StrOptions(set(PARALLEL_OPTIONS))],
         "random_state": ["random_state"],
         "verbose": ["verbose"],
     }
 
     def __init__(self, estimators, *, backend="sgais", model_prior=None, backend_params=None, n_jobs=None,
-                 random_state=None, verbose=0):
+                 parallel="joblib", random_state=None, verbose=0):
         self.estimators = estimators
         self.backend = backend
         self.model_prior = model_prior
         self.backend_params = backend_params
         self.n_jobs = n_jobs
+        self.parallel = parallel
         self.random_state = random_state
         self.verbose = verbose
 
@@ -441,7 +428,7 @@ class EvidenceModelSelector(MetaEstimatorMixin, BaseEstimator):
                               for est, seed in zip(candidates, seeds)]
         else:
             names, candidates = list(self.named_estimators_), self.estimators_
-            kind = get_tags(candidates[0]).estimator_type
+            kind = _candidate_kind(self.estimators)  # not from estimators_: it may live on dask workers
             rng = copy.deepcopy(self.random_generator_)
         log_prior = log_model_prior(self.model_prior, len(candidates))
 
@@ -460,17 +447,16 @@ class EvidenceModelSelector(MetaEstimatorMixin, BaseEstimator):
             backend_seeds = [None] * len(candidates)
 
         n_before = 0 if first_call else self.n_samples_seen_
-        history_lengths = [0 if first_call else len(est.evidence_history_) for est in candidates]
-        outputs = Parallel(n_jobs=self.n_jobs)(
-            delayed(_advance_candidate)(est, method, X, y, fit_params, backend, X_all, y_all, seed, backend_params)
-            for est, seed in zip(candidates, backend_seeds))
-        fitted = [est for est, _ in outputs]
-        results = [result for _, result in outputs]
+        history_lengths = self._candidate_history_lengths(first_call, candidates)
+        task = AdvanceTask(method, X, y, fit_params, backend, X_all, y_all, backend_params)
+        fitted, summaries = advance_candidates(candidates, task, backend_seeds, history_lengths,
+                                               parallel=self.parallel, n_jobs=self.n_jobs, names=names)
+        results = [summary.result for summary in summaries]
 
         if backend == "sgais":
-            log_evidences = np.array([est.log_evidence_ for est in fitted], dtype=float)
-            log_evidence_stds = np.array([est.log_evidence_std_ for est in fitted], dtype=float)
-            new_records = self._aligned_records(fitted, history_lengths, log_prior)
+            log_evidences = np.array([summary.log_evidence for summary in summaries], dtype=float)
+            log_evidence_stds = np.array([summary.log_evidence_std for summary in summaries], dtype=float)
+            new_records = self._aligned_records([summary.new_records for summary in summaries], log_prior)
         else:
             log_evidences = np.array([r.log_evidence for r in results], dtype=float)
             log_evidence_stds = np.array([r.log_evidence_std for r in results], dtype=float)
@@ -480,14 +466,16 @@ class EvidenceModelSelector(MetaEstimatorMixin, BaseEstimator):
 
         # Commit: nothing above has touched self's fitted state.
         self.estimators_ = fitted
-        self.named_estimators_ = dict(zip(names, fitted))
+        self.named_estimators_ = (dict(zip(names, fitted)) if isinstance(fitted, list)
+                                  else ResidentNamedCandidates(names, fitted))
+        self._n_candidate_records = [start + len(summary.new_records)
+                                     for start, summary in zip(history_lengths, summaries)]
         self.log_evidences_ = log_evidences
         self.log_evidence_stds_ = log_evidence_stds
         self.log_model_probabilities_ = log_probabilities
         self.model_probabilities_ = np.exp(log_probabilities)
         self.model_probabilities_std_ = model_probability_std(self.model_probabilities_, log_evidence_stds)
         self.best_index_ = int(np.argmax(log_probabilities))
-        self.best_estimator_ = fitted[self.best_index_]
         self.evidence_history_ = (new_records if first_call else self.evidence_history_ + new_records)
         self.n_samples_seen_ = n_before + len(X)
         self.random_generator_ = rng
@@ -520,10 +508,21 @@ class EvidenceModelSelector(MetaEstimatorMixin, BaseEstimator):
                              f"classes are {self.classes_.tolist()}")
         return X, y, ({"classes": self.classes_} if first_call and not reset else {})
 
+    @property
+    def best_estimator_(self):
+        """The most probable fitted candidate, ``estimators_[best_index_]``."""
+        return self.estimators_[self.best_index_]
+
+    def _candidate_history_lengths(self, first_call, candidates):
+        """How many chunk records each candidate has (without fetching candidates resident on dask workers)."""
+        if first_call:
+            return [0] * len(candidates)
+        stored = getattr(self, "_n_candidate_records", None)
+        return list(stored) if stored is not None else [len(est.evidence_history_) for est in candidates]
+
     @staticmethod
-    def _aligned_records(fitted, history_lengths, log_prior):
+    def _aligned_records(new, log_prior):
         """Selection records at every position that all candidates' new chunk records share."""
-        new = [est.evidence_history_[start:] for est, start in zip(fitted, history_lengths)]
         by_position = [{record.n_samples_seen: record for record in records} for records in new]
         shared = sorted(set.intersection(*(set(positions) for positions in by_position)))
         out = []

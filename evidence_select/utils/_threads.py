@@ -7,6 +7,7 @@ in thread wake-ups than it gains there, and on a busy or oversubscribed machine
 the softmax gradient. Streaming therefore runs under a one-thread BLAS limit.
 """
 
+import contextlib
 import functools
 
 from threadpoolctl import ThreadpoolController
@@ -21,12 +22,22 @@ def _controller():
     return ThreadpoolController()
 
 
+@functools.lru_cache(maxsize=1)
+def _blas_libraries():
+    return tuple(lib for lib in _controller().lib_controllers if lib.user_api == "blas")
+
+
+@contextlib.contextmanager
 def single_threaded_blas():
     """Context manager limiting BLAS to one thread (restored on exit).
 
+    Entered once per ``partial_fit`` call, so it talks to the BLAS libraries
+    directly and leaves those already at one thread alone (threadpoolctl's
+    generic limiter costs about 0.1 ms, 1% of a 500-row linear update).
+
     Returns
     -------
-    limiter : threadpoolctl.ThreadpoolLimiter
+    limiter : context manager
         Use it in a ``with`` statement.
 
     Examples
@@ -38,4 +49,12 @@ def single_threaded_blas():
     >>> float(product[0, 0])
     50.0
     """
-    return _controller().limit(limits=1, user_api="blas")
+    changed = [(lib, threads) for lib, threads in ((lib, lib.get_num_threads()) for lib in _blas_libraries())
+               if threads != 1]
+    for lib, _ in changed:
+        lib.set_num_threads(1)
+    try:
+        yield
+    finally:
+        for lib, threads in changed:
+            lib.set_num_threads(threads)

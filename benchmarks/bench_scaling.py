@@ -1,0 +1,191 @@
+"""Scaling of EvidenceModelSelector with candidates and workers (issue 17).
+
+Usage::
+
+    OMP_NUM_THREADS=1 python benchmarks/bench_scaling.py            # ~10 min on a quiet 2-core machine
+    OMP_NUM_THREADS=1 python benchmarks/bench_scaling.py --quick    # fewer rows, candidates up to 8
+
+1. ``grid``: 1, 2, 4, 8, 16 ``BayesianLinearRegressor`` candidates (noise
+   variances 0.5..2) streamed with ``partial_fit`` in chunks of 500, on joblib
+   (``n_jobs`` 1 and 2) and on dask (``parallel="dask"``, ``LocalCluster`` of 1
+   and 2 worker processes, 1 thread each, dask's default worker environment).
+   Wall and CPU seconds (this process plus its worker processes), wall relative
+   to ``n_jobs=1`` with the same candidates, and "passes": the SGAIS CPU time
+   per candidate divided by the time of one log-likelihood evaluation of every
+   row for every particle (the cost floor of any method that looks at all the
+   data once).
+2. ``mixture``: the issue's case, 4 ``BayesianMixture`` candidates (K = 2, 3,
+   5, 7) on the paper's mixture data, 4500 rows in chunks of 500 (``--quick``:
+   1500). Targets: ``n_jobs=2`` <= 0.6x and dask (2 workers, 1 thread each)
+   <= 0.65x the ``n_jobs=1`` wall.
+
+Every configuration's log evidences are compared bit for bit with ``n_jobs=1``
+("identical"). Wall-time ratios only mean something on a quiet machine: the
+load average at start and end is printed and saved. Each executor streams once
+untimed first (worker start-up and imports are not part of a stream's cost).
+Writes ``benchmarks/results/scaling.json``.
+"""
+
+import argparse
+import os
+import sys
+import time
+
+import numpy as np
+import psutil
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _common import run_metadata, save_json  # noqa: E402  (benchmarks/; also puts the checkout on the path)
+
+from evidence_select import BayesianLinearRegressor, BayesianMixture, EvidenceModelSelector  # noqa: E402
+from evidence_select.datasets import make_linear_regression, make_mixture  # noqa: E402
+
+CHUNK = 500
+RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results", "scaling.json")
+
+
+def cpu_seconds():
+    """CPU time of this process and all its descendants (loky and dask worker processes)."""
+    total = time.process_time()
+    for child in psutil.Process().children(recursive=True):
+        try:
+            times = child.cpu_times()
+            total += times.user + times.system
+        except psutil.Error:  # exited meanwhile
+            pass
+    return total
+
+
+class Executor:
+    """One way of running the candidates: joblib with ``n_jobs``, or dask with a LocalCluster of ``n_workers``."""
+
+    def __init__(self, kind, n_workers):
+        self.kind, self.n_workers = kind, n_workers
+        self.name = f"{kind} x{n_workers}"
+        self._cluster = self._client = None
+
+    def __enter__(self):
+        if self.kind == "dask":
+            from distributed import Client, LocalCluster
+
+            self._cluster = LocalCluster(n_workers=self.n_workers, threads_per_worker=1, processes=True,
+                                         dashboard_address=None)
+            self._client = Client(self._cluster)
+        return self
+
+    def __exit__(self, *exc):
+        if self._client is not None:
+            self._client.close()
+            self._cluster.close()
+
+    def params(self):
+        return dict(parallel="dask") if self.kind == "dask" else dict(n_jobs=self.n_workers)
+
+
+def stream(candidates, X, y, executor):
+    """``(selector, wall, cpu)`` of streaming ``X`` through a fresh selector in chunks of ``CHUNK``."""
+    selector = EvidenceModelSelector(candidates, random_state=0, **executor.params())
+    cpu, wall = cpu_seconds(), time.perf_counter()
+    for start in range(0, len(X), CHUNK):
+        stop = start + CHUNK
+        selector.partial_fit(X[start:stop]) if y is None else selector.partial_fit(X[start:stop], y[start:stop])
+    return selector, time.perf_counter() - wall, cpu_seconds() - cpu
+
+
+def one_pass_seconds(estimator, X, y):
+    """Time of one log-likelihood evaluation of every row of ``(X, y)`` for every particle (best of 3)."""
+    model, particles = estimator.model_, estimator.particles_
+    best = np.inf
+    for _ in range(3):
+        tic = time.process_time()
+        model.log_likelihood(particles, X, y)
+        best = min(best, time.process_time() - tic)
+    return best
+
+
+def linear_candidates(n):
+    return [(f"s2={v:.3f}", BayesianLinearRegressor(noise_variance=v)) for v in np.geomspace(0.5, 2.0, n)]
+
+
+def mixture_candidates():
+    return [(f"K={k}", BayesianMixture(k)) for k in (2, 3, 5, 7)]
+
+
+def grid(executors, counts, n_rows):
+    data = make_linear_regression(n_rows, random_state=0)
+    rows, reference = [], {}
+    for executor in executors:
+        with executor:
+            stream(linear_candidates(2), data.X[:2 * CHUNK], data.y[:2 * CHUNK], executor)  # warm-up
+            for n in counts:
+                selector, wall, cpu = stream(linear_candidates(n), data.X, data.y, executor)
+                if executor.name == "joblib x1":
+                    reference[n] = (selector.log_evidences_, wall)
+                    floor = one_pass_seconds(selector.estimators_[0], data.X, data.y)
+                    passes = cpu / n / floor
+                else:
+                    passes = float("nan")
+                z_ref, wall_ref = reference[n]
+                rows.append(dict(executor=executor.name, candidates=n, rows=n_rows, wall=wall, cpu=cpu,
+                                 wall_ratio=wall / wall_ref, passes=passes,
+                                 identical=bool(np.array_equal(selector.log_evidences_, z_ref)),
+                                 load=os.getloadavg()[0]))
+                print_row(rows[-1])
+    return rows
+
+
+def mixture(executors, n_rows):
+    X = make_mixture(n_rows, random_state=0).X
+    rows, reference = [], None
+    for executor in executors:
+        with executor:
+            stream(mixture_candidates()[:2], X[:CHUNK], None, executor)  # warm-up
+            selector, wall, cpu = stream(mixture_candidates(), X, None, executor)
+        if reference is None:
+            reference = (selector.log_evidences_, wall)
+        rows.append(dict(executor=executor.name, candidates=4, rows=n_rows, wall=wall, cpu=cpu,
+                         wall_ratio=wall / reference[1], passes=float("nan"),
+                         identical=bool(np.array_equal(selector.log_evidences_, reference[0])),
+                         load=os.getloadavg()[0], log_evidences=selector.log_evidences_.tolist()))
+        print_row(rows[-1])
+    return rows
+
+
+def print_header(title):
+    print(f"\n{title}\n")
+    print("| executor | candidates | rows | wall s | CPU s | wall / n_jobs=1 | passes | identical | load |")
+    print("|---|---|---|---|---|---|---|---|---|")
+
+
+def print_row(row):
+    passes = "" if np.isnan(row["passes"]) else f"{row['passes']:.0f}"
+    print(f"| {row['executor']} | {row['candidates']} | {row['rows']} | {row['wall']:.2f} | {row['cpu']:.2f} | "
+          f"{row['wall_ratio']:.2f} | {passes} | {row['identical']} | {row['load']:.1f} |", flush=True)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--only", nargs="+", choices=["grid", "mixture"], default=["grid", "mixture"])
+    parser.add_argument("--output", default=RESULTS)
+    args = parser.parse_args(argv)
+    meta = run_metadata(sys.argv[1:])
+    print(f"machine: {meta['machine']}, {os.cpu_count()} cores, load average at start "
+          f"{', '.join(f'{v:.2f}' for v in os.getloadavg())}; BLAS threads {meta['threads']}")
+    executors = [Executor("joblib", 1), Executor("joblib", 2), Executor("dask", 1), Executor("dask", 2)]
+    out = dict(meta)
+    if "grid" in args.only:
+        print_header("Linear candidates (grid)")
+        out["grid"] = grid(executors, (1, 2, 4, 8) if args.quick else (1, 2, 4, 8, 16),
+                           5000 if args.quick else 20000)
+    if "mixture" in args.only:
+        print_header("4 BayesianMixture candidates (targets: joblib x2 <= 0.6, dask x2 <= 0.65)")
+        out["mixture"] = mixture([executors[0], executors[1], executors[3]], 1500 if args.quick else 4500)
+    out["load_average_end"] = os.getloadavg()
+    print(f"\nload average at end {', '.join(f'{v:.2f}' for v in out['load_average_end'])} on {os.cpu_count()} cores")
+    save_json(args.output, out)
+    print(f"wrote {args.output}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,213 @@
+"""Where a selector's candidates are advanced: in joblib jobs, or resident on dask.distributed workers.
+
+Both paths take the candidates and one call's data and return the advanced
+candidates with a :class:`CandidateSummary` each, which is all the selector
+needs to update its evidences and history.
+
+- ``parallel="joblib"``: every call ships each candidate to a joblib job and
+  back (loky workers pickle it both ways).
+- ``parallel="dask"``: each candidate lives on one dask worker for the whole
+  stream. A call scatters the chunk once to the workers that hold candidates,
+  runs each candidate's update as a task pinned to its worker (the input is the
+  candidate's previous future there, so nothing moves), and gathers only the
+  small summaries. :class:`ResidentCandidates` fetches the fitted candidates
+  themselves on first access (predictions, pickling, ``estimators_[k]``).
+"""
+
+import copy
+import itertools
+import uuid
+from collections.abc import Mapping, Sequence
+from typing import NamedTuple
+
+from joblib import Parallel, delayed
+
+from ..evidence._api import log_evidence
+from ..utils._threads import single_threaded_blas
+
+__all__ = ["CandidateSummary", "ResidentCandidates", "ResidentNamedCandidates", "advance_candidates",
+           "dask_client", "PARALLEL_OPTIONS"]
+
+PARALLEL_OPTIONS = ("joblib", "dask")
+
+
+class CandidateSummary(NamedTuple):
+    """What the selector reads from one advanced candidate (a few numbers and the new records)."""
+
+    log_evidence: float
+    log_evidence_std: float
+    new_records: list  # the candidate's ChunkRecords of this call
+    result: object  # the reference backend's EvidenceResult, None for "sgais"
+
+
+class AdvanceTask(NamedTuple):
+    """One call's work, the same for every candidate (data, backend and its settings)."""
+
+    method: str  # "fit" or "partial_fit"
+    X: object
+    y: object
+    fit_params: dict
+    backend: str
+    X_all: object  # all rows seen (reference backends), else None
+    y_all: object
+    backend_params: dict
+
+
+def _advance(estimator, task, backend_seed, history_length):
+    """Advance a deep copy of ``estimator`` by ``task``; return ``(copy, CandidateSummary)``.
+
+    The copy leaves the input untouched whatever happens, so a failure in one
+    candidate cannot leave the selector (or a dask worker's resident state)
+    half-updated. The reference backend runs under a one-thread BLAS, as the
+    streaming does: a matrix product's summation order depends on the thread
+    count, and joblib workers, dask workers and the main process have
+    different defaults.
+    """
+    estimator = copy.deepcopy(estimator)
+    getattr(estimator, task.method)(*((task.X,) if task.y is None else (task.X, task.y)), **task.fit_params)
+    result = None
+    if task.backend != "sgais":
+        model = getattr(estimator, "model_", None)
+        if model is None:
+            raise TypeError(f"backend={task.backend!r} needs candidates that expose their model as `model_` after "
+                            f"fitting (evidence_select estimators do); {type(estimator).__name__} does not")
+        with single_threaded_blas():
+            result = log_evidence(model, task.X_all, task.y_all, method=task.backend, random_state=backend_seed,
+                                  **task.backend_params)
+    summary = CandidateSummary(float(estimator.log_evidence_), float(estimator.log_evidence_std_),
+                               list(estimator.evidence_history_[history_length:]), result)
+    return estimator, summary
+
+
+def advance_candidates(candidates, task, backend_seeds, history_lengths, *, parallel, n_jobs, names):
+    """Advance every candidate by ``task``; return ``(fitted, summaries)``.
+
+    ``fitted`` is a list (joblib) or a :class:`ResidentCandidates` (dask).
+    """
+    if parallel == "dask":
+        return _advance_on_dask(candidates, task, backend_seeds, history_lengths, names)
+    if isinstance(candidates, ResidentCandidates):  # switching from dask back to joblib: fetch once
+        candidates = list(candidates)
+    outputs = Parallel(n_jobs=n_jobs)(delayed(_advance)(est, task, seed, start)
+                                      for est, seed, start in zip(candidates, backend_seeds, history_lengths))
+    return [est for est, _ in outputs], [summary for _, summary in outputs]
+
+
+# -- dask.distributed ----------------------------------------------------------------------
+def dask_client():
+    """The current dask.distributed client (the one the user created), with a clear error without one."""
+    try:
+        from distributed import get_client
+    except ImportError as exc:  # optional extra
+        raise ImportError("parallel='dask' needs dask.distributed (pip install 'evidence-select[distributed]')"
+                          ) from exc
+    try:
+        return get_client()
+    except ValueError as exc:
+        raise ValueError("parallel='dask' needs a running dask.distributed Client: create one first, e.g. "
+                         "`Client(LocalCluster())` or `Client('tcp://scheduler:8786')`") from exc
+
+
+def _place(client, candidates, names):
+    """Scatter local candidates round-robin over the workers; return their futures and workers."""
+    workers = sorted(client.scheduler_info(n_workers=-1)["workers"])
+    if not workers:
+        raise ValueError("the dask cluster has no workers")
+    homes = list(itertools.islice(itertools.cycle(workers), len(candidates)))
+    futures = [client.scatter(est, workers=[home], hash=False) for est, home in zip(candidates, homes)]
+    return futures, homes
+
+
+def _advance_on_dask(candidates, task, backend_seeds, history_lengths, names):
+    client = dask_client()
+    if isinstance(candidates, ResidentCandidates) and candidates.client is client:
+        futures, homes = candidates.futures, candidates.workers
+    else:
+        futures, homes = _place(client, list(candidates), names)
+    # The chunk goes once to each worker that holds a candidate; reference backends also need all rows seen.
+    names_present = [key for key in ("X", "y", "X_all", "y_all") if getattr(task, key) is not None]
+    arrays = client.scatter([getattr(task, key) for key in names_present], workers=sorted(set(homes)),
+                            broadcast=True, hash=False)
+    scattered = dict(zip(names_present, arrays))
+    remote_task = task._replace(X=None, y=None, X_all=None, y_all=None)  # the data travel as futures
+    call = uuid.uuid4().hex[:12]
+    new_futures, summary_futures = [], []
+    for k, (future, home, seed, start) in enumerate(zip(futures, homes, backend_seeds, history_lengths)):
+        pinned = dict(workers=[home], allow_other_workers=False, pure=False)
+        pair = client.submit(_advance_with_data, future, remote_task, scattered, seed, start,
+                             key=f"advance-{names[k]}-{call}", **pinned)
+        new_futures.append(client.submit(_first, pair, key=f"candidate-{names[k]}-{call}", **pinned))
+        summary_futures.append(client.submit(_second, pair, key=f"summary-{names[k]}-{call}", **pinned))
+    summaries = client.gather(summary_futures)
+    return ResidentCandidates(client, new_futures, homes), summaries
+
+
+def _advance_with_data(estimator, task, data, backend_seed, history_length):
+    """:func:`_advance` on a worker: ``data`` holds the scattered arrays (dask resolves them to values)."""
+    return _advance(estimator, task._replace(**data), backend_seed, history_length)
+
+
+def _first(pair):
+    return pair[0]
+
+
+def _second(pair):
+    return pair[1]
+
+
+class ResidentCandidates(Sequence):
+    """The fitted candidates of a selector, kept on the dask workers that advance them.
+
+    Indexing or iterating fetches all of them once (then cached): copies, so
+    changing one does not change the worker's. Pickling or deep-copying a
+    selector stores the fetched candidates as a plain list; its next
+    ``parallel="dask"`` call places them on the workers again.
+
+    Parameters
+    ----------
+    client : distributed.Client
+    futures : list of distributed.Future
+        One per candidate, each held by its worker.
+    workers : list of str
+        The worker address of each candidate.
+    """
+
+    def __init__(self, client, futures, workers):
+        self.client = client
+        self.futures = futures
+        self.workers = workers
+        self._fetched = None
+
+    def __len__(self):
+        return len(self.futures)
+
+    def __getitem__(self, index):
+        if self._fetched is None:
+            self._fetched = self.client.gather(self.futures)
+        return self._fetched[index]
+
+    def __reduce__(self):
+        return list, (list(self),)
+
+    def __repr__(self):
+        return f"ResidentCandidates({len(self)} candidates on {sorted(set(self.workers))})"
+
+
+class ResidentNamedCandidates(Mapping):
+    """``named_estimators_`` over :class:`ResidentCandidates`: name -> fitted candidate, fetched on access."""
+
+    def __init__(self, names, candidates):
+        self._index = {name: k for k, name in enumerate(names)}
+        self._candidates = candidates
+
+    def __getitem__(self, name):
+        return self._candidates[self._index[name]]
+
+    def __iter__(self):
+        return iter(self._index)
+
+    def __len__(self):
+        return len(self._index)
+
+    def __reduce__(self):
+        return dict, (dict(self.items()),)

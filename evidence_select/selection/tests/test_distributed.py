@@ -1,0 +1,137 @@
+"""Where candidates run must not change results: n_jobs, joblib backends and resident dask candidates.
+
+The dask tests start a real ``LocalCluster`` (2 worker processes, 1 thread each): with
+``processes=False`` nothing would be serialised, so "not transferred" would prove nothing.
+"""
+
+import pickle
+
+import numpy as np
+import pytest
+from threadpoolctl import threadpool_info, threadpool_limits
+
+from evidence_select import BayesianLinearRegressor, EvidenceModelSelector
+from evidence_select.datasets import make_linear_regression
+from evidence_select.selection import _distributed
+
+distributed = pytest.importorskip("distributed")
+
+FAST = dict(n_particles=8, n_replicates=2, batch_size=100, reservoir_size=1000)
+BACKEND_PARAMS = {"sgais": None, "ais": {"n_chains": 16, "n_repeats": 2},
+                  "ns": {"n_live": 30, "n_simulations": 20}, "bridge": {}}
+N_ROWS, CHUNK = 200, 100
+
+
+@pytest.fixture(scope="module")
+def client():
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
+                                  worker_dashboard_address=None) as cluster, distributed.Client(cluster) as client:
+        yield client
+
+
+@pytest.fixture(scope="module")
+def data():
+    return make_linear_regression(N_ROWS, n_features=2, random_state=3)
+
+
+def _selector(backend="sgais", **params):
+    candidates = [(f"s2={v:g}", BayesianLinearRegressor(noise_variance=v, **FAST)) for v in (0.5, 2.0)]
+    return EvidenceModelSelector(candidates, backend=backend, backend_params=BACKEND_PARAMS[backend],
+                                 random_state=0, **params)
+
+
+def _stream(selector, data):
+    for start in range(0, N_ROWS, CHUNK):
+        selector.partial_fit(data.X[start:start + CHUNK], data.y[start:start + CHUNK])
+    return selector
+
+
+def _assert_same_results(a, b):
+    np.testing.assert_array_equal(a.log_evidences_, b.log_evidences_)
+    np.testing.assert_array_equal(a.log_evidence_stds_, b.log_evidence_stds_)
+    assert len(a.evidence_history_) == len(b.evidence_history_)
+    for ra, rb in zip(a.evidence_history_, b.evidence_history_):
+        np.testing.assert_array_equal(ra.log_evidences, rb.log_evidences)
+        # Everything but the wall time of each chunk.
+        np.testing.assert_equal([r._replace(seconds=0) for r in ra.candidate_records],
+                                [r._replace(seconds=0) for r in rb.candidate_records])
+
+
+def _candidate_keys_sent(client):
+    """Keys of resident candidates any worker sent to a peer or to the client, from the workers' transfer logs."""
+    logs = client.run(lambda dask_worker: [list(entry["keys"]) for entry in dask_worker.transfer_outgoing_log])
+    return [key for entries in logs.values() for keys in entries for key in keys if str(key).startswith("candidate-")]
+
+
+def _bytes_received_from_peers(client):
+    logs = client.run(lambda dask_worker: sum(entry["total"] for entry in dask_worker.transfer_incoming_log))
+    return sum(logs.values())
+
+
+def test_dask_without_client_is_a_clear_error(data):
+    # Runs before the module's cluster fixture starts a client.
+    if distributed.client._get_global_client() is not None:
+        pytest.skip("a default client exists in this process")
+    with pytest.raises(ValueError, match="dask.distributed Client"):
+        _selector(parallel="dask").fit(data.X, data.y)
+
+
+def test_reference_backends_run_with_one_blas_thread(monkeypatch, data):
+    # BLAS splits a long dot product's sum between its threads, so its last bits depend on the thread count;
+    # the main process (all cores) and loky workers (one thread each) differ, hence one thread everywhere.
+    threads, real = [], _distributed.log_evidence
+
+    def recording(*args, **kwargs):
+        threads.append(max(info["num_threads"] for info in threadpool_info() if info["user_api"] == "blas"))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(_distributed, "log_evidence", recording)
+    with threadpool_limits(2, user_api="blas"):
+        _selector("ais").partial_fit(data.X[:CHUNK], data.y[:CHUNK])
+    assert threads == [1, 1]
+
+
+@pytest.mark.parametrize("backend", ["sgais", "ais", "ns", "bridge"])
+def test_results_do_not_depend_on_n_jobs(backend, data):
+    # Every backend: the same seeds per candidate and a one-thread BLAS in the main process and the loky workers.
+    sequential = _stream(_selector(backend, n_jobs=1), data)
+    parallel = _stream(_selector(backend, n_jobs=2), data)
+    _assert_same_results(sequential, parallel)
+
+
+@pytest.mark.parametrize("backend", ["sgais", "ais"])
+def test_dask_resident_candidates_match_n_jobs_1(backend, client, data):
+    resident = _stream(_selector(backend, parallel="dask"), data)
+    _assert_same_results(_stream(_selector(backend, n_jobs=1), data), resident)
+
+
+def test_dask_candidates_stay_on_their_workers(client, data):
+    selector = _selector(parallel="dask")
+    selector.partial_fit(data.X[:CHUNK], data.y[:CHUNK])  # places the candidates (one scatter each)
+    homes = list(selector.estimators_.workers)
+    assert len(set(homes)) == 2  # round-robin over both workers
+    client.run(lambda dask_worker: (dask_worker.transfer_outgoing_log.clear(),
+                                    dask_worker.transfer_incoming_log.clear()))
+    for start in range(CHUNK, N_ROWS, CHUNK):
+        selector.partial_fit(data.X[start:start + CHUNK], data.y[start:start + CHUNK])
+        held = client.who_has(selector.estimators_.futures)
+        assert [list(held[f.key]) for f in selector.estimators_.futures] == [[home] for home in homes]
+    # Per chunk, the only data a worker fetched from a peer is the chunk itself (X and y: 24 bytes a row);
+    # a candidate's state (reservoir, particles) never left its worker.
+    assert _candidate_keys_sent(client) == []
+    assert _bytes_received_from_peers(client) <= (N_ROWS - CHUNK) * 24
+    # The check can fail: reading the fitted candidates fetches them from their workers.
+    assert selector.estimators_[0].n_samples_seen_ == N_ROWS
+    assert len(_candidate_keys_sent(client)) == 2
+
+
+def test_dask_selector_pickles_and_resumes_with_joblib(client, data):
+    resident = _selector(parallel="dask").partial_fit(data.X[:CHUNK], data.y[:CHUNK])
+    restored = pickle.loads(pickle.dumps(resident))
+    assert isinstance(restored.estimators_, list) and isinstance(restored.named_estimators_, dict)
+    restored.set_params(parallel="joblib").partial_fit(data.X[CHUNK:], data.y[CHUNK:])
+    local = _selector().partial_fit(data.X[:CHUNK], data.y[:CHUNK]).partial_fit(data.X[CHUNK:], data.y[CHUNK:])
+    _assert_same_results(local, restored)
+    resident.partial_fit(data.X[CHUNK:], data.y[CHUNK:])  # continues on the workers
+    _assert_same_results(local, resident)
+    np.testing.assert_array_equal(local.predict(data.X[:5]), resident.predict(data.X[:5]))
