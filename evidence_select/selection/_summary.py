@@ -5,14 +5,16 @@ name, in the manner of scikit-learn's ``cv_results_`` (``pandas.DataFrame``
 takes it as is). ``format_summary`` renders it as aligned text, printing a
 probability as an upper bound wherever its value is not meaningful: below
 1e-300 (where the linear scale has no precision left) or when its error exceeds
-the value (the delta-method error is then no longer a valid description).
+the value (the linear delta-method error then no longer describes it; the log
+evidences' errors are Gaussian on the log scale, so the bound is computed there).
 """
 
 import math
 
 import numpy as np
 
-__all__ = ["selection_results", "format_probability", "format_summary", "PROBABILITY_FLOOR", "BOUND_SIGMAS"]
+__all__ = ["BOUND_SIGMAS", "PROBABILITY_FLOOR", "format_probability", "format_summary", "log_probability_std",
+           "selection_results"]
 
 # Below this a float64 probability is (nearly) subnormal: print a bound computed in log space instead.
 PROBABILITY_FLOOR = 1e-300
@@ -92,50 +94,63 @@ def selection_results(names, log_evidences, log_evidence_stds, log_model_probabi
     }
 
 
-def _power_of_ten_above(log_value):
-    """``"1e-N"`` for the smallest power of ten at or above ``exp(log_value)`` (no underflow)."""
-    exponent = math.ceil(log_value / math.log(10.0) - 1e-12)
-    return "1" if exponent >= 0 else f"1e{exponent}"
+def _bound_text(log_bound):
+    """``"< x"`` for an upper bound given by its log, rounded up; no underflow at any size.
+
+    Above 1e-3 one significant digit (``"< 0.4"``), below it a power of ten
+    (``"< 1e-92"``), and ``"< 1"`` when the bound says nothing.
+    """
+    if log_bound >= 0.0:
+        return "< 1"
+    log10_bound = log_bound / math.log(10.0)
+    if log10_bound >= -3.0:
+        exponent = math.floor(log10_bound)
+        digit = math.ceil(10.0 ** (log10_bound - exponent) - 1e-9)
+        return "< 1" if digit >= 10 and exponent == -1 else f"< {digit * 10.0**exponent:.{-exponent}f}"
+    return f"< 1e{math.ceil(log10_bound - 1e-12)}"
 
 
-def format_probability(probability, std, log_probability, log_std):
+def format_probability(log_probability, log_std):
     """Text of one model probability with its error, or an upper bound where the value means nothing.
 
     Parameters
     ----------
-    probability : float
-    std : float
-        Delta-method standard error of ``probability`` (NaN: unknown).
     log_probability : float
+        Log model probability.
     log_std : float
-        Standard error of ``log_probability``.
+        Standard error of ``log_probability`` (NaN: unknown).
 
     Returns
     -------
     text : str
-        ``"0.731 +/- 0.02"``; ``"< 1e-16"`` when ``probability`` is below
-        ``PROBABILITY_FLOOR`` or ``std`` exceeds it: the bound is
-        ``exp(log_probability + 2 log_std)`` rounded up to a power of ten,
-        computed in log space so that it exists for any evidence gap.
+        ``"0.7312 +/- 0.022"``, the error being ``p * log_std`` (the delta
+        method, equal to ``model_probability_std_`` but without its underflow).
+        An upper bound such as ``"< 1e-16"`` when ``p`` is below
+        ``PROBABILITY_FLOOR`` or its error exceeds it: ``log p`` plus
+        ``BOUND_SIGMAS`` standard errors, rounded up, computed in log space so
+        that it exists for any evidence gap.
 
     Examples
     --------
-    >>> format_probability(0.7312, 0.0213, -0.313, 0.03)
-    '0.7312 +/- 0.021'
     >>> import math
-    >>> format_probability(1.801e-138, 9.5e-137, math.log(1.801e-138), 52.7)
+    >>> format_probability(math.log(0.7312), 0.03)
+    '0.7312 +/- 0.022'
+    >>> format_probability(math.log(1.801e-138), 52.7)   # rather than 1.801e-138 +/- 9.5e-137
     '< 1e-91'
-    >>> format_probability(0.0, 0.0, -1e5, 1.0)
+    >>> format_probability(math.log(0.03), 1.2)
+    '< 0.4'
+    >>> format_probability(-1e5, 1.0)
     '< 1e-43428'
     """
     if math.isinf(log_probability) and log_probability < 0:
         return "0"  # excluded by a zero prior weight
-    if probability < PROBABILITY_FLOOR or std > probability:
+    probability = math.exp(log_probability)
+    value, error = f"{probability:.4g}", f"{probability * log_std:.2g}"
+    # log_std > 1 means the error exceeds the value; compare the printed texts too, as they are rounded.
+    if probability < PROBABILITY_FLOOR or log_std > 1.0 or float(error) > float(value):
         spread = 0.0 if math.isnan(log_std) else BOUND_SIGMAS * log_std
-        return "< " + _power_of_ten_above(min(log_probability + spread, 0.0))
-    if math.isnan(std):
-        return f"{probability:.4g}"
-    return f"{probability:.4g} +/- {std:.2g}"
+        return _bound_text(log_probability + spread)
+    return value if math.isnan(log_std) else f"{value} +/- {error}"
 
 
 def format_summary(results, *, order="rank"):
@@ -169,9 +184,8 @@ def format_summary(results, *, order="rank"):
     rows = np.arange(len(results["name"]))
     if order == "rank":
         rows = sorted(rows, key=lambda k: (results["rank"][k], k))
-    probability_text = [format_probability(results["model_probability"][k], results["model_probability_std"][k],
-                                           results["log_model_probability"][k],
-                                           results["log_model_probability_std"][k]) for k in rows]
+    probability_text = [format_probability(results["log_model_probability"][k], results["log_model_probability_std"][k])
+                        for k in rows]
     width_name = max([len("candidate")] + [len(str(results["name"][k])) for k in rows])
     width_p = max([len("probability")] + [len(text) for text in probability_text])
     lines = [f"{'rank':>4}  {'candidate':<{width_name}}  {'log evidence':>12}  {'+/- std':>7}  {'per datum':>9}  "

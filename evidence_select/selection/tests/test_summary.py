@@ -76,33 +76,39 @@ def test_log_probability_std_matches_a_simulation():
     np.testing.assert_allclose(results["log_model_probability_std"], log_p.std(axis=0), rtol=0.03)
 
 
-@pytest.mark.parametrize("probability, std, log_probability, log_std, expected", [
-    (0.7312, 0.0213, math.log(0.7312), 0.03, "0.7312 +/- 0.021"),
-    (1.0, 2.5e-73, 0.0, 1e-73, "1 +/- 2.5e-73"),
-    (1.801e-138, 9.5e-137, math.log(1.801e-138), 52.7, "< 1e-91"),   # error exceeds the value
-    (0.2, 0.3, math.log(0.2), 1.5, "< 1"),                            # bound capped at 1
-    (1e-200, 1e-201, math.log(1e-200), 0.1, "1e-200 +/- 1e-201"),     # tiny but meaningful
-    (0.0, 0.0, -1e5, 0.0, "< 1e-43429"),                              # beyond float64: bound from the log
-    (5e-310, 0.0, math.log(5e-310), 0.0, "< 1e-309"),                 # subnormal
-    (0.0, 0.0, -math.inf, 0.0, "0"),                                  # excluded by a zero prior weight
-    (0.4, math.nan, math.log(0.4), math.nan, "0.4"),                  # unknown error
+@pytest.mark.parametrize("probability, log_std, expected", [
+    (0.7312, 0.03, "0.7312 +/- 0.022"),
+    (1.0, 1e-73, "1 +/- 1e-73"),
+    (1.801e-138, 52.7, "< 1e-91"),                   # error exceeds the value: exp(log p + 2 x 52.7)
+    (0.03, 1.2, "< 0.4"),                            # 0.03 e^2.4 = 0.33, rounded up
+    (0.2, 1.5, "< 1"),                               # the bound says nothing
+    (1e-200, 0.1, "1e-200 +/- 1e-201"),              # tiny but meaningful
+    (5e-310, 0.0, "< 1e-309"),                       # subnormal: a bound
+    (1.7e-237, 0.5, "1.7e-237 +/- 8.5e-238"),        # no underflow of the error
+    (0.0, 0.0, "0"),                                 # excluded by a zero prior weight (log p = -inf)
+    (0.4, math.nan, "0.4"),                          # unknown error
 ])
-def test_probability_text(probability, std, log_probability, log_std, expected):
-    assert format_probability(probability, std, log_probability, log_std) == expected
+def test_probability_text(probability, log_std, expected):
+    log_p = math.log(probability) if probability > 0 else -math.inf
+    assert format_probability(log_p, log_std) == expected
+
+
+def test_probability_text_for_log_probabilities_beyond_float64():
+    assert format_probability(-1e5, 0.0) == "< 1e-43429"
 
 
 def test_probability_text_never_prints_an_error_larger_than_the_value():
     rng = np.random.default_rng(1)
-    for _ in range(500):
-        log_p = -rng.exponential(300.0)
-        log_std = rng.exponential(3.0)
-        p = math.exp(log_p)
-        text = format_probability(p, p * log_std, log_p, log_std)
-        if text.startswith("<"):  # a bound: at or above the estimate, on the log scale
-            exponent = 0 if text == "< 1" else int(text.split("e")[1])
-            assert exponent * math.log(10) >= log_p
-        else:  # a value: meaningful and with an error no larger than itself
-            assert p >= 1e-300 and log_std <= 1.0 and " +/- " in text
+    for _ in range(2000):
+        log_p = -rng.exponential(rng.choice([1.0, 300.0]))
+        log_std = rng.exponential(1.0)
+        text = format_probability(log_p, log_std)
+        if text.startswith("<"):  # a bound: at or above the estimate (parsed on the log scale: 1e-400 is 0.0)
+            mantissa, _, exponent = text[2:].partition("e")
+            assert math.log(float(mantissa)) + int(exponent or 0) * math.log(10) >= log_p - 1e-12
+        else:  # a value: meaningful, with an error no larger than itself
+            value, std = (float(part) for part in text.split(" +/- "))
+            assert value >= 1e-300 and std <= value * (1 + 1e-2)
 
 
 def test_summary_of_evidences_1e5_nats_apart():
