@@ -17,6 +17,9 @@ def test_demo_runs_small_and_reports(capsys, tmp_path):
     out = capsys.readouterr().out
     assert status == 0
     assert "final model probabilities" in out and "detected change points" in out and "K=7" in out
+    assert "estimated time: about" in out.splitlines()[1]  # up front, before any streaming
+    phases = [line.split(":")[0].strip() for line in out.splitlines() if line.strip().startswith("phase ")]
+    assert phases == ["phase 1 (rows 0-100)", "phase 2 (rows 100-200)", "phase 3 (rows 200-300)"]
     assert plot.exists() and plot.stat().st_size > 10_000
 
 
