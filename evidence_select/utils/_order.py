@@ -86,7 +86,7 @@ class OrderTest:
     >>> test.update(y[:400, None]); test.update(y[400:, None])
     >>> verdict = test.verdict()
     >>> verdict.flagged, round(verdict.effect, 2)
-    (True, 1.0)
+    (True, 0.99)
     """
 
     def __init__(self, names, labels=None):
