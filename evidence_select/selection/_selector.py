@@ -216,6 +216,9 @@ class EvidenceModelSelector(MetaEstimatorMixin, BaseEstimator):
     model_probabilities_std_ : ndarray of shape (n_candidates,)
         Delta-method standard errors of ``model_probabilities_`` from
         ``log_evidence_stds_``.
+    results_ : dict of str -> ndarray of shape (n_candidates,)
+        The results by candidate name, ready for ``pandas.DataFrame``; see
+        :attr:`results_` and :meth:`summary`.
     best_index_ : int
         Index of the most probable candidate.
     best_estimator_ : estimator
