@@ -264,7 +264,7 @@ def _label_codes(y, codes):
 
 def _scan(args, fmt):
     """First pass: validate every chunk, count rows, column moments, classes and the order test."""
-    x_moments, y_moments, first_codes, features, order = RunningMoments(), RunningMoments(), {}, None, None
+    x_moments, y_moments, seen_codes, features, order = RunningMoments(), RunningMoments(), {}, None, None
     for i, frame in enumerate(_frames(args, fmt)):
         frame, y = _check_frame(frame, args, first=i == 0)
         if features is None:
@@ -276,12 +276,17 @@ def _scan(args, fmt):
             y_moments.update(y.to_numpy(dtype=float)[:, None])
             order.update(y.to_numpy(dtype=float)[:, None])
         elif args.task == "classification":
-            order.update(np.empty((len(y), 0)), _label_codes(y, first_codes))
+            order.update(np.empty((len(y), 0)), _label_codes(y, seen_codes))
         else:
             order.update(frame.to_numpy(dtype=float))
     if features is None:
         raise CLIError(f"{args.data} has no rows")
-    classes = np.array(sorted(first_codes, key=str), dtype=object) if first_codes else None
+    classes = None
+    if seen_codes:
+        try:
+            classes = np.array(sorted(seen_codes), dtype=object)
+        except TypeError:  # labels of mixed types: any fixed order will do
+            classes = np.array(sorted(seen_codes, key=str), dtype=object)
     label_codes = {label: code for code, label in enumerate(classes)} if classes is not None else {}
     return _Scan(x_moments.count, features, x_moments, y_moments, classes, label_codes, order.verdict())
 
