@@ -487,7 +487,7 @@ def main(argv=None):
     >>> with np.printoptions():  # main() sets numpy's print precision; this restores it after
     ...     status = main(["compare", path, "--task", "regression", "--target", "y", "--no-progress"])
     ... # doctest: +ELLIPSIS
-    streaming 200 rows x 2 features of ... through 5 regression candidates in chunks of 500
+    streaming 200 rows x 2 features of ... through 5 regression candidates in chunks of 500 (shuffled, seed 0)
     <BLANKLINE>
     rank  candidate ...
        1  linear noise=0.2 ...
