@@ -49,6 +49,7 @@ from evidence_select import (BayesianLinearRegressor, BayesianMixture, EvidenceM
 from evidence_select.datasets import make_linear_regression, make_mixture  # noqa: E402
 from evidence_select.selection._averaging import log_model_prior, log_model_probabilities  # noqa: E402
 from evidence_select.selection._shift import shift_stream  # noqa: E402
+from _common import git_commit  # noqa: E402
 
 RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results", "selector.json")
 
@@ -207,6 +208,33 @@ def full_shift_study(restarts=True):
     return rows
 
 
+def _print_markdown(header, cells):
+    print("\n| " + " | ".join(header) + " |")
+    print("|---" * len(header) + "|")
+    for row in cells:
+        print("| " + " | ".join(row) + " |")
+
+
+def _write_rst_table(path, header, cells, argv):
+    """A reStructuredText grid table of ``cells``, headed by the command that wrote it (for ``.. include::``)."""
+    command = "python benchmarks/bench_selector.py " + " ".join(sys.argv[1:] if argv is None else argv)
+    widths = [max(len(text) for text in column) for column in zip(header, *cells)]
+    rule = "+" + "+".join("-" * (w + 2) for w in widths) + "+"
+
+    def line(row):
+        return "| " + " | ".join(text.ljust(w) for text, w in zip(row, widths)) + " |"
+
+    load = ", ".join(f"{value:.1f}" for value in os.getloadavg())
+    lines = [f"Written by ``{command}`` (commit {git_commit()}, load average {load}).", "", rule, line(header),
+             rule.replace("-", "=")]
+    for row in cells:
+        lines += [line(row), rule]
+    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+    with open(path, "w") as fh:
+        fh.write("\n".join(lines) + "\n")
+    print(f"wrote {path}")
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true")
@@ -217,6 +245,10 @@ def main(argv=None):
     parser.add_argument("--surprise-threshold", type=float, default=None, help="BayesianMixture's, for the shift study")
     parser.add_argument("--no-restart", action="store_true",
                         help="BayesianMixture(restarts=False) for the shift study: the excursion instead")
+    parser.add_argument("--shift-seeds", type=int, default=3, help="seeds of the shift study (default: 3)")
+    parser.add_argument("--doc-table", metavar="DIR", default=None,
+                        help="also write the shift tables as reStructuredText into DIR (the user guide includes "
+                             "doc/user_guide/generated/*.rst)")
     args = parser.parse_args(argv)
     seeds = list(range(3 if args.quick else 5))
     out = {"argv": sys.argv[1:], "load_average": os.getloadavg()}
@@ -255,26 +287,32 @@ def main(argv=None):
     if "shift" in args.only:
         print("\n## Shift stream 3 -> 5 -> 7 clusters (1000/1500/1500 rows): in order vs shuffled, "
               f"surprise_threshold={args.surprise_threshold}, restarts={not args.no_restart}", flush=True)
-        rows = out["shift"] = shift_study(seeds[:3], args.surprise_threshold, not args.no_restart)
-        print("\n| seed | K | log Z in order | log Z shuffled | shortfall (nats) | 3 errors | agree |")
-        print("|---|---|---|---|---|---|---|")
-        for r in rows:
-            for i, k in enumerate(r["k"]):
-                print(f"| {r['seed']} | {k} | {r['log_z_in_order'][i]:.1f}±{r['std_in_order'][i]:.1f} | "
-                      f"{r['log_z_shuffled'][i]:.1f}±{r['std_shuffled'][i]:.1f} | {r['shortfall'][i]:.1f} | "
-                      f"{r['three_errors'][i]:.1f} | {r['agree'][i]} |")
+        rows = out["shift"] = shift_study(list(range(args.shift_seeds)), args.surprise_threshold, not args.no_restart)
+        header = ["seed", "K", "log Z in order", "log Z shuffled", "shortfall (nats)", "3 errors", "agree",
+                  "seconds in order, shuffled"]
+        cells = [[str(r["seed"]), str(k), f"{r['log_z_in_order'][i]:.1f} ± {r['std_in_order'][i]:.1f}",
+                  f"{r['log_z_shuffled'][i]:.1f} ± {r['std_shuffled'][i]:.1f}", f"{r['shortfall'][i]:.1f}",
+                  f"{r['three_errors'][i]:.1f}", str(r["agree"][i]),
+                  f"{r['seconds_in_order']:.0f}, {r['seconds_shuffled']:.0f}"]
+                 for r in rows for i, k in enumerate(r["k"])]
+        _print_markdown(header, cells)
+        if args.doc_table:
+            name = "selector_shift" + ("_no_restart" if args.no_restart else "")
+            _write_rst_table(os.path.join(args.doc_table, name + ".rst"), header, cells, argv)
     if "shift-full" in args.only:
         print(f"\n## The paper's full shift stream (100,000 rows): in order (restarts={not args.no_restart}) vs "
               "shuffled", flush=True)
         rows = out["shift_full"] = full_shift_study(not args.no_restart)
-        print("\n| K | log Z in order | log Z shuffled | shortfall (nats) | 3 errors | agree | seconds in order, "
-              "shuffled |")
-        print("|---|---|---|---|---|---|---|")
-        for r in rows:
-            a, b = r["in_order"], r["shuffled"]
-            print(f"| {r['k']} | {a['log_z']:.1f}±{a['std']:.1f} | {b['log_z']:.1f}±{b['std']:.1f} | "
-                  f"{r['shortfall']:.1f} | {r['three_errors']:.1f} | {r['agree']} | {a['seconds']:.0f}, "
-                  f"{b['seconds']:.0f} |")
+        header = ["K", "log Z in order", "log Z shuffled", "shortfall (nats)", "3 errors", "agree",
+                  "seconds in order, shuffled"]
+        cells = [[str(r["k"]), f"{r['in_order']['log_z']:.1f} ± {r['in_order']['std']:.1f}",
+                  f"{r['shuffled']['log_z']:.1f} ± {r['shuffled']['std']:.1f}", f"{r['shortfall']:.1f}",
+                  f"{r['three_errors']:.1f}", str(r["agree"]),
+                  f"{r['in_order']['seconds']:.0f}, {r['shuffled']['seconds']:.0f}"] for r in rows]
+        _print_markdown(header, cells)
+        if args.doc_table:
+            name = "selector_shift_full" + ("_no_restart" if args.no_restart else "")
+            _write_rst_table(os.path.join(args.doc_table, name + ".rst"), header, cells, argv)
     out["load_average_end"] = os.getloadavg()
     os.makedirs(os.path.dirname(RESULTS), exist_ok=True)
     if os.path.exists(RESULTS):  # --only runs update their studies and keep the others

@@ -1,6 +1,8 @@
 """evidence_select: Bayesian model selection and averaging by online marginal likelihood.
 
-The public names of the product design (DESIGN.md section 2) are re-exported here.
+The public names are re-exported here: the online estimators, the
+:class:`EvidenceModelSelector`, :func:`log_evidence` and its result type, change
+points, checkpoints and the warnings; see the API reference (``doc/api.rst``).
 """
 
 from . import datasets, exceptions, models

@@ -44,8 +44,7 @@ for shuffle, X, style in ((False, X_in_order, "-"), (True, X_shuffled, "--")):
     found = detect_change_points(selector)
     print(f"{'shuffled' if shuffle else 'in order'}: detected {found.tolist()}, "
           f"true {[] if shuffle else true_change_points}")
-    print("  final model probabilities:", dict(zip(["K=3", "K=5", "K=7"],
-                                                   np.round(selector.model_probabilities_, 3).tolist())))
+    print(selector.summary())
     history = selector.evidence_history_
     n = [r.n_samples_seen for r in history]
     for k, (name, _) in enumerate(selector.estimators):

@@ -52,9 +52,7 @@ for start in range(chunk, len(X_train), chunk):
     probabilities.append(selector.model_probabilities_)
 probabilities = np.array(probabilities)
 
-for name, z, s, p in zip(names, selector.log_evidences_, selector.log_evidence_stds_,
-                         selector.model_probabilities_):
-    print(f"{name:>10}: log Z = {z:8.2f} +/- {s:.2f}   P = {p:.3f}")
+print(selector.summary())
 
 # %%
 # How far to trust these evidences

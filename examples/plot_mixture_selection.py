@@ -39,9 +39,9 @@ for start in range(0, len(X), 250):  # the stream arrives in chunks
 # ``sgais_state_.log_evidence`` holds the estimate of each particle group.
 
 group_log_z = np.array([est.sgais_state_.log_evidence for est in selector.estimators_])
-for k, z, s, groups in zip(ks, selector.log_evidences_, selector.log_evidence_stds_, group_log_z):
-    print(f"K={k}: log Z = {z:9.1f} +/- {s:5.1f}   groups: {np.round(groups, 1).tolist()}")
-print("most probable:", selector.estimators[selector.best_index_][0])
+print(selector.summary())
+for k, groups in zip(ks, group_log_z):
+    print(f"K={k}: log Z per group {np.round(groups, 1).tolist()}")
 
 # %%
 # Reading the result

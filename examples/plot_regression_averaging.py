@@ -60,11 +60,10 @@ Xt_train, Xt_test = pipe[:-1].transform(X_train), pipe[:-1].transform(X_test)
 exact = np.array([log_evidence(est, Xt_train, z_train, method="exact").log_evidence
                   for est in selector.estimators_])
 exact_probabilities = softmax(exact)
-for name, z, s, ze, p, ps, pe in zip(names, selector.log_evidences_, selector.log_evidence_stds_, exact,
-                                     selector.model_probabilities_, selector.model_probabilities_std_,
-                                     exact_probabilities):
-    print(f"{name:>8}: log Z online {z:8.2f} +/- {s:.2f}  exact {ze:8.2f}  ({(z - ze) / s:+.1f} std)   "
-          f"P online {p:.3f} +/- {ps:.3f}  exact {pe:.3f}")
+print(selector.summary(order="input"))
+for name, z, s, ze, pe in zip(names, selector.log_evidences_, selector.log_evidence_stds_, exact,
+                              exact_probabilities):
+    print(f"{name:>8}: exact log Z {ze:8.2f} (online {(z - ze) / s:+.1f} std from it), exact P {pe:.3g}")
 
 dense = np.linspace(0.3, 0.8, 51)  # the exact evidence as a function of the noise variance
 dense_log_z = [log_evidence(BayesianLinearRegressor(noise_variance=v), Xt_train, z_train,

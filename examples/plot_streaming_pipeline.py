@@ -47,7 +47,7 @@ for start in range(1000, len(X), 1000):
 mean, std = pipe.predict(X[:5]), selector.predict(pipe[:-1].transform(X[:5]), return_std=True)[1]
 print("model-averaged predictions:", np.round(mean, 2), "+/-", np.round(std, 2))
 print("true noise-free values:    ", np.round(data.X[:5] @ data.coef + data.intercept, 2))
-print("P(noise variance):", dict(zip(variances, np.round(selector.model_probabilities_, 3).tolist())))
+print(selector.summary())
 
 # %%
 # What the figure shows

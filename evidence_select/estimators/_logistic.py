@@ -31,7 +31,8 @@ class BayesianLogisticClassifier(ClassifierMixin, BaseSGAISEstimator):
         Whether the model has intercepts.
     n_particles : int, default=30
         Particles in each replicate group (the softmax posterior has 44
-        dimensions in the paper's setup; 10 particles were measured to be too few).
+        dimensions in the paper's setup, more than the linear model's; see
+        :ref:`parameters`).
     n_replicates : int, default=2
         Independent particle groups run together (their combined evidence is
         unbiased); their spread is one of the two estimates behind
@@ -44,8 +45,9 @@ class BayesianLogisticClassifier(ClassifierMixin, BaseSGAISEstimator):
         SGHMC friction ``alpha`` (momentum decay ``1 - alpha``).
     n_mcmc_steps : int, default=10
         SGHMC steps per intermediate (annealed) distribution
-        (``initial_mcmc_factor`` times as many on the first chunk). 10 rather than the linear model's 5: measured on the
-        paper's data, 5 steps left a -1.7 nat error at N=1e4 here against -0.8 with 10.
+        (``initial_mcmc_factor`` times as many on the first chunk). More than
+        the linear model's 5, for the larger posterior (see :ref:`parameters`;
+        ``python benchmarks/bench_sgais.py`` measures the accuracy).
     initial_mcmc_factor : int, default=2
         Multiplier of ``n_mcmc_steps`` on the first chunk, which carries the
         particles from the prior to a posterior (the longest way).

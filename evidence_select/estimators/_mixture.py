@@ -13,9 +13,8 @@ from ._base import BaseSGAISEstimator
 
 __all__ = ["BayesianMixture"]
 
-# Annealing target ESS of a chunk flagged by surprise_threshold. Over the shift stream's first change point (K=7,
-# 6 x 2 groups from one state at 1000 rows) the in-order increment was -1160.3 +- 3.2 nats with 0.99 against
-# -1158.5 from shuffled runs; with 0.97, -1167.0 +- 7.9, no better than unflagged (-1167.5 +- 8.9).
+# Annealing target ESS of a chunk flagged by surprise_threshold: finer steps give particles that missed the new
+# clusters time to reach them before the chunk is annealed in.
 _SURPRISE_TARGET_ESS = 0.99
 # With restarts, one also each time the rows seen double (SGAISConfig.restart_growth).
 _RESTART_GROWTH = 2.0
@@ -62,16 +61,16 @@ class BayesianMixture(DensityMixin, BaseSGAISEstimator):
         SGHMC friction ``alpha`` (momentum decay ``1 - alpha``).
     n_mcmc_steps : int, default=10
         SGHMC steps per intermediate (annealed) distribution
-        (``initial_mcmc_factor`` times as many on the first chunk). 10 rather than the linear model's 5: the mixture
-        posterior has local modes, and more moves per temperature let particles
-        reach the good ones (measured on the paper's data).
+        (``initial_mcmc_factor`` times as many on the first chunk). More than
+        the linear model's 5: the mixture posterior has local modes, and more
+        moves per temperature let particles reach the good ones (see
+        :ref:`parameters`).
     initial_mcmc_factor : int, default=6
         Multiplier of ``n_mcmc_steps`` on the first chunk, which carries the
         particles from the prior to a posterior through the mixture's local modes
-        (one component on two clusters, two on one). With 2 (the other
-        estimators' default) a whole replicate group stayed in such a mode in
-        3 of 5 seeds of the paper's data at N=5000, 160-500 nats low; with 6
-        none did (60 moves per temperature on the first chunk).
+        (one component on two clusters, two on one); more moves there than the
+        other estimators' 2 keep whole replicate groups from staying in such a
+        mode (see :ref:`parameters`).
     reheat_after_steps : int or None, default=12
         A chunk that needs this many annealing steps has surprised the particles
         (new clusters, a change point). The rest of the chunk gets 3 times the
@@ -93,17 +92,13 @@ class BayesianMixture(DensityMixin, BaseSGAISEstimator):
         restarts re-estimate the evidence all the same. Since each group
         replays its own order, ``log_evidence_std_`` also shows how much the
         evidence depends on the order of the rows. The cost is amortised
-        ``O(1)`` per row, 2-5 times the streaming time of a run without
-        restarts, and flat once the stream outgrows the reservoir. On the paper's full shift stream (100,000 rows,
-        chunks of 250) the in-order final log evidences of 3, 5 and 7
-        components came within 7.2, 2.3 and 2.2 nats of the shuffled stream's,
-        against 235-9,280 nats short with the excursion and 5,773-8,870 with
-        restarts at surprises only; see ``doc/user_guide/limitations.rst``.
+        ``O(1)`` per row and flat once the stream outgrows the reservoir.
         False uses the excursion. Restarts, excursions and global moves need
         every past row, so they stop once the stream outgrows
         ``reservoir_size``; a surprise or shift after that is flagged
         (``ChunkRecord.degraded``, an ``EvidenceConvergenceWarning``, a widened
-        ``log_evidence_std_``).
+        ``log_evidence_std_``). See :ref:`limitations` for the in-order against
+        shuffled check (``benchmarks/bench_selector.py --only shift``).
     surprise_threshold : float or None, default=None
         Nats per row. A chunk whose mean per-row log-likelihood the particles
         disagree on by more than this (weighted standard deviation across
@@ -112,16 +107,9 @@ class BayesianMixture(DensityMixin, BaseSGAISEstimator):
         3 times the SGHMC steps, and annealing steps 10 times finer in ESS loss
         (target ESS 0.99, also for the rest of any chunk that reaches
         ``reheat_after_steps`` while it is set); the excursion still waits for
-        ``reheat_after_steps``. Without it that treatment starts only after
-        ``reheat_after_steps`` steps, when (measured on the paper's shift
-        stream) the chunk is already 14-19% annealed in by particles that
-        missed the new clusters. 0.05
-        flags every change point of the paper's shift stream (0.07-0.54) and no
-        chunk of stationary streams (at most 0.024 from the third chunk, the
-        first that can be flagged). Off by default: without ``restarts`` it
-        fixes the evidence across the first change point but not the second,
-        and with restarts at surprises it added cost and no measurable
-        accuracy (see ``doc/user_guide/limitations.rst``).
+        ``reheat_after_steps``. None leaves the detection to
+        ``reheat_after_steps``, which fires only after that many annealing
+        steps. See :ref:`limitations`.
     surprise_budget : float, default=4.0
         Bound on the cost of restarts and excursions: their likelihood and
         gradient evaluations stay within this multiple of the stream's own

@@ -19,6 +19,7 @@ from ..utils._validation import StrOptions, check_is_fitted, validate_data
 from ._distributed import PARALLEL_OPTIONS, AdvanceTask, ResidentNamedCandidates, advance_candidates
 from ._averaging import (log_model_prior, log_model_probabilities, mix_log_density, mix_normal, mix_proba,
                          model_probability_std)
+from ._summary import format_summary, selection_results
 
 __all__ = ["EvidenceModelSelector", "SelectionRecord"]
 
@@ -69,6 +70,43 @@ class SelectionRecord(NamedTuple):
     log_evidence_stds: np.ndarray
     model_probabilities: np.ndarray
     candidate_records: tuple
+
+
+# -- candidate validation -------------------------------------------------------------------------
+_CANDIDATE_NEEDS = ("a candidate needs partial_fit and the fitted attributes log_evidence_ and log_evidence_std_ "
+                    "(its online log marginal likelihood and standard error), as evidence_select's "
+                    "BayesianLinearRegressor, BayesianLogisticClassifier and BayesianMixture provide")
+
+
+def _check_online_candidate(name, estimator):
+    """Raise a TypeError unless ``estimator`` is an estimator instance with ``partial_fit``."""
+    if isinstance(estimator, type):
+        raise TypeError(f"candidate {name!r} is the class {estimator.__name__}, not an instance; "
+                        f"pass {estimator.__name__}(...)")
+    if not hasattr(estimator, "partial_fit"):
+        raise TypeError(f"candidate {name!r} ({type(estimator).__name__}) has no partial_fit; {_CANDIDATE_NEEDS}")
+
+
+def _check_evidence_candidate(name, estimator):
+    """Raise a TypeError saying what is missing when ``estimator`` cannot give an online evidence.
+
+    ``log_evidence_`` and ``log_evidence_std_`` must be declared on the class
+    (as properties derived from the fitted state, or class attributes), so that
+    the check needs no fitting: a point-estimate learner such as
+    ``SGDRegressor`` is refused before any candidate has run.
+    """
+    missing = [attr for attr in ("log_evidence_", "log_evidence_std_") if not hasattr(type(estimator), attr)]
+    if missing:
+        raise TypeError(f"candidate {name!r} ({type(estimator).__name__}) cannot give an evidence: it does not "
+                        f"define {' or '.join(missing)}; {_CANDIDATE_NEEDS}")
+
+
+def _describe_kinds(kinds):
+    """``{"regressor": ["a", "b"], ...}`` from ``{name: kind}``, for error messages."""
+    grouped = {}
+    for name, kind in kinds.items():
+        grouped.setdefault(kind or "unknown", []).append(name)
+    return ", ".join(f"{kind}: {names}" for kind, names in grouped.items())
 
 
 def _candidate_kind(estimators):
@@ -159,6 +197,9 @@ class EvidenceModelSelector(MetaEstimatorMixin, BaseEstimator):
     model_probabilities_std_ : ndarray of shape (n_candidates,)
         Delta-method standard errors of ``model_probabilities_`` from
         ``log_evidence_stds_``.
+    results_ : dict of str -> ndarray of shape (n_candidates,)
+        The results by candidate name, ready for ``pandas.DataFrame``; see
+        :attr:`results_` and :meth:`summary`.
     best_index_ : int
         Index of the most probable candidate.
     best_estimator_ : estimator
@@ -328,23 +369,24 @@ class EvidenceModelSelector(MetaEstimatorMixin, BaseEstimator):
             pairs.append(item)
         names = [name for name, _ in pairs]
         if len(set(names)) != len(names):
-            raise ValueError(f"candidate names must be unique; got {names}")
+            duplicates = sorted({name for name in names if names.count(name) > 1})
+            raise ValueError(f"candidate names must be unique; {duplicates} appear more than once in {names}")
         if [name for name in names if "__" in name]:
             raise ValueError(f"candidate names must not contain '__'; got {names}")
         clashes = sorted(set(names) & set(self._get_param_names()))
         if clashes:
             raise ValueError(f"candidate names conflict with parameters of EvidenceModelSelector: {clashes}")
         for name, estimator in pairs:
-            if isinstance(estimator, type) or not hasattr(estimator, "partial_fit"):
-                raise TypeError(f"candidate {name!r} must be an estimator instance with partial_fit (an online "
-                                f"evidence estimator such as BayesianMixture()); got {estimator!r}")
+            _check_online_candidate(name, estimator)
         kinds = {name: get_tags(estimator).estimator_type for name, estimator in pairs}
         if len(set(kinds.values())) != 1:
-            raise ValueError(f"candidates must all be regressors, all classifiers or all density estimators; "
-                             f"got {kinds}")
+            raise ValueError(f"candidates must all be regressors, all classifiers or all density estimators, so "
+                             f"that one model average exists; got {_describe_kinds(kinds)}")
         kind = next(iter(kinds.values()))
         if kind not in _KINDS:
             raise ValueError(f"candidates must be regressors, classifiers or density estimators; got {kind!r}")
+        for name, estimator in pairs:
+            _check_evidence_candidate(name, estimator)
         return names, [estimator for _, estimator in pairs], kind
 
     def __sklearn_tags__(self):
@@ -658,3 +700,59 @@ class EvidenceModelSelector(MetaEstimatorMixin, BaseEstimator):
         if kind == "classifier":
             return float(accuracy_score(y, self.predict(X)))
         return float(r2_score(y, self.predict(X)))
+
+    # -- results by candidate name -----------------------------------------------------------
+    @property
+    def results_(self):
+        """Results by candidate, a dict of arrays in the manner of ``cv_results_``.
+
+        One entry per column, each an array of shape ``(n_candidates,)`` in the
+        order of ``estimators``, so ``pandas.DataFrame(selector.results_)`` is
+        the table: ``name``, ``log_evidence``, ``log_evidence_std``,
+        ``log_evidence_per_datum`` (divided by ``n_samples_seen_``),
+        ``log_model_probability`` and its standard error
+        ``log_model_probability_std``, ``model_probability`` and
+        ``model_probability_std``, ``backend`` and ``rank`` (1 for the most
+        probable). :meth:`summary` prints it.
+
+        Returns
+        -------
+        results : dict of str -> ndarray of shape (n_candidates,)
+        """
+        check_is_fitted(self, "estimators_")
+        return selection_results(list(self.named_estimators_), self.log_evidences_, self.log_evidence_stds_,
+                                 self.log_model_probabilities_, self.model_probabilities_std_,
+                                 self.n_samples_seen_, self.backend)
+
+    def summary(self, order="rank"):
+        """The results as an aligned text table, best candidate first.
+
+        A probability below 1e-300, or whose error exceeds it, is printed as an
+        upper bound (``< 1e-16``): the log probability plus two of its
+        standard errors, rounded up to a power of ten.
+
+        Parameters
+        ----------
+        order : {"rank", "input"}, default="rank"
+            Rows by rank or in the order of ``estimators``.
+
+        Returns
+        -------
+        text : str
+
+        Examples
+        --------
+        >>> from evidence_select import BayesianLinearRegressor, EvidenceModelSelector
+        >>> from evidence_select.datasets import make_linear_regression
+        >>> data = make_linear_regression(1000, noise_variance=1.0, random_state=0)
+        >>> selector = EvidenceModelSelector(
+        ...     [(f"noise={v}", BayesianLinearRegressor(noise_variance=v, n_particles=20)) for v in (0.5, 1.0)],
+        ...     random_state=0).fit(data.X, data.y)
+        >>> print(selector.summary())  # doctest: +ELLIPSIS
+        rank  candidate  log evidence  +/- std  per datum  probability ...  backend
+           1  noise=1.0  ...  sgais
+           2  noise=0.5  ...  sgais
+        >>> selector.results_["rank"].tolist(), selector.results_["name"].tolist()
+        ([2, 1], ['noise=0.5', 'noise=1.0'])
+        """
+        return format_summary(self.results_, order=order)

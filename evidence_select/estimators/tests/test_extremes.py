@@ -34,6 +34,14 @@ OUTLIER_DIVERGENCE = pytest.mark.xfail(
            "chunk's step scales with the past ones and pass.")
 
 
+# Rows far outside the unit scale make a chunk's likelihood so sharp that annealing it in needs more than
+# ``max_annealing_steps``: the engine then takes the remaining step at once and says so. Expected on these tests
+# (filtered by message, so any other warning still surfaces); the recovery is checked in
+# test_stalled_annealing_warns_and_the_stream_recovers.
+STALLED_ANNEALING_EXPECTED = pytest.mark.filterwarnings(
+    "ignore:annealing the chunk after .* needed more than:evidence_select.SamplerDegeneracyWarning")
+
+
 def _fit(kind, X, y=None, **params):
     settings = {**FAST, **params}
     n_components = settings.pop("n_components", 3)
@@ -76,6 +84,7 @@ def test_long_stream_linear():
     assert est.n_samples_seen_ == 100_000 and len(est.evidence_history_) == 200
 
 
+@STALLED_ANNEALING_EXPECTED
 @pytest.mark.parametrize("kind", ["linear", "logistic",
                                   pytest.param("mixture", marks=OUTLIER_DIVERGENCE)])
 def test_outliers_of_1e8(kind):
@@ -86,9 +95,10 @@ def test_outliers_of_1e8(kind):
     _assert_all_finite(est, X[245:255])
 
 
+@STALLED_ANNEALING_EXPECTED
 @pytest.mark.parametrize("kind, scale", [
     ("linear", 1e-6), ("linear", 1e6),
-    ("logistic", 1e-6), ("logistic", 1e6),
+    ("logistic", 1e-6), pytest.param("logistic", 1e6, marks=pytest.mark.slow),
     ("mixture", 1e6),
 ])
 def test_features_scaled_by(kind, scale):
@@ -98,6 +108,7 @@ def test_features_scaled_by(kind, scale):
     _assert_all_finite(est, X[:20] * scale)
 
 
+@STALLED_ANNEALING_EXPECTED
 def test_mixture_on_tiny_scale_warns_and_stays_finite():
     """Variances far below the inverse-gamma prior's: a scale warning, slow annealing, no NaN."""
     X = MIX.X[:200] * 1e-6

@@ -17,6 +17,9 @@ def test_demo_runs_small_and_reports(capsys, tmp_path):
     out = capsys.readouterr().out
     assert status == 0
     assert "final model probabilities" in out and "detected change points" in out and "K=7" in out
+    assert "estimated time: about" in out.splitlines()[1]  # up front, before any streaming
+    phases = [line.split(":")[0].strip() for line in out.splitlines() if line.strip().startswith("phase ")]
+    assert phases == ["phase 1 (rows 0-100)", "phase 2 (rows 100-200)", "phase 3 (rows 200-300)"]
     assert plot.exists() and plot.stat().st_size > 10_000
 
 
@@ -61,3 +64,158 @@ def test_compare_errors_are_clear(capsys, tmp_path):
     assert "non-numeric feature column(s) ['word']" in capsys.readouterr().err
     assert main(["compare", path, "--task", "classification"]) == 2
     assert "--target is required" in capsys.readouterr().err
+
+
+# -- reading, shuffling and the row-order check -----------------------------------------------------
+import warnings  # noqa: E402
+
+from evidence_select import BayesianLinearRegressor, BayesianLogisticClassifier, EvidenceModelSelector  # noqa: E402
+from evidence_select import cli  # noqa: E402
+from evidence_select.utils._order import StreamOrderWarning  # noqa: E402
+
+FAST = {"n_particles": 5, "n_replicates": 2, "n_mcmc_steps": 2}
+
+
+@pytest.fixture
+def streamed(monkeypatch):
+    """Fast candidates, and a record of every chunk the selector receives."""
+    chunks = []
+
+    def fast_candidates(task, chunk_size):
+        if task == "regression":
+            return [(f"noise={v}", BayesianLinearRegressor(noise_variance=v, batch_size=chunk_size, **FAST))
+                    for v in (0.2, 1.0)]
+        return [(f"prior={s}", BayesianLogisticClassifier(prior_scale=s, batch_size=chunk_size, **FAST))
+                for s in (0.3, 1.0)]
+
+    original = EvidenceModelSelector.partial_fit
+
+    def recording_partial_fit(self, X, y=None, classes=None):
+        chunks.append((np.array(X), None if y is None else np.array(y)))
+        return original(self, X, y, classes)
+
+    monkeypatch.setattr(cli, "_default_candidates", fast_candidates)
+    monkeypatch.setattr(EvidenceModelSelector, "partial_fit", recording_partial_fit)
+    return chunks
+
+
+def _regression_frame(n=600, seed=0):
+    data = make_linear_regression(n, n_features=2, noise_variance=0.3, random_state=seed)
+    return pd.DataFrame(data.X, columns=["a", "b"]).assign(y=data.y)
+
+
+def _write_any(tmp_path, frame, fmt):
+    path = tmp_path / f"data.{fmt}"
+    frame.to_csv(path, index=False) if fmt == "csv" else frame.to_parquet(path)
+    return str(path)
+
+
+@pytest.mark.parametrize("fmt", ["csv", "parquet"])
+def test_sorted_target_warns_without_shuffle(tmp_path, capsys, streamed, fmt):
+    pytest.importorskip("pyarrow")
+    path = _write_any(tmp_path, _regression_frame().sort_values("y"), fmt)
+    with pytest.warns(StreamOrderWarning, match=r"column 'y' is sorted .*lag-1 autocorrelation 0\.9"):
+        assert main(["compare", path, "--task", "regression", "--target", "y", "--no-progress", "--no-shuffle",
+                     "--chunk-size", "200"]) == 0
+    streamed_y = np.concatenate([y for _, y in streamed])
+    assert np.all(np.diff(streamed_y) >= 0)  # file order kept
+
+
+@pytest.mark.parametrize("fmt", ["csv", "parquet"])
+def test_sorted_labels_warn_without_shuffle(tmp_path, capsys, streamed, fmt):
+    pytest.importorskip("pyarrow")
+    data = make_softmax_classification(400, n_features=2, n_classes=3, random_state=0)
+    frame = pd.DataFrame(data.X, columns=["a", "b"]).assign(label=np.array(["x", "y", "z"])[data.y])
+    path = _write_any(tmp_path, frame.sort_values("label"), fmt)
+    with pytest.warns(StreamOrderWarning, match="column 'label' .*runs deficit"):
+        assert main(["compare", path, "--task", "classification", "--target", "label", "--no-progress",
+                     "--no-shuffle", "--chunk-size", "200"]) == 0
+
+
+def test_random_order_does_not_warn(tmp_path, capsys, streamed):
+    path = _write_any(tmp_path, _regression_frame(), "csv")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", StreamOrderWarning)
+        assert main(["compare", path, "--task", "regression", "--target", "y", "--no-progress", "--no-shuffle",
+                     "--chunk-size", "200"]) == 0
+    assert "note:" not in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("memory", ["1024", "0.005"])  # in memory; through temporary files (5 kB < 14 kB of rows)
+def test_shuffle_is_the_default_and_streams_a_permutation(tmp_path, capsys, streamed, memory):
+    frame = _regression_frame().sort_values("y")
+    path = _write_any(tmp_path, frame, "csv")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", StreamOrderWarning)  # shuffled: a note, not a warning
+        assert main(["compare", path, "--task", "regression", "--target", "y", "--no-progress", "--chunk-size", "200",
+                     "--shuffle-memory", memory, "--read-rows", "64"]) == 0
+    out = capsys.readouterr().out
+    assert "note: column 'y' is sorted" in out and "(shuffled, seed 0)" in out
+    assert [len(X) for X, _ in streamed] == [200, 200, 200]
+    X = np.concatenate([X for X, _ in streamed])
+    y = np.concatenate([y for _, y in streamed])
+    expected_y = np.sort((frame.y - frame.y.mean()) / frame.y.std(ddof=0))
+    np.testing.assert_allclose(np.sort(y), expected_y, atol=1e-12)  # a permutation of the rows...
+    order = np.argsort(y)
+    expected_X = ((frame[["a", "b"]] - frame[["a", "b"]].mean()) / frame[["a", "b"]].std(ddof=0)).to_numpy()
+    np.testing.assert_allclose(X[order], expected_X, atol=1e-12)      # ... rows kept whole ...
+    # ... in a random order: the lag-1 autocorrelation of a random permutation is N(0, 1/600); 0.2 is 4.9 sigma
+    assert abs(np.corrcoef(y[:-1], y[1:])[0, 1]) < 0.2
+
+
+def test_shuffle_is_seeded(tmp_path, capsys, streamed):
+    path = _write_any(tmp_path, _regression_frame(), "csv")
+    runs = []
+    for seed in ("1", "1", "2"):
+        streamed.clear()
+        main(["compare", path, "--task", "regression", "--target", "y", "--no-progress", "--random-state", seed])
+        runs.append(np.concatenate([y for _, y in streamed]))
+    np.testing.assert_array_equal(runs[0], runs[1])
+    assert not np.array_equal(runs[0], runs[2])
+
+
+@pytest.mark.parametrize("fmt", ["csv", "parquet"])
+def test_chunked_reading_streams_the_same_rows(tmp_path, capsys, streamed, fmt):
+    pytest.importorskip("pyarrow")
+    path = _write_any(tmp_path, _regression_frame(), fmt)
+    outputs = []
+    for read_rows in ("7", "100000"):
+        streamed.clear()
+        main(["compare", path, "--task", "regression", "--target", "y", "--no-progress", "--no-shuffle",
+              "--read-rows", read_rows, "--chunk-size", "250"])
+        outputs.append((np.concatenate([X for X, _ in streamed]), [len(X) for X, _ in streamed],
+                        capsys.readouterr().out.splitlines()[2:4]))
+    np.testing.assert_allclose(outputs[0][0], outputs[1][0], rtol=0, atol=1e-12)
+    assert outputs[0][1] == outputs[1][1] == [250, 250, 100]
+
+
+def test_iter_frames_reads_in_bounded_chunks(tmp_path):
+    pytest.importorskip("pyarrow")
+    from evidence_select.utils._tabular import iter_frames
+
+    frame = _regression_frame(103)
+    for fmt in ("csv", "parquet"):
+        frames = list(iter_frames(_write_any(tmp_path, frame, fmt), 10, fmt))
+        assert [len(f) for f in frames] == [10] * 10 + [3]
+        np.testing.assert_allclose(pd.concat(frames).to_numpy(), frame.to_numpy())
+
+
+def test_missing_io_extra_is_named(tmp_path, capsys, monkeypatch):
+    import sys
+
+    path = _write_any(tmp_path, _regression_frame(50), "csv")
+    monkeypatch.setitem(sys.modules, "pandas", None)  # import pandas now raises ImportError
+    assert main(["compare", path, "--task", "regression", "--target", "y", "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert "optional extra 'io'" in err and "pip install 'evidence-select[io]'" in err
+
+
+def test_unknown_extension_and_help(tmp_path, capsys):
+    path = tmp_path / "data.dat"
+    path.write_text("a,y\n1,2\n")
+    assert main(["compare", str(path), "--task", "regression", "--target", "y"]) == 2
+    assert "cannot tell the format of" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["compare", "--help"])
+    text = capsys.readouterr().out
+    assert "--no-shuffle" in text and "larger than memory" in text and "temporary files" in text
