@@ -137,6 +137,11 @@ def log_evidence(estimator_or_model, X=None, y=None, *, method, random_state=Non
     if not is_model and not hasattr(estimator_or_model, "_make_model"):
         raise TypeError("log_evidence needs an evidence_select estimator or a Model (the model protocol); "
                         f"got {type(estimator_or_model).__name__}")
+    if X is None and method == "sgais":
+        # SGAIS anneals data in row by row with mini-batch gradients; a likelihood of the parameters alone is
+        # one row it cannot split, and its SGHMC step sizes assume many of them.
+        raise ValueError('method="sgais" streams data and needs X; for a model without data use "ns", "ais" '
+                         'or "bridge"')
     if X is None and not is_model:
         raise ValueError(f"X is required for the estimator {type(estimator_or_model).__name__}; only a Model "
                          "without data takes X=None")

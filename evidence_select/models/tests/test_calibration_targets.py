@@ -210,6 +210,8 @@ def test_no_data_models_work_without_X_through_log_evidence():
     assert log_evidence(model, method="exact").log_evidence == model.exact_log_evidence()
     with pytest.raises(ValueError, match="y was given without X"):
         log_evidence(model, None, np.zeros(1), method="exact")
+    with pytest.raises(ValueError, match='"sgais" streams data and needs X'):
+        log_evidence(model, method="sgais")
     from evidence_select import BayesianLinearRegressor
 
     with pytest.raises(ValueError, match="X is required"):
