@@ -59,8 +59,8 @@ def exact_move(rng, theta, model, X, y, tempering, reservoir, *, n_groups, step_
     Returns
     -------
     theta : ndarray of shape (n_total, n_params)
-    step_size : float
-        The adapted leapfrog step, to carry to the next move.
+    step_size : ndarray of shape (n_groups,)
+        Each group's adapted leapfrog step, to carry to the next move.
     n_datum_evaluations : int
     """
     log_density, n_rows = exact_tempered_log_density(model, X, y, tempering, reservoir)

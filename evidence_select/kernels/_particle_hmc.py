@@ -27,12 +27,12 @@ __all__ = ["ParticleHMCInfo", "particle_hmc_move"]
 class ParticleHMCInfo(NamedTuple):
     """Diagnostics of one :func:`particle_hmc_move`.
 
-    ``step_size`` is the adapted step to carry to the next move; ``acceptance_rate``
+    ``step_size`` holds each group's adapted step, to carry to the next move; ``acceptance_rate``
     the mean acceptance over transitions and particles; ``n_evaluations`` the
     number of target evaluations (per particle, gradients included).
     """
 
-    step_size: float
+    step_size: np.ndarray  # (n_groups,)
     acceptance_rate: float
     n_evaluations: int
 
@@ -50,9 +50,9 @@ def particle_hmc_move(rng, theta, log_density_fn, *, n_groups, step_size, n_tran
         ``position -> (log_density, grad, None)`` of the (tempered) target, vectorised
         over rows of ``position``.
     n_groups : int
-    step_size : float
-        Leapfrog step in whitened units at the start; adapted towards ``target_accept``
-        between transitions.
+    step_size : float or ndarray of shape (n_groups,)
+        Leapfrog step in whitened units at the start; each group's is adapted towards
+        ``target_accept`` between transitions from that group's acceptance rates alone.
     n_transitions : int
     n_leapfrog : int, default=5
     dense : bool, default=True
@@ -72,21 +72,19 @@ def particle_hmc_move(rng, theta, log_density_fn, *, n_groups, step_size, n_tran
     >>> rng = np.random.default_rng(0)
     >>> theta = rng.normal(size=(40, 2)) * [1.0, 10.0]
     >>> moved, info = particle_hmc_move(rng, theta, fn, n_groups=2, step_size=0.5, n_transitions=3)
-    >>> moved.shape, 0.3 < info.acceptance_rate <= 1.0
-    ((40, 2), True)
+    >>> moved.shape, info.step_size.shape, 0.3 < info.acceptance_rate <= 1.0
+    ((40, 2), (2,), True)
     """
     groups = np.split(np.arange(len(theta)), n_groups)
     factors = [preconditioner_from_samples(theta[rows], dense=dense) for rows in groups]
     states = [hmc_init(theta[rows], log_density_fn) for rows in groups]
+    step_size = np.array(np.broadcast_to(np.asarray(step_size, dtype=float), (n_groups,)))
     rates = []
     for _ in range(n_transitions):
-        accepted = []
         for index, factor in enumerate(factors):
-            states[index], info = hmc_step(rng, states[index], log_density_fn, step_size, n_leapfrog, factor)
-            accepted.append(info.acceptance_rate)
-        rate = np.concatenate(accepted)
-        rates.append(float(rate.mean()))
-        step_size = adapt_step_size(step_size, rate, target=target_accept)
+            states[index], info = hmc_step(rng, states[index], log_density_fn, step_size[index], n_leapfrog, factor)
+            rates.append(float(np.mean(info.acceptance_rate)))
+            step_size[index] = adapt_step_size(step_size[index], info.acceptance_rate, target=target_accept)
     moved = np.empty_like(theta)
     for rows, state in zip(groups, states):
         moved[rows] = state.position
