@@ -19,7 +19,7 @@ Cases (features standardised unless the case says "unscaled"; chunks of 100 rows
 - diabetes, ``BayesianLinearRegressor`` against the exact evidence, with ``y``
   standardised and raw (raw ``y`` has variance ~6000 against ``noise_variance=1``:
   the estimator must refuse it or warn);
-- breast cancer unscaled (prior 1): must warn.
+- breast cancer unscaled (prior 1): must warn (no reference computed).
 
 Reference for the classifiers: AIS (100 chains) and bridge sampling on the full data;
 where they agree within ``max(3 x combined std, 0.5)`` the bridge value is used, otherwise
@@ -90,7 +90,8 @@ def all_cases():
     for scale in (0.3, 1, 3, 10):
         for order in ("file", "shuffled", "sorted"):
             cases[f"bc_s{scale}_{order}"] = ("bc", order, dict(kind="classifier", prior_scale=scale), "backends")
-    cases["bc_unscaled_s1_file"] = ("bc_unscaled", "file", dict(kind="classifier", prior_scale=1), "backends")
+    # No reference: the backends need hours on a posterior this ill-conditioned; the case must warn.
+    cases["bc_unscaled_s1_file"] = ("bc_unscaled", "file", dict(kind="classifier", prior_scale=1), "none")
     for name in ("wine", "iris", "digits38"):
         cases[name] = (name, "shuffled", dict(kind="classifier", prior_scale=1), "backends")
     cases["diabetes"] = ("diabetes", "file", dict(kind="regressor"), "exact")
@@ -117,6 +118,8 @@ def reference_key(data_name, spec):
 def compute_reference(data_name, spec, ref_kind):
     X, y = load_case_data(data_name)
     est = make_estimator(spec, 0)
+    if ref_kind == "none":
+        return dict(value=float("nan"), std=float("nan"), backends={}, agree=True)
     if ref_kind == "exact":
         return dict(value=float(log_evidence(est, X, y, method="exact").log_evidence), std=0.0, backends={},
                     agree=True)
@@ -184,6 +187,8 @@ def summarise(name, runs, reference):
     within = np.abs(errors) <= np.maximum(3 * sigma, 2.0)
     if refused:
         verdict = "refused"
+    elif np.isnan(reference["value"]):
+        verdict = "flagged" if warned else "WRONG (no warning)"
     elif np.all(within):
         verdict = "ok"
     elif warned:
