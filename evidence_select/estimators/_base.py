@@ -26,6 +26,10 @@ logger = logging.getLogger(__name__)
 
 #: Feature root-mean-squares outside ``[1 / FEATURE_SCALE_LIMIT, FEATURE_SCALE_LIMIT]`` draw a warning.
 FEATURE_SCALE_LIMIT = 1e4
+#: A parameter whose prior variance exceeds its per-row posterior variance (the inverse per-datum Fisher
+#: information, :meth:`~evidence_select.models.Model.step_scales`) by more than this draws a warning: one row
+#: then pins it ~30 times tighter than its prior, which happens when the features' scale contradicts the prior's.
+INFORMATION_LIMIT = 1e3
 
 
 #: ``SamplerDegeneracyWarning`` when the ESS stayed below ``DEGENERATE_ESS`` (fewer than two effective
@@ -51,22 +55,60 @@ class FeatureScaleWarning(UserWarning):
     """
 
 
-def warn_if_badly_scaled(X, estimator_name):
-    """Warn when a non-zero feature's root-mean-square over ``X`` is beyond ``FEATURE_SCALE_LIMIT``.
+def warn_if_badly_scaled(X, estimator_name, model=None):
+    """Warn when the features' scale contradicts the prior's (a :class:`FeatureScaleWarning`).
 
-    The unit-scale priors (``prior_scale=1``, the mixture's inverse-gamma variances) then contradict
-    the data, the posterior is far narrower or wider than the prior, and the sampler needs many
-    annealing steps (or loses accuracy): standardising is the cure. A single outlier of ``1e8`` in a
-    chunk of 500 rows also trips it.
+    Two checks, both from the data:
+
+    - a non-zero feature's root-mean-square over ``X`` is beyond ``FEATURE_SCALE_LIMIT``
+      (either way): the unit-scale priors (``prior_scale=1``, the mixture's inverse-gamma
+      variances) then contradict the data outright; a single outlier of ``1e8`` in a chunk
+      of 500 rows also trips it;
+    - for models with :meth:`~evidence_select.models.Model.step_scales` and
+      ``prior_variances``: one row's Fisher information exceeds the prior precision by
+      more than ``INFORMATION_LIMIT`` for some parameter (``prior_variances / step_scales``),
+      e.g. a raw feature of scale 700 under ``prior_scale=1``. The posterior is then many
+      orders of magnitude narrower than the prior and the first chunk must contract the
+      particles by as much, which local moves do not equilibrate: the evidence comes out
+      hundreds of nats low with a small error bar.
+
+    In both cases standardising is the cure (or prior scales matched to the features).
     """
     rms = np.sqrt(np.einsum("ij,ij->j", X, X) / len(X)) if len(X) else np.zeros(0)  # no n x d temporary
     bad = np.flatnonzero((rms > FEATURE_SCALE_LIMIT) | ((rms > 0) & (rms < 1.0 / FEATURE_SCALE_LIMIT)))
+    cure = ("standardise X (e.g. sklearn.preprocessing.StandardScaler) or adapt the prior scales")
     if len(bad):
         warnings.warn(f"{estimator_name}: feature(s) {bad[:10].tolist()} have root-mean-square "
                       f"{', '.join(f'{v:.3g}' for v in rms[bad[:10]])} (far from 1); the priors assume "
-                      "standardised features, so the evidence can be slow or inaccurate to estimate: "
-                      "standardise X (e.g. sklearn.preprocessing.StandardScaler) or adapt the prior scales",
-                      FeatureScaleWarning, stacklevel=4)
+                      f"standardised features, so the evidence can be slow or inaccurate to estimate: {cure}",
+                      FeatureScaleWarning, stacklevel=5)
+        return
+    ratio = information_ratio(model, X)
+    if ratio is None:
+        return
+    params = np.flatnonzero(ratio > INFORMATION_LIMIT)
+    if len(params):
+        warnings.warn(f"{estimator_name}: one row informs some parameters {ratio.max():.3g} times more than "
+                      f"their prior (prior variance / per-row posterior variance > {INFORMATION_LIMIT:g}; "
+                      f"parameter(s) {params[:10].tolist()}): the features' "
+                      f"scale contradicts the prior scale, and the online evidence is then typically far too low "
+                      f"with a small error bar: {cure}", FeatureScaleWarning, stacklevel=5)
+
+
+def information_ratio(model, X):
+    """Per-parameter ``prior variance / inverse per-datum Fisher information`` on the rows ``X``, or None.
+
+    Defined for models offering both ``prior_variances`` and ``step_scales`` (the linear
+    and softmax models): ``step_scales`` is the inverse per-row curvature bound, so the
+    ratio is how many times more precisely one row determines the parameter than its prior.
+    """
+    prior_variances = getattr(model, "prior_variances", None)
+    if prior_variances is None or len(X) == 0:
+        return None
+    scales = model.step_scales(X)
+    if scales is None:
+        return None
+    return np.asarray(prior_variances, dtype=float) / np.asarray(scales, dtype=float)
 
 
 class BaseSGAISEstimator(BaseEstimator):
@@ -119,9 +161,10 @@ class BaseSGAISEstimator(BaseEstimator):
                 for name in [k for k in vars(self) if k.endswith("_") and not k.startswith("__")]:
                     delattr(self, name)
             X, y = self._validate_stream(X, y, classes, reset=first_call)
-            warn_if_badly_scaled(X, type(self).__name__)
             if first_call:
                 self.model_ = self._make_model(X.shape[1])
+            self._check_data_scale(X, y)
+            if first_call:
                 self.sgais_config_ = self._sgais_config()
                 rng = make_generator(self.random_state)
                 y_dtype = None if y is None else y.dtype
@@ -144,6 +187,10 @@ class BaseSGAISEstimator(BaseEstimator):
         self.evidence_history_ = history
         self._warn_if_collapsed(history)
         return self
+
+    def _check_data_scale(self, X, y):
+        """Warn (:class:`FeatureScaleWarning`) when the data's scale contradicts the model's priors."""
+        warn_if_badly_scaled(X, type(self).__name__, self.model_)
 
     def _warn_if_collapsed(self, history):
         """Warn when every one of the last ``DEGENERATE_CHUNKS`` chunks ended with collapsed weights.

@@ -1,15 +1,39 @@
 """BayesianLinearRegressor: the online shell of the linear-Gaussian model."""
 
+import warnings
 from numbers import Real
 
 import numpy as np
 from sklearn.base import RegressorMixin
 
-from ..models import LinearGaussianModel
+from ..models import LinearEvidenceStats, LinearGaussianModel
 from ..utils._validation import Interval, check_is_fitted, validate_data
-from ._base import BaseSGAISEstimator
+from ._base import BaseSGAISEstimator, FeatureScaleWarning
 
 __all__ = ["BayesianLinearRegressor"]
+
+#: Residual mean square (at the posterior mean of the call's rows) above this multiple of
+#: ``noise_variance`` draws a :class:`FeatureScaleWarning`: the target is on another scale than the noise.
+RESIDUAL_LIMIT = 3.0
+#: A posterior mean more than this many prior standard deviations from the prior mean draws one too.
+CONFLICT_LIMIT = 20.0
+#: Rows of a call used for these checks (the first ones): an O(rows d^2) fit.
+_CHECK_ROWS = 2000
+
+
+def target_scale_diagnosis(model, X, y):
+    """``(residual mean square / noise_variance, max |posterior mean| / prior std)`` on ``(X, y)``.
+
+    The exact posterior of the rows (a ridge fit, O(n d^2)). The first ratio says how far the
+    target's scale is from the noise model's, the second how far the data pull the
+    parameters out of their prior; both far above 1 put the posterior where the particles
+    cannot follow (the annealing moves them in steps scaled to the posterior's width).
+    """
+    stats = LinearEvidenceStats.empty(model).update(model, X, y)
+    mean, _ = stats.posterior(model)
+    residual = y - model.predict_mean(mean[None], X)[0]
+    conflict = np.abs(mean) / np.sqrt(model.prior_variances)
+    return float(np.mean(residual**2) / model.noise_variance), float(conflict.max())
 
 
 class BayesianLinearRegressor(RegressorMixin, BaseSGAISEstimator):
@@ -168,6 +192,24 @@ class BayesianLinearRegressor(RegressorMixin, BaseSGAISEstimator):
     def _validate_stream(self, X, y, classes, reset):
         X, y = validate_data(self, X, y, reset=reset, dtype=np.float64, y_numeric=True)
         return X, y.astype(np.float64, copy=False)
+
+    def _check_data_scale(self, X, y):
+        """Also warn when ``y`` is on another scale than ``noise_variance`` or the prior (see
+        :func:`target_scale_diagnosis`); standardising ``y`` is the cure."""
+        super()._check_data_scale(X, y)
+        if len(X) == 0:
+            return
+        residual, conflict = target_scale_diagnosis(self.model_, X[:_CHECK_ROWS], y[:_CHECK_ROWS])
+        problems = []
+        if residual > RESIDUAL_LIMIT:
+            problems.append(f"the residual mean square is {residual:.3g} times noise_variance={self.noise_variance:g}")
+        if conflict > CONFLICT_LIMIT:
+            problems.append(f"the posterior mean lies {conflict:.3g} prior standard deviations from the prior mean")
+        if problems:
+            warnings.warn(f"BayesianLinearRegressor: {' and '.join(problems)}; the online evidence is then typically "
+                          "far too low with a small error bar: standardise y (e.g. y = (y - y.mean()) / y.std()) and "
+                          "X, or set noise_variance and the prior scales to the data's scale", FeatureScaleWarning,
+                          stacklevel=4)
 
     def fit(self, X, y):
         """Forget any past data and stream ``(X, y)`` in ``batch_size`` chunks.

@@ -1,0 +1,166 @@
+"""Coverage of ``log_evidence_std_``: how often the reported interval holds the reference (issue 16, item 4).
+
+Usage::
+
+    python benchmarks/bench_coverage.py                  # 20 seeds per case
+    python benchmarks/bench_coverage.py --quick          # 8 seeds, fewer cases
+    python benchmarks/bench_coverage.py --replicates 2,4 # compare group counts at equal particle budget
+
+Prints markdown tables and writes ``benchmarks/results/coverage.json``.
+
+Every case keeps its data fixed and varies the estimator's seed, so the spread is the
+sampler's. For each run the pull is ``(SGAIS - reference) / hypot(std, reference std)``;
+1-sigma coverage is the fraction of runs with ``|pull| <= 1`` (target 55-80%), 2-sigma
+with ``|pull| <= 2`` (target >= 90%). Runs store their per-group evidences, so the table
+also scores other rules for combining the groups on the very same runs:
+
+- ``reported``: the estimator's own ``log_evidence_std_`` (:func:`combine_replicates`);
+- ``spread``: the groups' spread alone (``combine_replicates`` without the weight variances).
+
+Cases: linear (1000 rows, exact), softmax (1000 rows, Laplace importance sampling),
+a linear stream whose coefficients change at row 500 (exact), breast cancer prior 1
+shuffled and iris (chunks of 100, references from ``bench_real.py``'s cache), and a
+1-d two-cluster mixture whose second cluster appears at row 300 (bridge reference).
+"""
+
+import argparse
+import os
+import sys
+import time
+import warnings
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _common import RESULTS_DIR, run_metadata, save_json  # noqa: E402
+from _laplace_reference import laplace_importance_log_evidence  # noqa: E402
+from bench_real import _order, all_cases, load_case_data, make_estimator, reference_key, references  # noqa: E402,E501
+
+from evidence_select import BayesianLinearRegressor, BayesianLogisticClassifier, BayesianMixture, log_evidence  # noqa: E402,E501
+from evidence_select.datasets import make_linear_regression, make_softmax_classification  # noqa: E402
+from evidence_select.evidence._sgais import combine_replicates  # noqa: E402
+from evidence_select.models import SoftmaxRegressionModel  # noqa: E402
+
+
+def _shift_linear(n=1000, change=500):
+    data = make_linear_regression(n, random_state=0)
+    y = data.y.copy()
+    rng = np.random.default_rng(1)
+    w_new = rng.normal(size=data.X.shape[1])
+    y[change:] = data.X[change:] @ w_new + rng.normal(size=n - change)
+    return data.X, y
+
+
+def _two_clusters(n=600, change=300):
+    rng = np.random.default_rng(0)
+    X = rng.normal(-2.0, 0.5, size=(n, 1))
+    X[change:][rng.random(n - change) < 0.5] += 4.0
+    return X
+
+
+def cases(quick):
+    """name -> (make_estimator(seed, n_particles, n_replicates), X, y, reference (value, std))."""
+    out = {}
+    X, y = make_linear_regression(1000, random_state=0).X, make_linear_regression(1000, random_state=0).y
+    exact = log_evidence(BayesianLinearRegressor(), X, y, method="exact").log_evidence
+    out["linear N=1000"] = (lambda s, p, g: BayesianLinearRegressor(random_state=s, n_particles=p, n_replicates=g),
+                            X, y, (exact, 0.0))
+    Xs, ys = _shift_linear()
+    exact = log_evidence(BayesianLinearRegressor(), Xs, ys, method="exact").log_evidence
+    out["linear shift at 500 (chunks 100)"] = (
+        lambda s, p, g: BayesianLinearRegressor(random_state=s, n_particles=p, n_replicates=g, batch_size=100),
+        Xs, ys, (exact, 0.0))
+    data = make_softmax_classification(1000, random_state=0)
+    ref = laplace_importance_log_evidence(SoftmaxRegressionModel(data.X.shape[1], 4), data.X, data.y, n_samples=4000)
+    out["softmax N=1000"] = (lambda s, p, g: BayesianLogisticClassifier(random_state=s, n_particles=p, n_replicates=g),
+                             data.X, data.y, ref)
+    real = all_cases()
+    names = ["bc_s1_shuffled"] if quick else ["bc_s1_shuffled", "iris"]
+    refs = references({k: real[k] for k in names}, recompute=False)
+    for name in names:
+        data_name, order, spec, _ = real[name]
+        Xr, yr = _order(*load_case_data(data_name), order)
+        ref = refs[reference_key(data_name, spec)]
+
+        def factory(s, p, g, spec=spec):
+            return make_estimator(spec, s).set_params(n_particles=p, n_replicates=g)
+
+        out[name] = (factory, Xr, yr, (ref["value"], ref["std"]))
+    if not quick:
+        Xm = _two_clusters()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            bridge = log_evidence(BayesianMixture(2), Xm, method="bridge", random_state=0)
+        out["mixture K=2, cluster at 300 (chunks 100)"] = (
+            lambda s, p, g: BayesianMixture(2, random_state=s, n_particles=p, n_replicates=g, batch_size=100),
+            Xm, None, (bridge.log_evidence, bridge.log_evidence_std))
+    return out
+
+
+def run(case, seeds, n_particles_factor, n_replicates):
+    factory, X, y, (ref, ref_std) = case
+    rows = []
+    for seed in seeds:
+        default = factory(seed, 2, 2).__class__().get_params()["n_particles"]
+        est = factory(seed, max(2, int(round(default * n_particles_factor))), n_replicates)
+        tic = time.process_time()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            est.fit(X, y) if y is not None else est.fit(X)
+        state = est.sgais_state_
+        rows.append(dict(seed=seed, value=float(est.log_evidence_), std=float(est.log_evidence_std_),
+                         group_log_evidence=state.log_evidence.tolist(),
+                         group_variance=state.log_evidence_variance.tolist(), reference=ref, reference_std=ref_std,
+                         cpu_seconds=time.process_time() - tic))
+    return rows
+
+
+def rule_std(row, rule):
+    groups = np.asarray(row["group_log_evidence"])
+    if rule == "reported":
+        return row["std"]
+    return combine_replicates(groups)[1]  # "spread": the groups' spread alone
+
+
+def coverage(rows, rule):
+    pulls = np.array([(r["value"] - r["reference"]) / np.hypot(rule_std(r, rule), r["reference_std"]) for r in rows])
+    return float(np.mean(np.abs(pulls) <= 1)), float(np.mean(np.abs(pulls) <= 2)), pulls
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--seeds", type=int, default=None)
+    parser.add_argument("--replicates", default="2", help="comma-separated group counts, at the default "
+                        "total particle budget (n_particles scaled by 2 / G)")
+    parser.add_argument("--output", default=os.path.join(RESULTS_DIR, "coverage.json"))
+    args = parser.parse_args(argv)
+    seeds = range(args.seeds or (8 if args.quick else 20))
+    all_rows = []
+    lines = ["| case | G | particles/group | runs | mean error | seed spread | mean reported std | "
+             "1-sigma (reported) | 2-sigma (reported) | 1-sigma (spread only) | 2-sigma (spread only) | CPU s/run |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for name, case in cases(args.quick).items():
+        for n_replicates in (int(g) for g in args.replicates.split(",")):
+            factor = 2.0 / n_replicates
+            rows = run(case, seeds, factor, n_replicates)
+            errors = np.array([r["value"] - r["reference"] for r in rows])
+            one, two, _ = coverage(rows, "reported")
+            one_s, two_s, _ = coverage(rows, "spread")
+            particles = case[0](0, 2, 2).__class__().get_params()["n_particles"] * factor
+            lines.append(f"| {name} | {n_replicates} | {particles:.0f} | {len(rows)} | {errors.mean():+.2f} | "
+                         f"{errors.std(ddof=1):.2f} | {np.mean([r['std'] for r in rows]):.2f} | {one:.0%} | {two:.0%} "
+                         f"| {one_s:.0%} | {two_s:.0%} | {np.mean([r['cpu_seconds'] for r in rows]):.2f} |")
+            print(lines[-1], flush=True)
+            all_rows.append(dict(case=name, n_replicates=n_replicates, runs=rows, coverage_1sigma=one,
+                                 coverage_2sigma=two))
+    all_runs = [r for entry in all_rows for r in entry["runs"]]
+    one, two, _ = coverage(all_runs, "reported")
+    print("\n".join(lines))
+    print(f"\nall cases pooled: 1-sigma {one:.0%}, 2-sigma {two:.0%} (targets 55-80%, >= 90%)")
+    save_json(args.output, dict(meta=run_metadata(sys.argv), cases=all_rows, pooled=dict(one=one, two=two)))
+    print(f"wrote {args.output}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,247 @@
+"""SGAIS on scikit-learn's real data sets against reference evidences (issue 16).
+
+Usage::
+
+    python benchmarks/bench_real.py                 # all cases, 3 seeds
+    python benchmarks/bench_real.py --quick         # breast cancer prior 1/10 file+sorted, iris, diabetes; 2 seeds
+    python benchmarks/bench_real.py --recompute     # recompute the cached references
+    python benchmarks/bench_real.py --cases bc_s10_sorted,iris
+
+Prints a markdown table and writes ``benchmarks/results/real.json``.
+
+Cases (features standardised unless the case says "unscaled"; chunks of 100 rows):
+
+- breast cancer (569 rows, 30 features), ``BayesianLogisticClassifier(prior_scale=s)``
+  for ``s`` in 0.3, 1, 3, 10, rows in file order, shuffled (seed 0) and sorted by class;
+- wine (3 classes, 13 features) and iris (3 classes, 4 features), shuffled;
+- digits, classes 3 and 8 (357 rows, 64 features; the constant pixel columns are
+  kept: standardised they are zero, so their weights are prior-only parameters);
+- diabetes, ``BayesianLinearRegressor`` against the exact evidence, with ``y``
+  standardised and raw (raw ``y`` has variance ~6000 against ``noise_variance=1``:
+  the estimator must refuse it or warn);
+- breast cancer unscaled (prior 1): must warn (no reference computed).
+
+Reference for the classifiers: AIS (100 chains) and bridge sampling on the full data;
+where they agree within ``max(3 x combined std, 0.5)`` the bridge value is used, otherwise
+AIS, and the verdict says "backends disagree". References are cached in
+``benchmarks/results/real_references.json`` keyed by case data and model.
+A case is *ok* when ``|SGAIS - reference| <= max(3 sigma, 2 nats)`` with
+``sigma = hypot(reported std, reference std)``, or when a warning was emitted.
+"""
+
+import argparse
+import os
+import sys
+import time
+import warnings
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _common import RESULTS_DIR, pairwise_agreement, run_metadata, save_json  # noqa: E402
+
+from evidence_select import BayesianLinearRegressor, BayesianLogisticClassifier, log_evidence  # noqa: E402
+
+REFERENCE_PATH = os.path.join(RESULTS_DIR, "real_references.json")
+CHUNK = 100
+AIS_CHAINS = 100
+
+
+# -- data ----------------------------------------------------------------------------------
+def _standardise(values):
+    values = np.asarray(values, dtype=float)
+    scale = values.std(axis=0)
+    return (values - values.mean(axis=0)) / np.where(scale > 0, scale, 1.0)
+
+
+def _order(X, y, order):
+    if order == "shuffled":
+        index = np.random.default_rng(0).permutation(len(X))
+    elif order == "sorted":
+        index = np.argsort(y, kind="stable")
+    else:
+        index = np.arange(len(X))
+    return X[index], y[index]
+
+
+def load_case_data(name):
+    """``(X, y)`` of a data set name: bc, bc_unscaled, wine, iris, digits38, diabetes, diabetes_raw."""
+    from sklearn import datasets
+
+    if name in ("bc", "bc_unscaled"):
+        X, y = datasets.load_breast_cancer(return_X_y=True)
+        return (X if name == "bc_unscaled" else _standardise(X)), y
+    if name in ("wine", "iris"):
+        X, y = getattr(datasets, f"load_{name}")(return_X_y=True)
+        return _standardise(X), y
+    if name == "digits38":
+        X, y = datasets.load_digits(return_X_y=True)
+        keep = (y == 3) | (y == 8)
+        return _standardise(X[keep]), (y[keep] == 8).astype(int)
+    if name in ("diabetes", "diabetes_raw"):
+        X, y = datasets.load_diabetes(return_X_y=True)
+        return _standardise(X), (_standardise(y) if name == "diabetes" else y.astype(float))
+    raise ValueError(f"unknown data set {name!r}")
+
+
+def all_cases():
+    """Case name -> (data name, order, estimator factory, reference kind)."""
+    cases = {}
+    for scale in (0.3, 1, 3, 10):
+        for order in ("file", "shuffled", "sorted"):
+            cases[f"bc_s{scale}_{order}"] = ("bc", order, dict(kind="classifier", prior_scale=scale), "backends")
+    # No reference: the backends need hours on a posterior this ill-conditioned; the case must warn.
+    cases["bc_unscaled_s1_file"] = ("bc_unscaled", "file", dict(kind="classifier", prior_scale=1), "none")
+    for name in ("wine", "iris", "digits38"):
+        cases[name] = (name, "shuffled", dict(kind="classifier", prior_scale=1), "backends")
+    cases["diabetes"] = ("diabetes", "file", dict(kind="regressor"), "exact")
+    cases["diabetes_raw_y"] = ("diabetes_raw", "file", dict(kind="regressor"), "exact")
+    return cases
+
+
+QUICK_CASES = ("bc_s1_file", "bc_s1_sorted", "bc_s10_file", "bc_s10_sorted", "iris", "diabetes", "diabetes_raw_y",
+               "bc_unscaled_s1_file")
+
+
+def make_estimator(spec, seed):
+    params = {k: v for k, v in spec.items() if k != "kind"}
+    if spec["kind"] == "classifier":
+        return BayesianLogisticClassifier(batch_size=CHUNK, random_state=seed, **params)
+    return BayesianLinearRegressor(batch_size=CHUNK, random_state=seed, **params)
+
+
+# -- references ----------------------------------------------------------------------------
+def reference_key(data_name, spec):
+    return f"{data_name}|" + ",".join(f"{k}={v}" for k, v in sorted(spec.items()))
+
+
+def compute_reference(data_name, spec, ref_kind):
+    X, y = load_case_data(data_name)
+    est = make_estimator(spec, 0)
+    if ref_kind == "none":
+        return dict(value=float("nan"), std=float("nan"), backends={}, agree=True)
+    if ref_kind == "exact":
+        return dict(value=float(log_evidence(est, X, y, method="exact").log_evidence), std=0.0, backends={},
+                    agree=True)
+    backends = {}
+    for method, settings in (("ais", dict(n_chains=AIS_CHAINS)), ("bridge", {})):
+        tic, cpu = time.perf_counter(), time.process_time()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            result = log_evidence(est, X, y, method=method, random_state=0, **settings)
+        backends[method] = dict(value=float(result.log_evidence), std=float(result.log_evidence_std),
+                                converged=bool(result.converged), seconds=time.perf_counter() - tic,
+                                cpu_seconds=time.process_time() - cpu)
+    pairs = pairwise_agreement({m: (b["value"], b["std"]) for m, b in backends.items()})
+    agree = all(p["agree"] for p in pairs)
+    # Bridge sampling is the more precise of two that agree; where they disagree, AIS (many chains, adaptive
+    # schedule, no posterior-shape assumption) is the one used and the table flags the case.
+    chosen = backends["bridge" if agree else "ais"]
+    return dict(value=chosen["value"], std=chosen["std"], backends=backends, agree=agree, pairs=pairs)
+
+
+def references(cases, recompute):
+    import json
+
+    cache = {}
+    if os.path.exists(REFERENCE_PATH) and not recompute:
+        with open(REFERENCE_PATH) as fh:
+            cache = json.load(fh)
+    for name, (data_name, _, spec, ref_kind) in cases.items():
+        key = reference_key(data_name, spec)
+        if key not in cache:
+            print(f"reference for {key} ...", flush=True)
+            cache[key] = compute_reference(data_name, spec, ref_kind)
+            save_json(REFERENCE_PATH, cache)
+    return cache
+
+
+# -- SGAIS runs ----------------------------------------------------------------------------
+def run_case(case, seeds):
+    data_name, order, spec, _ = case
+    X, y = _order(*load_case_data(data_name), order)
+    runs = []
+    for seed in seeds:
+        tic, cpu = time.perf_counter(), time.process_time()
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            try:
+                est = make_estimator(spec, seed).fit(X, y)
+                value, std = float(est.log_evidence_), float(est.log_evidence_std_)
+                error = None
+            except ValueError as exc:  # a refusal (e.g. unscaled target) is a valid outcome
+                value, std, error = float("nan"), float("nan"), str(exc)
+        names = sorted({w.category.__name__ for w in caught if not issubclass(w.category, DeprecationWarning)})
+        runs.append(dict(seed=seed, value=value, std=std, refused=error, warnings=names,
+                         seconds=time.perf_counter() - tic, cpu_seconds=time.process_time() - cpu))
+    return runs
+
+
+def summarise(name, runs, reference):
+    values = np.array([r["value"] for r in runs])
+    stds = np.array([r["std"] for r in runs])
+    warned = sorted({w for r in runs for w in r["warnings"]})
+    refused = [r["refused"] for r in runs if r["refused"]]
+    sigma = np.hypot(stds, reference["std"])
+    errors = values - reference["value"]
+    within = np.abs(errors) <= np.maximum(3 * sigma, 2.0)
+    if refused:
+        verdict = "refused"
+    elif np.isnan(reference["value"]):
+        verdict = "flagged" if warned else "WRONG (no warning)"
+    elif np.all(within):
+        verdict = "ok"
+    elif warned:
+        verdict = "flagged"
+    else:
+        verdict = "WRONG"
+    if not reference.get("agree", True):
+        verdict += " (backends disagree)"
+    return dict(case=name, mean=float(np.mean(values)), values=values.tolist(), mean_std=float(np.mean(stds)),
+                spread=float(np.std(values, ddof=1)) if len(values) > 1 else float("nan"),
+                reference=reference["value"], reference_std=reference["std"],
+                max_pull=float(np.max(np.abs(errors) / sigma)) if not refused else float("nan"),
+                n_within=int(np.sum(within)), n_runs=len(runs), warnings=warned, verdict=verdict,
+                cpu_seconds=float(np.mean([r["cpu_seconds"] for r in runs])),
+                refusal=refused[0] if refused else None)
+
+
+def table(rows):
+    lines = ["| case | SGAIS mean | reported std | seed spread | reference +/- std | max pull | within max(3 sigma, 2) "
+             "| warnings | verdict | CPU s/run |", "|---|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        lines.append(f"| {r['case']} | {r['mean']:.2f} | {r['mean_std']:.2f} | {r['spread']:.2f} | "
+                     f"{r['reference']:.2f} +/- {r['reference_std']:.2f} | {r['max_pull']:.1f} | "
+                     f"{r['n_within']}/{r['n_runs']} | {', '.join(r['warnings']) or 'none'} | {r['verdict']} | "
+                     f"{r['cpu_seconds']:.1f} |")
+    return lines
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--recompute", action="store_true", help="recompute the cached references")
+    parser.add_argument("--cases", default=None, help="comma-separated case names (default: all or the quick set)")
+    parser.add_argument("--seeds", type=int, default=None)
+    parser.add_argument("--output", default=os.path.join(RESULTS_DIR, "real.json"))
+    args = parser.parse_args(argv)
+    cases = all_cases()
+    chosen = args.cases.split(",") if args.cases else (QUICK_CASES if args.quick else list(cases))
+    unknown = sorted(set(chosen) - set(cases))
+    if unknown:
+        parser.error(f"unknown cases {unknown}; known: {sorted(cases)}")
+    cases = {name: cases[name] for name in chosen}
+    seeds = range(args.seeds or (2 if args.quick else 3))
+    refs = references(cases, args.recompute)
+    rows = []
+    for name, case in cases.items():
+        runs = run_case(case, seeds)
+        rows.append(summarise(name, runs, refs[reference_key(case[0], case[2])]) | dict(runs=runs))
+        print(table([rows[-1]])[-1], flush=True)
+    print("\n".join(table(rows)))
+    save_json(args.output, dict(meta=run_metadata(sys.argv), rows=rows, references=refs))
+    print(f"wrote {args.output}")
+
+
+if __name__ == "__main__":
+    main()
