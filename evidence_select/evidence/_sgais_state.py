@@ -6,10 +6,12 @@ entry of ``evidence_history_``), the initial state, and the pooled evidence of t
 independent replicate groups with its standard error.
 """
 
+import functools
 import math
 from typing import NamedTuple
 
 import numpy as np
+from scipy import stats
 
 from ..kernels._reservoir import reservoir_init
 from ..utils import log_mean_exp, logsumexp
@@ -229,23 +231,31 @@ def sgais_init(rng, model, config, n_features, y_dtype=None):
                       reservoir_init(config.reservoir_size, n_features, y_dtype), rng, 0, 0, 0)
 
 
+@functools.lru_cache(maxsize=None)
+def _one_sigma_t_factor(n_groups):
+    """Student-t quantile that turns a ``G``-sample standard error into a 68% half-width."""
+    return float(stats.t.ppf(stats.norm.cdf(1.0), n_groups - 1))
+
+
 def combine_replicates(log_evidence, log_evidence_variance=None):
     """Combine per-group log evidences: ``(log mean Z_g, std of log Z)``.
 
     The mean of independent unbiased ``Z_g`` is unbiased. Its log has two
     standard-error estimates, and the larger is reported:
 
-    - the spread of the groups, ``sd(log Z_g) / sqrt(G)`` (for small spreads the
+    - the spread of the groups, ``t * sd(log Z_g) / sqrt(G)`` (for small spreads the
       delta method's ``sd(Z_g / Z_mean) / sqrt(G)``; unlike the latter it keeps
       growing when groups disagree by many nats, e.g. in different modes, where
-      the ratio form saturates at 1);
+      the ratio form saturates at 1). ``t`` is the 84.1% quantile of Student's t
+      with ``G - 1`` degrees of freedom (1.84 for two groups), so that the
+      one-sigma interval keeps its 68% coverage although ``sd`` comes from only
+      ``G`` values (``benchmarks/bench_coverage.py`` measures the coverage);
     - the accumulated per-step weight variance ``v_g`` of each group (see
       :func:`sgais_update`), combined as ``sqrt(log(1 + mean(expm1(v_g)) / G))``
       (blind to correlation between particles).
 
-    Both under-read on their own in measurements (20 seeds at N=1e4); their
-    maximum matched the observed spread best. Returns NaN for the std only when
-    neither is available.
+    Either can under-read on its own; the larger is reported. Returns NaN for
+    the std only when neither is available.
     """
     log_evidence = np.asarray(log_evidence, dtype=float)
     n_groups = len(log_evidence)
@@ -255,7 +265,8 @@ def combine_replicates(log_evidence, log_evidence_variance=None):
     candidates = []
     if n_groups >= 2:  # sample sd by hand: np.std costs more than the rest of this function (once per chunk)
         deviations = log_evidence - log_evidence.mean()
-        candidates.append(math.sqrt(float(deviations @ deviations) / (n_groups - 1) / n_groups))
+        spread = math.sqrt(float(deviations @ deviations) / (n_groups - 1) / n_groups)
+        candidates.append(_one_sigma_t_factor(n_groups) * spread)
     if log_evidence_variance is not None:
         mean_relative_variance = float(np.expm1(log_evidence_variance).mean())
         candidates.append(math.sqrt(math.log1p(mean_relative_variance / n_groups)))
