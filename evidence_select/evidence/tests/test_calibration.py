@@ -23,21 +23,11 @@ CASES = {c.name: c for c in calibration_cases(8, dims=(2, 8))}
 SMALL = ["student_t_d2", "two_peak_d2", "funnel_d2", "banana_rotated_d2", "ring_chain_d3", "box_two_peak_t_d2",
          "tiny_mixture_d2", "funnel_d8", "gauss_cond1e4_d8"]
 
-# Runs that miss today, each naming the defect (issue 15); the backend fixes remove these marks.
-KNOWN_DEFECTS = {
-    ("bridge", "two_peak_d2"): "bridge: a unimodal proposal on 4 unequal modes; -0.61 nat at reported sigma 0.01",
-    ("bridge", "tiny_mixture_d2"): "bridge: _label_strategy adds log K! to any model with n_components (label modes "
-                                   "of unequal weights are not equivalent); +0.71 nat at reported sigma 0.02",
-    ("bridge", "funnel_d8"): "bridge: its chains and proposal miss the funnel's neck; -12.5 nats at reported sigma 0.8",
-}
-
 
 def _params():
     for method in ("ns", "ais", "bridge"):
         for name in SMALL:
-            reason = KNOWN_DEFECTS.get((method, name))
-            marks = [pytest.mark.xfail(strict=False, reason=reason)] if reason else []
-            yield pytest.param(method, name, marks=marks, id=f"{method}-{name}")
+            yield pytest.param(method, name, id=f"{method}-{name}")
 
 
 @pytest.mark.parametrize("method, name", list(_params()))
