@@ -243,6 +243,18 @@ def _corr1(a, b):
     return float(np.sum(a * b) / denom) if denom > 0 else 0.0
 
 
+def _held_out_factors(position, log_weights, n_folds, dense):
+    """Per-fold inverse-mass factors, each from the *other* folds' weighted particles."""
+    n_params = position.shape[1]
+    folds = np.arange(len(position)) * n_folds // len(position)
+    out = np.empty((n_folds, n_params, n_params))
+    for g in range(n_folds):
+        keep = (folds != g) & np.isfinite(log_weights)
+        f = preconditioner_from_samples(position[keep], log_weights[keep], dense=dense)
+        out[g] = f if f.ndim == 2 else np.diag(f)
+    return out
+
+
 def _take(state, index):
     return HMCState(state.position[index], state.log_density[index], state.grad_log_density[index],
                     None if state.aux is None else state.aux[index])
@@ -305,7 +317,7 @@ def _ais_run(rng, model, X, y, *, n_groups, n_group, schedule, target_ess, resam
         if mass == "identity":
             factor = np.ones(model.n_params)
         else:
-            factor = preconditioner_from_samples(state.position[alive], pooled[alive], dense=(mass == "dense"))
+            factor = _held_out_factors(state.position, pooled, n_groups, dense=(mass == "dense"))
         rates = []
         start, start_log_lik = state.position, state.aux[:, 1]
         for step in range(max_mcmc_steps):

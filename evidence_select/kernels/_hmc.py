@@ -79,13 +79,27 @@ def hmc_init(position, log_density_fn):
 
 
 def _apply(factor, v):
-    """``L v`` row-wise for a diagonal (vector) or lower-triangular (matrix) factor."""
-    return v * factor if factor.ndim == 1 else v @ factor.T
+    """``L v`` row-wise for a diagonal (vector), lower-triangular (matrix) or per-group (stack) factor.
+
+    A stack ``(n_groups, n_params, n_params)`` applies ``factor[g]`` to the ``g``-th of
+    ``n_groups`` equal contiguous blocks of chains.
+    """
+    if factor.ndim == 1:
+        return v * factor
+    if factor.ndim == 2:
+        return v @ factor.T
+    blocks = v.reshape(len(factor), -1, v.shape[1])
+    return np.einsum("gnj,gij->gni", blocks, factor).reshape(v.shape)
 
 
 def _apply_t(factor, v):
     """``L^T v`` row-wise."""
-    return v * factor if factor.ndim == 1 else v @ factor
+    if factor.ndim == 1:
+        return v * factor
+    if factor.ndim == 2:
+        return v @ factor
+    blocks = v.reshape(len(factor), -1, v.shape[1])
+    return np.einsum("gnj,gji->gni", blocks, factor).reshape(v.shape)
 
 
 def leapfrog(state, momentum, log_density_fn, step_size, n_leapfrog, inv_mass_factor):
