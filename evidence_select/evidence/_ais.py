@@ -279,6 +279,25 @@ def _corr1(a, b):
     return _correlation(a[ok, None], b[ok, None]) if np.sum(ok) > 1 else 0.0
 
 
+def _drift(before, after, log_weights):
+    """Weighted mean change of ``log L`` over one temperature's moves, in its standard errors.
+
+    At equilibrium the moves leave the weighted mean of ``log L`` unchanged up to
+    noise; a population that lags behind its tempered target (moves that cannot
+    reach part of it, such as a funnel's neck) climbs in ``log L`` at every
+    temperature, and its ``Z`` is too low.
+    """
+    diff = after - before
+    ok = np.isfinite(diff) & np.isfinite(log_weights)
+    if np.sum(ok) < 2:
+        return 0.0
+    w = np.exp(log_weights[ok] - np.max(log_weights[ok]))
+    w /= w.sum()
+    mean = float(np.sum(w * diff[ok]))
+    se = float(np.sqrt(np.sum(w**2 * (diff[ok] - mean) ** 2)))
+    return mean / se if se > 0 else 0.0
+
+
 def _take(state, index):
     return state._replace(position=state.position[index], log_density=state.log_density[index],
                           grad_log_density=state.grad_log_density[index],
@@ -327,7 +346,7 @@ def ais_move(rng, state, target, log_weights, n_folds, step_size, config):
     start, start_log_lik = state.position, state.aux[:, 1] if state.aux is not None else None
     n_leapfrog = config.n_leapfrog
     for step in range(config.max_mcmc_steps):
-        jitter = rng.uniform(0.8, 1.2, size=n_chains)
+        jitter = np.exp(rng.uniform(np.log(0.1), np.log(1.2), size=n_chains))
         length = int(rng.integers(max(1, n_leapfrog // 2), n_leapfrog + n_leapfrog // 2 + 1))
         state, info = hmc_step(rng, state, target, step_size * jitter, length, factor)
         rates.append(float(np.mean(info.acceptance_rate)))
@@ -345,7 +364,7 @@ class _Trace:
 
     def __init__(self):
         self.temperatures, self.acceptance, self.cess, self.n_steps = [0.0], [], [], []
-        self.min_group_ess, self.n_resampled = [], 0
+        self.min_group_ess, self.n_resampled, self.drift = [], 0, []
 
 
 def _reweight_and_resample(rng, state, log_weights, log_z_banked, log_lik, delta, config, trace, last):
@@ -407,7 +426,9 @@ def _ais_run(rng, model, X, y, config, bar):
         log_density, grad, _ = target.combine(state.aux)
         state = state._replace(log_density=log_density, grad_log_density=grad)
         pooled = normalize_log_weights(log_weights, axis=1).ravel()
+        before = state.aux[:, 1]
         state, rates = ais_move(rng, state, target, pooled, max(n_groups, 2), step_size, config)
+        trace.drift.append(_drift(before, state.aux[:, 1], pooled))
         trace.n_steps.append(len(rates))
         trace.acceptance.append(float(np.mean(rates)) if len(rates) else float("nan"))
         if len(rates):
@@ -424,6 +445,7 @@ MAX_GROUP_SPREAD = 1.0
 MIN_ACCEPTANCE = 0.3
 MAX_RESAMPLED_FRACTION = 0.5
 MIN_GROUPS = 4
+MAX_DRIFT_Z = 3.0
 
 
 def _diagnostics(config, trace, log_z_groups):
@@ -434,6 +456,10 @@ def _diagnostics(config, trace, log_z_groups):
     min_ess = float(np.min(trace.min_group_ess))
     spread = float(np.std(log_z_groups, ddof=1)) if len(log_z_groups) > 1 else float("nan")
     resampled = trace.n_resampled / (n_temperatures * config.n_repeats)
+    # Drift of log L during the moves, combined over the second half of the path (where a lagging
+    # population loses the most evidence) as sum(z) / sqrt(n): about N(0, 1) at equilibrium.
+    late = np.asarray(trace.drift)[np.asarray(trace.temperatures[1:]) > 0.5]
+    drift_z = float(np.sum(late) / np.sqrt(len(late))) if len(late) else 0.0
     return {
         "ess_per_temperature": check(min_ess, max(MIN_GROUP_ESS, 0.1 * config.n_group),
                                      min_ess >= max(MIN_GROUP_ESS, 0.1 * config.n_group)),
@@ -442,6 +468,7 @@ def _diagnostics(config, trace, log_z_groups):
         "acceptance": check(mean_acceptance, MIN_ACCEPTANCE,
                             config.n_mcmc_steps == 0 or mean_acceptance >= MIN_ACCEPTANCE),
         "error_from_groups": check(config.n_repeats, MIN_GROUPS, config.n_repeats >= MIN_GROUPS),
+        "stationarity": check(drift_z, MAX_DRIFT_Z, abs(drift_z) <= MAX_DRIFT_Z),
     }
 
 
@@ -487,7 +514,7 @@ def ais_log_evidence(model, X, y=None, *, config=None, random_state=None, verbos
         is only a lower bound). ``diagnostics`` and ``converged`` hold the checks
         below; ``info`` adds ``"std_repeats"``, ``"std_weights"``,
         ``"log_evidence_repeats"``, the schedule, acceptance rates, the smallest
-        group ESS and the CESS at each temperature, HMC steps per temperature and
+        group ESS, the CESS and the ``log L`` drift (in standard errors) at each temperature, HMC steps per temperature and
         resampling counts. ``samples``/``log_weights`` are the final particles and
         log-weights (``log mean exp`` of them is ``log_evidence``).
 
@@ -520,7 +547,13 @@ def ais_log_evidence(model, X, y=None, *, config=None, random_state=None, verbos
       and the t-based error is not reliable);
     - ``"acceptance"``: the mean HMC acceptance rate over temperatures, at least 0.3;
     - ``"error_from_groups"``: ``n_repeats >= 4``, without which the error is a
-      lower bound.
+      lower bound;
+    - ``"stationarity"``: the weighted mean of ``log L`` should not move during a
+      temperature's moves at equilibrium; its changes in standard errors,
+      combined over the temperatures above ``lambda = 0.5`` (``sum z / sqrt(n)``),
+      at most 3 in absolute value. A population that lags behind the path (moves
+      that cannot reach part of the target) climbs at every temperature and reads
+      ``Z`` low.
 
     Neal, "Annealed importance sampling" (2001); the thesis "Evidence
     Estimation Using Stochastic Likelihood Approximations", Sec. 3.3,
@@ -564,6 +597,6 @@ def ais_log_evidence(model, X, y=None, *, config=None, random_state=None, verbos
                 temperatures=np.array(trace.temperatures), acceptance=np.array(trace.acceptance),
                 cess=np.array(trace.cess), min_group_ess=np.array(trace.min_group_ess), final_step_size=final_step,
                 n_resampled=trace.n_resampled, n_steps=np.array(trace.n_steps),
-                ess_groups=ess_from_log_weights(log_weights_groups, axis=1))
+                ess_groups=ess_from_log_weights(log_weights_groups, axis=1), drift=np.array(trace.drift))
     return EvidenceResult(log_z, std, "ais", float(n_calls), int(n_calls * len(X)), time.perf_counter() - start_time,
                           asdict(config), state.position, log_weights, info, diagnostics, converged)
