@@ -25,6 +25,7 @@ from evidence_select.models import Model
 
 P_MIN = 1e-3
 Z_MAX = 4.0
+STEP_SIZE = 0.2  # near the step AIS adapts to here (acceptance ~0.75)
 PEAK, SCALE, PRIOR_SCALE = 3.0, 0.3, 5.0
 
 
@@ -94,7 +95,7 @@ def _ais_move_check(n_params=32, n_particles=64, n_populations=20, tempering=0.3
         start = np.interp(rng.uniform(size=(n_particles, n_params)), cdf, grid)
         target = TemperedTarget(model, X, None, tempering)
         state = hmc_init(start, target)
-        state, rates = ais_move(rng, state, target, np.zeros(n_particles), 8, 0.1, config)
+        state, rates = ais_move(rng, state, target, np.zeros(n_particles), 8, STEP_SIZE, config)
         assert 0.5 < rates.mean() < 1.0
         drift.append(np.mean(state.aux[:, 1]) - np.mean(model.log_likelihood_sum(start, X, None)))
         positions.append(state.position.ravel())
