@@ -199,6 +199,12 @@ class NSConfig:
         ``log Z`` comes out high.
     max_step_out : int, default=10
         Stepping-out budget of each slice move.
+    axis_fraction : float, default=0.5
+        Fraction of slice moves along a random coordinate axis (scaled by the
+        live points' spread) rather than a whitened random direction (see
+        :mod:`evidence_select.kernels._slice`): random directions keep correlated
+        and curved posteriors in reach, axis moves the spikes and separate modes
+        of each coordinate.
     n_simulations : int, default=200
         Simulated-volume replicates for the uncertainty.
     max_iterations : int, default=100000
@@ -211,6 +217,7 @@ class NSConfig:
     n_replace: int = None
     n_slice_steps: int = None
     max_step_out: int = 10
+    axis_fraction: float = 0.5
     n_simulations: int = 200
     max_iterations: int = 100_000
 
@@ -227,6 +234,7 @@ class NSConfig:
         if self.n_slice_steps is not None:
             set_("n_slice_steps", check_positive_int(self.n_slice_steps, "n_slice_steps"))
         set_("max_step_out", check_positive_int(self.max_step_out, "max_step_out", minimum=0))
+        set_("axis_fraction", check_fraction(self.axis_fraction, "axis_fraction", high=1.0 + 1e-12, closed_low=True))
         set_("n_simulations", check_positive_int(self.n_simulations, "n_simulations", minimum=2))
         set_("max_iterations", check_positive_int(self.max_iterations, "max_iterations"))
 
@@ -438,7 +446,7 @@ def _ns_run(rng, model, log_lik_fn, config, bar, verbose):
         new, new_log_prior, new_log_lik, info = constrained_slice_sample(
             rng, live[start], live_log_prior[start], live_log_lik[start], log_lik_min,
             model.log_prior, log_lik_fn, factor, width=width, n_steps=config.n_slice_steps,
-            max_step_out=config.max_step_out)
+            max_step_out=config.max_step_out, axis_fraction=config.axis_fraction)
         n_calls += info.n_likelihood_calls
         ranks.append(np.searchsorted(np.sort(live_log_lik[survivors]), new_log_lik))
         start_corr.append(_rank_correlation(live_log_lik[start], new_log_lik))
