@@ -259,7 +259,7 @@ MIN_INSERTION_PVALUE = 0.01
 MIN_RUNS_PVALUE = 0.01
 
 
-def _diagnostics(config, runs, run_log_z, run_std):
+def _diagnostics(config, runs, run_log_z, run_std, n_params):
     """Convergence checks of a set of NS runs (see :func:`nested_sampling_log_evidence`, Notes)."""
     ranks = np.concatenate([r.insertion_ranks for r in runs])
     p_insertion = insertion_rank_pvalue(ranks, config.n_live - config.n_replace)
@@ -267,6 +267,7 @@ def _diagnostics(config, runs, run_log_z, run_std):
     out = {
         "insertion_rank": check(p_insertion, MIN_INSERTION_PVALUE, not p_insertion < MIN_INSERTION_PVALUE),
         "iterations": check(n_iterations, config.max_iterations, all(r.finished for r in runs)),
+        "live_points": check(config.n_live, n_params + 1, config.n_live > n_params),
     }
     if len(runs) > 1:
         # Do the runs agree within their simulated errors? chi^2 with n_runs - 1 degrees of freedom.
@@ -328,6 +329,9 @@ def nested_sampling_log_evidence(model, X, y=None, *, config=None, random_state=
       land among the surviving live points (Fowlie, Handley and Su, "Nested
       sampling cross-checks using order statistics", 2020), at least 0.01;
     - ``"iterations"``: every run reached ``dlogz`` before ``max_iterations``;
+    - ``"live_points"``: ``n_live > n_params``; with fewer, the live points'
+      covariance that shapes the slice moves is rank-deficient, and separated
+      modes are easily lost for good;
     - ``"runs_agreement"`` (``n_runs >= 2``): the chi-square p-value of the runs'
       estimates against their simulated errors, at least 0.01.
 
@@ -370,7 +374,7 @@ def nested_sampling_log_evidence(model, X, y=None, *, config=None, random_state=
     n_runs = config.n_runs
     std_between_runs = float(np.std(run_log_z, ddof=1) / np.sqrt(n_runs)) if n_runs > 1 else float("nan")
     std = std_simulated if n_runs == 1 else max(std_simulated, std_between_runs)
-    diagnostics = _diagnostics(config, runs, run_log_z, run_std)
+    diagnostics = _diagnostics(config, runs, run_log_z, run_std, model.n_params)
     converged = warn_not_converged("ns", diagnostics)
     start_corr = np.concatenate([r.start_correlations for r in runs])
     info = dict(std_simulated=std_simulated, std_information=float(np.sqrt(information / (config.n_live * n_runs))),
@@ -379,7 +383,7 @@ def nested_sampling_log_evidence(model, X, y=None, *, config=None, random_state=
                 n_dead=len(dead_log_lik), final_slice_width=float(np.mean([r.width for r in runs])),
                 slice=SliceInfo(*(int(t) for t in np.sum([r.slice_totals for r in runs], axis=0)))._asdict(),
                 insertion_pvalue=diagnostics["insertion_rank"]["value"],
-                start_correlation=float(np.nanmean(start_corr)) if start_corr.size else float("nan"))
+                start_correlation=float(np.nanmean(start_corr)) if np.any(np.isfinite(start_corr)) else float("nan"))
     n_calls = sum(r.n_calls for r in runs)
     return EvidenceResult(log_z, std, "ns", float(n_calls), int(n_calls * len(X)), time.perf_counter() - start_time,
                           asdict(config), samples, log_weights, info, diagnostics, converged)
