@@ -312,9 +312,12 @@ def ais_move(rng, state, target, log_weights, n_folds, step_size, config):
     equal contiguous blocks of particles, the AIS groups) comes from the other
     folds' weighted particles, never from the particle it moves, and the step
     size comes from the previous temperature. Each transition has a random
-    trajectory length and per-particle step jitter, drawn independently of the
-    state (a fixed length near a half or whole period of the whitened target maps
-    ``x`` to about ``-x`` or ``x`` and leaves ``log L`` stuck).
+    trajectory length and a per-particle step size, log-uniform between 0.1 and
+    1.2 times ``step_size``, drawn independently of the state: a fixed length
+    near a half or whole period of the whitened target maps ``x`` to about ``-x``
+    or ``x`` and leaves ``log L`` stuck, and the small steps let some
+    trajectories into regions whose scale is far below the population's (a
+    funnel's neck), where a single step size is rejected.
 
     Parameters
     ----------
@@ -346,7 +349,7 @@ def ais_move(rng, state, target, log_weights, n_folds, step_size, config):
     start, start_log_lik = state.position, state.aux[:, 1] if state.aux is not None else None
     n_leapfrog = config.n_leapfrog
     for step in range(config.max_mcmc_steps):
-        jitter = np.exp(rng.uniform(np.log(0.1), np.log(1.2), size=n_chains))
+        jitter = np.exp(rng.uniform(np.log(0.1), np.log(1.2), size=n_chains))  # see the docstring
         length = int(rng.integers(max(1, n_leapfrog // 2), n_leapfrog + n_leapfrog // 2 + 1))
         state, info = hmc_step(rng, state, target, step_size * jitter, length, factor)
         rates.append(float(np.mean(info.acceptance_rate)))
