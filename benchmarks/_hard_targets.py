@@ -69,7 +69,10 @@ class HeavyTwoPeak(Model):
         mass = 0.5 * (t.cdf((a - m) / s) - t.cdf((-a - m) / s)) + 0.5 * (t.cdf((a + m) / s) - t.cdf((-a + m) / s))
         return float(self.d * (np.log(mass) - np.log(2 * a)))
     def exact_check(self):
-        f = lambda x: np.exp(self._parts(np.array([[np.log((x / self.a + 1) / 2) - np.log1p(-(x / self.a + 1) / 2)]]))[-1][0, 0]) / (2 * self.a)
+        def f(x):
+            u = np.log((x / self.a + 1) / 2) - np.log1p(-(x / self.a + 1) / 2)
+            return np.exp(self._parts(np.array([[u]]))[-1][0, 0]) / (2 * self.a)
+
         v, _ = integrate.quad(f, -self.a + 1e-12, self.a - 1e-12, points=[-3, 3], limit=200)
         return self.d * np.log(v)
 
@@ -136,7 +139,8 @@ class Funnel(_Box):
         self.d, self.a = d, a
     def _ll(self, x):
         v, r = x[:, 0], x[:, 1:]
-        ll = -0.5 * v**2 / 9 - 0.5 * np.log(2 * np.pi * 9) + np.sum(-0.5 * r**2 * np.exp(-v)[:, None] - 0.5 * v[:, None] - 0.5 * np.log(2 * np.pi), axis=1)
+        ll = (-0.5 * v**2 / 9 - 0.5 * np.log(2 * np.pi * 9)
+              + np.sum(-0.5 * r**2 * np.exp(-v)[:, None] - 0.5 * v[:, None] - 0.5 * np.log(2 * np.pi), axis=1))
         g = np.empty_like(x)
         g[:, 0] = -v / 9 + np.sum(0.5 * r**2 * np.exp(-v)[:, None] - 0.5, axis=1)
         g[:, 1:] = -r * np.exp(-v)[:, None]

@@ -517,7 +517,8 @@ def ais_log_evidence(model, X, y=None, *, config=None, random_state=None, verbos
         is only a lower bound). ``diagnostics`` and ``converged`` hold the checks
         below; ``info`` adds ``"std_repeats"``, ``"std_weights"``,
         ``"log_evidence_repeats"``, the schedule, acceptance rates, the smallest
-        group ESS, the CESS and the ``log L`` drift (in standard errors) at each temperature, HMC steps per temperature and
+        group ESS, the CESS and the ``log L`` drift (in standard errors) at each
+        temperature, HMC steps per temperature and
         resampling counts. ``samples``/``log_weights`` are the final particles and
         log-weights (``log mean exp`` of them is ``log_evidence``).
 
