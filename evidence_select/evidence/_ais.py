@@ -448,7 +448,7 @@ MAX_GROUP_SPREAD = 1.0
 MIN_ACCEPTANCE = 0.3
 MAX_RESAMPLED_FRACTION = 0.5
 MIN_GROUPS = 4
-MAX_DRIFT_Z = 3.0
+MAX_DRIFT_Z = 2.5
 
 
 def _diagnostics(config, trace, log_z_groups):
@@ -555,7 +555,7 @@ def ais_log_evidence(model, X, y=None, *, config=None, random_state=None, verbos
     - ``"stationarity"``: the weighted mean of ``log L`` should not move during a
       temperature's moves at equilibrium; its changes in standard errors,
       combined over the temperatures above ``lambda = 0.5`` (``sum z / sqrt(n)``),
-      at most 3 in absolute value. A population that lags behind the path (moves
+      at most 2.5 in absolute value. A population that lags behind the path (moves
       that cannot reach part of the target) climbs at every temperature and reads
       ``Z`` low.
 
