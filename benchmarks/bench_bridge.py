@@ -23,7 +23,7 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # run from a checkout
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from _common import RESULTS_DIR, run_metadata, save_json  # noqa: E402
-from _hard_targets import TARGETS  # noqa: E402
+from _bridge_hard_targets import TARGETS  # noqa: E402
 from evidence_select import BayesianLogisticClassifier  # noqa: E402
 from evidence_select.evidence._api import _model_and_data  # noqa: E402
 from evidence_select.evidence._bridge import bridge_log_evidence  # noqa: E402

@@ -27,79 +27,41 @@ Schedules:
   with ``s`` the logistic function.
 
 Adaptation (schedule, HMC step size, mass matrix from the weighted population)
-uses only states *before* each kernel application, so each transition leaves its
-intermediate target invariant; the estimator is consistent, with the usual
-O(1/n_chains) bias of adaptive SMC/AIS.
+happens only between temperatures, never inside a kernel's step, and each
+group's mass matrix is estimated from the *other* groups' particles: a mass
+matrix that depends on the particle it moves makes the kernel non-invariant, and
+the distortion, summed over temperatures, biases ``log Z`` (high, by several nats
+in 64 dimensions). The estimator is consistent, with the usual O(1/n_chains)
+bias of adaptive SMC.
+
+Settings are one validated :class:`AISConfig` (or its fields as keywords); every
+result carries convergence checks (``EvidenceResult.diagnostics``).
 """
 
 import logging
-import numbers
 import time
+from dataclasses import asdict, dataclass, fields
 
 import numpy as np
 
-from ..kernels._hmc import HMCState, adapt_step_size, hmc_init, hmc_step, preconditioner_from_samples
+from ..kernels._hmc import adapt_step_size, held_out_preconditioners, hmc_init, hmc_step
 from ..kernels._resampling import systematic_resample
 from ..kernels._schedule import conditional_ess_fraction, next_tempering_increment
+from ..kernels._tempered import TemperedTarget
+from ..utils._likelihood import check_data, check_fraction, check_positive_int, log_lik_and_grad, log_lik_sum
 from ..utils._logspace import ess_from_log_weights, log_mean_exp, normalize_log_weights
 from ..utils._progress import progress_bar
 from ..utils._random import make_generator
-from ._result import EvidenceResult
+from ..utils._threads import single_threaded_blas
+from ._result import EvidenceResult, check, warn_not_converged
 
-__all__ = ["ais_log_evidence", "sigmoid_schedule", "next_tempering"]
+__all__ = ["AISConfig", "ais_log_evidence", "sigmoid_schedule", "next_tempering"]
 
 logger = logging.getLogger(__name__)
 
-_MAX_CELLS = 2**20  # particles x rows per model call; bounds memory at N = 1e4..1e5
-
-
-# -- shared helpers (also used by _ns and _bridge) ----------------------------------------
-def _check_positive_int(value, name, minimum=1):
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < minimum:
-        raise ValueError(f"{name} must be an int >= {minimum}, got {value!r}")
-    return int(value)
-
-
-def _check_data(X, y):
-    X = np.asarray(X, dtype=float)
-    if X.ndim != 2 or len(X) == 0:
-        raise ValueError(f"X must be a non-empty 2-d array, got shape {X.shape}")
-    if y is not None:
-        y = np.asarray(y)
-        if len(y) != len(X):
-            raise ValueError(f"y has {len(y)} rows but X has {len(X)}")
-    return X, y
-
-
-def _chunks(n_particles, n_rows):
-    step = max(1, _MAX_CELLS // max(n_rows, 1))
-    return [slice(i, min(i + step, n_particles)) for i in range(0, n_particles, step)]
-
-
-def _log_lik_sum(model, theta, X, y, *, allow_nan=False):
-    """Full-data log-likelihood per particle, ``(n_particles,)``, in memory-bounded chunks.
-
-    A NaN is an error unless ``allow_nan`` (callers that treat it as zero likelihood).
-    """
-    theta = np.asarray(theta, dtype=float)
-    out = np.empty(len(theta))
-    for part in _chunks(len(theta), len(X)):
-        out[part] = model.log_likelihood_sum(theta[part], X, y)
-    if not allow_nan and np.any(np.isnan(out)):
-        raise ValueError(f"log_likelihood of {type(model).__name__} returned NaN for "
-                         f"{int(np.isnan(out).sum())} of {len(out)} particles")
-    return out
-
-
-def _log_lik_and_grad(model, theta, X, y):
-    """Full-data log-likelihood ``(n,)`` and its gradient ``(n, n_params)``."""
-    theta = np.asarray(theta, dtype=float)
-    log_lik = np.empty(len(theta))
-    grad = np.empty_like(theta)
-    for part in _chunks(len(theta), len(X)):
-        log_lik[part] = model.log_likelihood_sum(theta[part], X, y)
-        grad[part] = model.grad_log_likelihood(theta[part], X, y, 1.0)
-    return log_lik, grad
+# The shared helpers live in utils/_likelihood; these names stay importable from here.
+_check_data, _check_positive_int = check_data, check_positive_int
+_log_lik_sum, _log_lik_and_grad = log_lik_sum, log_lik_and_grad
 
 
 # -- schedules -------------------------------------------------------------------------
@@ -122,7 +84,7 @@ def sigmoid_schedule(n_temperatures, delta=4.0):
     >>> sigmoid_schedule(4)[[0, -1]]
     array([0., 1.])
     """
-    n_temperatures = _check_positive_int(n_temperatures, "n_temperatures")
+    n_temperatures = check_positive_int(n_temperatures, "n_temperatures")
     s = 1.0 / (1.0 + np.exp(-delta * (2.0 * np.arange(n_temperatures + 1) / n_temperatures - 1.0)))
     out = (s - s[0]) / (s[-1] - s[0])
     out[0], out[-1] = 0.0, 1.0
@@ -165,40 +127,121 @@ def next_tempering(tempering, log_weights, log_lik, target_ess, n_rounds=10):
                                  n_rounds)
 
 
-# -- one AIS run -----------------------------------------------------------------------
-class _TemperedTarget:
-    """``log p(theta) + tempering * log L(theta)`` with the pieces cached in ``aux``.
+# -- settings --------------------------------------------------------------------------
+@dataclass(frozen=True)
+class AISConfig:
+    """Settings of :func:`ais_log_evidence`, validated on construction.
 
-    ``aux`` has shape ``(n, 2 + 2 n_params)``: ``[log_prior, log_lik, grad_prior, grad_lik]``,
-    so a change of ``tempering`` needs no new model evaluation.
+    Parameters
+    ----------
+    n_chains : int, default=400
+        Total particles, split into ``n_repeats`` independent groups of
+        ``ceil(n_chains / n_repeats)`` (at least 2; the total is rounded up to a
+        multiple of ``n_repeats``, and to an even number when ``n_repeats=1``),
+        all moved together in vectorised HMC.
+    schedule : {"adaptive", "sigmoid"}, default="adaptive"
+        Adaptive CESS bisection (thesis Alg. 6) or Grosse et al.'s fixed sigmoid.
+    target_ess : float, default=0.9
+        Target conditional ESS per temperature (mean over groups), as a fraction
+        of the group size.
+    resample_ess : float, default=0.5
+        A group is resampled (systematic) when its ESS falls below this fraction;
+        0 turns resampling off (plain AIS).
+    n_temperatures : int, default=500
+        Number of steps of the sigmoid schedule (ignored when adaptive).
+    sigmoid_delta : float, default=4.0
+        Steepness of the sigmoid schedule.
+    n_mcmc_steps : int, default=12
+        Minimum HMC transitions per temperature. What lags behind the schedule
+        is ``log L`` (the energy), which HMC mixes only through momentum
+        refreshes, so the count of transitions matters more than their length.
+    max_mcmc_steps : int or None, default=None
+        If larger than ``n_mcmc_steps``, more transitions are made, up to this
+        many, while the particles still correlate (above ``max_correlation``)
+        with where the temperature's moves started, in standardised coordinates
+        or in log-likelihood. None means no extension (on multimodal posteriors
+        the across-particle correlation never falls, and the extension would run
+        to its cap at every temperature).
+    max_correlation : float, default=0.1
+    n_leapfrog : int, default=5
+        Mean leapfrog steps per HMC trajectory; each transition draws its length
+        uniformly in ``[n_leapfrog // 2, n_leapfrog + n_leapfrog // 2]``.
+    step_size : float, default=0.5
+        Initial leapfrog step in whitened units; adapted between temperatures.
+    target_accept : float, default=0.75
+        Target mean acceptance rate of the step-size adaptation.
+    mass : {"dense", "diag", "identity"}, default="dense"
+        Inverse mass from the weighted population's covariance (dense or its
+        diagonal), re-estimated at every temperature for each group from the
+        *other* groups' particles (see
+        :func:`~evidence_select.kernels._hmc.held_out_preconditioners`), or the identity.
+    n_repeats : int, default=8
+        Independent groups (replicates). Their spread is the reported error;
+        fewer than 4 groups fail the ``"error_from_groups"`` check.
+    max_temperatures : int, default=20000
+        Cap on adaptive temperatures (a RuntimeError beyond it).
     """
 
-    def __init__(self, model, X, y, tempering):
-        self.model, self.X, self.y, self.tempering = model, X, y, tempering
-        self.n_evaluations = 0
+    n_chains: int = 400
+    schedule: str = "adaptive"
+    target_ess: float = 0.9
+    resample_ess: float = 0.5
+    n_temperatures: int = 500
+    sigmoid_delta: float = 4.0
+    n_mcmc_steps: int = 12
+    max_mcmc_steps: int = None
+    max_correlation: float = 0.1
+    n_leapfrog: int = 5
+    step_size: float = 0.5
+    target_accept: float = 0.75
+    mass: str = "dense"
+    n_repeats: int = 8
+    max_temperatures: int = 20_000
 
-    def __call__(self, theta):
-        model = self.model
-        # Leapfrog trajectories may diverge to extreme positions where the model
-        # overflows; a non-finite density there is a divergence, rejected by HMC.
-        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-            log_prior = np.asarray(model.log_prior(theta), dtype=float)
-            grad_prior = np.asarray(model.grad_log_prior(theta), dtype=float)
-            log_lik, grad_lik = _log_lik_and_grad(model, theta, self.X, self.y)
-        self.n_evaluations += len(theta)
-        aux = np.column_stack([log_prior, log_lik, grad_prior, grad_lik])
-        return self.combine(aux)
+    def __post_init__(self):
+        set_ = lambda name, value: object.__setattr__(self, name, value)  # noqa: E731 (frozen dataclass)
+        if self.schedule not in ("adaptive", "sigmoid"):
+            raise ValueError(f"schedule must be 'adaptive' or 'sigmoid', got {self.schedule!r}")
+        if self.mass not in ("dense", "diag", "identity"):
+            raise ValueError(f"mass must be 'dense', 'diag' or 'identity', got {self.mass!r}")
+        set_("target_ess", check_fraction(self.target_ess, "target_ess"))
+        set_("resample_ess", check_fraction(self.resample_ess, "resample_ess", closed_low=True))
+        set_("target_accept", check_fraction(self.target_accept, "target_accept"))
+        set_("max_correlation", check_fraction(self.max_correlation, "max_correlation", low=-1.0))
+        set_("step_size", check_fraction(self.step_size, "step_size", high=np.inf))
+        set_("sigmoid_delta", check_fraction(self.sigmoid_delta, "sigmoid_delta", high=np.inf))
+        n_repeats = check_positive_int(self.n_repeats, "n_repeats")
+        n_chains = check_positive_int(self.n_chains, "n_chains", minimum=2)
+        # Groups are equal-sized arrays (>= 2 each); one group is split in two halves for the held-out mass.
+        per_group = max(2, -(-n_chains // n_repeats))
+        set_("n_chains", n_repeats * (per_group + (per_group % 2 if n_repeats == 1 else 0)))
+        set_("n_repeats", n_repeats)
+        set_("n_mcmc_steps", check_positive_int(self.n_mcmc_steps, "n_mcmc_steps", minimum=0))
+        set_("max_mcmc_steps", max(self.n_mcmc_steps, 0 if self.max_mcmc_steps is None
+                                   else check_positive_int(self.max_mcmc_steps, "max_mcmc_steps", minimum=0)))
+        set_("n_leapfrog", check_positive_int(self.n_leapfrog, "n_leapfrog"))
+        set_("n_temperatures", check_positive_int(self.n_temperatures, "n_temperatures"))
+        set_("max_temperatures", check_positive_int(self.max_temperatures, "max_temperatures"))
 
-    def combine(self, aux):
-        d = (aux.shape[1] - 2) // 2
-        lam = self.tempering
-        with np.errstate(invalid="ignore"):
-            log_density = aux[:, 0] + lam * aux[:, 1]
-        log_density = np.where(np.isnan(log_density), -np.inf, log_density)
-        grad = aux[:, 2: 2 + d] + lam * aux[:, 2 + d:]
-        return log_density, grad, aux
+    @property
+    def n_group(self):
+        """Particles per group."""
+        return self.n_chains // self.n_repeats
 
 
+def _make_config(config, settings):
+    """An :class:`AISConfig` from a config object and/or keyword settings (keywords win)."""
+    if config is not None and not isinstance(config, AISConfig):
+        raise TypeError(f"config must be an AISConfig, got {type(config).__name__}")
+    names = {f.name for f in fields(AISConfig)}
+    unknown = sorted(set(settings) - names)
+    if unknown:
+        raise TypeError(f"unknown AIS setting(s) {unknown}; the settings are {sorted(names)}")
+    base = {} if config is None else asdict(config)
+    return AISConfig(**{**base, **settings})
+
+
+# -- one temperature -------------------------------------------------------------------
 def _group_cess(log_weights_norm, log_lik, delta):
     """Mean over groups of ``CESS / n_group`` of the increment ``delta``; the schedule's criterion.
 
@@ -216,20 +259,15 @@ def _next_group_tempering(tempering, log_weights, log_lik, target_ess, n_rounds=
     return 1.0 if delta >= remaining else tempering + delta
 
 
-def _correlation(start, position, factor):
-    """Mean over whitened coordinates of the across-particle correlation of ``start`` and ``position``.
+def _correlation(start, position):
+    """Mean over standardised coordinates of the across-particle correlation of ``start`` and ``position``.
 
-    The moves stop once it falls to the threshold: the particles (duplicates after
-    resampling included) have then forgotten where they started, which is what keeps
-    each group's weights from degenerating and its ``Z`` estimate light-tailed.
+    The extended moves (``max_mcmc_steps``) stop once it falls to the threshold:
+    the particles (duplicates after resampling included) have then forgotten where
+    they started.
     """
-    if factor.ndim == 1:
-        z0, z1 = start / factor, position / factor
-    else:
-        z0 = np.linalg.solve(factor, start.T).T
-        z1 = np.linalg.solve(factor, position.T).T
-    z0 = z0 - z0.mean(axis=0)
-    z1 = z1 - z1.mean(axis=0)
+    z0 = start - start.mean(axis=0)
+    z1 = position - position.mean(axis=0)
     denom = np.sqrt(np.sum(z0**2, axis=0) * np.sum(z1**2, axis=0))
     ok = denom > 0
     return float(np.mean(np.sum(z0 * z1, axis=0)[ok] / denom[ok])) if np.any(ok) else 0.0
@@ -238,108 +276,220 @@ def _correlation(start, position, factor):
 def _corr1(a, b):
     """Across-particle correlation of two scalar summaries (0 if either is constant or not finite)."""
     ok = np.isfinite(a) & np.isfinite(b)
-    a, b = a[ok] - a[ok].mean(), b[ok] - b[ok].mean()
-    denom = np.sqrt(np.sum(a**2) * np.sum(b**2))
-    return float(np.sum(a * b) / denom) if denom > 0 else 0.0
+    return _correlation(a[ok, None], b[ok, None]) if np.sum(ok) > 1 else 0.0
+
+
+def _drift(before, after, log_weights):
+    """Weighted mean change of ``log L`` over one temperature's moves, in its standard errors.
+
+    At equilibrium the moves leave the weighted mean of ``log L`` unchanged up to
+    noise; a population that lags behind its tempered target (moves that cannot
+    reach part of it, such as a funnel's neck) climbs in ``log L`` at every
+    temperature, and its ``Z`` is too low.
+    """
+    diff = after - before
+    ok = np.isfinite(diff) & np.isfinite(log_weights)
+    if np.sum(ok) < 2:
+        return 0.0
+    w = np.exp(log_weights[ok] - np.max(log_weights[ok]))
+    w /= w.sum()
+    mean = float(np.sum(w * diff[ok]))
+    se = float(np.sqrt(np.sum(w**2 * (diff[ok] - mean) ** 2)))
+    return mean / se if se > 0 else 0.0
 
 
 def _take(state, index):
-    return HMCState(state.position[index], state.log_density[index], state.grad_log_density[index],
-                    None if state.aux is None else state.aux[index])
+    return state._replace(position=state.position[index], log_density=state.log_density[index],
+                          grad_log_density=state.grad_log_density[index],
+                          aux=None if state.aux is None else state.aux[index])
 
 
-def _ais_run(rng, model, X, y, *, n_groups, n_group, schedule, target_ess, resample_ess, n_temperatures,
-             sigmoid_delta, n_mcmc_steps, max_mcmc_steps, max_correlation, n_leapfrog, step_size, target_accept, mass, max_temperatures, bar):
-    """``n_groups`` independent populations of ``n_group`` particles, annealed side by side.
+def ais_move(rng, state, target, log_weights, n_folds, step_size, config):
+    """The AIS transition at one temperature: HMC moves that leave ``target`` invariant.
+
+    The kernel's settings are fixed before the first transition and depend on
+    nothing the transitions produce: the inverse mass of fold ``g`` (``n_folds``
+    equal contiguous blocks of particles, the AIS groups) comes from the other
+    folds' weighted particles, never from the particle it moves, and the step
+    size comes from the previous temperature. Each transition has a random
+    trajectory length and a per-particle step size, log-uniform between 0.1 and
+    1.2 times ``step_size``, drawn independently of the state: a fixed length
+    near a half or whole period of the whitened target maps ``x`` to about ``-x``
+    or ``x`` and leaves ``log L`` stuck, and the small steps let some
+    trajectories into regions whose scale is far below the population's (a
+    funnel's neck), where a single step size is rejected.
+
+    Parameters
+    ----------
+    rng : numpy.random.Generator
+    state : HMCState
+        Positions with ``target``'s density at the current tempering.
+    target : callable
+        ``position -> (log_density, grad, aux)``, e.g. a :class:`TemperedTarget`.
+    log_weights : ndarray of shape (n_particles,)
+        The particles' (normalised per group) log-weights, for the mass matrix.
+    n_folds : int
+        Number of equal contiguous blocks (at least 2 unless ``mass="identity"``).
+    step_size : float
+        Leapfrog step in whitened units.
+    config : AISConfig
+
+    Returns
+    -------
+    state : HMCState
+    acceptance : ndarray of shape (n_transitions,)
+        Mean acceptance probability of each transition.
+    """
+    n_chains, n_params = state.position.shape
+    if config.mass == "identity":
+        factor = np.ones(n_params)
+    else:
+        factor = held_out_preconditioners(state.position, log_weights, n_folds, dense=config.mass == "dense")
+    rates = []
+    start, start_log_lik = state.position, state.aux[:, 1] if state.aux is not None else None
+    n_leapfrog = config.n_leapfrog
+    for step in range(config.max_mcmc_steps):
+        jitter = np.exp(rng.uniform(np.log(0.1), np.log(1.2), size=n_chains))  # see the docstring
+        length = int(rng.integers(max(1, n_leapfrog // 2), n_leapfrog + n_leapfrog // 2 + 1))
+        state, info = hmc_step(rng, state, target, step_size * jitter, length, factor)
+        rates.append(float(np.mean(info.acceptance_rate)))
+        if step + 1 >= config.n_mcmc_steps and (
+                step + 1 == config.max_mcmc_steps
+                or max(_correlation(start, state.position),
+                       _corr1(start_log_lik, state.aux[:, 1]) if start_log_lik is not None else 0.0)
+                <= config.max_correlation):
+            break
+    return state, np.array(rates)
+
+
+class _Trace:
+    """Per-temperature records of one AIS run (schedule, acceptance, ESS, resampling)."""
+
+    def __init__(self):
+        self.temperatures, self.acceptance, self.cess, self.n_steps = [0.0], [], [], []
+        self.min_group_ess, self.n_resampled, self.drift = [], 0, []
+
+
+def _reweight_and_resample(rng, state, log_weights, log_z_banked, log_lik, delta, config, trace, last):
+    """Weight increment ``delta log L`` (Eq. 3.37), then systematic resampling of the low-ESS groups.
+
+    A resampled group banks the log-mean of its weights, so ``exp(log Z_g)`` stays unbiased.
+    """
+    n_groups, n_group = log_weights.shape
+    trace.cess.append(_group_cess(normalize_log_weights(log_weights, axis=1), log_lik, delta))
+    with np.errstate(invalid="ignore"):
+        increment = delta * log_lik
+    log_weights = log_weights + np.where(np.isnan(increment), -np.inf, increment)
+    ess = ess_from_log_weights(log_weights, axis=1)
+    trace.min_group_ess.append(float(np.min(ess)))
+    low = np.flatnonzero(ess / n_group < config.resample_ess) if config.resample_ess > 0 else np.array([], int)
+    if not last and len(low):
+        log_z_banked[low] += log_mean_exp(log_weights[low], axis=1)
+        ancestors = np.arange(n_groups * n_group).reshape(n_groups, n_group)
+        ancestors[low] = systematic_resample(rng, log_weights[low]) + (low * n_group)[:, None]
+        state = _take(state, ancestors.ravel())
+        log_weights[low] = 0.0
+        trace.n_resampled += len(low)
+    return state, log_weights
+
+
+def _ais_run(rng, model, X, y, config, bar):
+    """``n_repeats`` independent populations of ``n_group`` particles, annealed side by side.
 
     Each group is an SMC sampler (AIS with resampling): its log-weights are
     reset after systematic resampling within the group, and the log-mean of its
     weights before the reset is banked in ``log_z_banked``, so ``exp(log Z_g)``
-    stays an unbiased estimate of ``Z`` per group. Groups share the schedule,
-    step size and mass matrix (adapted from the pooled population before each
-    move), and nothing else: their estimates are replicates whose spread is an
-    honest error bar, whatever the correlation left by the moves.
+    stays an unbiased estimate of ``Z`` per group. Groups share the schedule and
+    step size; each group's mass matrix comes from the other groups.
     """
-    n_chains = n_groups * n_group
-    target = _TemperedTarget(model, X, y, 0.0)
-    state = hmc_init(np.asarray(model.sample_prior(rng, n_chains), dtype=float), target)
+    n_groups, n_group = config.n_repeats, config.n_group
+    target = TemperedTarget(model, X, y, 0.0)
+    state = hmc_init(np.asarray(model.sample_prior(rng, config.n_chains), dtype=float), target)
     log_weights = np.zeros((n_groups, n_group))
     log_z_banked = np.zeros(n_groups)
-    fixed = sigmoid_schedule(n_temperatures, sigmoid_delta) if schedule == "sigmoid" else None
-    tempering, t = 0.0, 0
-    temperatures, acceptance, cess, n_steps, n_resampled = [0.0], [], [], [], 0
+    fixed = sigmoid_schedule(config.n_temperatures, config.sigmoid_delta) if config.schedule == "sigmoid" else None
+    tempering, step_size, trace = 0.0, config.step_size, _Trace()
     while tempering < 1.0:
-        t += 1
+        t = len(trace.temperatures)
         log_lik = state.aux[:, 1].reshape(n_groups, n_group)
         log_lik = np.where(np.isnan(log_lik), -np.inf, log_lik)  # a NaN likelihood is a zero-likelihood chain
         if fixed is not None:
             new_tempering = float(fixed[t])
         else:
-            new_tempering = _next_group_tempering(tempering, log_weights, log_lik, target_ess)
-            if t >= max_temperatures and new_tempering < 1.0:
-                raise RuntimeError(f"AIS needed more than max_temperatures={max_temperatures} temperatures "
-                                   f"(reached lambda={tempering:.3g}); raise target_ess less or raise the cap")
-        delta = new_tempering - tempering
-        cess.append(_group_cess(normalize_log_weights(log_weights, axis=1), log_lik, delta))
-        with np.errstate(invalid="ignore"):
-            increment = delta * log_lik
-        log_weights = log_weights + np.where(np.isnan(increment), -np.inf, increment)
+            new_tempering = _next_group_tempering(tempering, log_weights, log_lik, config.target_ess)
+            if t >= config.max_temperatures and new_tempering < 1.0:
+                raise RuntimeError(f"AIS needed more than max_temperatures={config.max_temperatures} temperatures "
+                                   f"(reached lambda={tempering:.3g}); lower target_ess or raise the cap")
+        state, log_weights = _reweight_and_resample(rng, state, log_weights, log_z_banked, log_lik,
+                                                    new_tempering - tempering, config, trace, new_tempering >= 1.0)
         tempering = new_tempering
-        temperatures.append(tempering)
-        # Resample the groups whose ESS fell below the threshold (unbiased: the weights' mean is banked).
-        ess_frac = ess_from_log_weights(log_weights, axis=1) / n_group
-        low = np.flatnonzero(ess_frac < resample_ess) if resample_ess > 0 else np.array([], dtype=int)
-        if tempering < 1.0 and len(low):
-            log_z_banked[low] += log_mean_exp(log_weights[low], axis=1)
-            ancestors = np.arange(n_chains).reshape(n_groups, n_group)
-            ancestors[low] = systematic_resample(rng, log_weights[low]) + (low * n_group)[:, None]
-            state = _take(state, ancestors.ravel())
-            log_weights[low] = 0.0
-            n_resampled += len(low)
-        # Kernel for f_tempering: mass from the weighted population, fixed during the moves.
+        trace.temperatures.append(tempering)
+        # Kernel for f_tempering; its settings were fixed before this temperature's moves.
         target.tempering = tempering
         log_density, grad, _ = target.combine(state.aux)
         state = state._replace(log_density=log_density, grad_log_density=grad)
         pooled = normalize_log_weights(log_weights, axis=1).ravel()
-        alive = np.isfinite(pooled)
-        if mass == "identity":
-            factor = np.ones(model.n_params)
-        else:
-            factor = preconditioner_from_samples(state.position[alive], pooled[alive], dense=(mass == "dense"))
-        rates = []
-        start, start_log_lik = state.position, state.aux[:, 1]
-        for step in range(max_mcmc_steps):
-            # Random trajectory lengths: a fixed length near a half (or whole) period of the
-            # whitened posterior maps x to about -x (or x) and leaves log L, the quantity
-            # the weights depend on, stuck (measured: +1 nat on a 20-d Gaussian).
-            jitter = rng.uniform(0.8, 1.2, size=n_chains)
-            n_steps_traj = int(rng.integers(max(1, n_leapfrog // 2), n_leapfrog + n_leapfrog // 2 + 1))
-            state, info = hmc_step(rng, state, target, step_size * jitter, n_steps_traj, factor)
-            rates.append(info.acceptance_rate)
-            if step + 1 >= n_mcmc_steps and max(_correlation(start, state.position, factor),
-                                                _corr1(start_log_lik, state.aux[:, 1])) <= max_correlation:
-                break
-        n_steps.append(len(rates))
-        mean_rate = float(np.mean(rates)) if rates else float("nan")
-        acceptance.append(mean_rate)
-        if rates:
-            step_size = adapt_step_size(step_size, mean_rate, target=target_accept)
+        before = state.aux[:, 1]
+        state, rates = ais_move(rng, state, target, pooled, max(n_groups, 2), step_size, config)
+        trace.drift.append(_drift(before, state.aux[:, 1], pooled))
+        trace.n_steps.append(len(rates))
+        trace.acceptance.append(float(np.mean(rates)) if len(rates) else float("nan"))
+        if len(rates):
+            step_size = adapt_step_size(step_size, rates, target=config.target_accept)
         if bar is not None:
             bar.update(tempering - bar.n)
     log_z_groups = log_z_banked + log_mean_exp(log_weights, axis=1)
-    # Final particles weighted across groups: each group's weights scaled to its own Z estimate.
-    log_weights_pooled = (log_weights - log_mean_exp(log_weights, axis=1)[:, None]
-                          + log_z_groups[:, None]).ravel()
-    return state, log_weights, log_weights_pooled, log_z_groups, target.n_evaluations, dict(
-        temperatures=np.array(temperatures), acceptance=np.array(acceptance), cess=np.array(cess),
-        final_step_size=step_size, n_resampled=n_resampled, n_steps=np.array(n_steps))
+    return state, log_weights, log_z_groups, target.n_evaluations, trace, step_size
 
 
-def ais_log_evidence(model, X, y=None, *, n_chains=400, schedule="adaptive", target_ess=0.9, resample_ess=0.5,
-                     n_temperatures=500, sigmoid_delta=4.0, n_mcmc_steps=12, max_mcmc_steps=None,
-                     max_correlation=0.1, n_leapfrog=5, step_size=0.5,
-                     target_accept=0.75, mass="dense", n_repeats=8, max_temperatures=20_000, random_state=None,
-                     verbose=0):
+# -- error and diagnostics -------------------------------------------------------------
+MIN_GROUP_ESS = 5.0
+MAX_GROUP_SPREAD = 1.0
+MIN_ACCEPTANCE = 0.3
+MAX_RESAMPLED_FRACTION = 0.5
+MIN_GROUPS = 4
+MAX_DRIFT_Z = 2.5
+
+
+def _diagnostics(config, trace, log_z_groups):
+    """Convergence checks of one AIS run (see :func:`ais_log_evidence`, Notes)."""
+    n_temperatures = len(trace.temperatures) - 1
+    acceptance = np.asarray(trace.acceptance, dtype=float)
+    mean_acceptance = float(np.nanmean(acceptance)) if np.any(np.isfinite(acceptance)) else float("nan")
+    min_ess = float(np.min(trace.min_group_ess))
+    spread = float(np.std(log_z_groups, ddof=1)) if len(log_z_groups) > 1 else float("nan")
+    resampled = trace.n_resampled / (n_temperatures * config.n_repeats)
+    # Drift of log L during the moves, combined over the second half of the path (where a lagging
+    # population loses the most evidence) as sum(z) / sqrt(n): about N(0, 1) at equilibrium.
+    late = np.asarray(trace.drift)[np.asarray(trace.temperatures[1:]) > 0.5]
+    drift_z = float(np.sum(late) / np.sqrt(len(late))) if len(late) else 0.0
+    return {
+        "ess_per_temperature": check(min_ess, max(MIN_GROUP_ESS, 0.1 * config.n_group),
+                                     min_ess >= max(MIN_GROUP_ESS, 0.1 * config.n_group)),
+        "resampled_fraction": check(resampled, MAX_RESAMPLED_FRACTION, resampled <= MAX_RESAMPLED_FRACTION),
+        "group_agreement": check(spread, MAX_GROUP_SPREAD, not spread > MAX_GROUP_SPREAD),
+        "acceptance": check(mean_acceptance, MIN_ACCEPTANCE,
+                            config.n_mcmc_steps == 0 or mean_acceptance >= MIN_ACCEPTANCE),
+        "error_from_groups": check(config.n_repeats, MIN_GROUPS, config.n_repeats >= MIN_GROUPS),
+        "stationarity": check(drift_z, MAX_DRIFT_Z, abs(drift_z) <= MAX_DRIFT_Z),
+    }
+
+
+def _error(config, log_z_groups, log_weights_final):
+    """``(std, std_repeats, std_weights)``: the groups' spread (t-corrected), or the weight-based bound."""
+    n_repeats = config.n_repeats
+    # With R groups, (estimate - truth) / (s / sqrt(R)) is t-distributed with R - 1 degrees of freedom, whose
+    # sd is sqrt((R - 1) / (R - 3)): reporting that scale keeps 3-sigma coverage honest with few replicates.
+    t_scale = np.sqrt((n_repeats - 1) / (n_repeats - 3)) if n_repeats > 3 else 1.0
+    std_repeats = (float(t_scale * np.std(log_z_groups, ddof=1) / np.sqrt(n_repeats)) if n_repeats > 1
+                   else float("nan"))
+    # Weight-based error of the final stage only (a lower bound once resampling happened).
+    ess = float(ess_from_log_weights(log_weights_final))
+    std_weights = float(np.sqrt(max(1.0 / ess - 1.0 / config.n_chains, 0.0))) if ess > 0 else np.inf
+    return (std_repeats if n_repeats > 1 else std_weights), std_repeats, std_weights
+
+
+def ais_log_evidence(model, X, y=None, *, config=None, random_state=None, verbose=0, **settings):
     """Annealed-importance-sampling estimate of ``log p(y | X)`` for any protocol model.
 
     Parameters
@@ -348,54 +498,13 @@ def ais_log_evidence(model, X, y=None, *, n_chains=400, schedule="adaptive", tar
         Any object implementing the model protocol, gradients included.
     X : ndarray of shape (n_samples, n_features)
     y : ndarray of shape (n_samples,), default=None
-    n_chains : int, default=400
-        Total particles, split into ``n_repeats`` independent groups of
-        ``ceil(n_chains / n_repeats)`` (at least 2; the total is rounded up to a
-        multiple of ``n_repeats``), all moved together in vectorised HMC.
-    schedule : {"adaptive", "sigmoid"}, default="adaptive"
-        Adaptive CESS bisection (thesis Alg. 6) or Grosse et al.'s fixed sigmoid.
-    target_ess : float, default=0.9
-        Target conditional ESS per temperature (mean over groups), as a fraction
-        of the group size.
-    resample_ess : float, default=0.5
-        A group is resampled (systematic) when its ESS falls below this fraction;
-        0 turns resampling off (plain AIS).
-    n_temperatures : int, default=500
-        Number of steps of the sigmoid schedule (ignored when adaptive).
-    sigmoid_delta : float, default=4.0
-        Steepness of the sigmoid schedule.
-    n_mcmc_steps : int, default=12
-        Minimum HMC transitions per temperature. On the 20-d correlated Gaussian
-        (10 seeds) 8 steps read -0.19 +/- 0.06 nats low, 12 steps +0.01 +/- 0.05:
-        what lags is log L (the energy), which HMC mixes only through momentum
-        refreshes, so the count of transitions matters more than their length.
-    max_mcmc_steps : int, default=None
-        If larger than ``n_mcmc_steps``, more transitions are made, up to this
-        many, while the particles still correlate (above ``max_correlation``) with
-        where the temperature's moves started, in whitened coordinates or in
-        log-likelihood. None means no extension: on multimodal posteriors (the
-        mixture's label modes) the across-particle correlation never falls, so
-        the extension ran to its cap at every temperature (measured: mixture
-        N=1e3 cost 486 CPU s with a cap of 20), and on the 20-d correlated
-        Gaussian it did not remove the bias that the fixed minimum of 12 removes.
-    max_correlation : float, default=0.1
-    n_leapfrog : int, default=5
-        Mean leapfrog steps per HMC trajectory; each transition draws its length
-        uniformly in ``[n_leapfrog // 2, n_leapfrog + n_leapfrog // 2]``.
-    step_size : float, default=0.5
-        Initial leapfrog step in whitened units; adapted between temperatures.
-    target_accept : float, default=0.75
-        Target mean acceptance rate of the step-size adaptation.
-    mass : {"dense", "diag", "identity"}, default="dense"
-        Inverse mass from the weighted population's covariance (dense or its
-        diagonal), re-estimated at every temperature, or the identity.
-    n_repeats : int, default=8
-        Independent groups (replicates). Their spread is the reported error.
-    max_temperatures : int, default=20000
-        Cap on adaptive temperatures.
+    config : AISConfig, default=None
+        The settings as one object; None means the defaults.
     random_state : int, numpy.random.Generator or None, default=None
     verbose : int, default=0
         ``>= 1`` shows a progress bar (tqdm, if installed).
+    **settings
+        Fields of :class:`AISConfig` (e.g. ``n_chains=800``), overriding ``config``.
 
     Returns
     -------
@@ -405,20 +514,50 @@ def ais_log_evidence(model, X, y=None, *, n_chains=400, schedule="adaptive", tar
         deviation of the groups' ``log Z`` over ``sqrt(n_repeats)``, times the
         t-correction ``sqrt((R - 1) / (R - 3))`` for ``R = n_repeats > 3`` (with one
         group, the weight-based ``sqrt(1/ESS - 1/n)``, which ignores resampling and
-        is only a lower bound). ``info`` adds ``"std_repeats"``, ``"std_weights"``,
-        ``"log_evidence_repeats"``, the schedule, acceptance rates, HMC steps per
-        temperature and resampling counts. ``samples``/``log_weights`` are the final
-        particles and log-weights (``log mean exp`` of them is ``log_evidence``).
+        is only a lower bound). ``diagnostics`` and ``converged`` hold the checks
+        below; ``info`` adds ``"std_repeats"``, ``"std_weights"``,
+        ``"log_evidence_repeats"``, the schedule, acceptance rates, the smallest
+        group ESS, the CESS and the ``log L`` drift (in standard errors) at each
+        temperature, HMC steps per temperature and
+        resampling counts. ``samples``/``log_weights`` are the final particles and
+        log-weights (``log mean exp`` of them is ``log_evidence``).
+
+    Warns
+    -----
+    EvidenceConvergenceWarning
+        When a check fails (``result.converged`` is then False).
 
     Notes
     -----
-    Why groups and resampling: on a 20-d correlated Gaussian, plain AIS (200
-    chains, 2 HMC steps per temperature) had collapsed weights and reported
-    errors 4x smaller than its spread, and on softmax regression (N=500) it read
-    1.6 nats (7 reported errors) low. Resampling removes the lagging chains; the
-    spread of independent groups is an error bar that sees every error source.
-    The estimate stays unbiased in ``Z`` (Del Moral, Doucet and Jasra, "Sequential
-    Monte Carlo samplers", 2006).
+    Chains start from the prior and follow ``f_lambda = p(theta) L(theta)^lambda``;
+    at each temperature the log-weights grow by ``(lambda_t - lambda_{t-1}) log L``
+    (Eq. 3.37), low-ESS groups are resampled (their weights' mean banked, so each
+    group's ``Z`` stays unbiased; Del Moral, Doucet and Jasra, "Sequential Monte
+    Carlo samplers", 2006) and every chain makes HMC transitions that leave
+    ``f_lambda`` invariant (:func:`ais_move`). All adaptation (schedule, step size,
+    mass) happens between temperatures, and no chain's own position enters its
+    kernel.
+
+    The checks (``result.diagnostics``):
+
+    - ``"ess_per_temperature"``: the smallest ESS of any group right after a
+      weight increment, at least ``max(5, n_group / 10)`` particles (a group that
+      collapses onto a few particles, from too few chains or too few
+      temperatures, has a heavy-tailed ``Z``);
+    - ``"resampled_fraction"``: groups resampled per temperature, at most 0.5 (a
+      schedule too coarse for the chains to follow);
+    - ``"group_agreement"``: the standard deviation of the groups' ``log Z``, at
+      most 1 nat (beyond it the mean of ``Z`` is carried by one or two groups
+      and the t-based error is not reliable);
+    - ``"acceptance"``: the mean HMC acceptance rate over temperatures, at least 0.3;
+    - ``"error_from_groups"``: ``n_repeats >= 4``, without which the error is a
+      lower bound;
+    - ``"stationarity"``: the weighted mean of ``log L`` should not move during a
+      temperature's moves at equilibrium; its changes in standard errors,
+      combined over the temperatures above ``lambda = 0.5`` (``sum z / sqrt(n)``),
+      at most 2.5 in absolute value. A population that lags behind the path (moves
+      that cannot reach part of the target) climbs at every temperature and reads
+      ``Z`` low.
 
     Neal, "Annealed importance sampling" (2001); the thesis "Evidence
     Estimation Using Stochastic Likelihood Approximations", Sec. 3.3,
@@ -426,7 +565,9 @@ def ais_log_evidence(model, X, y=None, *, n_chains=400, schedule="adaptive", tar
     "Sandwiching the marginal likelihood using bidirectional Monte Carlo" (2015)
     for the sigmoid schedule. ``n_likelihood_calls`` counts one per particle
     and leapfrog step (each evaluates the full-data log-likelihood and its
-    gradient together) plus the initial evaluation.
+    gradient together) plus the initial evaluation. BLAS runs single-threaded,
+    so a seed gives the same result whatever the process's thread settings
+    (e.g. in a joblib worker).
 
     Examples
     --------
@@ -434,72 +575,32 @@ def ais_log_evidence(model, X, y=None, *, n_chains=400, schedule="adaptive", tar
     >>> from evidence_select.models._targets import GaussianTarget
     >>> target = GaussianTarget(np.zeros(2), cov=0.1)
     >>> res = ais_log_evidence(target, np.zeros((1, 1)), n_chains=160, random_state=0)
-    >>> res.method, bool(abs(res.log_evidence - target.exact_log_evidence()) < 0.5)
-    ('ais', True)
+    >>> res.method, bool(abs(res.log_evidence - target.exact_log_evidence()) < 0.5), res.converged
+    ('ais', True, True)
     """
     start_time = time.perf_counter()
-    X, y = _check_data(X, y)
-    n_chains = _check_positive_int(n_chains, "n_chains", minimum=2)
-    if schedule not in ("adaptive", "sigmoid"):
-        raise ValueError(f"schedule must be 'adaptive' or 'sigmoid', got {schedule!r}")
-    if not (isinstance(target_ess, numbers.Real) and 0.0 < target_ess < 1.0):
-        raise ValueError(f"target_ess must be a fraction in (0, 1), got {target_ess!r}")
-    if not (isinstance(resample_ess, numbers.Real) and 0.0 <= resample_ess < 1.0):
-        raise ValueError(f"resample_ess must be a fraction in [0, 1), got {resample_ess!r}")
-    if mass not in ("dense", "diag", "identity"):
-        raise ValueError(f"mass must be 'dense', 'diag' or 'identity', got {mass!r}")
-    if not (isinstance(step_size, numbers.Real) and step_size > 0):
-        raise ValueError(f"step_size must be positive, got {step_size!r}")
-    if not (isinstance(target_accept, numbers.Real) and 0.0 < target_accept < 1.0):
-        raise ValueError(f"target_accept must be in (0, 1), got {target_accept!r}")
-    n_mcmc_steps = _check_positive_int(n_mcmc_steps, "n_mcmc_steps", minimum=0)
-    n_leapfrog = _check_positive_int(n_leapfrog, "n_leapfrog")
-    n_repeats = _check_positive_int(n_repeats, "n_repeats")
-    # Groups are equal-sized arrays: round the total up to a multiple of n_repeats (>= 2 per group).
-    n_chains = n_repeats * max(2, -(-n_chains // n_repeats))
-    n_temperatures = _check_positive_int(n_temperatures, "n_temperatures")
+    X, y = check_data(X, y)
+    config = _make_config(config, settings)
     rng = make_generator(random_state)
-    n_group = n_chains // n_repeats
-
     bar = progress_bar(verbose, total=1.0, desc="AIS", leave=False)
-    state, log_weights_groups, log_weights, log_z_groups, n_calls, run_info = _ais_run(
-        rng, model, X, y, n_groups=n_repeats, n_group=n_group, schedule=schedule, target_ess=target_ess,
-        resample_ess=resample_ess, n_temperatures=n_temperatures, sigmoid_delta=sigmoid_delta,
-        n_mcmc_steps=n_mcmc_steps, max_mcmc_steps=max(max_mcmc_steps or 0, n_mcmc_steps),
-        max_correlation=max_correlation, n_leapfrog=n_leapfrog, step_size=float(step_size),
-        target_accept=target_accept, mass=mass, max_temperatures=max_temperatures, bar=bar)
+    with single_threaded_blas():
+        state, log_weights_groups, log_z_groups, n_calls, trace, final_step = _ais_run(rng, model, X, y, config, bar)
     if bar is not None:
         bar.close()
     log_z = float(log_mean_exp(log_z_groups))
-    # Error from the repeats: the spread of independent estimates sees every error source
-    # (weight variance, resampling noise, correlation left by the moves).
-    # With R groups, (estimate - truth) / (s / sqrt(R)) is t-distributed with R - 1 degrees of freedom,
-    # whose sd is sqrt((R - 1) / (R - 3)): reporting that scale keeps 3-sigma coverage honest when
-    # the error bar itself comes from only 8 replicates (measured: 18/20 within 3 s / sqrt(R)).
-    t_scale = np.sqrt((n_repeats - 1) / (n_repeats - 3)) if n_repeats > 3 else 1.0
-    std_repeats = (float(t_scale * np.std(log_z_groups, ddof=1) / np.sqrt(n_repeats)) if n_repeats > 1
-                   else float("nan"))
-    # Weight-based error of the final stage only (a lower bound once resampling happened).
-    ess = float(ess_from_log_weights(log_weights))
-    std_weights = float(np.sqrt(max(1.0 / ess - 1.0 / n_chains, 0.0))) if ess > 0 else np.inf
-    if n_repeats > 1:
-        log_evidence_std = std_repeats
-    else:
-        if run_info["n_resampled"]:
-            logger.warning("AIS with n_repeats=1 resampled %d times: its weight-based error ignores the "
-                           "resampling steps and underestimates; use n_repeats >= 8", run_info["n_resampled"])
-        log_evidence_std = std_weights
-    logger.info("AIS: log Z = %.4f +/- %.4f with %d temperatures, %d group resamplings", log_z,
-                log_evidence_std, len(run_info["temperatures"]) - 1, run_info["n_resampled"])
-    info = dict(std_weights=std_weights, std_repeats=std_repeats, log_evidence_repeats=log_z_groups, ess=ess,
-                n_temperatures=len(run_info["temperatures"]) - 1, temperatures=run_info["temperatures"],
-                acceptance=run_info["acceptance"], cess=run_info["cess"],
-                final_step_size=run_info["final_step_size"], n_resampled=run_info["n_resampled"],
-                n_steps=run_info["n_steps"],
-                ess_groups=ess_from_log_weights(log_weights_groups, axis=1))
-    settings = dict(n_chains=n_chains, schedule=schedule, target_ess=target_ess, resample_ess=resample_ess,
-                    n_temperatures=n_temperatures, sigmoid_delta=sigmoid_delta, n_mcmc_steps=n_mcmc_steps,
-                    n_leapfrog=n_leapfrog, step_size=step_size, target_accept=target_accept, mass=mass,
-                    n_repeats=n_repeats)
-    return EvidenceResult(log_z, log_evidence_std, "ais", float(n_calls), int(n_calls * len(X)),
-                          time.perf_counter() - start_time, settings, state.position, log_weights, info)
+    # Final particles weighted across groups: each group's weights scaled to its own Z estimate.
+    log_weights = (log_weights_groups - log_mean_exp(log_weights_groups, axis=1)[:, None]
+                   + log_z_groups[:, None]).ravel()
+    std, std_repeats, std_weights = _error(config, log_z_groups, log_weights)
+    diagnostics = _diagnostics(config, trace, log_z_groups)
+    converged = warn_not_converged("ais", diagnostics)
+    logger.info("AIS: log Z = %.4f +/- %.4f with %d temperatures, %d group resamplings", log_z, std,
+                len(trace.temperatures) - 1, trace.n_resampled)
+    info = dict(std_weights=std_weights, std_repeats=std_repeats, log_evidence_repeats=log_z_groups,
+                ess=float(ess_from_log_weights(log_weights)), n_temperatures=len(trace.temperatures) - 1,
+                temperatures=np.array(trace.temperatures), acceptance=np.array(trace.acceptance),
+                cess=np.array(trace.cess), min_group_ess=np.array(trace.min_group_ess), final_step_size=final_step,
+                n_resampled=trace.n_resampled, n_steps=np.array(trace.n_steps),
+                ess_groups=ess_from_log_weights(log_weights_groups, axis=1), drift=np.array(trace.drift))
+    return EvidenceResult(log_z, std, "ais", float(n_calls), int(n_calls * len(X)), time.perf_counter() - start_time,
+                          asdict(config), state.position, log_weights, info, diagnostics, converged)

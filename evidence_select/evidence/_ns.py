@@ -16,19 +16,23 @@ The evidence is the log-space quadrature ``Z = sum_i L_i (X_{i-1} - X_i)``
 
 import logging
 import time
+from dataclasses import asdict, dataclass, fields, replace
 from typing import NamedTuple
 
 import numpy as np
+from scipy import stats
 
 from ..kernels._hmc import preconditioner_from_samples
 from ..kernels._slice import SliceInfo, adapt_slice_width, constrained_slice_sample
+from ..utils._likelihood import check_data, check_fraction, check_positive_int, log_lik_sum
 from ..utils._logspace import log1mexp, logsumexp
 from ..utils._progress import progress_bar
 from ..utils._random import make_generator
-from ._ais import _check_data, _check_positive_int, _log_lik_sum
-from ._result import EvidenceResult
+from ..utils._threads import single_threaded_blas
+from ._result import EvidenceResult, check, warn_not_converged
 
-__all__ = ["nested_sampling_log_evidence", "ns_quadrature", "simulate_ns_log_evidence", "merge_ns_runs"]
+__all__ = ["NSConfig", "nested_sampling_log_evidence", "ns_quadrature", "simulate_ns_log_evidence",
+           "merge_ns_runs", "insertion_rank_pvalue"]
 
 logger = logging.getLogger(__name__)
 
@@ -129,9 +133,153 @@ def _rank_correlation(a, b):
     return float(np.sum(ra * rb) / denom) if denom > 0 else float("nan")
 
 
-def nested_sampling_log_evidence(model, X, y=None, *, n_live=500, n_runs=1, dlogz=0.01, n_replace=None,
-                                 n_slice_steps=None, max_step_out=10, n_simulations=200,
-                                 max_iterations=100_000, random_state=None, verbose=0):
+def insertion_rank_pvalue(ranks, n_others):
+    """KS p-value of the insertion-rank test (Fowlie, Handley and Su, 2020).
+
+    A replacement drawn from the constrained prior, independently of the live
+    points, lands at a rank uniform on ``0..n_others`` among the ``n_others``
+    surviving live points' likelihoods. Moves that remember where they started
+    (too short), or that cannot reach part of the constrained prior (lost modes),
+    skew the ranks; a tiny p-value means the run's ``log Z`` is not to be trusted.
+
+    Parameters
+    ----------
+    ranks : ndarray of int
+        Number of surviving live points with a lower likelihood than each new point.
+    n_others : int
+        Number of surviving live points each rank was taken among.
+
+    Returns
+    -------
+    pvalue : float
+        NaN for fewer than 10 ranks.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> ranks = np.random.default_rng(0).integers(0, 51, size=2000)
+    >>> bool(insertion_rank_pvalue(ranks, 50) > 0.01)
+    True
+    >>> bool(insertion_rank_pvalue(np.full(2000, 50), 50) < 1e-6)
+    True
+    """
+    ranks = np.asarray(ranks, dtype=float)
+    if len(ranks) < 10:
+        return float("nan")
+    # Discrete uniform ranks mapped to a continuous uniform by spreading each over its cell.
+    offsets = (np.arange(len(ranks)) * 0.6180339887498949) % 1.0  # fixed, low-discrepancy
+    return float(stats.kstest((ranks + offsets) / (n_others + 1), "uniform").pvalue)
+
+
+@dataclass(frozen=True)
+class NSConfig:
+    """Settings of :func:`nested_sampling_log_evidence`, validated on construction.
+
+    Parameters
+    ----------
+    n_live : int, default=250
+        Live points of each run.
+    n_runs : int, default=2
+        Independent runs, merged into one with ``n_runs * n_live`` live points.
+        With two or more, the reported error is the larger of the simulated
+        spread and the spread of the runs' own estimates over ``sqrt(n_runs)``,
+        which also sees what the simulation cannot: live points that local moves
+        cannot carry between the separated pieces of a multimodal constrained
+        prior, or moves that remember their start.
+    dlogz : float, default=0.01
+        Stop when the live points' remaining evidence, ``X * mean(L_live)``,
+        would change ``log Z`` by less than this.
+    n_replace : int or None, default=None
+        Live points replaced per iteration (all moved in one vectorised batch);
+        None means ``max(1, n_live // 4)`` (the volume bookkeeping stays exact for
+        any batch). At most ``n_live // 2``.
+    n_slice_steps : int or None, default=None
+        Slice moves per replacement; None means ``max(10, 3 * n_params)``: with
+        fewer, a replacement still remembers its starting live point and
+        ``log Z`` comes out high.
+    max_step_out : int, default=10
+        Stepping-out budget of each slice move.
+    axis_fraction : float, default=0.5
+        Fraction of slice moves along a random coordinate axis (scaled by the
+        live points' spread) rather than a whitened random direction (see
+        :mod:`evidence_select.kernels._slice`): random directions keep correlated
+        and curved posteriors in reach, axis moves the spikes and separate modes
+        of each coordinate.
+    n_simulations : int, default=200
+        Simulated-volume replicates for the uncertainty.
+    max_iterations : int, default=100000
+        Cap on iterations of each run (reaching it fails the ``"iterations"`` check).
+    """
+
+    n_live: int = 250
+    n_runs: int = 2
+    dlogz: float = 0.01
+    n_replace: int = None
+    n_slice_steps: int = None
+    max_step_out: int = 10
+    axis_fraction: float = 0.5
+    n_simulations: int = 200
+    max_iterations: int = 100_000
+
+    def __post_init__(self):
+        set_ = lambda name, value: object.__setattr__(self, name, value)  # noqa: E731 (frozen dataclass)
+        set_("n_live", check_positive_int(self.n_live, "n_live", minimum=2))
+        set_("n_runs", check_positive_int(self.n_runs, "n_runs"))
+        set_("dlogz", check_fraction(self.dlogz, "dlogz", high=np.inf))
+        if self.n_replace is not None:
+            n_replace = check_positive_int(self.n_replace, "n_replace")
+            if n_replace > self.n_live // 2:
+                raise ValueError(f"n_replace must be at most n_live // 2 = {self.n_live // 2}, got {n_replace}")
+            set_("n_replace", n_replace)
+        if self.n_slice_steps is not None:
+            set_("n_slice_steps", check_positive_int(self.n_slice_steps, "n_slice_steps"))
+        set_("max_step_out", check_positive_int(self.max_step_out, "max_step_out", minimum=0))
+        set_("axis_fraction", check_fraction(self.axis_fraction, "axis_fraction", high=1.0 + 1e-12, closed_low=True))
+        set_("n_simulations", check_positive_int(self.n_simulations, "n_simulations", minimum=2))
+        set_("max_iterations", check_positive_int(self.max_iterations, "max_iterations"))
+
+    def resolved(self, n_params):
+        """A copy with the ``None`` defaults filled in for a model of ``n_params`` parameters."""
+        return replace(self, n_replace=self.n_replace or max(1, self.n_live // 4),
+                       n_slice_steps=self.n_slice_steps or max(10, 3 * n_params))
+
+
+def _make_config(config, settings):
+    """An :class:`NSConfig` from a config object and/or keyword settings (keywords win)."""
+    if config is not None and not isinstance(config, NSConfig):
+        raise TypeError(f"config must be an NSConfig, got {type(config).__name__}")
+    names = {f.name for f in fields(NSConfig)}
+    unknown = sorted(set(settings) - names)
+    if unknown:
+        raise TypeError(f"unknown NS setting(s) {unknown}; the settings are {sorted(names)}")
+    return NSConfig(**{**({} if config is None else asdict(config)), **settings})
+
+
+MIN_INSERTION_PVALUE = 0.01
+MIN_RUNS_PVALUE = 0.01
+
+
+def _diagnostics(config, runs, run_log_z, run_std, n_params):
+    """Convergence checks of a set of NS runs (see :func:`nested_sampling_log_evidence`, Notes)."""
+    ranks = np.concatenate([r.insertion_ranks for r in runs])
+    p_insertion = insertion_rank_pvalue(ranks, config.n_live - config.n_replace)
+    n_iterations = max(r.n_iterations for r in runs)
+    out = {
+        "insertion_rank": check(p_insertion, MIN_INSERTION_PVALUE, not p_insertion < MIN_INSERTION_PVALUE),
+        "iterations": check(n_iterations, config.max_iterations, all(r.finished for r in runs)),
+        "live_points": check(config.n_live, n_params + 1, config.n_live > n_params),
+    }
+    if len(runs) > 1:
+        # Do the runs agree within their simulated errors? chi^2 with n_runs - 1 degrees of freedom.
+        weights = 1.0 / np.asarray(run_std) ** 2
+        mean = np.sum(weights * run_log_z) / np.sum(weights)
+        chi2 = float(np.sum(weights * (run_log_z - mean) ** 2))
+        p_runs = float(stats.chi2.sf(chi2, len(runs) - 1))
+        out["runs_agreement"] = check(p_runs, MIN_RUNS_PVALUE, p_runs >= MIN_RUNS_PVALUE)
+    return out
+
+
+def nested_sampling_log_evidence(model, X, y=None, *, config=None, random_state=None, verbose=0, **settings):
     """Nested-sampling estimate of ``log p(y | X)`` for any protocol model.
 
     Parameters
@@ -141,58 +289,51 @@ def nested_sampling_log_evidence(model, X, y=None, *, n_live=500, n_runs=1, dlog
         per-datum log-likelihood).
     X : ndarray of shape (n_samples, n_features)
     y : ndarray of shape (n_samples,), default=None
-    n_live : int, default=500
-        Number of live points (of each run).
-    n_runs : int, default=1
-        Independent runs, merged into one with ``n_runs * n_live`` live points.
-        With two or more, the reported error is the larger of the simulated
-        spread and the spread of the runs' own estimates over ``sqrt(n_runs)``,
-        which also sees what the simulation cannot: on multimodal posteriors
-        (mixtures) local moves cannot carry live points between the separated
-        pieces of the constrained prior, and single runs then scatter several
-        times their simulated error (measured on the paper's mixture at N=1e3:
-        sd 3-4 nats across seeds against a reported 0.6-1).
-    dlogz : float, default=0.01
-        Stop when the live points' remaining evidence, ``X * mean(L_live)``,
-        would change ``log Z`` by less than this.
-    n_replace : int, default=None
-        Live points replaced per iteration (all moved in one vectorised batch);
-        None means ``max(1, n_live // 4)`` (the volume bookkeeping stays exact for
-        any batch; larger batches cut the per-iteration overhead). Must be at most ``n_live // 2``.
-    n_slice_steps : int, default=None
-        Slice moves per replacement; None means ``max(10, 3 * n_params)``. With
-        ``n_params`` steps a replacement still remembers its starting live point
-        and ``log Z`` comes out high (measured +1.5 nats on a 20-d correlated
-        Gaussian); ``info["start_correlation"]`` reports that memory.
-    max_step_out : int, default=10
-        Stepping-out budget of each slice move.
-    n_simulations : int, default=200
-        Simulated-volume replicates for the uncertainty.
-    max_iterations : int, default=100000
-        Safety cap on iterations (a warning is logged if reached).
+    config : NSConfig, default=None
+        The settings as one object; None means the defaults.
     random_state : int, numpy.random.Generator or None, default=None
     verbose : int, default=0
         ``>= 1`` shows a progress bar (tqdm, if installed) and logs progress.
+    **settings
+        Fields of :class:`NSConfig` (e.g. ``n_live=500``), overriding ``config``.
 
     Returns
     -------
     result : EvidenceResult
-        ``log_evidence_std`` is the simulated-volume spread; ``info`` holds
-        ``"std_simulated"``, ``"std_information"`` (``sqrt(H / n_live)``),
-        ``"information"``, ``"n_iterations"`` and slice statistics; ``samples``
-        and ``log_weights`` are the dead and final live points with their
-        posterior importance weights (logsumexp equals ``log_evidence``).
+        ``log_evidence_std`` is the larger of the simulated-volume spread and
+        (with ``n_runs >= 2``) the runs' spread over ``sqrt(n_runs)``;
+        ``diagnostics``/``converged`` hold the checks below; ``info`` holds
+        ``"std_simulated"``, ``"std_between_runs"``, ``"std_information"``
+        (``sqrt(H / n_live)``), ``"information"``, ``"n_iterations"``,
+        ``"insertion_pvalue"`` and slice statistics; ``samples`` and
+        ``log_weights`` are the dead and final live points with their posterior
+        importance weights (logsumexp equals ``log_evidence``).
+
+    Warns
+    -----
+    EvidenceConvergenceWarning
+        When a check fails (``result.converged`` is then False).
 
     Notes
     -----
     Skilling, "Nested sampling for general Bayesian computation" (2006); the
     thesis "Evidence Estimation Using Stochastic Likelihood Approximations",
-    Sec. 3.2, Eq. (3.21)-(3.27) and Algorithm 5. The two uncertainties: the
-    classical ``sqrt(H / n_live)`` is an asymptotic formula for a constant live
-    count, whereas the simulated spread redraws the shrinkage factors of this
-    very run, so it is the one reported. Neither accounts for correlation left
-    by a too-short constrained move, which is why ``n_slice_steps`` grows with
-    the dimension.
+    Sec. 3.2, Eq. (3.21)-(3.27) and Algorithm 5. Replacements are whitened
+    slice moves under the likelihood constraint; the whitening comes from the
+    surviving live points *other than* the moves' start points, so no move's
+    kernel depends on where it started.
+
+    The checks (``result.diagnostics``):
+
+    - ``"insertion_rank"``: the KS p-value of the ranks at which replacements
+      land among the surviving live points (Fowlie, Handley and Su, "Nested
+      sampling cross-checks using order statistics", 2020), at least 0.01;
+    - ``"iterations"``: every run reached ``dlogz`` before ``max_iterations``;
+    - ``"live_points"``: ``n_live > n_params``; with fewer, the live points'
+      covariance that shapes the slice moves is rank-deficient, and separated
+      modes are easily lost for good;
+    - ``"runs_agreement"`` (``n_runs >= 2``): the chi-square p-value of the runs'
+      estimates against their simulated errors, at least 0.01.
 
     Examples
     --------
@@ -204,64 +345,48 @@ def nested_sampling_log_evidence(model, X, y=None, *, n_live=500, n_runs=1, dlog
     True
     """
     start_time = time.perf_counter()
-    X, y = _check_data(X, y)
-    n_live = _check_positive_int(n_live, "n_live", minimum=2)
-    n_runs = _check_positive_int(n_runs, "n_runs")
-    if n_replace is None:
-        n_replace = max(1, n_live // 4)
-    n_replace = _check_positive_int(n_replace, "n_replace")
-    if n_replace > n_live // 2:
-        raise ValueError(f"n_replace must be at most n_live // 2 = {n_live // 2}, got {n_replace}")
-    if not (isinstance(dlogz, (int, float, np.floating)) and dlogz > 0):
-        raise ValueError(f"dlogz must be a positive number, got {dlogz!r}")
-    n_params = model.n_params
-    if n_slice_steps is None:
-        n_slice_steps = max(10, 3 * n_params)
-    n_slice_steps = _check_positive_int(n_slice_steps, "n_slice_steps")
-    max_step_out = _check_positive_int(max_step_out, "max_step_out", minimum=0)
+    X, y = check_data(X, y)
+    config = _make_config(config, settings).resolved(model.n_params)
     rng = make_generator(random_state)
-    n_rows = len(X)
 
     def log_lik_fn(theta):
-        return _log_lik_sum(model, theta, X, y)
+        return log_lik_sum(model, theta, X, y)
 
     bar = progress_bar(verbose, total=None, desc="NS", leave=False)
-    runs = [_ns_run(rng, model, log_lik_fn, n_live, n_replace, dlogz, n_slice_steps, max_step_out, max_iterations,
-                    bar, verbose) for _ in range(n_runs)]
+    with single_threaded_blas():
+        runs = [_ns_run(rng, model, log_lik_fn, config, bar, verbose) for _ in range(config.n_runs)]
     if bar is not None:
         bar.close()
-
-    if n_runs == 1:
+    if config.n_runs == 1:
         run = runs[0]
         dead_log_lik, dead_n_live, live_log_lik = run.dead_log_lik, run.dead_n_live, run.live_log_lik
         samples = np.vstack([run.dead_points, run.live])
     else:
         dead_log_lik, dead_n_live, samples, live_log_lik = merge_ns_runs(runs)
     log_z, log_weights, information = ns_quadrature(dead_log_lik, dead_n_live, live_log_lik)
-    simulated = simulate_ns_log_evidence(rng, dead_log_lik, dead_n_live, live_log_lik, n_simulations)
-    std_simulated = float(np.std(simulated, ddof=1))
-    std_information = float(np.sqrt(information / (n_live * n_runs)))
-    run_log_z = np.array([log_z] if n_runs == 1 else
-                         [ns_quadrature(r.dead_log_lik, r.dead_n_live, r.live_log_lik)[0] for r in runs])
+    std_simulated = float(np.std(simulate_ns_log_evidence(rng, dead_log_lik, dead_n_live, live_log_lik,
+                                                          config.n_simulations), ddof=1))
+    run_log_z = np.array([ns_quadrature(r.dead_log_lik, r.dead_n_live, r.live_log_lik)[0] for r in runs])
+    run_std = [float(np.std(simulate_ns_log_evidence(rng, r.dead_log_lik, r.dead_n_live, r.live_log_lik,
+                                                     config.n_simulations), ddof=1)) for r in runs]
     # The runs are independent, so their spread sees every source of error, including what the volume
-    # simulation cannot: live points that local moves cannot carry between the pieces of a multimodal
-    # constrained prior (measured 3-4 times the simulated spread on the mixture).
+    # simulation cannot (lost modes, replacements that remember their start).
+    n_runs = config.n_runs
     std_between_runs = float(np.std(run_log_z, ddof=1) / np.sqrt(n_runs)) if n_runs > 1 else float("nan")
     std = std_simulated if n_runs == 1 else max(std_simulated, std_between_runs)
-    slice_totals = np.sum([r.slice_totals for r in runs], axis=0)
+    diagnostics = _diagnostics(config, runs, run_log_z, run_std, model.n_params)
+    converged = warn_not_converged("ns", diagnostics)
     start_corr = np.concatenate([r.start_correlations for r in runs])
-    info = dict(std_simulated=std_simulated, std_information=std_information, information=information,
-                std_between_runs=std_between_runs, log_evidence_runs=run_log_z.tolist(),
-                n_iterations=int(sum(r.n_iterations for r in runs)), n_dead=len(dead_log_lik),
-                final_slice_width=float(np.mean([r.width for r in runs])),
-                slice=SliceInfo(*(int(t) for t in slice_totals))._asdict(),
-                log_evidence_simulated_mean=float(np.mean(simulated)),
-                start_correlation=float(np.nanmean(start_corr)) if start_corr.size else float("nan"))
-    settings = dict(n_live=n_live, n_runs=n_runs, dlogz=dlogz, n_replace=n_replace, n_slice_steps=n_slice_steps,
-                    max_step_out=max_step_out, n_simulations=n_simulations)
+    info = dict(std_simulated=std_simulated, std_information=float(np.sqrt(information / (config.n_live * n_runs))),
+                information=information, std_between_runs=std_between_runs, log_evidence_runs=run_log_z.tolist(),
+                std_simulated_runs=run_std, n_iterations=int(sum(r.n_iterations for r in runs)),
+                n_dead=len(dead_log_lik), final_slice_width=float(np.mean([r.width for r in runs])),
+                slice=SliceInfo(*(int(t) for t in np.sum([r.slice_totals for r in runs], axis=0)))._asdict(),
+                insertion_pvalue=diagnostics["insertion_rank"]["value"],
+                start_correlation=float(np.nanmean(start_corr)) if np.any(np.isfinite(start_corr)) else float("nan"))
     n_calls = sum(r.n_calls for r in runs)
-    return EvidenceResult(log_z, std, "ns", float(n_calls), int(n_calls * n_rows),
-                          time.perf_counter() - start_time, settings, samples, log_weights, info)
+    return EvidenceResult(log_z, std, "ns", float(n_calls), int(n_calls * len(X)), time.perf_counter() - start_time,
+                          asdict(config), samples, log_weights, info, diagnostics, converged)
 
 
 class _Run(NamedTuple):
@@ -277,45 +402,57 @@ class _Run(NamedTuple):
     slice_totals: np.ndarray
     start_correlations: np.ndarray
     width: float
+    insertion_ranks: np.ndarray = np.empty(0, dtype=int)
+    finished: bool = True
 
 
-def _ns_run(rng, model, log_lik_fn, n_live, n_replace, dlogz, n_slice_steps, max_step_out, max_iterations, bar,
-            verbose):
-    """One nested-sampling run with ``n_live`` live points (see :func:`nested_sampling_log_evidence`)."""
+def _remove_worst(live_log_lik, n_replace, log_volume):
+    """Indices of the ``n_replace`` worst live points, their live counts and log shells, the new log volume.
+
+    Removing the ``k`` lowest of ``n`` at once is removing them one at a time with
+    ``n, n-1, ..., n-k+1`` live points.
+    """
+    n_live = len(live_log_lik)
+    order = np.argsort(live_log_lik, kind="stable")
+    counts = n_live - np.arange(n_replace)
+    volume_steps = -1.0 / counts
+    log_volumes = log_volume + np.cumsum(volume_steps)
+    log_prev = np.concatenate([[log_volume], log_volumes[:-1]])
+    return order[:n_replace], order[n_replace:], counts, log_prev + log1mexp(volume_steps), float(log_volumes[-1])
+
+
+def _ns_run(rng, model, log_lik_fn, config, bar, verbose):
+    """One nested-sampling run with ``config.n_live`` live points (see :func:`nested_sampling_log_evidence`)."""
+    n_live, n_replace = config.n_live, config.n_replace
     live = np.asarray(model.sample_prior(rng, n_live), dtype=float)
     live_log_prior = np.asarray(model.log_prior(live), dtype=float)
     live_log_lik = log_lik_fn(live)
     n_calls = n_live
-    dead_points, dead_log_lik, dead_n_live = [], [], []
-    log_volume = 0.0
-    log_z = -np.inf
+    dead_points, dead_log_lik, dead_n_live, ranks, start_corr = [], [], [], [], []
+    log_volume, log_z = 0.0, -np.inf
     width = np.sqrt(model.n_params)
     slice_totals = np.zeros(4, dtype=np.int64)
-    start_corr = []
-    iteration = 0
-    for iteration in range(1, max_iterations + 1):
-        order = np.argsort(live_log_lik, kind="stable")
-        worst, survivors = order[:n_replace], order[n_replace:]
-        # Remove the k worst as if one at a time: live counts n, n-1, ..., n-k+1.
-        counts = n_live - np.arange(n_replace)
-        volume_steps = -1.0 / counts
-        log_volumes = log_volume + np.cumsum(volume_steps)
-        log_prev = np.concatenate([[log_volume], log_volumes[:-1]])
-        log_shells = log_prev + log1mexp(volume_steps)
+    iteration, finished = 0, False
+    for iteration in range(1, config.max_iterations + 1):
+        worst, survivors, counts, log_shells, log_volume = _remove_worst(live_log_lik, n_replace, log_volume)
         log_z = np.logaddexp(log_z, logsumexp(live_log_lik[worst] + log_shells))
-        log_volume = float(log_volumes[-1])
         dead_points.append(live[worst])
         dead_log_lik.append(live_log_lik[worst])
         dead_n_live.append(counts)
         log_lik_min = live_log_lik[worst[-1]]
 
-        # Replace by slice moves from distinct surviving points (all satisfy the new bound).
+        # Replace by slice moves from distinct surviving points (all satisfy the new bound). The
+        # whitening comes from the other survivors: a kernel shaped by its own start point is not
+        # invariant, and the replacements drift.
         start = rng.choice(survivors, size=n_replace, replace=False)
-        factor = preconditioner_from_samples(live[survivors], dense=True)
+        others = np.setdiff1d(survivors, start)
+        factor = preconditioner_from_samples(live[others if len(others) > 1 else survivors], dense=True)
         new, new_log_prior, new_log_lik, info = constrained_slice_sample(
             rng, live[start], live_log_prior[start], live_log_lik[start], log_lik_min,
-            model.log_prior, log_lik_fn, factor, width=width, n_steps=n_slice_steps, max_step_out=max_step_out)
+            model.log_prior, log_lik_fn, factor, width=width, n_steps=config.n_slice_steps,
+            max_step_out=config.max_step_out, axis_fraction=config.axis_fraction)
         n_calls += info.n_likelihood_calls
+        ranks.append(np.searchsorted(np.sort(live_log_lik[survivors]), new_log_lik))
         start_corr.append(_rank_correlation(live_log_lik[start], new_log_lik))
         slice_totals += np.array(info)
         width = adapt_slice_width(width, info)
@@ -329,13 +466,11 @@ def _ns_run(rng, model, log_lik_fn, n_live, n_replace, dlogz, n_slice_steps, max
         if verbose >= 2 and iteration % 100 == 0:
             logger.info("NS iteration %d: log Z = %.4f, remaining dlogz = %.3g, width = %.3g",
                         iteration, log_z, delta, width)
-        if delta < dlogz:
+        if delta < config.dlogz:
+            finished = True
             break
-    else:
-        logger.warning("nested sampling stopped at max_iterations=%d before reaching dlogz=%g",
-                       max_iterations, dlogz)
     return _Run(np.vstack(dead_points), np.concatenate(dead_log_lik), np.concatenate(dead_n_live), live, live_log_lik,
-                n_calls, iteration, slice_totals, np.array(start_corr), float(width))
+                n_calls, iteration, slice_totals, np.array(start_corr), float(width), np.concatenate(ranks), finished)
 
 
 def merge_ns_runs(runs):

@@ -13,7 +13,8 @@ with shapes ``(n_chains,)``, ``(n_chains, n_params)`` and ``(n_chains, ...)``;
 log-likelihood there for its next weight update).
 
 The mass matrix is given through ``inv_mass_factor`` ``L`` with inverse mass
-``M^-1 = L L^T`` (a vector for a diagonal ``L``): momenta are ``r ~ N(0, I)`` in
+``M^-1 = L L^T`` (a vector for a diagonal ``L``, or a stack of matrices, one per
+equal contiguous block of chains): momenta are ``r ~ N(0, I)`` in
 whitened units and the position moves by ``step_size * L r``, i.e. HMC with
 kinetic energy ``r.r / 2``. See "Approximate inference", Sec. 2.3.2 (HMC) in the
 project papers and Neal, "MCMC using Hamiltonian dynamics" (2011).
@@ -24,7 +25,7 @@ from typing import NamedTuple
 import numpy as np
 
 __all__ = ["HMCState", "HMCInfo", "hmc_init", "hmc_step", "leapfrog", "adapt_step_size",
-           "preconditioner_from_samples"]
+           "preconditioner_from_samples", "held_out_preconditioners"]
 
 
 class HMCState(NamedTuple):
@@ -79,13 +80,27 @@ def hmc_init(position, log_density_fn):
 
 
 def _apply(factor, v):
-    """``L v`` row-wise for a diagonal (vector) or lower-triangular (matrix) factor."""
-    return v * factor if factor.ndim == 1 else v @ factor.T
+    """``L v`` row-wise for a diagonal (vector), lower-triangular (matrix) or per-group (stack) factor.
+
+    A stack ``(n_groups, n_params, n_params)`` applies ``factor[g]`` to the ``g``-th of
+    ``n_groups`` equal contiguous blocks of chains.
+    """
+    if factor.ndim == 1:
+        return v * factor
+    if factor.ndim == 2:
+        return v @ factor.T
+    blocks = v.reshape(len(factor), -1, v.shape[1])
+    return np.einsum("gnj,gij->gni", blocks, factor).reshape(v.shape)
 
 
 def _apply_t(factor, v):
     """``L^T v`` row-wise."""
-    return v * factor if factor.ndim == 1 else v @ factor
+    if factor.ndim == 1:
+        return v * factor
+    if factor.ndim == 2:
+        return v @ factor
+    blocks = v.reshape(len(factor), -1, v.shape[1])
+    return np.einsum("gnj,gji->gni", blocks, factor).reshape(v.shape)
 
 
 def leapfrog(state, momentum, log_density_fn, step_size, n_leapfrog, inv_mass_factor):
@@ -268,3 +283,55 @@ def preconditioner_from_samples(samples, log_weights=None, *, dense=True, shrink
         return np.linalg.cholesky(cov)
     except np.linalg.LinAlgError:
         return np.sqrt(variances)
+
+
+def held_out_preconditioners(samples, log_weights=None, n_folds=2, *, dense=True):
+    """One inverse-mass factor per fold of chains, each estimated from the *other* folds.
+
+    A mass matrix estimated from the population it then moves makes each chain's
+    kernel depend on that chain's own position, and such a kernel does not leave
+    its target invariant (with tens of dimensions and a few hundred chains the
+    chain's own share of the covariance is large; in AIS the distortion adds up
+    over temperatures into a biased ``log Z``). Estimating fold ``g``'s factor
+    from the other folds only keeps every chain's kernel independent of where that
+    chain is.
+
+    Parameters
+    ----------
+    samples : ndarray of shape (n_particles, n_params)
+        Ordered in ``n_folds`` equal contiguous blocks.
+    log_weights : ndarray of shape (n_particles,), default=None
+        Unnormalised log-weights; ``-inf`` (or NaN) entries are left out.
+    n_folds : int, default=2
+        At least 2.
+    dense : bool, default=True
+        See :func:`preconditioner_from_samples`.
+
+    Returns
+    -------
+    inv_mass_factors : ndarray of shape (n_folds, n_params, n_params)
+        For :func:`hmc_step` (a diagonal factor is returned as a diagonal matrix).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> x = np.random.default_rng(0).normal(size=(400, 2)) * [1.0, 3.0]
+    >>> held_out_preconditioners(x, n_folds=4, dense=False).shape
+    (4, 2, 2)
+    """
+    samples = np.asarray(samples, dtype=float)
+    n_particles, n_params = samples.shape
+    if n_folds < 2 or n_particles % n_folds:
+        raise ValueError(f"n_folds must be >= 2 and divide the {n_particles} particles, got {n_folds}")
+    log_weights = np.zeros(n_particles) if log_weights is None else np.asarray(log_weights, dtype=float)
+    fold = np.repeat(np.arange(n_folds), n_particles // n_folds)
+    alive = np.isfinite(log_weights)
+    out = np.empty((n_folds, n_params, n_params))
+    for g in range(n_folds):
+        keep = alive & (fold != g)
+        if keep.sum() < 2:  # the other folds are all dead: no scale information, use the identity
+            out[g] = np.eye(n_params)
+            continue
+        factor = preconditioner_from_samples(samples[keep], log_weights[keep], dense=dense)
+        out[g] = factor if factor.ndim == 2 else np.diag(factor)
+    return out

@@ -13,7 +13,12 @@ The transition leaves the constrained prior invariant for any slice-vector
 distribution that does not depend on the current point; here ``v = width * L u``
 with ``u`` uniform on the unit sphere and ``L`` a fixed factor (e.g. the Cholesky
 factor of the live points' covariance), i.e. whitened random-direction slice
-sampling.
+sampling, or, for a fraction ``axis_fraction`` of the moves, ``v = width * s_j e_j``
+along a random coordinate axis ``j`` scaled by that coordinate's standard
+deviation ``s_j`` under ``L L^T``. Axis moves reach what random directions in
+many dimensions almost never do: one coordinate far out in a heavy tail, or in
+its other mode, while the rest stay put (products of heavy-tailed or multimodal
+factors, whose constrained prior is spiked along the axes).
 
 Every chain moves at once: stepping out and shrinkage run as masked loops over
 all chains still active, with one batched likelihood call per round. The
@@ -60,8 +65,24 @@ def _on_slice(points, log_height, log_lik_min, log_prior_fn, log_lik_fn):
     return prior_ok & (log_lik > log_lik_min), log_lik, int(prior_ok.sum())
 
 
+def _slice_vectors(rng, n_chains, factor, width, axis_fraction):
+    """Slice vectors ``width * L u`` (``u`` uniform on the sphere) or, with probability ``axis_fraction``,
+    ``width * s_j e_j`` along a random axis; drawn independently of the chains' positions."""
+    n_params = factor.shape[0]
+    unit = rng.standard_normal((n_chains, n_params))
+    unit /= np.linalg.norm(unit, axis=1, keepdims=True)
+    vector = width * (unit * factor if factor.ndim == 1 else unit @ factor.T)
+    on_axis = rng.uniform(size=n_chains) < axis_fraction
+    if np.any(on_axis):
+        scales = np.abs(factor) if factor.ndim == 1 else np.sqrt(np.sum(factor**2, axis=1))
+        axes = rng.integers(0, n_params, size=int(on_axis.sum()))
+        vector[on_axis] = 0.0
+        vector[np.flatnonzero(on_axis), axes] = width * scales[axes]
+    return vector
+
+
 def constrained_slice_step(rng, position, log_prior, log_lik, log_lik_min, log_prior_fn, log_lik_fn,
-                           direction_factor, width=1.0, max_step_out=10, max_shrink=100):
+                           direction_factor, width=1.0, max_step_out=10, max_shrink=100, axis_fraction=0.0):
     """One whitened random-direction slice move per chain, under ``log L > log_lik_min``.
 
     Parameters
@@ -86,6 +107,9 @@ def constrained_slice_step(rng, position, log_prior, log_lik, log_lik_min, log_p
     max_shrink : int, default=100
         Cap on shrinkage rounds; a chain that reaches it keeps its point (valid,
         a null move), and is counted in ``info.n_stuck``.
+    axis_fraction : float, default=0.0
+        Probability that a chain's move runs along a random coordinate axis
+        instead of a whitened random direction.
 
     Returns
     -------
@@ -109,9 +133,7 @@ def constrained_slice_step(rng, position, log_prior, log_lik, log_lik_min, log_p
     log_lik_min = np.broadcast_to(np.asarray(log_lik_min, dtype=float), (n_chains,))
     # Slice height under the prior density (log space).
     log_height = log_prior + np.log(rng.uniform(size=n_chains))
-    unit = rng.standard_normal((n_chains, n_params))
-    unit /= np.linalg.norm(unit, axis=1, keepdims=True)
-    vector = width * (unit * factor if factor.ndim == 1 else unit @ factor.T)
+    vector = _slice_vectors(rng, n_chains, factor, width, axis_fraction)
     upper = rng.uniform(size=n_chains)
     lower = upper - 1.0
     n_calls = n_expand = n_contract = 0
@@ -169,7 +191,7 @@ def constrained_slice_step(rng, position, log_prior, log_lik, log_lik_min, log_p
 
 
 def constrained_slice_sample(rng, position, log_prior, log_lik, log_lik_min, log_prior_fn, log_lik_fn,
-                             direction_factor, width=1.0, n_steps=10, max_step_out=10):
+                             direction_factor, width=1.0, n_steps=10, max_step_out=10, axis_fraction=0.0):
     """Apply :func:`constrained_slice_step` ``n_steps`` times (fresh directions each time).
 
     Parameters are those of :func:`constrained_slice_step`; ``n_steps`` is the
@@ -195,7 +217,7 @@ def constrained_slice_sample(rng, position, log_prior, log_lik, log_lik_min, log
     for _ in range(int(n_steps)):
         position, log_prior, log_lik, info = constrained_slice_step(
             rng, position, log_prior, log_lik, log_lik_min, log_prior_fn, log_lik_fn, direction_factor,
-            width=width, max_step_out=max_step_out)
+            width=width, max_step_out=max_step_out, axis_fraction=axis_fraction)
         totals += np.array(info)
     return position, log_prior, log_lik, SliceInfo(*(int(t) for t in totals))
 

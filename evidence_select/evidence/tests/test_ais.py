@@ -14,8 +14,11 @@ import numpy as np
 import pytest
 
 from evidence_select.datasets import make_linear_regression
-from evidence_select.evidence._ais import ais_log_evidence, next_tempering, sigmoid_schedule
+from threadpoolctl import threadpool_limits
+
+from evidence_select.evidence._ais import AISConfig, ais_log_evidence, next_tempering, sigmoid_schedule
 from evidence_select.evidence._result import EvidenceResult
+from evidence_select.exceptions import EvidenceConvergenceWarning
 from evidence_select.models import LinearGaussianModel
 from evidence_select.models._targets import (BimodalTarget, BoxGaussianTarget, GaussianTarget,
                                              correlated_gaussian_target)
@@ -33,6 +36,7 @@ X_DUMMY = np.zeros((1, 1))
 def test_analytic_targets(target, seed):
     res = ais_log_evidence(target, X_DUMMY, n_chains=160, random_state=seed)
     assert isinstance(res, EvidenceResult) and res.method == "ais"
+    assert res.converged and set(res.diagnostics) >= {"ess_per_temperature", "group_agreement", "stationarity"}
     assert 0 < res.log_evidence_std < MAX_STD
     assert abs(res.log_evidence - target.exact_log_evidence()) < K_SIGMA * res.log_evidence_std
 
@@ -99,3 +103,39 @@ def test_schedule_helpers():
 def test_bad_arguments(kwargs, match):
     with pytest.raises(ValueError, match=match):
         ais_log_evidence(GaussianTarget(np.zeros(2)), X_DUMMY, **kwargs)
+
+
+def test_settings_object_and_unknown_settings():
+    target = GaussianTarget(np.zeros(2), cov=0.1)
+    a = ais_log_evidence(target, X_DUMMY, config=AISConfig(n_chains=48), random_state=0)
+    b = ais_log_evidence(target, X_DUMMY, n_chains=48, random_state=0)
+    assert a.log_evidence == b.log_evidence and a.settings == b.settings and a.settings["n_chains"] == 48
+    with pytest.raises(TypeError, match="unknown AIS setting"):
+        ais_log_evidence(target, X_DUMMY, n_chain=48)
+    with pytest.raises(TypeError, match="AISConfig"):
+        ais_log_evidence(target, X_DUMMY, config={"n_chains": 48})
+
+
+@pytest.mark.parametrize("kwargs, failed", [(dict(n_chains=16), "ess_per_temperature"),
+                                            (dict(schedule="sigmoid", n_temperatures=2), "ess_per_temperature"),
+                                            (dict(n_repeats=2), "error_from_groups")],
+                         ids=["too-few-chains", "too-few-temperatures", "too-few-groups"])
+def test_misspecified_runs_are_not_converged(kwargs, failed):
+    # 2 chains per group, or a 10-d posterior reached in two temperatures, collapse each group onto
+    # one or two particles: the run must say so rather than report a confident number.
+    target = correlated_gaussian_target(10, correlation=0.5)
+    with pytest.warns(EvidenceConvergenceWarning, match=failed):
+        res = ais_log_evidence(target, X_DUMMY, random_state=0, **{"n_chains": 160, **kwargs})
+    assert not res.converged and not res.diagnostics[failed]["passed"]
+
+
+def test_result_does_not_depend_on_blas_threads():
+    # A selector's joblib workers run BLAS with fewer threads than the parent; AIS must give the
+    # same number either way (multi-threaded matrix products sum in a different order).
+    data = make_linear_regression(300, n_features=3, random_state=0)
+    model = LinearGaussianModel(3)
+    results = []
+    for threads in (1, 2):
+        with threadpool_limits(limits=threads, user_api="blas"):
+            results.append(ais_log_evidence(model, data.X, data.y, n_chains=32, random_state=0).log_evidence)
+    assert results[0] == results[1]

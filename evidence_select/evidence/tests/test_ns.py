@@ -10,7 +10,9 @@ import pytest
 from scipy import stats
 
 from evidence_select.datasets import make_linear_regression
-from evidence_select.evidence._ns import nested_sampling_log_evidence, ns_quadrature, simulate_ns_log_evidence
+from evidence_select.evidence._ns import (NSConfig, insertion_rank_pvalue, nested_sampling_log_evidence,
+                                         ns_quadrature, simulate_ns_log_evidence)
+from evidence_select.exceptions import EvidenceConvergenceWarning
 from evidence_select.models import LinearGaussianModel
 from evidence_select.models._targets import BoxGaussianTarget, GaussianTarget, correlated_gaussian_target
 
@@ -163,3 +165,48 @@ def test_several_runs_report_their_spread():
     assert abs(res.log_evidence - target.exact_log_evidence()) < K_SIGMA * res.log_evidence_std
     assert np.isclose(np.logaddexp.reduce(res.log_weights), res.log_evidence)
     assert len(res.samples) == len(res.log_weights)
+
+
+def test_settings_object_and_unknown_settings():
+    target = GaussianTarget(np.zeros(2), cov=0.1)
+    a = nested_sampling_log_evidence(target, X_DUMMY, config=NSConfig(n_live=40), random_state=0)
+    b = nested_sampling_log_evidence(target, X_DUMMY, n_live=40, random_state=0)
+    assert a.log_evidence == b.log_evidence and a.settings["n_live"] == 40 and a.settings["n_slice_steps"] == 10
+    with pytest.raises(TypeError, match="unknown NS setting"):
+        nested_sampling_log_evidence(target, X_DUMMY, n_lives=40)
+
+
+def test_default_run_passes_its_checks():
+    target = correlated_gaussian_target(6, correlation=0.9)
+    res = nested_sampling_log_evidence(target, X_DUMMY, random_state=0)
+    assert res.settings["n_runs"] == 2 and res.converged
+    assert set(res.diagnostics) == {"insertion_rank", "iterations", "live_points", "runs_agreement"}
+    assert res.log_evidence_std == max(res.info["std_simulated"], res.info["std_between_runs"])
+    assert abs(res.log_evidence - target.exact_log_evidence()) < K_SIGMA * res.log_evidence_std
+
+
+def test_too_few_live_points_and_iterations_are_not_converged():
+    target = correlated_gaussian_target(10, correlation=0.9)
+    with pytest.warns(EvidenceConvergenceWarning, match="live_points"):
+        res = nested_sampling_log_evidence(target, X_DUMMY, n_live=6, random_state=0)
+    assert not res.converged
+    with pytest.warns(EvidenceConvergenceWarning, match="iterations"):
+        res = nested_sampling_log_evidence(target, X_DUMMY, n_live=40, max_iterations=5, random_state=0)
+    assert not res.converged
+
+
+def test_insertion_rank_test_catches_replacements_that_remember_their_start():
+    # One slice step per replacement in 10 correlated dimensions: new points stay near their (above-
+    # threshold) start, rank too high, and log Z reads high. The insertion-rank test must flag it.
+    target = correlated_gaussian_target(10, correlation=0.9)
+    with pytest.warns(EvidenceConvergenceWarning, match="insertion_rank"):
+        res = nested_sampling_log_evidence(target, X_DUMMY, n_live=100, n_slice_steps=1, axis_fraction=0.0,
+                                           random_state=0)
+    assert not res.converged and res.info["insertion_pvalue"] < 0.01
+
+
+def test_insertion_rank_pvalue():
+    rng = np.random.default_rng(0)
+    assert insertion_rank_pvalue(rng.integers(0, 31, size=5000), 30) > 0.01
+    assert insertion_rank_pvalue(np.minimum(rng.integers(0, 31, size=5000) + 3, 30), 30) < 1e-6
+    assert np.isnan(insertion_rank_pvalue(np.arange(5), 30))
