@@ -311,7 +311,8 @@ class BayesianMixture(DensityMixin, BaseSGAISEstimator):
         theta = self.sgais_state_.particles
         _, means, log_variances = self.model_.unpack(theta)
         top = int(np.argmax(self.log_weights_))
-        scale = np.exp(0.5 * log_variances[top])  # (K, d); may overflow to inf or underflow to 0 on extreme data
+        with np.errstate(over="ignore"):  # inf or 0 on extreme data: the costs below treat it as "far"
+            scale = np.exp(0.5 * log_variances[top])  # (K, d)
         permutations = np.empty((len(theta), self.model_.n_components), dtype=np.intp)
         for i in range(len(theta)):  # K x K assignment per particle; K and n_particles are small
             with np.errstate(over="ignore", divide="ignore", invalid="ignore"):

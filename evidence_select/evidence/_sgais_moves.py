@@ -207,10 +207,13 @@ def jump_kernel(rng, context, particles, target):
     """
     model, n_past, theta = context.model, context.n_seen, particles.theta
     res_X, _ = reservoir_data(context.reservoir)
-    proposal, log_proposal_ratio = model.propose_jump(
-        rng, theta, context.X, chunk_weight=target.tempering, past_X=res_X if n_past else None,
-        past_weight=target.past_power * n_past / len(res_X) if n_past else 0.0, n_groups=context.n_groups)
-    log_accept, past, n_evaluations = jump_log_acceptance(context, theta, proposal, log_proposal_ratio, target)
+    # Far outside the unit scale a proposal can overflow (a variance's exp, a kernel density's scale); its
+    # NaN or infinite log acceptance then rejects it below, so numpy's overflow warnings carry no news here.
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        proposal, log_proposal_ratio = model.propose_jump(
+            rng, theta, context.X, chunk_weight=target.tempering, past_X=res_X if n_past else None,
+            past_weight=target.past_power * n_past / len(res_X) if n_past else 0.0, n_groups=context.n_groups)
+        log_accept, past, n_evaluations = jump_log_acceptance(context, theta, proposal, log_proposal_ratio, target)
     accepted = np.log(rng.random(len(theta))) < log_accept  # NaN compares False: rejected
     if past is not None:
         past = np.where(accepted, past[len(theta):], past[:len(theta)])
