@@ -129,6 +129,7 @@ def test_classifier_requires_classes_first_and_checks_labels():
     assert proba.shape == (50, 5)
 
 
+@pytest.mark.slow
 def test_mixture_labels_consistent_and_density_normalised():
     data = make_mixture(3000, random_state=0)
     gmm = BayesianMixture(5, random_state=0).fit(data.X)

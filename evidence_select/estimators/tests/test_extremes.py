@@ -109,6 +109,7 @@ def test_features_scaled_by(kind, scale):
 
 
 @STALLED_ANNEALING_EXPECTED
+@pytest.mark.slow
 def test_mixture_on_tiny_scale_warns_and_stays_finite():
     """Variances far below the inverse-gamma prior's: a scale warning, slow annealing, no NaN."""
     X = MIX.X[:200] * 1e-6

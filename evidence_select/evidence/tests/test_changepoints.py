@@ -94,6 +94,7 @@ def shift_runs():
     return (in_order, _shift_selector().fit(in_order.X)), (shuffled, _shift_selector().fit(shuffled.X))
 
 
+@pytest.mark.slow
 def test_shift_stream_change_points_within_one_chunk(shift_runs):
     (data, selector), _ = shift_runs
     found = detect_change_points(selector)
@@ -103,6 +104,7 @@ def test_shift_stream_change_points_within_one_chunk(shift_runs):
         assert np.all(np.abs(detect_change_points(estimator) - np.array(data.change_points)) < CHUNK)
 
 
+@pytest.mark.slow
 def test_shuffled_stream_has_no_change_points(shift_runs):
     _, (_, selector) = shift_runs
     assert detect_change_points(selector).tolist() == []
@@ -110,6 +112,7 @@ def test_shuffled_stream_has_no_change_points(shift_runs):
         assert detect_change_points(estimator).tolist() == []
 
 
+@pytest.mark.slow
 def test_in_order_and_shuffled_final_evidences_agree(shift_runs):
     # Paper Sec. 7.2: the in-order and shuffled final log evidences agree within 3 combined reported errors.
     # Measured (seed 0): in-order 0.6, 1.9 and 5.2 nats below the shuffled stream for K=3/5/7, errors 0.6/52/11
@@ -125,6 +128,7 @@ def test_in_order_and_shuffled_final_evidences_agree(shift_runs):
     assert np.all(shortfall < 15.0), shortfall
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", [1, 2])
 def test_surprise_threshold_keeps_the_evidence_across_the_first_change_point(seed):
     # The first 1250 rows of the reduced stream: 1000 from 3 clusters, then one chunk with 2 new ones. Flagged by

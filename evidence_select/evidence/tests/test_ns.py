@@ -185,6 +185,7 @@ def test_default_run_passes_its_checks():
     assert abs(res.log_evidence - target.exact_log_evidence()) < K_SIGMA * res.log_evidence_std
 
 
+@pytest.mark.slow
 def test_too_few_live_points_and_iterations_are_not_converged():
     target = correlated_gaussian_target(10, correlation=0.9)
     with pytest.warns(EvidenceConvergenceWarning, match="live_points"):

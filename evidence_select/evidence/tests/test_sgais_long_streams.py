@@ -82,6 +82,7 @@ def test_stationary_linear_stream_beyond_the_reservoir_is_not_flagged():
     assert abs(estimator.log_evidence_ - exact) < 5 * estimator.log_evidence_std_
 
 
+@pytest.mark.slow
 def test_classifier_boundary_shift_after_the_reservoir_within_its_error_or_flagged():
     # The boundary turns at row 400, after the 200-row reservoir filled; unflagged, the estimate ends 3-8 nats
     # high against a 1-nat std (3 seeds). Bridge sampling (full data, ~0.01-nat error) is the reference.
@@ -92,6 +93,7 @@ def test_classifier_boundary_shift_after_the_reservoir_within_its_error_or_flagg
     check_within_error_or_flagged(estimator, caught, reference.log_evidence, reference.log_evidence_std)
 
 
+@pytest.mark.slow
 def test_mixture_cluster_appearing_after_the_reservoir_within_its_error_or_flagged():
     # A second cluster appears at row 300, after the 200-row reservoir filled: restarts, excursions and the global
     # moves, which found such clusters, all need the exact past likelihood and stop.

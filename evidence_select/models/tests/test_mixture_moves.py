@@ -73,6 +73,7 @@ def _prior_statistics(model, theta):
                             log_v.mean(axis=(1, 2)), log_v.max(axis=(1, 2))])
 
 
+@pytest.mark.slow
 def test_refit_kernel_leaves_the_prior_invariant():
     # Metropolis-Hastings with the refit proposal and the prior as target, from prior draws: after 30 steps
     # (each particle accepts ~3 moves) the particles must still be prior draws. 5 statistics against 2e5 fresh

@@ -9,6 +9,7 @@ from evidence_select.datasets import make_linear_regression, make_mixture, make_
 pd = pytest.importorskip("pandas")
 
 
+@pytest.mark.slow
 def test_demo_runs_small_and_reports(capsys, tmp_path):
     plot = tmp_path / "demo.png"
     pytest.importorskip("matplotlib")

@@ -16,6 +16,9 @@ from evidence_select.selection import _distributed
 
 distributed = pytest.importorskip("distributed")
 
+# Worker start-up and cross-backend runs: the whole module is long (CI runs it with -m "slow or not slow").
+pytestmark = pytest.mark.slow
+
 FAST = dict(n_particles=8, n_replicates=2, batch_size=100, reservoir_size=1000)
 BACKEND_PARAMS = {"sgais": None, "ais": {"n_chains": 16, "n_repeats": 2},
                   "ns": {"n_live": 30, "n_simulations": 20}, "bridge": {}}
