@@ -114,7 +114,7 @@ for method, settings in methods.items():
     print(f"{method:>6}: log Z = {r.log_evidence:9.2f} +/- {r.log_evidence_std:.2f}   "
           f"{r.n_datum_evaluations:.2e} per-datum likelihood terms, {cpu:5.2f} s CPU")
 
-print("posterior mode (w, b):", np.round(results["bridge"].info["theta_map"], 2), " true:", np.append(true_w, true_b))
+print("posterior mean (w, b):", np.round(results["bridge"].samples.mean(axis=0), 2), " true:", np.append(true_w, true_b))
 
 # %%
 # What the figure shows
