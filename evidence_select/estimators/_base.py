@@ -133,6 +133,7 @@ class BaseSGAISEstimator(BaseEstimator):
         "step_size_schedule": [StrOptions({"tempered", "data"})],
         "integrator": [StrOptions({"baoab", "sghmc"})],
         "reservoir_size": [Interval(Integral, 1, None, closed="left")],
+        "exact_move_rows": [Interval(Integral, 0, None, closed="left")],
         "random_state": ["random_state"],
         "verbose": ["verbose"],
     }
@@ -145,7 +146,7 @@ class BaseSGAISEstimator(BaseEstimator):
             initial_mcmc_factor=self.initial_mcmc_factor,
             target_ess=float(self.target_ess), resample_threshold=float(self.resample_threshold),
             control_variates=bool(self.control_variates), step_size_schedule=self.step_size_schedule,
-            reservoir_size=self.reservoir_size, integrator=self.integrator)
+            reservoir_size=self.reservoir_size, integrator=self.integrator, exact_move_rows=self.exact_move_rows)
 
     # -- streaming -----------------------------------------------------------------------
     def _partial_fit(self, X, y, classes, *, reset):

@@ -50,6 +50,12 @@ engine adapts these choices to the particles; for each:
   and mini-batch noise, no accept/reject): this is the one bias that more
   particles do not remove; it shrinks with ``learning_rate`` (BAOAB removes it
   for Gaussian targets);
+- *the exact HMC kernel* on the first rows (``exact_move_rows``):
+  Metropolis-corrected, so exactly invariant for a fixed mass and step; each
+  particle's mass comes from the other particles of its group (its own position
+  left out, its resampled copies not) and the step from earlier acceptance
+  rates, an adaptive choice of kernel from the population: consistent, like the
+  schedule;
 - *the global moves' proposals* (mixtures: refits drawn from the particle
   population): Metropolis-Hastings with the exact tempered target while the
   reservoir holds every past row, so invariant for the population they were
@@ -100,7 +106,7 @@ chunk.
 The paper's settings are ``n_particles=10, n_replicates=1 (std unavailable),
 learning_rate=0.1, friction=0.2, n_mcmc_steps=20, target_ess=0.5,
 resample_threshold=0, control_variates=False, step_size_schedule="data",
-integrator="sghmc"`` (:data:`PAPER_SETTINGS`, without the replicate count).
+integrator="sghmc", exact_move_rows=0`` (:data:`PAPER_SETTINGS`, without the replicate count).
 """
 
 import math

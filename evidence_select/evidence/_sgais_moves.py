@@ -1,13 +1,23 @@
-"""SGAIS move kernels: SGHMC on the tempered target, then a model's global Metropolis-Hastings moves.
+"""SGAIS move kernels: SGHMC or exact HMC on the tempered target, then a model's global Metropolis-Hastings moves.
 
 The target of a move is ``p(theta) p(chunk|theta)^tempering p(past|theta)^past_power``
 (:class:`MoveTarget`). The kernels of one move run in sequence
 (:func:`move_kernels`); each takes ``(rng, context, particles, target)`` and
 returns ``(particles, counts, past_log_lik)``:
 
-- :func:`sghmc_kernel`: SGHMC (paper Eq. 3-4) or BAOAB on the potential whose
-  past-data gradient is a reservoir mini-batch scaled by ``n / |B|``, with the
-  control variates of :mod:`._sgais_reference`;
+- :func:`exact_hmc_kernel`: on the first rows of a stream (every row seen
+  stored, at most ``exact_move_rows`` of them), Metropolis-corrected HMC on the
+  exact target, each particle's mass from the other particles of its group
+  (:func:`~evidence_select.kernels._particle_hmc.particle_hmc_move`). There the
+  particles travel farthest, from the prior to a posterior that may be orders of
+  magnitude narrower in some directions and as wide as the prior in others (a
+  nearly separable classifier, a stream sorted by class), and SGHMC's step,
+  bounded by the stiffest direction's curvature, cannot follow; the exact
+  target costs no more than a few mini-batch gradients there;
+- :func:`sghmc_kernel`: otherwise SGHMC (paper Eq. 3-4) or BAOAB on the
+  potential whose past-data gradient is a reservoir mini-batch scaled by
+  ``n / |B|``, with the control variates of :mod:`._sgais_reference`, at a cost
+  that does not grow with the rows seen;
 - :func:`jump_kernel`: one Metropolis-Hastings step with the model's
   ``propose_jump`` (mixtures: relocate a component, or redraw the whole
   configuration), whose acceptance needs ``log p(past|theta)``.
@@ -21,6 +31,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from ..kernels._particle_hmc import particle_hmc_move
 from ..kernels._reservoir import reservoir_data
 from ..kernels._sghmc import TRAJECTORIES
 from ._ais import _log_lik_sum
@@ -28,7 +39,7 @@ from ._sgais_reference import past_grad_sum
 from ._sgais_state import StepCounts
 
 __all__ = ["ChunkContext", "MoveTarget", "GradientBlock", "chunk_context", "move", "move_kernels", "sghmc_kernel",
-           "jump_kernel", "past_log_likelihood", "jump_log_acceptance"]
+           "exact_hmc_kernel", "jump_kernel", "past_log_likelihood", "jump_log_acceptance"]
 
 
 class GradientBlock(NamedTuple):
@@ -61,6 +72,7 @@ class ChunkContext(NamedTuple):
     block: GradientBlock
     use_cv: bool  # control variates active (references exist and there is a past)
     scales: tuple  # (chunk_scales, past_scales, max_step), each (n_params,) or None
+    exact_step: np.ndarray  # (n_groups,) exact HMC's adapted leapfrog steps, carried between moves; None: SGHMC
 
 
 class MoveTarget(NamedTuple):
@@ -94,15 +106,24 @@ def chunk_context(state, X, y, model, config):
     # scales ~1e12, and the prior term alone then diverges).
     prior_variances = getattr(model, "prior_variances", None)
     max_step = None if prior_variances is None else config.learning_rate * np.asarray(prior_variances, dtype=float)
-    return ChunkContext(model, config, X, y, state.n_samples_seen, state.log_weights.shape[0], state.reservoir,
-                        block, use_cv, (chunk_scales, past_scales, max_step))
+    n_groups = state.log_weights.shape[0]
+    exact_step = (np.full(n_groups, EXACT_INITIAL_STEP)
+                  if uses_exact_moves(config, state.n_samples_seen, n_chunk, state.reservoir.n_stored) else None)
+    return ChunkContext(model, config, X, y, state.n_samples_seen, n_groups, state.reservoir,
+                        block, use_cv, (chunk_scales, past_scales, max_step), exact_step)
+
+
+def uses_exact_moves(config, n_seen, n_chunk, n_stored):
+    """Whether a chunk's particles move by :func:`exact_hmc_kernel`: every row seen is stored, within the budget."""
+    return n_stored == n_seen and n_seen + n_chunk <= config.exact_move_rows
 
 
 def move_kernels(context, target):
-    """The kernels of one move on ``target``: SGHMC, then the model's global moves when asked and offered."""
+    """The kernels of one move on ``target``: exact HMC or SGHMC, then the model's global moves when asked and offered."""
+    local = sghmc_kernel if context.exact_step is None else exact_hmc_kernel
     if target.jump and hasattr(context.model, "propose_jump"):
-        return (sghmc_kernel, jump_kernel)
-    return (sghmc_kernel,)
+        return (local, jump_kernel)
+    return (local,)
 
 
 def move(rng, context, particles, target):
@@ -195,6 +216,46 @@ def sghmc_kernel(rng, context, particles, target):
             f"SGHMC diverged (non-finite particles) on the chunk after {context.n_seen} samples at tempering "
             f"{target.tempering:.3g}, step size {np.max(size):.3g}; lower learning_rate or standardise the features")
     return particles._replace(theta=theta), StepCounts(n_evaluations=n_evaluations), None
+
+
+#: Exact HMC: leapfrog steps per transition; gradients per move relative to the SGHMC move it replaces
+#: (``n_mcmc_steps * EXACT_MOVE_FACTOR / EXACT_LEAPFROG`` transitions); first leapfrog step in whitened units.
+EXACT_LEAPFROG = 5
+EXACT_MOVE_FACTOR = 2
+EXACT_INITIAL_STEP = 0.5
+
+
+def exact_hmc_kernel(rng, context, particles, target):
+    """Metropolis-corrected HMC on the exact ``target``, each particle's mass from its group's other particles.
+
+    Runs while the reservoir holds every past row (:func:`uses_exact_moves`), so
+    the target is evaluated exactly and every transition leaves it invariant.
+    The groups' adapted leapfrog steps are carried in ``context.exact_step`` to
+    the chunk's next move. The references are left as they are.
+    """
+    model = context.model
+    past_X, past_y = reservoir_data(context.reservoir)
+    n_chunk = len(context.X)
+    data_X = np.concatenate([context.X, past_X])
+    data_y = None if context.y is None else np.concatenate([context.y, past_y])
+    weights = np.full(len(data_X), target.past_power)
+    weights[:n_chunk] = target.tempering
+
+    def log_density(theta):
+        # A leapfrog trajectory can leave the region where the model's terms are finite (a mixture's variance
+        # overflowing); the non-finite energy then rejects it, so numpy's warnings carry no news here.
+        with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
+            log_density = model.log_prior(theta) + model.log_likelihood(theta, data_X, data_y) @ weights
+            grad = model.grad_log_prior(theta) + model.grad_log_likelihood(theta, data_X, data_y, weights)
+        return log_density, grad, None
+
+    n_transitions = max(1, EXACT_MOVE_FACTOR * target.n_mcmc_steps // EXACT_LEAPFROG)
+    theta, info = particle_hmc_move(rng, particles.theta, log_density, n_groups=context.n_groups,
+                                    step_size=context.exact_step, n_transitions=n_transitions,
+                                    log_weights=particles.log_weights, n_leapfrog=EXACT_LEAPFROG)
+    context.exact_step[:] = info.step_size
+    counts = StepCounts(n_evaluations=info.n_evaluations * len(theta) * len(data_X))
+    return particles._replace(theta=theta), counts, None
 
 
 def jump_kernel(rng, context, particles, target):

@@ -46,7 +46,10 @@ class SGAISConfig(NamedTuple):
 
     ``surprise_budget`` bounds the work of restarts and excursions: their
     datum evaluations stay within that multiple of the stream's own (plus the
-    overrun of one restart or excursion).
+    overrun of one restart or excursion). ``exact_move_rows``: while every row
+    seen (chunk included) is stored and there are at most this many, particles
+    move by Metropolis-corrected HMC on the exact tempered target instead of SGHMC
+    (:func:`~._sgais_moves.exact_hmc_kernel`); 0 never does.
     """
 
     n_particles: int = 20
@@ -71,12 +74,13 @@ class SGAISConfig(NamedTuple):
     restart_on_surprise: bool = False
     restart_growth: float = None
     surprise_budget: float = 4.0
+    exact_move_rows: int = 2000
 
 
 #: The settings of the paper's Sec. 6.1 (for reproduction and comparison).
 PAPER_SETTINGS = dict(n_particles=10, learning_rate=0.1, friction=0.2, n_mcmc_steps=20, target_ess=0.5,
                       resample_threshold=0.0, control_variates=False, step_size_schedule="data",
-                      integrator="sghmc")
+                      integrator="sghmc", exact_move_rows=0)
 
 
 class SGAISState(NamedTuple):

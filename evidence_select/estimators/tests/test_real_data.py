@@ -99,8 +99,6 @@ def _binary_logistic_reference(X, y, prior_variance, n_draws=50_000):
     return float(log_w.max() + np.log(ratios.mean())), float(ratios.std() / ratios.mean() / np.sqrt(n_draws))
 
 
-@pytest.mark.xfail(strict=True, reason="the class-sorted stream needs exact, particle-preconditioned moves "
-                   "(kernels/_particle_hmc.py) on its first chunks, not yet a move kernel of the engine (issue 16)")
 def test_class_sorted_breast_cancer_within_error_bars(breast_cancer):
     """200 standardised breast-cancer rows sorted by class, chunks of 50: the first chunks hold one class, whose
     likelihood pushes the intercept towards the prior's edge; the estimate must still cover the reference (or warn).

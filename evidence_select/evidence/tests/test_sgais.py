@@ -235,7 +235,7 @@ def test_jump_acceptance_is_the_ratio_of_the_tempered_targets():
     reservoir, _ = reservoir_insert(rng, reservoir_init(1000, 2, None), past, None)
     theta = model.sample_prior(rng, 5)
     proposal, log_q_ratio = model.propose_jump(rng, theta, chunk)
-    context = ChunkContext(model, None, chunk, None, 80, 1, reservoir, None, False, None)
+    context = ChunkContext(model, None, chunk, None, 80, 1, reservoir, None, False, None, None)
     log_accept, _, _ = jump_log_acceptance(context, theta, proposal, log_q_ratio, MoveTarget(0.3, 0.6, 1, True))
 
     def log_target(t):
