@@ -216,3 +216,23 @@ def _json_default(value):
     if isinstance(value, np.ndarray):
         return value.tolist()
     return str(value)
+
+
+def write_rst_table(path, header, cells, script, argv=None):
+    """A reStructuredText grid table of ``cells``, headed by the command that wrote it (for ``.. include::``)."""
+    command = f"python benchmarks/{script} " + " ".join(sys.argv[1:] if argv is None else argv)
+    widths = [max(len(text) for text in column) for column in zip(header, *cells)]
+    rule = "+" + "+".join("-" * (w + 2) for w in widths) + "+"
+
+    def line(row):
+        return "| " + " | ".join(text.ljust(w) for text, w in zip(row, widths)) + " |"
+
+    load = ", ".join(f"{value:.1f}" for value in os.getloadavg())
+    lines = [f"Written by ``{command.strip()}`` (commit {git_commit()}, load average {load}).", "", rule,
+             line(header), rule.replace("-", "=")]
+    for row in cells:
+        lines += [line(row), rule]
+    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+    with open(path, "w") as fh:
+        fh.write("\n".join(lines) + "\n")
+    print(f"wrote {path}")

@@ -6,6 +6,8 @@ Usage::
     python benchmarks/bench_real.py --quick         # breast cancer prior 1/10 file+sorted, iris, diabetes; 2 seeds
     python benchmarks/bench_real.py --recompute     # recompute the cached references
     python benchmarks/bench_real.py --cases bc_s10_sorted,iris
+    python benchmarks/bench_real.py --exact-move-rows 0   # SGHMC from the first row (no exact moves)
+    python benchmarks/bench_real.py --doc-table doc/user_guide/generated   # also the user guide's table
 
 Prints a markdown table and writes ``benchmarks/results/real.json``.
 
@@ -38,7 +40,7 @@ import warnings
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _common import RESULTS_DIR, pairwise_agreement, run_metadata, save_json  # noqa: E402
+from _common import RESULTS_DIR, pairwise_agreement, run_metadata, save_json, write_rst_table  # noqa: E402
 
 from evidence_select import BayesianLinearRegressor, BayesianLogisticClassifier, log_evidence  # noqa: E402
 
@@ -157,7 +159,8 @@ def references(cases, recompute):
 
 
 # -- SGAIS runs ----------------------------------------------------------------------------
-def run_case(case, seeds):
+def run_case(case, seeds, settings=None):
+    """Every seed's run of ``case``; ``settings`` are extra estimator parameters (e.g. ``exact_move_rows``)."""
     data_name, order, spec, _ = case
     X, y = _order(*load_case_data(data_name), order)
     runs = []
@@ -166,7 +169,7 @@ def run_case(case, seeds):
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             try:
-                est = make_estimator(spec, seed).fit(X, y)
+                est = make_estimator(spec, seed).set_params(**(settings or {})).fit(X, y)
                 value, std = float(est.log_evidence_), float(est.log_evidence_std_)
                 error = None
             except ValueError as exc:  # a refusal (e.g. unscaled target) is a valid outcome
@@ -206,15 +209,21 @@ def summarise(name, runs, reference):
                 refusal=refused[0] if refused else None)
 
 
+def table_cells(rows):
+    """The table's header and one list of cell texts per row."""
+    header = ["case", "SGAIS mean", "reported std", "seed spread", "reference +/- std", "max pull",
+              "within max(3 sigma, 2)", "warnings", "verdict", "CPU s/run"]
+    cells = [[r["case"], f"{r['mean']:.2f}", f"{r['mean_std']:.2f}", f"{r['spread']:.2f}",
+              f"{r['reference']:.2f} +/- {r['reference_std']:.2f}", f"{r['max_pull']:.1f}",
+              f"{r['n_within']}/{r['n_runs']}", ", ".join(r["warnings"]) or "none", r["verdict"],
+              f"{r['cpu_seconds']:.1f}"] for r in rows]
+    return header, cells
+
+
 def table(rows):
-    lines = ["| case | SGAIS mean | reported std | seed spread | reference +/- std | max pull | within max(3 sigma, 2) "
-             "| warnings | verdict | CPU s/run |", "|---|---|---|---|---|---|---|---|---|---|"]
-    for r in rows:
-        lines.append(f"| {r['case']} | {r['mean']:.2f} | {r['mean_std']:.2f} | {r['spread']:.2f} | "
-                     f"{r['reference']:.2f} +/- {r['reference_std']:.2f} | {r['max_pull']:.1f} | "
-                     f"{r['n_within']}/{r['n_runs']} | {', '.join(r['warnings']) or 'none'} | {r['verdict']} | "
-                     f"{r['cpu_seconds']:.1f} |")
-    return lines
+    header, cells = table_cells(rows)
+    return ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)] + ["| " + " | ".join(row) + " |"
+                                                                          for row in cells]
 
 
 def main(argv=None):
@@ -224,6 +233,10 @@ def main(argv=None):
     parser.add_argument("--cases", default=None, help="comma-separated case names (default: all or the quick set)")
     parser.add_argument("--seeds", type=int, default=None)
     parser.add_argument("--output", default=os.path.join(RESULTS_DIR, "real.json"))
+    parser.add_argument("--exact-move-rows", type=int, default=None,
+                        help="the estimators' exact_move_rows (default: theirs; 0 runs SGHMC from the first row)")
+    parser.add_argument("--doc-table", metavar="DIR", default=None,
+                        help="also write the table as DIR/real_data.rst (included by the user guide)")
     args = parser.parse_args(argv)
     cases = all_cases()
     chosen = args.cases.split(",") if args.cases else (QUICK_CASES if args.quick else list(cases))
@@ -235,12 +248,16 @@ def main(argv=None):
     refs = references(cases, args.recompute)
     rows = []
     for name, case in cases.items():
-        runs = run_case(case, seeds)
+        settings = {} if args.exact_move_rows is None else dict(exact_move_rows=args.exact_move_rows)
+        runs = run_case(case, seeds, settings)
         rows.append(summarise(name, runs, refs[reference_key(case[0], case[2])]) | dict(runs=runs))
         print(table([rows[-1]])[-1], flush=True)
     print("\n".join(table(rows)))
     save_json(args.output, dict(meta=run_metadata(sys.argv), rows=rows, references=refs))
     print(f"wrote {args.output}")
+    if args.doc_table:
+        header, cells = table_cells(rows)
+        write_rst_table(os.path.join(args.doc_table, "real_data.rst"), header, cells, "bench_real.py", argv)
 
 
 if __name__ == "__main__":

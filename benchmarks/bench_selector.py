@@ -49,7 +49,7 @@ from evidence_select import (BayesianLinearRegressor, BayesianMixture, EvidenceM
 from evidence_select.datasets import make_linear_regression, make_mixture  # noqa: E402
 from evidence_select.selection._averaging import log_model_prior, log_model_probabilities  # noqa: E402
 from evidence_select.selection._shift import shift_stream  # noqa: E402
-from _common import git_commit  # noqa: E402
+from _common import write_rst_table  # noqa: E402
 
 RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results", "selector.json")
 
@@ -215,26 +215,6 @@ def _print_markdown(header, cells):
         print("| " + " | ".join(row) + " |")
 
 
-def _write_rst_table(path, header, cells, argv):
-    """A reStructuredText grid table of ``cells``, headed by the command that wrote it (for ``.. include::``)."""
-    command = "python benchmarks/bench_selector.py " + " ".join(sys.argv[1:] if argv is None else argv)
-    widths = [max(len(text) for text in column) for column in zip(header, *cells)]
-    rule = "+" + "+".join("-" * (w + 2) for w in widths) + "+"
-
-    def line(row):
-        return "| " + " | ".join(text.ljust(w) for text, w in zip(row, widths)) + " |"
-
-    load = ", ".join(f"{value:.1f}" for value in os.getloadavg())
-    lines = [f"Written by ``{command}`` (commit {git_commit()}, load average {load}).", "", rule, line(header),
-             rule.replace("-", "=")]
-    for row in cells:
-        lines += [line(row), rule]
-    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
-    with open(path, "w") as fh:
-        fh.write("\n".join(lines) + "\n")
-    print(f"wrote {path}")
-
-
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true")
@@ -298,7 +278,7 @@ def main(argv=None):
         _print_markdown(header, cells)
         if args.doc_table:
             name = "selector_shift" + ("_no_restart" if args.no_restart else "")
-            _write_rst_table(os.path.join(args.doc_table, name + ".rst"), header, cells, argv)
+            write_rst_table(os.path.join(args.doc_table, name + ".rst"), header, cells, "bench_selector.py", argv)
     if "shift-full" in args.only:
         print(f"\n## The paper's full shift stream (100,000 rows): in order (restarts={not args.no_restart}) vs "
               "shuffled", flush=True)
@@ -312,7 +292,7 @@ def main(argv=None):
         _print_markdown(header, cells)
         if args.doc_table:
             name = "selector_shift_full" + ("_no_restart" if args.no_restart else "")
-            _write_rst_table(os.path.join(args.doc_table, name + ".rst"), header, cells, argv)
+            write_rst_table(os.path.join(args.doc_table, name + ".rst"), header, cells, "bench_selector.py", argv)
     out["load_average_end"] = os.getloadavg()
     os.makedirs(os.path.dirname(RESULTS), exist_ok=True)
     if os.path.exists(RESULTS):  # --only runs update their studies and keep the others

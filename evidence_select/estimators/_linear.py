@@ -85,7 +85,7 @@ class BayesianLinearRegressor(RegressorMixin, BaseSGAISEstimator):
     integrator : {"baoab", "sghmc"}, default="baoab"
         Langevin discretisation: BAOAB (exact for Gaussian targets, so no bias
         accumulates over a long stream) or the paper's SGHMC update, Eq. (3).
-    exact_move_rows : int, default=2000
+    exact_move_rows : int, default=1000
         While every row seen is stored in the reservoir and there are at most this
         many, particles move by Metropolis-corrected HMC on the exact tempered
         posterior, preconditioned by the particles themselves, instead of SGHMC
@@ -169,7 +169,7 @@ class BayesianLinearRegressor(RegressorMixin, BaseSGAISEstimator):
                  n_particles=20, n_replicates=2, batch_size=500, learning_rate=0.1, friction=0.2, n_mcmc_steps=5,
                  initial_mcmc_factor=2, target_ess=0.9, resample_threshold=0.5, control_variates=True,
                  step_size_schedule="tempered",
-                 integrator="baoab", reservoir_size=100_000, exact_move_rows=2000, random_state=None, verbose=0):
+                 integrator="baoab", reservoir_size=100_000, exact_move_rows=1000, random_state=None, verbose=0):
         self.noise_variance = noise_variance
         self.prior_scale = prior_scale
         self.intercept_scale = intercept_scale

@@ -126,7 +126,7 @@ class BayesianMixture(DensityMixin, BaseSGAISEstimator):
     integrator : {"baoab", "sghmc"}, default="baoab"
         Langevin discretisation: BAOAB (exact for Gaussian targets, so no bias
         accumulates over a long stream) or the paper's SGHMC update, Eq. (3).
-    exact_move_rows : int, default=2000
+    exact_move_rows : int, default=1000
         While every row seen is stored in the reservoir and there are at most this
         many, particles move by Metropolis-corrected HMC on the exact tempered
         posterior, preconditioned by the particles themselves, instead of SGHMC
@@ -211,7 +211,7 @@ class BayesianMixture(DensityMixin, BaseSGAISEstimator):
                  learning_rate=0.1, friction=0.2, n_mcmc_steps=10, initial_mcmc_factor=6, reheat_after_steps=12,
                  restarts=True, surprise_threshold=None, surprise_budget=4.0, target_ess=0.9, resample_threshold=0.5,
                  control_variates=True, step_size_schedule="tempered", integrator="baoab", reservoir_size=100_000,
-                 exact_move_rows=2000, random_state=None, verbose=0):
+                 exact_move_rows=1000, random_state=None, verbose=0):
         self.n_components = n_components
         self.weight_concentration = weight_concentration
         self.variance_shape = variance_shape

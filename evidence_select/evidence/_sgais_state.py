@@ -74,7 +74,7 @@ class SGAISConfig(NamedTuple):
     restart_on_surprise: bool = False
     restart_growth: float = None
     surprise_budget: float = 4.0
-    exact_move_rows: int = 2000
+    exact_move_rows: int = 1000
 
 
 #: The settings of the paper's Sec. 6.1 (for reproduction and comparison).
