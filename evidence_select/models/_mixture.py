@@ -16,6 +16,7 @@ import numpy as np
 from scipy.special import gammaln
 
 from ..utils import categorical_draws, logsumexp
+from ..utils._workspace import Workspace
 from ._mixture_moves import ConfigurationProposal, kmeans_plus_plus_centres
 from ._protocol import Model
 
@@ -66,6 +67,12 @@ class GaussianMixtureModel(Model):
         self.variance_scale = float(variance_scale)
         self.mean_prior_loc = float(mean_prior_loc)
         self.mean_variance_factor = float(mean_variance_factor)
+        # Scratch buffers of the gradient's densities, reused across SGHMC steps and chunks (see Workspace).
+        self._workspace = Workspace()
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        self.__dict__.setdefault("_workspace", Workspace())  # pickled before models had a workspace
 
     @property
     def n_params(self):
@@ -130,7 +137,7 @@ class GaussianMixtureModel(Model):
         """``log beta_k + log N(x_b; mu_k, diag sigma2_k)``, shape ``(n_particles, n_batch, K)``."""
         return self._stacked_component_log_density(theta, X).transpose(1, 2, 0)
 
-    def _stacked_component_log_density(self, theta, X):
+    def _stacked_component_log_density(self, theta, X, workspace=None):
         """:meth:`component_log_density` laid out ``(K, n_particles, n_batch)``.
 
         Reductions over the components then run along the leading axis, which
@@ -138,7 +145,9 @@ class GaussianMixtureModel(Model):
         ``K`` they took half of a nested-sampling run). The Gaussian exponent
         expands into ``[x^2, x, 1] . [-tau / 2, mu tau, const]`` per component,
         so the whole ``(K M, n)`` block is one matrix product with an inner
-        dimension of ``2 d + 1``, written once: no full-size temporaries.
+        dimension of ``2 d + 1``, written once: no full-size temporaries. With a
+        ``workspace`` it is written into that workspace's buffer, which the next
+        call with the same workspace overwrites.
         """
         X = np.asarray(X, dtype=float)
         coefficients = self._density_coefficients(theta)  # (K * M, 2 d + 1)
@@ -147,7 +156,8 @@ class GaussianMixtureModel(Model):
         np.square(X, out=features[:, :d])
         features[:, d: 2 * d] = X
         features[:, 2 * d] = 1.0
-        return (coefficients @ features.T).reshape(self.n_components, len(theta), len(X))
+        out = _buffer(workspace, "density", (len(coefficients), len(X)))
+        return np.matmul(coefficients, features.T, out=out).reshape(self.n_components, len(theta), len(X))
 
     def _density_coefficients(self, theta):
         """Per particle and component, the coefficients of ``[x^2, x, 1]`` in ``log beta_k + log N(x; mu_k, sigma2_k)``.
@@ -166,22 +176,26 @@ class GaussianMixtureModel(Model):
         return coefficients.reshape(K * n_particles, 2 * d + 1)
 
     def log_likelihood(self, theta, X, y=None):
-        comp = self._stacked_component_log_density(theta, X)
-        comp_max = comp.max(axis=0)
+        workspace = self._workspace
+        comp = self._stacked_component_log_density(theta, X, workspace)
+        comp_max = np.max(comp, axis=0, out=_buffer(workspace, "top", comp.shape[1:]))
         comp -= comp_max
         np.exp(comp, out=comp)
-        return comp_max + np.log(np.sum(comp, axis=0))
+        total = np.sum(comp, axis=0, out=_buffer(workspace, "total", comp.shape[1:]))
+        return comp_max + np.log(total, out=total)
 
-    def _stacked_responsibilities(self, theta, X, row_weights=None):
+    def _stacked_responsibilities(self, theta, X, row_weights=None, workspace=None):
         """Label probabilities ``(K, M, n)``, times ``row_weights`` (broadcast to ``(M, n)``) when given.
 
         In place on the densities' buffer: the weights join the normalisation
-        instead of a separate pass.
+        instead of a separate pass. With a ``workspace`` the result is that
+        workspace's buffer (valid until its next use).
         """
-        comp = self._stacked_component_log_density(theta, X)
-        comp -= comp.max(axis=0)
+        comp = self._stacked_component_log_density(theta, X, workspace)
+        comp -= np.max(comp, axis=0, out=_buffer(workspace, "top", comp.shape[1:]))
         np.exp(comp, out=comp)
-        scale = np.reciprocal(comp.sum(axis=0))
+        scale = np.sum(comp, axis=0, out=_buffer(workspace, "total", comp.shape[1:]))
+        np.reciprocal(scale, out=scale)
         if row_weights is not None:
             scale *= row_weights
         comp *= scale
@@ -195,7 +209,7 @@ class GaussianMixtureModel(Model):
         log_weights, means, log_variances = self.unpack(theta)
         X = np.asarray(X, dtype=float)
         n_particles, K, d = len(theta), self.n_components, self.n_features
-        resp = self._stacked_responsibilities(theta, X, weights)  # (K, M, n), times the row weights
+        resp = self._stacked_responsibilities(theta, X, weights, self._workspace)  # (K, M, n), times the row weights
         mass, first, second = self._component_moments(resp, X)
         precision = np.exp(-log_variances)
         grad_eta = mass[:, :-1] - np.exp(log_weights[:, :-1]) * mass.sum(axis=1, keepdims=True)
@@ -247,7 +261,7 @@ class GaussianMixtureModel(Model):
         floor = 1e-6 * scale  # a component on one row must not reach zero variance
         weights, variances = np.full((n_init, K), 1.0 / K), np.broadcast_to(scale / K, means.shape)
         for _ in range(n_iter):
-            resp = self._stacked_responsibilities(self.pack(weights, means, variances), X, w)
+            resp = self._stacked_responsibilities(self.pack(weights, means, variances), X, w, self._workspace)
             mass, first, second = self._component_moments(resp, X)
             mass = np.maximum(mass, 1e-300)
             means = first / mass[..., None]
@@ -414,3 +428,8 @@ class GaussianMixtureModel(Model):
                               axis=1)
             log_ratio[chosen] = log_q[:len(local)] - log_q[len(local):]
         return proposal[selected], log_ratio[selected]
+
+
+def _buffer(workspace, name, shape):
+    """``workspace``'s buffer for ``name`` and ``shape``, or None (numpy allocates) without a workspace."""
+    return None if workspace is None else workspace.get(name, shape)
