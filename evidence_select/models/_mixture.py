@@ -16,7 +16,7 @@ import numpy as np
 from scipy.special import gammaln
 
 from ..utils import categorical_draws, logsumexp
-from ..utils._workspace import Workspace
+from ..utils._workspace import Workspace, workspace_buffer
 from ._mixture_moves import ConfigurationProposal, kmeans_plus_plus_centres
 from ._protocol import Model
 
@@ -156,7 +156,7 @@ class GaussianMixtureModel(Model):
         np.square(X, out=features[:, :d])
         features[:, d: 2 * d] = X
         features[:, 2 * d] = 1.0
-        out = _buffer(workspace, "density", (len(coefficients), len(X)))
+        out = workspace_buffer(workspace, "density", (len(coefficients), len(X)))
         return np.matmul(coefficients, features.T, out=out).reshape(self.n_components, len(theta), len(X))
 
     def _density_coefficients(self, theta):
@@ -178,10 +178,10 @@ class GaussianMixtureModel(Model):
     def log_likelihood(self, theta, X, y=None):
         workspace = self._workspace
         comp = self._stacked_component_log_density(theta, X, workspace)
-        comp_max = np.max(comp, axis=0, out=_buffer(workspace, "top", comp.shape[1:]))
+        comp_max = np.max(comp, axis=0, out=workspace_buffer(workspace, "top", comp.shape[1:]))
         comp -= comp_max
         np.exp(comp, out=comp)
-        total = np.sum(comp, axis=0, out=_buffer(workspace, "total", comp.shape[1:]))
+        total = np.sum(comp, axis=0, out=workspace_buffer(workspace, "total", comp.shape[1:]))
         return comp_max + np.log(total, out=total)
 
     def _stacked_responsibilities(self, theta, X, row_weights=None, workspace=None):
@@ -192,9 +192,9 @@ class GaussianMixtureModel(Model):
         workspace's buffer (valid until its next use).
         """
         comp = self._stacked_component_log_density(theta, X, workspace)
-        comp -= np.max(comp, axis=0, out=_buffer(workspace, "top", comp.shape[1:]))
+        comp -= np.max(comp, axis=0, out=workspace_buffer(workspace, "top", comp.shape[1:]))
         np.exp(comp, out=comp)
-        scale = np.sum(comp, axis=0, out=_buffer(workspace, "total", comp.shape[1:]))
+        scale = np.sum(comp, axis=0, out=workspace_buffer(workspace, "total", comp.shape[1:]))
         np.reciprocal(scale, out=scale)
         if row_weights is not None:
             scale *= row_weights
@@ -429,7 +429,3 @@ class GaussianMixtureModel(Model):
             log_ratio[chosen] = log_q[:len(local)] - log_q[len(local):]
         return proposal[selected], log_ratio[selected]
 
-
-def _buffer(workspace, name, shape):
-    """``workspace``'s buffer for ``name`` and ``shape``, or None (numpy allocates) without a workspace."""
-    return None if workspace is None else workspace.get(name, shape)

@@ -20,7 +20,7 @@ import threading
 
 import numpy as np
 
-__all__ = ["Workspace"]
+__all__ = ["Workspace", "workspace_buffer"]
 
 # Buffers above this size are not kept: their allocation is negligible next to the
 # arithmetic that fills them, and keeping them would hold memory after a one-off call
@@ -60,20 +60,20 @@ class Workspace:
         completely (``out=`` arguments) before reading it. Buffers above
         32 MiB are fresh arrays every call.
         """
-        shape = tuple(int(n) for n in shape)
-        if 8 * np.prod(shape, dtype=float) > _MAX_BUFFER_BYTES:
-            return np.empty(shape)
-        buffers = getattr(self._local, "buffers", None)
-        if buffers is None:
+        try:
+            buffers = self._local.buffers
+        except AttributeError:  # first use in this thread
             buffers = self._local.buffers = collections.OrderedDict()
-        key = (name, shape)
+        key = (name, tuple(shape))
         buffer = buffers.get(key)
-        if buffer is None:
-            buffer = buffers[key] = np.empty(shape)
+        if buffer is not None:
+            buffers.move_to_end(key)
+            return buffer
+        buffer = np.empty(key[1])
+        if buffer.nbytes <= _MAX_BUFFER_BYTES:
+            buffers[key] = buffer
             if len(buffers) > _MAX_ENTRIES:
                 buffers.popitem(last=False)
-        else:
-            buffers.move_to_end(key)
         return buffer
 
     def __reduce__(self):
@@ -88,3 +88,8 @@ class Workspace:
 
     def __repr__(self):
         return "Workspace()"
+
+
+def workspace_buffer(workspace, name, shape):
+    """``workspace.get(name, shape)``, or None without a workspace (an ``out=None``: numpy allocates)."""
+    return None if workspace is None else workspace.get(name, shape)
