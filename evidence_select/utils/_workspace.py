@@ -5,7 +5,7 @@ densities at every SGHMC step. Fresh arrays of that size are above glibc's
 mmap threshold, so each step pays an ``mmap``/``munmap`` pair and a page fault
 per touched page, and how much depends on the allocator's settings: dask's
 worker nanny sets ``MALLOC_TRIM_THRESHOLD_``, which pins that threshold at
-its 128 KiB default and makes the same stream 1.5-2x slower in CPU time.
+its 128 KiB default, so the same stream costs markedly more CPU time there.
 Writing into a few reused buffers makes the cost independent of the allocator.
 
 The buffers belong to the object that computes with them (a model), per
@@ -15,36 +15,34 @@ checkpoint or a worker's unpickled model starts with an empty workspace and
 fills it on first use.
 """
 
-import collections
 import threading
 
 import numpy as np
 
 __all__ = ["Workspace", "workspace_buffer"]
 
-# Buffers above this size are not kept: their allocation is negligible next to the
-# arithmetic that fills them, and keeping them would hold memory after a one-off call
-# (say, scoring a million rows).
+# Requests above this size get fresh arrays: keeping them would hold memory after a one-off
+# call (say, scoring a million rows), and the hot loop's blocks are far smaller.
 _MAX_BUFFER_BYTES = 32 * 2**20
-# Distinct (name, shape) entries kept per thread; a stream uses a handful (chunk, mini-batch,
-# reservoir and EM row counts), the least recently used beyond this are dropped.
-_MAX_ENTRIES = 16
 
 
 class Workspace:
-    """Per-thread buffers keyed by a name and a shape; pickles and copies as an empty workspace.
+    """Per-thread scratch buffers by name; pickles and copies as an empty workspace.
 
-    Equal to every other workspace (it holds no parameters), so objects that
-    compare their attributes (models' ``__eq__``) are unaffected by it.
+    Each name owns one flat buffer per thread, grown to the largest request
+    so far; a request returns a view of its first ``prod(shape)`` entries, so
+    alternating shapes (a chunk's rows, then a mini-batch's) reuse one
+    allocation. Equal to every other workspace (it holds no parameters), so
+    objects that compare their attributes (models' ``__eq__``) are unaffected.
 
     Examples
     --------
-    >>> import pickle
+    >>> import numpy as np, pickle
     >>> workspace = Workspace()
-    >>> first = workspace.get("density", (2, 3))
-    >>> workspace.get("density", (2, 3)) is first
+    >>> first = workspace.get("density", (4, 3))
+    >>> np.shares_memory(workspace.get("density", (2, 3)), first)
     True
-    >>> workspace.get("density", (4, 3)) is first
+    >>> np.shares_memory(workspace.get("total", (4, 3)), first)
     False
     >>> pickle.loads(pickle.dumps(workspace)) == workspace
     True
@@ -54,27 +52,26 @@ class Workspace:
         self._local = threading.local()
 
     def get(self, name, shape):
-        """An uninitialised float64 buffer of ``shape`` for ``name``, the same array as the last call's when cached.
+        """An uninitialised C-contiguous float64 array of ``shape``, in ``name``'s buffer.
 
-        The content is whatever the previous user left; callers overwrite it
-        completely (``out=`` arguments) before reading it. Buffers above
-        32 MiB are fresh arrays every call.
+        The content is whatever the previous user left, and the next request
+        for ``name`` in this thread overwrites it: callers fill it completely
+        (``out=`` arguments) before reading, and finish with it before asking
+        for ``name`` again. Requests above 32 MiB are fresh arrays.
         """
+        size = 1
+        for n in shape:
+            size *= n
+        if 8 * size > _MAX_BUFFER_BYTES:
+            return np.empty(shape)
         try:
             buffers = self._local.buffers
         except AttributeError:  # first use in this thread
-            buffers = self._local.buffers = collections.OrderedDict()
-        key = (name, tuple(shape))
-        buffer = buffers.get(key)
-        if buffer is not None:
-            buffers.move_to_end(key)
-            return buffer
-        buffer = np.empty(key[1])
-        if buffer.nbytes <= _MAX_BUFFER_BYTES:
-            buffers[key] = buffer
-            if len(buffers) > _MAX_ENTRIES:
-                buffers.popitem(last=False)
-        return buffer
+            buffers = self._local.buffers = {}
+        buffer = buffers.get(name)
+        if buffer is None or buffer.size < size:
+            buffer = buffers[name] = np.empty(size)
+        return buffer[:size].reshape(shape)
 
     def __reduce__(self):
         # Buffers are scratch: a pickled or copied workspace is a new, empty one.
