@@ -90,8 +90,15 @@ class LinearGaussianModel(Model):
         return mean
 
     def log_likelihood(self, theta, X, y=None):
-        residual = np.asarray(y, dtype=float) - self.predict_mean(theta, X)
-        return -0.5 * (residual**2 / self.noise_variance + np.log(self.noise_variance) + _LOG_2PI)
+        # In place on the (particles, rows) array predict_mean allocated: one large array per call, not five.
+        out = self.predict_mean(theta, X)
+        np.subtract(np.asarray(y, dtype=float), out, out=out)
+        np.square(out, out=out)
+        out /= self.noise_variance
+        out += np.log(self.noise_variance)
+        out += _LOG_2PI
+        out *= -0.5
+        return out
 
     def grad_log_likelihood(self, theta, X, y, weights):
         X, y = np.asarray(X, dtype=float), np.asarray(y, dtype=float)

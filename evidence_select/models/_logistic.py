@@ -8,6 +8,7 @@ over-parameterised softmax, as in the paper) so that one code path serves all K.
 
 import numpy as np
 
+from ..utils._workspace import Workspace, workspace_buffer
 from ._protocol import Model, design_step_scales
 
 __all__ = ["SoftmaxRegressionModel"]
@@ -47,6 +48,12 @@ class SoftmaxRegressionModel(Model):
         self.prior_scale = float(prior_scale)
         self.intercept_scale = float(intercept_scale)
         self.fit_intercept = bool(fit_intercept)
+        # Scratch buffers of the gradient's logits, reused across SGHMC steps and chunks (see Workspace).
+        self._workspace = Workspace()
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        self.__dict__.setdefault("_workspace", Workspace())  # pickled before models had a workspace
 
     @property
     def n_params(self):
@@ -98,17 +105,19 @@ class SoftmaxRegressionModel(Model):
         coefficients[:, :, -1] = theta[:, n_classes * n_features:]
         return coefficients.reshape(n_particles * n_classes, n_features + 1)
 
-    def _logits_by_row(self, theta, design):
+    def _logits_by_row(self, theta, design, workspace=None):
         """Logits in the layout ``(n_batch, n_particles, n_classes)`` (contiguous), and whether exp is safe.
 
         One ``(n_batch, d + 1) @ (d + 1, M*K)`` product serves all particles; keeping
         the batch axis first avoids strided passes in the elementwise work after it.
         The flag bounds every logit by ``max |a| * max ||c||_1`` (Hoelder): below
         :data:`_SAFE_LOGIT` the softmax needs no max shift (no overflow, no underflow
-        to an all-zero row), which saves two passes over the largest array.
+        to an all-zero row), which saves two passes over the largest array. With a
+        ``workspace`` the logits are that workspace's buffer (valid until its next use).
         """
         coefficients = self._coefficients(theta)
-        logits = (design @ coefficients.T).reshape(len(design), len(theta), self.n_classes)
+        out = workspace_buffer(workspace, "logits", (len(design), len(coefficients)))
+        logits = np.matmul(design, coefficients.T, out=out).reshape(len(design), len(theta), self.n_classes)
         bound = np.max(np.abs(design)) * np.max(np.sum(np.abs(coefficients), axis=1)) if len(design) else 0.0
         return logits, bound < _SAFE_LOGIT
 
@@ -118,20 +127,28 @@ class SoftmaxRegressionModel(Model):
         log_proba -= self._log_normaliser(log_proba, safe)
         return log_proba
 
-    def _log_normaliser(self, logits, safe):
-        """``log sum_k exp(logits_k)``, shape ``(n_batch, n_particles, 1)`` (``logits`` is not modified)."""
-        if safe:
-            return np.log(_sum_over_classes(np.exp(logits)))
-        shift = _max_over_classes(logits)
-        return np.log(_sum_over_classes(np.exp(logits - shift))) + shift
+    def _log_normaliser(self, logits, safe, workspace=None):
+        """``log sum_k exp(logits_k)``, shape ``(n_batch, n_particles, 1)`` (``logits`` is not modified).
 
-    def _proba_by_row(self, theta, design):
-        """Softmax probabilities, ``(n_batch, n_particles, n_classes)``: two passes fewer than exp(log-softmax)."""
-        proba, safe = self._logits_by_row(theta, design)
+        With a ``workspace`` the exponentials are written into its buffers; the result is a new array.
+        """
+        exp = workspace_buffer(workspace, "exp", logits.shape)
+        total = workspace_buffer(workspace, "total", logits.shape[:-1])
+        if safe:
+            return np.log(_sum_over_classes(np.exp(logits, out=exp), total))
+        shift = _max_over_classes(logits, workspace_buffer(workspace, "top", logits.shape[:-1]))
+        return np.log(_sum_over_classes(np.exp(np.subtract(logits, shift, out=exp), out=exp), total)) + shift
+
+    def _proba_by_row(self, theta, design, workspace=None):
+        """Softmax probabilities, ``(n_batch, n_particles, n_classes)``: two passes fewer than exp(log-softmax).
+
+        With a ``workspace`` the result is that workspace's buffer (valid until its next use).
+        """
+        proba, safe = self._logits_by_row(theta, design, workspace)
         if not safe:
-            proba -= _max_over_classes(proba)
+            proba -= _max_over_classes(proba, workspace_buffer(workspace, "top", proba.shape[:-1]))
         np.exp(proba, out=proba)
-        proba /= _sum_over_classes(proba)
+        proba /= _sum_over_classes(proba, workspace_buffer(workspace, "total", proba.shape[:-1]))
         return proba
 
     def logits(self, theta, X):
@@ -144,16 +161,16 @@ class SoftmaxRegressionModel(Model):
 
     def log_likelihood(self, theta, X, y=None):
         # logit of the observed class minus the log normaliser: no pass over the other classes' log-probabilities.
-        logits, safe = self._logits_by_row(theta, self._design(X))
+        logits, safe = self._logits_by_row(theta, self._design(X), self._workspace)
         observed = np.take_along_axis(logits, np.asarray(y, dtype=np.intp)[:, None, None], axis=2)
-        return (observed - self._log_normaliser(logits, safe))[:, :, 0].T
+        return (observed - self._log_normaliser(logits, safe, self._workspace))[:, :, 0].T
 
     def grad_log_likelihood(self, theta, X, y, weights):
         n_particles, n_classes, n_batch = len(theta), self.n_classes, len(X)
         design = self._design(X)
         y = np.asarray(y, dtype=np.intp)
         # d log p(y|x) / d logits = onehot(y) - proba, weighted per particle and datum.
-        proba = self._proba_by_row(theta, design)
+        proba = self._proba_by_row(theta, design, self._workspace)
         if np.ndim(weights) <= 1:
             # Weights shared by all particles: scale the design rows rather than the (batch, particles, K)
             # array, and the onehot part, which does not depend on the particle, is one small product.
@@ -178,15 +195,21 @@ class SoftmaxRegressionModel(Model):
 
 # numpy reductions over a short trailing axis (a handful of classes) are several times slower
 # than elementwise operations over the class slices, so these loop over classes, not data.
-def _max_over_classes(values):
-    out = values[..., 0].copy()
+# ``out`` (shape ``values.shape[:-1]``), when given, receives the result instead of a new array.
+def _max_over_classes(values, out=None):
+    out = values[..., 0].copy() if out is None else _copy_into(out, values[..., 0])
     for k in range(1, values.shape[-1]):
         np.maximum(out, values[..., k], out=out)
     return out[..., None]
 
 
-def _sum_over_classes(values):
-    out = values[..., 0].copy()
+def _sum_over_classes(values, out=None):
+    out = values[..., 0].copy() if out is None else _copy_into(out, values[..., 0])
     for k in range(1, values.shape[-1]):
         out += values[..., k]
     return out[..., None]
+
+
+def _copy_into(out, values):
+    np.copyto(out, values)
+    return out

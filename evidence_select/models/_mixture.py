@@ -16,6 +16,7 @@ import numpy as np
 from scipy.special import gammaln
 
 from ..utils import categorical_draws, logsumexp
+from ..utils._workspace import Workspace, workspace_buffer
 from ._mixture_moves import ConfigurationProposal, kmeans_plus_plus_centres
 from ._protocol import Model
 
@@ -66,6 +67,12 @@ class GaussianMixtureModel(Model):
         self.variance_scale = float(variance_scale)
         self.mean_prior_loc = float(mean_prior_loc)
         self.mean_variance_factor = float(mean_variance_factor)
+        # Scratch buffers of the gradient's densities, reused across SGHMC steps and chunks (see Workspace).
+        self._workspace = Workspace()
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        self.__dict__.setdefault("_workspace", Workspace())  # pickled before models had a workspace
 
     @property
     def n_params(self):
@@ -76,7 +83,9 @@ class GaussianMixtureModel(Model):
         """Split ``theta`` into ``(log_weights (M, K), means (M, K, d), log_variances (M, K, d))``."""
         theta = np.asarray(theta, dtype=float)
         n_particles, K, d = len(theta), self.n_components, self.n_features
-        eta = np.hstack([theta[:, : K - 1], np.zeros((n_particles, 1))])
+        eta = np.empty((n_particles, K))
+        eta[:, : K - 1] = theta[:, : K - 1]
+        eta[:, K - 1] = 0.0
         eta_max = eta.max(axis=1, keepdims=True)
         log_weights = eta - eta_max - np.log(np.sum(np.exp(eta - eta_max), axis=1, keepdims=True))
         means = theta[:, K - 1: K - 1 + K * d].reshape(n_particles, K, d)
@@ -88,7 +97,21 @@ class GaussianMixtureModel(Model):
         weights = np.asarray(weights, dtype=float)
         n_particles = len(weights)
         eta = np.log(weights[:, :-1]) - np.log(weights[:, -1:])
-        return np.hstack([eta, np.reshape(means, (n_particles, -1)), np.log(np.reshape(variances, (n_particles, -1)))])
+        return self._join(eta, means, np.log(variances))
+
+    def _join(self, eta, means, log_variances):
+        """``theta`` rows ``[eta, means, log variances]`` from ``(M, K - 1)`` and two ``(M, K, d)`` blocks.
+
+        Slice assignments into one array: ``np.hstack`` of the same blocks costs
+        several times more in call overhead, paid on every gradient step.
+        """
+        n_particles, n_eta = eta.shape
+        n_means = self.n_components * self.n_features
+        theta = np.empty((n_particles, n_eta + 2 * n_means))
+        theta[:, :n_eta] = eta
+        theta[:, n_eta: n_eta + n_means] = np.reshape(means, (n_particles, n_means))
+        theta[:, n_eta + n_means:] = np.reshape(log_variances, (n_particles, n_means))
+        return theta
 
     # -- prior -------------------------------------------------------------------------
     def sample_prior(self, rng, n_samples):
@@ -122,15 +145,14 @@ class GaussianMixtureModel(Model):
         centred = means - self.mean_prior_loc
         grad_means = -centred * precision / c
         grad_log_var = -a + b * precision - 0.5 + 0.5 * centred**2 * precision / c
-        n_particles = len(theta)
-        return np.hstack([grad_eta, grad_means.reshape(n_particles, -1), grad_log_var.reshape(n_particles, -1)])
+        return self._join(grad_eta, grad_means, grad_log_var)
 
     # -- likelihood --------------------------------------------------------------------
     def component_log_density(self, theta, X):
         """``log beta_k + log N(x_b; mu_k, diag sigma2_k)``, shape ``(n_particles, n_batch, K)``."""
         return self._stacked_component_log_density(theta, X).transpose(1, 2, 0)
 
-    def _stacked_component_log_density(self, theta, X):
+    def _stacked_component_log_density(self, theta, X, workspace=None, params=None):
         """:meth:`component_log_density` laid out ``(K, n_particles, n_batch)``.
 
         Reductions over the components then run along the leading axis, which
@@ -138,23 +160,27 @@ class GaussianMixtureModel(Model):
         ``K`` they took half of a nested-sampling run). The Gaussian exponent
         expands into ``[x^2, x, 1] . [-tau / 2, mu tau, const]`` per component,
         so the whole ``(K M, n)`` block is one matrix product with an inner
-        dimension of ``2 d + 1``, written once: no full-size temporaries.
+        dimension of ``2 d + 1``, written once: no full-size temporaries. With a
+        ``workspace`` it is written into that workspace's buffer, which the next
+        call with the same workspace overwrites. ``params`` is ``unpack(theta)`` when
+        the caller has it already.
         """
         X = np.asarray(X, dtype=float)
-        coefficients = self._density_coefficients(theta)  # (K * M, 2 d + 1)
+        coefficients = self._density_coefficients(theta, params)  # (K * M, 2 d + 1)
         features = np.empty((len(X), coefficients.shape[1]))
         d = self.n_features
         np.square(X, out=features[:, :d])
         features[:, d: 2 * d] = X
         features[:, 2 * d] = 1.0
-        return (coefficients @ features.T).reshape(self.n_components, len(theta), len(X))
+        out = workspace_buffer(workspace, "density", (len(coefficients), len(X)))
+        return np.matmul(coefficients, features.T, out=out).reshape(self.n_components, len(theta), len(X))
 
-    def _density_coefficients(self, theta):
+    def _density_coefficients(self, theta, params=None):
         """Per particle and component, the coefficients of ``[x^2, x, 1]`` in ``log beta_k + log N(x; mu_k, sigma2_k)``.
 
         Rows ordered component-major (``k * M + m``), the layout of the stacked densities.
         """
-        log_weights, means, log_variances = self.unpack(theta)
+        log_weights, means, log_variances = self.unpack(theta) if params is None else params
         n_particles, K, d = len(theta), self.n_components, self.n_features
         precision = np.exp(-log_variances)
         shifted = means * precision
@@ -166,22 +192,26 @@ class GaussianMixtureModel(Model):
         return coefficients.reshape(K * n_particles, 2 * d + 1)
 
     def log_likelihood(self, theta, X, y=None):
-        comp = self._stacked_component_log_density(theta, X)
-        comp_max = comp.max(axis=0)
+        workspace = self._workspace
+        comp = self._stacked_component_log_density(theta, X, workspace)
+        comp_max = np.max(comp, axis=0, out=workspace_buffer(workspace, "top", comp.shape[1:]))
         comp -= comp_max
         np.exp(comp, out=comp)
-        return comp_max + np.log(np.sum(comp, axis=0))
+        total = np.sum(comp, axis=0, out=workspace_buffer(workspace, "total", comp.shape[1:]))
+        return comp_max + np.log(total, out=total)
 
-    def _stacked_responsibilities(self, theta, X, row_weights=None):
+    def _stacked_responsibilities(self, theta, X, row_weights=None, workspace=None, params=None):
         """Label probabilities ``(K, M, n)``, times ``row_weights`` (broadcast to ``(M, n)``) when given.
 
         In place on the densities' buffer: the weights join the normalisation
-        instead of a separate pass.
+        instead of a separate pass. With a ``workspace`` the result is that
+        workspace's buffer (valid until its next use).
         """
-        comp = self._stacked_component_log_density(theta, X)
-        comp -= comp.max(axis=0)
+        comp = self._stacked_component_log_density(theta, X, workspace, params)
+        comp -= np.max(comp, axis=0, out=workspace_buffer(workspace, "top", comp.shape[1:]))
         np.exp(comp, out=comp)
-        scale = np.reciprocal(comp.sum(axis=0))
+        scale = np.sum(comp, axis=0, out=workspace_buffer(workspace, "total", comp.shape[1:]))
+        np.reciprocal(scale, out=scale)
         if row_weights is not None:
             scale *= row_weights
         comp *= scale
@@ -192,17 +222,17 @@ class GaussianMixtureModel(Model):
         return self._stacked_responsibilities(theta, X).transpose(1, 2, 0)
 
     def grad_log_likelihood(self, theta, X, y, weights):
-        log_weights, means, log_variances = self.unpack(theta)
+        params = self.unpack(theta)
+        log_weights, means, log_variances = params
         X = np.asarray(X, dtype=float)
-        n_particles, K, d = len(theta), self.n_components, self.n_features
-        resp = self._stacked_responsibilities(theta, X, weights)  # (K, M, n), times the row weights
+        resp = self._stacked_responsibilities(theta, X, weights, self._workspace, params)  # (K, M, n), times row weights
         mass, first, second = self._component_moments(resp, X)
         precision = np.exp(-log_variances)
         grad_eta = mass[:, :-1] - np.exp(log_weights[:, :-1]) * mass.sum(axis=1, keepdims=True)
         grad_means = precision * (first - means * mass[:, :, None])
         centred_sq = second - 2.0 * means * first + means**2 * mass[:, :, None]
         grad_log_var = -0.5 * mass[:, :, None] + 0.5 * precision * centred_sq
-        return np.hstack([grad_eta, grad_means.reshape(n_particles, -1), grad_log_var.reshape(n_particles, -1)])
+        return self._join(grad_eta, grad_means, grad_log_var)
 
     def _component_moments(self, resp, X):
         """Weighted moments ``sum_j r_kj``, ``sum_j r_kj x_j``, ``sum_j r_kj x_j^2`` per particle and component.
@@ -216,7 +246,10 @@ class GaussianMixtureModel(Model):
         d = self.n_features
         flat_resp = resp.reshape(K * n_particles, n_rows)
         mass = flat_resp.sum(axis=1).reshape(K, n_particles).T
-        moments = flat_resp @ np.hstack([X, X**2])  # (K * M, 2 d)
+        features = np.empty((n_rows, 2 * d))
+        features[:, :d] = X
+        np.square(X, out=features[:, d:])
+        moments = flat_resp @ features  # (K * M, 2 d)
         moments = moments.reshape(K, n_particles, 2 * d).transpose(1, 0, 2)
         return mass, moments[:, :, :d], moments[:, :, d:]
 
@@ -247,7 +280,7 @@ class GaussianMixtureModel(Model):
         floor = 1e-6 * scale  # a component on one row must not reach zero variance
         weights, variances = np.full((n_init, K), 1.0 / K), np.broadcast_to(scale / K, means.shape)
         for _ in range(n_iter):
-            resp = self._stacked_responsibilities(self.pack(weights, means, variances), X, w)
+            resp = self._stacked_responsibilities(self.pack(weights, means, variances), X, w, self._workspace)
             mass, first, second = self._component_moments(resp, X)
             mass = np.maximum(mass, 1e-300)
             means = first / mass[..., None]
@@ -414,3 +447,4 @@ class GaussianMixtureModel(Model):
                               axis=1)
             log_ratio[chosen] = log_q[:len(local)] - log_q[len(local):]
         return proposal[selected], log_ratio[selected]
+
