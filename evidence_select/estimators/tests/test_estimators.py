@@ -20,6 +20,8 @@ from ._state import fingerprint as _fingerprint
 SMALL_SAMPLER = dict(n_particles=8, n_mcmc_steps=2, random_state=0)
 
 
+# scikit-learn's check data are not standardised: the FeatureScaleWarning is expected there.
+@pytest.mark.filterwarnings("ignore::evidence_select.estimators.FeatureScaleWarning")
 @parametrize_with_checks([BayesianLinearRegressor(**SMALL_SAMPLER), BayesianLogisticClassifier(**SMALL_SAMPLER),
                           BayesianMixture(n_components=2, **SMALL_SAMPLER)])
 def test_sklearn_compatible(estimator, check):
