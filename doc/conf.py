@@ -67,6 +67,8 @@ sphinx_gallery_conf = {
     "download_all_examples": False,
     "remove_config_comments": True,
     "within_subsection_order": "FileNameSortKey",
+    # The examples are independent scripts: run them two at a time (joblib), as CI has two cores.
+    "parallel": 2,
 }
 
 # Examples must not fail silently; a non-interactive backend for the runs.

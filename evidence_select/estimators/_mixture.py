@@ -184,7 +184,7 @@ class BayesianMixture(DensityMixin, BaseSGAISEstimator):
     --------
     >>> from evidence_select import BayesianMixture
     >>> from evidence_select.datasets import make_mixture
-    >>> X = make_mixture(1000, random_state=0).X
+    >>> X = make_mixture(500, random_state=0).X
     >>> gmm = BayesianMixture(n_components=5, random_state=0).fit(X)
     >>> gmm.score_samples(X[:4]).shape
     (4,)

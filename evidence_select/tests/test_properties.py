@@ -15,6 +15,7 @@ seconds of CPU per estimator. ESS bounds allow a relative 1e-12 for the rounding
 """
 
 import numpy as np
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -22,6 +23,10 @@ from evidence_select import BayesianLinearRegressor, BayesianLogisticClassifier,
 from evidence_select.utils import ess_from_log_weights
 
 ULPS = 1e-12
+# The strategies draw features and targets far from unit scale on purpose: the estimators' FeatureScaleWarning
+# is expected here (its own tests are in estimators/tests), as are the regressor's SamplerDegeneracyWarnings
+# (stalled annealing, collapsed weights) on the tiniest particle systems with the most extreme scales.
+SCALE_WARNING_EXPECTED = pytest.mark.filterwarnings("ignore::evidence_select.estimators.FeatureScaleWarning")
 SETTINGS = settings(max_examples=40, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
 
 streams = st.fixed_dictionaries(dict(
@@ -81,6 +86,8 @@ def _check_probabilities(proba, n_rows, n_columns):
     np.testing.assert_allclose(proba.sum(axis=1), 1.0, rtol=0, atol=1e-12)
 
 
+@SCALE_WARNING_EXPECTED
+@pytest.mark.filterwarnings("ignore::evidence_select.SamplerDegeneracyWarning")
 @SETTINGS
 @given(streams)
 def test_regressor_properties(p):
@@ -92,6 +99,7 @@ def test_regressor_properties(p):
     assert np.all(np.isfinite(mean)) and np.all(np.isfinite(std)) and np.all(std > 0)
 
 
+@SCALE_WARNING_EXPECTED
 @SETTINGS
 @given(streams, st.integers(2, 4))
 def test_classifier_properties(p, n_classes):

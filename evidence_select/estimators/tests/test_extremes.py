@@ -34,6 +34,12 @@ STALLED_ANNEALING_EXPECTED = pytest.mark.filterwarnings(
     "ignore:annealing the chunk after .* needed more than:evidence_select.SamplerDegeneracyWarning")
 
 
+# The same rows make the linear model's residuals larger than its unit noise variance (the regression's
+# information sits in the scaled, outlying or constant column): the residual-scale warning is expected there.
+RESIDUAL_SCALE_EXPECTED = pytest.mark.filterwarnings(
+    "ignore:BayesianLinearRegressor. the residual mean square:evidence_select.estimators.FeatureScaleWarning")
+
+
 def _fit(kind, X, y=None, **params):
     settings = {**FAST, **params}
     n_components = settings.pop("n_components", 3)
@@ -78,6 +84,7 @@ def test_long_stream_linear():
 
 @STALLED_ANNEALING_EXPECTED
 @pytest.mark.parametrize("kind", ["linear", "logistic", "mixture"])
+@RESIDUAL_SCALE_EXPECTED
 def test_outliers_of_1e8(kind):
     X, y = _data(kind)
     X[250, 1], X[251, 0] = 1e8, -1e8
@@ -90,8 +97,10 @@ def test_outliers_of_1e8(kind):
 @pytest.mark.parametrize("kind, scale", [
     ("linear", 1e-6), ("linear", 1e6),
     ("logistic", 1e-6), pytest.param("logistic", 1e6, marks=pytest.mark.slow),
-    ("mixture", 1e6),
+    # The mixture on 1e6-scaled data anneals each chunk in 60-100 steps (5 on unit-scale data): a stress case.
+    pytest.param("mixture", 1e6, marks=pytest.mark.slow),
 ])
+@RESIDUAL_SCALE_EXPECTED
 def test_features_scaled_by(kind, scale):
     X, y = _data(kind)
     with pytest.warns(FeatureScaleWarning, match="standardise X"):
@@ -126,7 +135,10 @@ def test_stalled_annealing_warns_and_the_stream_recovers():
     _assert_all_finite(est, LIN.X[:20])
 
 
-@pytest.mark.parametrize("kind", ["linear", "logistic", "mixture"])
+# The mixture's variances collapse on a constant column: 15-45 annealing steps per chunk, and 250 for the
+# all-zero chunk (5 on ordinary data), so that case is a stress test.
+@pytest.mark.parametrize("kind", ["linear", "logistic", pytest.param("mixture", marks=pytest.mark.slow)])
+@RESIDUAL_SCALE_EXPECTED
 def test_constant_features(kind):
     X, y = _data(kind)
     X[:, 0] = 3.0  # one constant column

@@ -62,6 +62,11 @@ def test_correlated_target_d20():
     assert abs(res.log_evidence - target.exact_log_evidence()) < K_SIGMA * res.log_evidence_std
 
 
+# Few chains: the structure is checked here; the convergence verdict is test_misspecified_runs_are_not_converged's.
+FEW_CHAINS = pytest.mark.filterwarnings("ignore::evidence_select.exceptions.EvidenceConvergenceWarning")
+
+
+@FEW_CHAINS
 def test_sigmoid_schedule_and_repeats():
     target = GaussianTarget(np.full(3, 0.3), cov=0.01)
     res = ais_log_evidence(target, X_DUMMY, n_chains=60, schedule="sigmoid", n_temperatures=100, n_repeats=3,
@@ -72,11 +77,13 @@ def test_sigmoid_schedule_and_repeats():
     assert abs(res.log_evidence - target.exact_log_evidence()) < K_SIGMA * res.log_evidence_std
 
 
+@FEW_CHAINS
 def test_chain_count_rounded_up_to_whole_groups():
     res = ais_log_evidence(GaussianTarget(np.zeros(2), cov=0.1), X_DUMMY, n_chains=20, n_repeats=8, random_state=0)
     assert res.settings["n_chains"] == 24 and res.samples.shape == (24, 2)
 
 
+@FEW_CHAINS
 def test_reproducible():
     target = GaussianTarget(np.zeros(2), cov=0.1)
     a = ais_log_evidence(target, X_DUMMY, n_chains=24, random_state=3)
@@ -105,6 +112,7 @@ def test_bad_arguments(kwargs, match):
         ais_log_evidence(GaussianTarget(np.zeros(2)), X_DUMMY, **kwargs)
 
 
+@FEW_CHAINS
 def test_settings_object_and_unknown_settings():
     target = GaussianTarget(np.zeros(2), cov=0.1)
     a = ais_log_evidence(target, X_DUMMY, config=AISConfig(n_chains=48), random_state=0)
@@ -129,6 +137,7 @@ def test_misspecified_runs_are_not_converged(kwargs, failed):
     assert not res.converged and not res.diagnostics[failed]["passed"]
 
 
+@FEW_CHAINS
 def test_result_does_not_depend_on_blas_threads():
     # A selector's joblib workers run BLAS with fewer threads than the parent; AIS must give the
     # same number either way (multi-threaded matrix products sum in a different order).

@@ -134,6 +134,9 @@ def test_restart_keeps_the_linear_evidence_exact():
     assert error < 5 * std + 1e-3
 
 
+# The 4000-row stream outgrows the 3000-row reservoir: the restart at 4000 is skipped with a warning.
+@pytest.mark.filterwarnings("ignore:SGAIS. the periodic restart at row 4000 was skipped:"
+                            "evidence_select.EvidenceConvergenceWarning")
 def test_periodic_restarts_come_where_the_rows_seen_double_and_keep_the_linear_evidence_exact():
     # restart_growth=2 with chunks of 250: restarts where n reaches 250 * 2**j, from the third chunk on (the first
     # two have no past worth replaying), and only while the reservoir holds every row (capacity 3000 here).
@@ -182,6 +185,9 @@ def test_per_row_spread_is_the_weighted_std_of_the_mean_row_log_likelihood():
     assert per_row_spread(np.log(np.full((1, 4), 0.25)), np.full((1, 4), -3.0)) == 0.0  # full agreement
 
 
+# The 16-step cap with target_ess=0.99 also caps the chunks' own annealing (warned as such).
+@pytest.mark.filterwarnings("ignore:annealing the chunk after .* needed more than 16 steps:"
+                            "evidence_select.SamplerDegeneracyWarning")
 def test_reheat_that_cannot_return_warns_and_ends_at_the_chunks_target():
     # With a 4-step cap per leg (max_annealing_steps // 4), the return leg takes its rest at once with a
     # SamplerDegeneracyWarning instead of failing the update; the next chunk starts from power 1 (a path that

@@ -53,6 +53,8 @@ PINNED = {
 }
 
 
+# Several pinned cases run past their reservoir or budget on purpose, which the engine warns about.
+@pytest.mark.filterwarnings("ignore::evidence_select.EvidenceConvergenceWarning")
 @pytest.mark.parametrize("name", sorted(PINNED))
 def test_engine_reproduces_pinned_results(name):
     with single_threaded_blas():

@@ -161,6 +161,7 @@ def test_identical_results_for_any_n_jobs_and_backend():
     assert _state(threads) == _state(reference)
 
 
+@pytest.mark.slow  # starts a LocalCluster of two worker processes, like the (slow) test_distributed module
 def test_identical_results_under_dask_distributed():
     distributed = pytest.importorskip("distributed")
     X = make_mixture(400, random_state=5).X

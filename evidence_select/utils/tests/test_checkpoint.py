@@ -16,8 +16,11 @@ def _history(est):
 def test_resume_from_checkpoint_in_fresh_process_is_bit_identical(tmp_path):
     X = make_mixture(1200, random_state=0).X
     settings = dict(n_particles=6, batch_size=300, random_state=4)
-    reference = BayesianMixture(3, **settings).partial_fit(X[:600]).partial_fit(X[600:])
-    path = save_checkpoint(BayesianMixture(3, **settings).partial_fit(X[:600]), tmp_path / "mix.joblib")
+    # The uninterrupted run is checkpointed after its first call and then continues in this process; the
+    # checkpoint continues in a fresh one.
+    reference = BayesianMixture(3, **settings).partial_fit(X[:600])
+    path = save_checkpoint(reference, tmp_path / "mix.joblib")
+    reference.partial_fit(X[600:])
     np.save(tmp_path / "rest.npy", X[600:])
     script = ("import sys, pickle, numpy as np; from evidence_select import load_checkpoint;"
               f"est = load_checkpoint({str(path)!r}).partial_fit(np.load({str(tmp_path / 'rest.npy')!r}));"
