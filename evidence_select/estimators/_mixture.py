@@ -126,11 +126,16 @@ class BayesianMixture(DensityMixin, BaseSGAISEstimator):
     integrator : {"baoab", "sghmc"}, default="baoab"
         Langevin discretisation: BAOAB (exact for Gaussian targets, so no bias
         accumulates over a long stream) or the paper's SGHMC update, Eq. (3).
-    exact_move_rows : int, default=1000
+    exact_move_rows : int, default=0
         While every row seen is stored in the reservoir and there are at most this
         many, particles move by Metropolis-corrected HMC on the exact tempered
         posterior, preconditioned by the particles themselves, instead of SGHMC
-        (see :ref:`the SGAIS guide <sgais-exact-moves>`); 0 never does.
+        (see :ref:`the SGAIS guide <sgais-exact-moves>`); 0 never does. Off by
+        default for mixtures, whose restarts replay the first rows again and
+        again (each replay would pay the exact moves anew; ``bench_speed.py``
+        shows the cost) and whose global moves already carry particles between
+        modes; 1000 follows rows on a wildly different scale, such as a 1e8
+        outlier, that SGHMC's step cannot.
     reservoir_size : int, default=100000
         Maximum number of past rows kept for mini-batches (Vitter's Algorithm R).
     random_state : int, Generator, RandomState or None, default=None
@@ -211,7 +216,7 @@ class BayesianMixture(DensityMixin, BaseSGAISEstimator):
                  learning_rate=0.1, friction=0.2, n_mcmc_steps=10, initial_mcmc_factor=6, reheat_after_steps=12,
                  restarts=True, surprise_threshold=None, surprise_budget=4.0, target_ess=0.9, resample_threshold=0.5,
                  control_variates=True, step_size_schedule="tempered", integrator="baoab", reservoir_size=100_000,
-                 exact_move_rows=1000, random_state=None, verbose=0):
+                 exact_move_rows=0, random_state=None, verbose=0):
         self.n_components = n_components
         self.weight_concentration = weight_concentration
         self.variance_shape = variance_shape

@@ -26,6 +26,14 @@ LIN = make_linear_regression(N, random_state=0)
 SOFT = make_softmax_classification(N, n_features=3, random_state=0)
 MIX = make_mixture(N, random_state=0)
 
+OUTLIER_DIVERGENCE = pytest.mark.xfail(
+    strict=True,
+    reason="engine: the mixture offers no step scales (no design-based curvature), so a 1e8 row gives curvature "
+           "~1e16 in its component's mean and variance that the SGHMC step, sized for unit-scale data, cannot "
+           "follow: SGHMC diverges (FloatingPointError, state rolled back). The linear and softmax models pool the "
+           "chunk's step scales with the past ones and pass; the mixture passes with exact_move_rows=1000.")
+
+
 # Rows far outside the unit scale make a chunk's likelihood so sharp that annealing it in needs more than
 # ``max_annealing_steps``: the engine then takes the remaining step at once and says so. Expected on these tests
 # (filtered by message, so any other warning still surfaces); the recovery is checked in
@@ -83,13 +91,18 @@ def test_long_stream_linear():
 
 
 @STALLED_ANNEALING_EXPECTED
-@pytest.mark.parametrize("kind", ["linear", "logistic", "mixture"])
+@pytest.mark.parametrize("kind, params", [
+    ("linear", {}), ("logistic", {}),
+    # the divergence overflows exp in the mixture's density before it is caught
+    pytest.param("mixture", {}, marks=[OUTLIER_DIVERGENCE, pytest.mark.filterwarnings("ignore::RuntimeWarning")]),
+    ("mixture", dict(exact_move_rows=1000)),  # exact, Metropolis-corrected moves follow the outlier
+])
 @RESIDUAL_SCALE_EXPECTED
-def test_outliers_of_1e8(kind):
+def test_outliers_of_1e8(kind, params):
     X, y = _data(kind)
     X[250, 1], X[251, 0] = 1e8, -1e8
     with pytest.warns(FeatureScaleWarning, match=r"feature\(s\) \[0, 1\]"):
-        est = _fit(kind, X, y)
+        est = _fit(kind, X, y, **params)
     _assert_all_finite(est, X[245:255])
 
 

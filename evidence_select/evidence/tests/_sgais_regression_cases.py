@@ -201,7 +201,8 @@ def case_logistic_exact_moves():
 
 def case_mixture_exact_moves():
     X = shift_mixture_data(900, 300, 0)
-    est = BayesianMixture(2, n_particles=8, batch_size=150, n_mcmc_steps=4, initial_mcmc_factor=2, random_state=10)
+    est = BayesianMixture(2, n_particles=8, batch_size=150, n_mcmc_steps=4, initial_mcmc_factor=2, exact_move_rows=1000,
+                          random_state=10)
     return summarise_estimator(est.fit(X))
 
 
