@@ -40,7 +40,7 @@ result carries convergence checks (``EvidenceResult.diagnostics``).
 
 import logging
 import time
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass
 
 import numpy as np
 
@@ -51,6 +51,7 @@ from ..kernels._tempered import TemperedTarget
 from ..utils._likelihood import check_data, check_fraction, check_positive_int, log_lik_and_grad, log_lik_sum
 from ..utils._logspace import ess_from_log_weights, log_mean_exp, normalize_log_weights
 from ..utils._progress import progress_bar
+from ..utils._settings import merge_settings
 from ..utils._random import make_generator
 from ..utils._threads import single_threaded_blas
 from ._result import EvidenceResult, check, warn_not_converged
@@ -227,18 +228,6 @@ class AISConfig:
     def n_group(self):
         """Particles per group."""
         return self.n_chains // self.n_repeats
-
-
-def _make_config(config, settings):
-    """An :class:`AISConfig` from a config object and/or keyword settings (keywords win)."""
-    if config is not None and not isinstance(config, AISConfig):
-        raise TypeError(f"config must be an AISConfig, got {type(config).__name__}")
-    names = {f.name for f in fields(AISConfig)}
-    unknown = sorted(set(settings) - names)
-    if unknown:
-        raise TypeError(f"unknown AIS setting(s) {unknown}; the settings are {sorted(names)}")
-    base = {} if config is None else asdict(config)
-    return AISConfig(**{**base, **settings})
 
 
 # -- one temperature -------------------------------------------------------------------
@@ -580,7 +569,7 @@ def ais_log_evidence(model, X, y=None, *, config=None, random_state=None, verbos
     """
     start_time = time.perf_counter()
     X, y = check_data(X, y)
-    config = _make_config(config, settings)
+    config = merge_settings(AISConfig, config, settings, "AIS")
     rng = make_generator(random_state)
     bar = progress_bar(verbose, total=1.0, desc="AIS", leave=False)
     with single_threaded_blas():

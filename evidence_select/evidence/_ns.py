@@ -16,7 +16,7 @@ The evidence is the log-space quadrature ``Z = sum_i L_i (X_{i-1} - X_i)``
 
 import logging
 import time
-from dataclasses import asdict, dataclass, fields, replace
+from dataclasses import asdict, dataclass, replace
 from typing import NamedTuple
 
 import numpy as np
@@ -27,6 +27,7 @@ from ..kernels._slice import SliceInfo, adapt_slice_width, constrained_slice_sam
 from ..utils._likelihood import check_data, check_fraction, check_positive_int, log_lik_sum
 from ..utils._logspace import log1mexp, logsumexp
 from ..utils._progress import progress_bar
+from ..utils._settings import merge_settings
 from ..utils._random import make_generator
 from ..utils._threads import single_threaded_blas
 from ._result import EvidenceResult, check, warn_not_converged
@@ -244,17 +245,6 @@ class NSConfig:
                        n_slice_steps=self.n_slice_steps or max(10, 3 * n_params))
 
 
-def _make_config(config, settings):
-    """An :class:`NSConfig` from a config object and/or keyword settings (keywords win)."""
-    if config is not None and not isinstance(config, NSConfig):
-        raise TypeError(f"config must be an NSConfig, got {type(config).__name__}")
-    names = {f.name for f in fields(NSConfig)}
-    unknown = sorted(set(settings) - names)
-    if unknown:
-        raise TypeError(f"unknown NS setting(s) {unknown}; the settings are {sorted(names)}")
-    return NSConfig(**{**({} if config is None else asdict(config)), **settings})
-
-
 MIN_INSERTION_PVALUE = 0.01
 MIN_RUNS_PVALUE = 0.01
 
@@ -346,7 +336,7 @@ def nested_sampling_log_evidence(model, X, y=None, *, config=None, random_state=
     """
     start_time = time.perf_counter()
     X, y = check_data(X, y)
-    config = _make_config(config, settings).resolved(model.n_params)
+    config = merge_settings(NSConfig, config, settings, "NS").resolved(model.n_params)
     rng = make_generator(random_state)
 
     def log_lik_fn(theta):
