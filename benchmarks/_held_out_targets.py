@@ -34,7 +34,7 @@ from evidence_select.models._targets import BoxGaussianTarget
 from evidence_select.utils._quadrature import log_quad
 
 __all__ = ["BoxTarget", "Funnel", "RotatedBanana", "TwoPeakProduct", "RingChain", "HELD_OUT_TARGETS",
-           "held_out_cases"]
+           "held_out_case", "held_out_cases"]
 
 
 class BoxTarget(_ThetaTarget):
@@ -189,28 +189,12 @@ HELD_OUT_TARGETS = {
 }
 
 
-def held_out_cases(max_dim=64, *, names=None, dims=CALIBRATION_DIMS):
-    """Every held-out target at every dimension up to ``max_dim``, as calibration cases named ``<name>_d<dim>``.
+def held_out_case(name, dim):
+    """The held-out target ``name`` in ``dim`` dimensions as a no-data calibration case named ``<name>_d<dim>``."""
+    model = HELD_OUT_TARGETS[name](dim)
+    return CalibrationCase(f"{name}_d{dim}", name, dim, model, None, None, model.exact_log_evidence())
 
-    Parameters
-    ----------
-    max_dim : int, default=64
-    names : iterable of str or None, default=None
-        Subset of :data:`HELD_OUT_TARGETS`; None = all.
-    dims : tuple of int, default=CALIBRATION_DIMS
 
-    Returns
-    -------
-    cases : list of CalibrationCase
-        With ``X = y = None`` (no data) and the exact log evidence.
-    """
-    names = list(HELD_OUT_TARGETS) if names is None else list(names)
-    unknown = [n for n in names if n not in HELD_OUT_TARGETS]
-    if unknown:
-        raise ValueError(f"unknown held-out targets {unknown}; choose from {list(HELD_OUT_TARGETS)}")
-    cases = []
-    for name in names:
-        for dim in (d for d in dims if d <= max_dim):
-            model = HELD_OUT_TARGETS[name](dim)
-            cases.append(CalibrationCase(f"{name}_d{dim}", name, dim, model, None, None, model.exact_log_evidence()))
-    return cases
+def held_out_cases(max_dim=64, dims=CALIBRATION_DIMS):
+    """Every held-out target at every dimension of ``dims`` up to ``max_dim``, in registry then dimension order."""
+    return [held_out_case(name, dim) for name in HELD_OUT_TARGETS for dim in dims if dim <= max_dim]
