@@ -1,7 +1,7 @@
 """Held-out hard targets with exact evidence (benchmarks only, never used to tune the backends).
 
-Every target is a normalised density ``f(x)`` used as the likelihood of one dummy
-data row, under a uniform prior on the box ``[-half_width, half_width]^d`` reached
+Every target is a density ``f(x)`` (normalised, except the ring's) used as the
+likelihood of one dummy data row, under a uniform prior on the box ``[-half_width, half_width]^d`` reached
 through the sigmoid map ``x = half_width (2 sigmoid(theta) - 1)``; so
 ``Z = int_box f / (2 half_width)^d``. Four families, each parameterised so that
 every variant a benchmark uses is one instance:
