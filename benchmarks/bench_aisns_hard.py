@@ -1,5 +1,8 @@
 """AIS and NS against exact evidence on hard targets (heavy-tailed two-peak product, funnel, rotated banana).
 
+The targets are the held-out ``heavy``, ``funnel`` and ``banana_steep`` (``--targets banana``)
+of ``benchmarks/_held_out_targets.py``.
+
 Usage (one backend per process; ``--source`` runs another checkout, e.g. the code before a fix)::
 
     OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 nice -n 10 python benchmarks/bench_aisns_hard.py --backend ais \
@@ -75,9 +78,10 @@ def main(argv=None):
     args = parser.parse_args(argv)
     fn = _backend(args.backend, args.source)
     from _common import run_metadata, save_json  # after the path is set
-    from _aisns_hard_targets import Banana, Funnel, HeavyTwoPeak
+    from _held_out_targets import HELD_OUT_TARGETS
 
-    makers = {"heavy": HeavyTwoPeak, "funnel": Funnel, "banana": Banana}
+    makers = {"heavy": HELD_OUT_TARGETS["heavy"], "funnel": HELD_OUT_TARGETS["funnel"],
+              "banana": HELD_OUT_TARGETS["banana_steep"]}
     rows = []
     print(f"| backend | target | d | seed | error | std | pull | within | converged (failed) | calls | CPU s |")
     print("|---|---|---|---|---|---|---|---|---|---|---|")
