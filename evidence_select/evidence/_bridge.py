@@ -455,6 +455,23 @@ def _bridge_checks(halves, n_iter_half, settings):
             "halves_agree": check(gap, 3.0, gap <= 3.0)}
 
 
+def _combined_std(halves, halves_agree):
+    """The error of the halves' mean: their mean Eq. (9) error, widened to their gap when they disagree.
+
+    A half whose error estimate is not finite (its bridge weights overflowed)
+    contributes none; the gap between the halves then stands in for it, so a
+    flagged run still reports a finite, wide error rather than NaN. Infinite
+    only when neither half has an estimate and the gap itself is not finite.
+    """
+    stds = np.array([h.std for h in halves], dtype=float)
+    gap = abs(halves[0].log_z - halves[1].log_z)
+    std = float(np.mean(stds))
+    if np.isfinite(std) and halves_agree:
+        return std
+    candidates = [value for value in (*stds, gap) if np.isfinite(value)]
+    return float(max(candidates)) if candidates else float("inf")
+
+
 def bridge_log_evidence(model, X=None, y=None, *, posterior_samples=None, settings=None, random_state=None,
                         verbose=0, **kwargs):
     """Gaussianized bridge-sampling estimate of ``log p(y | X)`` (or of a target's normaliser).
@@ -533,9 +550,7 @@ def bridge_log_evidence(model, X=None, y=None, *, posterior_samples=None, settin
                            settings) for fit, other in ((first, second), (second, first))]
     diagnostics.update(_bridge_checks(halves, half, settings))
     log_z = float(np.mean([h.log_z for h in halves])) + log_correction
-    std = float(np.mean([h.std for h in halves]))
-    if not diagnostics["halves_agree"]["passed"]:
-        std = max(std, abs(halves[0].log_z - halves[1].log_z))
+    std = _combined_std(halves, diagnostics["halves_agree"]["passed"])
     converged = warn_not_converged("bridge", diagnostics)
     info = dict(halves=[h._asdict() for h in halves], label_switching=strategy, log_label_correction=log_correction,
                 n_evaluations_sampling=n_eval_sampling, **sampler_info)

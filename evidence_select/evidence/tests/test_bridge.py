@@ -14,8 +14,8 @@ import pytest
 from scipy.special import gammaln, logsumexp
 
 from evidence_select.datasets import make_linear_regression
-from evidence_select.evidence._bridge import (BridgeSettings, bridge_iteration, bridge_log_evidence,
-                                              mixture_relabel_maps)
+from evidence_select.evidence._bridge import (BridgeSettings, _combined_std, _HalfResult, bridge_iteration,
+                                              bridge_log_evidence, mixture_relabel_maps)
 from evidence_select.exceptions import EvidenceConvergenceWarning
 from evidence_select.models import GaussianMixtureModel, LinearGaussianModel
 from evidence_select.models._targets import (BimodalTarget, BoxGaussianTarget, GaussianTarget,
@@ -162,3 +162,19 @@ def test_mixture_with_known_unequal_weights_gets_no_label_correction():
     res = bridge_log_evidence(case.model, case.X, case.y, random_state=0, **FAST)
     assert res.info["label_switching"] == "none" and res.log_evidence_std < MAX_STD
     assert abs(res.log_evidence - case.exact) < K_SIGMA * res.log_evidence_std
+
+
+def _half(log_z, std):
+    return _HalfResult(log_z, std, 10, True, 1.0, 100, 0.5, 0.0, 0.0, 2)
+
+
+@pytest.mark.parametrize("stds, log_zs, agree, expected", [
+    ((0.1, 0.3), (-5.0, -5.1), True, 0.2),          # agreeing halves: their mean Eq. (9) error
+    ((0.1, 0.3), (-5.0, -9.0), False, 4.0),         # disagreeing: widened to the gap
+    ((np.nan, 0.3), (-5.0, -6.0), False, 1.0),      # a failed error estimate: the gap stands in, never NaN
+    ((np.nan, 2.5), (-5.0, -6.0), False, 2.5),      # ... or the other half's error when that is wider
+    ((np.nan, np.nan), (-5.0, -np.inf), False, np.inf),  # nothing finite to report: infinite, not NaN
+])
+def test_combined_error_is_finite_or_infinite_never_nan(stds, log_zs, agree, expected):
+    std = _combined_std([_half(z, s) for z, s in zip(log_zs, stds)], agree)
+    assert std == pytest.approx(expected)
