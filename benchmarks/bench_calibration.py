@@ -8,6 +8,9 @@ Usage (one heavy job at a time on the shared machine)::
     OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 nice -n 10 python benchmarks/bench_calibration.py
     # the table of a saved (or partial) run
     python benchmarks/bench_calibration.py --from-json benchmarks/results/calibration.json
+    # runs saved apart (e.g. NS up to 16 dimensions, AIS and bridge up to 64), merged; also the user guide's tables
+    python benchmarks/bench_calibration.py --from-json benchmarks/results/calibration_ais_bridge.json,\
+        benchmarks/results/calibration_ns.json --doc-table doc/user_guide/generated
     # a few families, one backend, dynesty (default settings) alongside
     python benchmarks/bench_calibration.py --cases funnel,banana --backends bridge --dynesty --max-dim 16
     # the held-out targets instead of the suite (writes calibration_held_out.json)
@@ -50,7 +53,7 @@ from scipy import special, stats
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # run from a checkout
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _common import RESULTS_DIR, run_metadata, save_json  # noqa: E402
+from _common import RESULTS_DIR, run_metadata, save_json, write_rst_table  # noqa: E402
 from _held_out_targets import BoxTarget, held_out_cases  # noqa: E402
 from evidence_select import log_evidence  # noqa: E402
 from evidence_select.evidence._api import no_data  # noqa: E402
@@ -139,9 +142,11 @@ def summarise(rows, method):
     converged = [r for r in runs if r["converged"]]
     close = [r for r, row in ((r, row) for row in rows for r in row["runs"] if r["method"] == method)
              if r["converged"] and abs(r["estimate"] - row["exact"]) <= MIN_TOLERANCE]
+    converged_pulls = np.array([r["pull"] for r in runs if r["converged"] and np.isfinite(r["pull"])])
     return dict(method=method, n_runs=len(runs), within=1.0 - len(misses) / len(runs), n_misses=len(misses),
                 misses_flagged=(sum(not r["converged"] for r in misses) / len(misses)) if misses else 1.0,
                 pull_std=float(np.std(pulls)) if len(pulls) > 1 else float("nan"),
+                pull_std_converged=float(np.std(converged_pulls)) if len(converged_pulls) > 1 else float("nan"),
                 n_converged=len(converged), converged_within_half_nat=len(close) / max(len(converged), 1),
                 median_calls=float(np.nanmedian([r["calls"] for r in runs])),
                 cpu_seconds=float(sum(r["cpu_seconds"] for r in runs)))
@@ -169,14 +174,54 @@ def print_table(rows, methods):
             print(f"| {row['case']} | {row['dim']} | {seed} | {row['exact']:.3f} |{cells}")
 
 
+SUMMARY_HEADER = ("backend", "runs", "within max(3σ, 0.5)", "misses", "misses flagged", "std of pulls",
+                  "std of pulls (converged runs)", "converged runs within 0.5 nat", "median calls", "CPU s")
+
+
+def summary_cells(s):
+    return (s["method"], str(s["n_runs"]), f"{s['within']:.0%}", str(s["n_misses"]), f"{s['misses_flagged']:.0%}",
+            f"{s['pull_std']:.2f}", f"{s.get('pull_std_converged', float('nan')):.2f}",
+            f"{s['converged_within_half_nat']:.0%} of {s['n_converged']}", f"{s['median_calls']:.3g}",
+            f"{s['cpu_seconds']:.0f}")
+
+
 def print_summary(summaries):
-    print("\n| backend | runs | within max(3σ, 0.5) | misses | misses flagged | std of pulls "
-          "| converged runs within 0.5 nat | median calls | CPU s |")
-    print("|---|---|---|---|---|---|---|---|---|")
+    print("\n| " + " | ".join(SUMMARY_HEADER) + " |")
+    print("|" + "---|" * len(SUMMARY_HEADER))
     for s in summaries:
-        print(f"| {s['method']} | {s['n_runs']} | {s['within']:.0%} | {s['n_misses']} | {s['misses_flagged']:.0%} | "
-              f"{s['pull_std']:.2f} | {s['converged_within_half_nat']:.0%} of {s['n_converged']} | "
-              f"{s['median_calls']:.3g} | {s['cpu_seconds']:.0f} |")
+        print("| " + " | ".join(summary_cells(s)) + " |")
+
+
+def family_cells(rows, methods):
+    """Per family and dimension: ``within/runs`` per backend, with the flagged misses in brackets."""
+    cells = []
+    for row in rows:
+        entries = []
+        for method in methods:
+            runs = [r for r in row["runs"] if r["method"] == method]
+            if not runs:
+                entries.append("-")
+                continue
+            within = sum(r["within"] for r in runs)
+            flagged = sum((not r["within"]) and not r["converged"] for r in runs)
+            unflagged = len(runs) - within - flagged
+            text = f"{within}/{len(runs)}"
+            if flagged:
+                text += f" ({flagged} flagged)"
+            if unflagged:
+                text += f" **{unflagged} unflagged**"
+            entries.append(text)
+        cells.append((row["case"], f"{row['exact']:.3f}", *entries))
+    return cells
+
+
+def write_doc_tables(directory, rows, methods, argv):
+    """``calibration.rst``: the per-backend summary, then every case's tally per backend."""
+    summaries = [s for s in (summarise(rows, m) for m in methods) if s]
+    write_rst_table(os.path.join(directory, "calibration_summary.rst"), SUMMARY_HEADER,
+                    [summary_cells(s) for s in summaries], "bench_calibration.py", argv)
+    write_rst_table(os.path.join(directory, "calibration_cases.rst"), ("case", "exact log Z", *methods),
+                    family_cells(rows, methods), "bench_calibration.py", argv)
 
 
 # -- driver ------------------------------------------------------------------------------------
@@ -199,7 +244,10 @@ def parse_args(argv=None):
                         help="judge on the held-out targets (benchmarks/_held_out_targets.py) instead of the suite")
     parser.add_argument("--output", default=None, help="file name in benchmarks/results/ (default: calibration.json, "
                                                         "calibration_held_out.json with --held-out)")
-    parser.add_argument("--from-json", default=None, metavar="PATH", help="print the table of a saved run and exit")
+    parser.add_argument("--from-json", default=None, metavar="PATH[,PATH]",
+                        help="print the table of saved runs (merged case by case) and exit")
+    parser.add_argument("--doc-table", default=None, metavar="DIR",
+                        help="with --from-json: also write calibration_summary.rst and calibration_cases.rst there")
     args = parser.parse_args(argv)
     args.backends = [b for b in args.backends.split(",") if b]
     unknown = [b for b in args.backends if b not in BACKENDS]
@@ -212,21 +260,29 @@ def parse_args(argv=None):
     return args
 
 
-def print_saved(path):
-    """Table and summary of a saved (possibly partial) run."""
+def load_saved(paths):
+    """Rows and backends of saved (possibly partial) runs, merged case by case (e.g. NS and AIS run apart)."""
     import json
 
-    with open(path) as fh:
-        out = json.load(fh)
-    print(f"{out['meta']['command']}  (git {out['meta']['git_commit']}, {len(out['rows'])} cases)")
-    print_table(out["rows"], out["backends"])
-    print_summary(out.get("summary", []))
+    rows, methods = {}, []
+    for path in paths:
+        with open(path) as fh:
+            out = json.load(fh)
+        print(f"{path}: {out['meta']['command']}  (git {out['meta']['git_commit']}, {len(out['rows'])} cases)")
+        methods += [m for m in out["backends"] if m not in methods]
+        for row in out["rows"]:
+            rows.setdefault(row["case"], dict(row, runs=[]))["runs"].extend(row["runs"])
+    return list(rows.values()), methods
 
 
 def main(argv=None):
     args = parse_args(argv)
     if args.from_json:
-        print_saved(args.from_json)
+        rows, methods = load_saved(args.from_json.split(","))
+        print_table(rows, methods)
+        print_summary([s for s in (summarise(rows, m) for m in methods) if s])
+        if args.doc_table:
+            write_doc_tables(args.doc_table, rows, methods, argv)
         return
     cases = select_cases(args.max_dim, [p for p in args.cases.split(",") if p], args.held_out)
     methods = args.backends + (["dynesty"] if args.dynesty else [])
