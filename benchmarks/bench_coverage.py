@@ -5,6 +5,7 @@ Usage::
     python benchmarks/bench_coverage.py                  # 20 seeds per case
     python benchmarks/bench_coverage.py --quick          # 8 seeds, fewer cases
     python benchmarks/bench_coverage.py --replicates 2,4 # compare group counts at equal particle budget
+    python benchmarks/bench_coverage.py --from-json benchmarks/results/coverage.json --doc-table doc/user_guide/generated
 
 Prints markdown tables and writes ``benchmarks/results/coverage.json``.
 
@@ -30,6 +31,7 @@ reference). ``--cases`` picks cases by substring.
 """
 
 import argparse
+import json
 import os
 import sys
 import time
@@ -38,7 +40,7 @@ import warnings
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _common import RESULTS_DIR, run_metadata, save_json  # noqa: E402
+from _common import RESULTS_DIR, run_metadata, save_json, write_rst_table  # noqa: E402
 from _laplace_reference import laplace_importance_log_evidence  # noqa: E402
 from bench_real import _order, all_cases, load_case_data, make_estimator, reference_key, references  # noqa: E402,E501
 
@@ -153,6 +155,47 @@ def coverage(rows, rule):
     return float(np.mean(np.abs(pulls) <= 1)), float(np.mean(np.abs(pulls) <= 2)), pulls
 
 
+HEADER = ("case", "G", "particles/group", "runs", "mean error", "seed spread", "mean reported std",
+          "1-sigma (reported)", "2-sigma (reported)", "1-sigma (spread only)", "2-sigma (spread only)", "flagged",
+          "2-sigma or flagged", "CPU s/run")
+
+
+def entry_cells(entry):
+    """One table row from a case's runs at one group count (a live or a saved entry)."""
+    rows = entry["runs"]
+    errors = np.array([r["value"] - r["reference"] for r in rows])
+    one, two, pulls = coverage(rows, "reported")
+    one_s, two_s, _ = coverage(rows, "spread")
+    flagged = np.array([bool(r.get("warnings")) for r in rows])
+    within_or_flagged = float(np.mean((np.abs(pulls) <= 2) | flagged))
+    return (entry["case"], str(entry["n_replicates"]), f"{entry.get('particles_per_group', float('nan')):.0f}",
+            str(len(rows)), f"{errors.mean():+.2f}", f"{errors.std(ddof=1):.2f}",
+            f"{np.mean([r['std'] for r in rows]):.2f}", f"{one:.0%}", f"{two:.0%}", f"{one_s:.0%}", f"{two_s:.0%}",
+            f"{flagged.mean():.0%}", f"{within_or_flagged:.0%}", f"{np.mean([r['cpu_seconds'] for r in rows]):.2f}")
+
+
+def pooled_lines(entries):
+    """Coverage pooled over every case, per group count."""
+    lines = []
+    for n_replicates in sorted({e["n_replicates"] for e in entries}):
+        runs = [r for e in entries if e["n_replicates"] == n_replicates for r in e["runs"]]
+        one, two, _ = coverage(runs, "reported")
+        lines.append(f"G={n_replicates}, all cases pooled ({len(runs)} runs): 1-sigma {one:.0%}, 2-sigma {two:.0%} "
+                     "(targets 55-80%, >= 90%)")
+    return lines
+
+
+def report(entries, doc_table=None, argv=None):
+    print("| " + " | ".join(HEADER) + " |")
+    print("|" + "---|" * len(HEADER))
+    for entry in entries:
+        print("| " + " | ".join(entry_cells(entry)) + " |")
+    print("\n" + "\n".join(pooled_lines(entries)))
+    if doc_table:
+        write_rst_table(os.path.join(doc_table, "coverage.rst"), HEADER, [entry_cells(e) for e in entries],
+                        "bench_coverage.py", argv)
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true")
@@ -161,39 +204,27 @@ def main(argv=None):
     parser.add_argument("--replicates", default="2", help="comma-separated group counts, at the default "
                         "total particle budget (n_particles scaled by 2 / G)")
     parser.add_argument("--output", default=os.path.join(RESULTS_DIR, "coverage.json"))
+    parser.add_argument("--from-json", default=None, metavar="PATH", help="report a saved run and exit")
+    parser.add_argument("--doc-table", default=None, metavar="DIR", help="also write coverage.rst there")
     args = parser.parse_args(argv)
+    if args.from_json:
+        with open(args.from_json) as fh:
+            report(json.load(fh)["cases"], args.doc_table, argv)
+        return
     seeds = range(args.seeds or (8 if args.quick else 20))
-    all_rows = []
-    lines = ["| case | G | particles/group | runs | mean error | seed spread | mean reported std | "
-             "1-sigma (reported) | 2-sigma (reported) | 1-sigma (spread only) | 2-sigma (spread only) | "
-             "flagged | 2-sigma or flagged | CPU s/run |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    entries = []
     patterns = [p for p in args.cases.split(",") if p]
     for name, case in cases(args.quick).items():
         if patterns and not any(p in name for p in patterns):
             continue
         for n_replicates in (int(g) for g in args.replicates.split(",")):
             factor = 2.0 / n_replicates
-            rows = run(case, seeds, factor, n_replicates)
-            errors = np.array([r["value"] - r["reference"] for r in rows])
-            one, two, _ = coverage(rows, "reported")
-            one_s, two_s, _ = coverage(rows, "spread")
             particles = case[0](0, 2, 2).__class__().get_params()["n_particles"] * factor
-            flagged = np.array([bool(r["warnings"]) for r in rows])
-            _, _, pulls = coverage(rows, "reported")
-            within_or_flagged = float(np.mean((np.abs(pulls) <= 2) | flagged))
-            lines.append(f"| {name} | {n_replicates} | {particles:.0f} | {len(rows)} | {errors.mean():+.2f} | "
-                         f"{errors.std(ddof=1):.2f} | {np.mean([r['std'] for r in rows]):.2f} | {one:.0%} | {two:.0%} "
-                         f"| {one_s:.0%} | {two_s:.0%} | {flagged.mean():.0%} | {within_or_flagged:.0%} "
-                         f"| {np.mean([r['cpu_seconds'] for r in rows]):.2f} |")
-            print(lines[-1], flush=True)
-            all_rows.append(dict(case=name, n_replicates=n_replicates, runs=rows, coverage_1sigma=one,
-                                 coverage_2sigma=two))
-    all_runs = [r for entry in all_rows for r in entry["runs"]]
-    one, two, _ = coverage(all_runs, "reported")
-    print("\n".join(lines))
-    print(f"\nall cases pooled: 1-sigma {one:.0%}, 2-sigma {two:.0%} (targets 55-80%, >= 90%)")
-    save_json(args.output, dict(meta=run_metadata(sys.argv), cases=all_rows, pooled=dict(one=one, two=two)))
+            entries.append(dict(case=name, n_replicates=n_replicates, particles_per_group=particles,
+                                runs=run(case, seeds, factor, n_replicates)))
+            print("| " + " | ".join(entry_cells(entries[-1])) + " |", flush=True)
+    report(entries, args.doc_table, argv)
+    save_json(args.output, dict(meta=run_metadata(sys.argv), cases=entries))
     print(f"wrote {args.output}")
 
 
