@@ -166,12 +166,14 @@ def entry_cells(entry):
     errors = np.array([r["value"] - r["reference"] for r in rows])
     one, two, pulls = coverage(rows, "reported")
     one_s, two_s, _ = coverage(rows, "spread")
+    recorded = all("warnings" in r for r in rows)  # runs saved before the warnings were recorded have none
     flagged = np.array([bool(r.get("warnings")) for r in rows])
-    within_or_flagged = float(np.mean((np.abs(pulls) <= 2) | flagged))
+    flag_cells = ((f"{flagged.mean():.0%}", f"{np.mean((np.abs(pulls) <= 2) | flagged):.0%}") if recorded
+                  else ("n/a", "n/a"))
     return (entry["case"], str(entry["n_replicates"]), f"{entry.get('particles_per_group', float('nan')):.0f}",
             str(len(rows)), f"{errors.mean():+.2f}", f"{errors.std(ddof=1):.2f}",
             f"{np.mean([r['std'] for r in rows]):.2f}", f"{one:.0%}", f"{two:.0%}", f"{one_s:.0%}", f"{two_s:.0%}",
-            f"{flagged.mean():.0%}", f"{within_or_flagged:.0%}", f"{np.mean([r['cpu_seconds'] for r in rows]):.2f}")
+            *flag_cells, f"{np.mean([r['cpu_seconds'] for r in rows]):.2f}")
 
 
 def pooled_lines(entries):
