@@ -6,6 +6,8 @@ Usage::
     python benchmarks/bench_coverage.py --quick          # 8 seeds, fewer cases
     python benchmarks/bench_coverage.py --replicates 2,4 # compare group counts at equal particle budget
     python benchmarks/bench_coverage.py --from-json benchmarks/results/coverage.json --doc-table doc/user_guide/generated
+    # a G=2,4 comparison, then a later G=2 run replacing its G=2 rows
+    python benchmarks/bench_coverage.py --from-json coverage_g24.json,coverage_g2.json
 
 Prints markdown tables and writes ``benchmarks/results/coverage.json``.
 
@@ -198,6 +200,16 @@ def report(entries, doc_table=None, argv=None):
                         "bench_coverage.py", argv)
 
 
+def load_saved(paths):
+    """Entries of saved runs; a later file's entry replaces an earlier one for the same case and group count."""
+    entries = {}
+    for path in paths:
+        with open(path) as fh:
+            for entry in json.load(fh)["cases"]:
+                entries[entry["case"], entry["n_replicates"]] = entry
+    return list(entries.values())  # a replaced entry keeps its first position
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true")
@@ -206,12 +218,12 @@ def main(argv=None):
     parser.add_argument("--replicates", default="2", help="comma-separated group counts, at the default "
                         "total particle budget (n_particles scaled by 2 / G)")
     parser.add_argument("--output", default=os.path.join(RESULTS_DIR, "coverage.json"))
-    parser.add_argument("--from-json", default=None, metavar="PATH", help="report a saved run and exit")
+    parser.add_argument("--from-json", default=None, metavar="PATH[,PATH]",
+                        help="report saved runs and exit (a later file's case and G replace an earlier one's)")
     parser.add_argument("--doc-table", default=None, metavar="DIR", help="also write coverage.rst there")
     args = parser.parse_args(argv)
     if args.from_json:
-        with open(args.from_json) as fh:
-            report(json.load(fh)["cases"], args.doc_table, argv)
+        report(load_saved(args.from_json.split(",")), args.doc_table, argv)
         return
     seeds = range(args.seeds or (8 if args.quick else 20))
     entries = []
