@@ -459,16 +459,16 @@ def _combined_std(halves, halves_agree):
     """The error of the halves' mean: their mean Eq. (9) error, widened to their gap when they disagree.
 
     A half whose error estimate is not finite (its bridge weights overflowed)
-    contributes none; the gap between the halves then stands in for it, so a
-    flagged run still reports a finite, wide error rather than NaN. Infinite
-    only when neither half has an estimate and the gap itself is not finite.
+    contributes none: the other half's error and the gap between the halves
+    stand in, so a flagged run still reports a finite, wide error rather than
+    NaN. Infinite only when nothing finite is left.
     """
     stds = np.array([h.std for h in halves], dtype=float)
-    gap = abs(halves[0].log_z - halves[1].log_z)
-    std = float(np.mean(stds))
-    if np.isfinite(std) and halves_agree:
+    finite = stds[np.isfinite(stds)]
+    std = float(np.mean(stds) if finite.size == len(stds) else finite.max() if finite.size else np.nan)
+    if halves_agree and np.isfinite(std):
         return std
-    candidates = [value for value in (*stds, gap) if np.isfinite(value)]
+    candidates = [value for value in (std, abs(halves[0].log_z - halves[1].log_z)) if np.isfinite(value)]
     return float(max(candidates)) if candidates else float("inf")
 
 

@@ -171,6 +171,7 @@ def _half(log_z, std):
 @pytest.mark.parametrize("stds, log_zs, agree, expected", [
     ((0.1, 0.3), (-5.0, -5.1), True, 0.2),          # agreeing halves: their mean Eq. (9) error
     ((0.1, 0.3), (-5.0, -9.0), False, 4.0),         # disagreeing: widened to the gap
+    ((0.1, 5.9), (-5.0, -9.0), False, 4.0),         # ... unless their mean error is wider already
     ((np.nan, 0.3), (-5.0, -6.0), False, 1.0),      # a failed error estimate: the gap stands in, never NaN
     ((np.nan, 2.5), (-5.0, -6.0), False, 2.5),      # ... or the other half's error when that is wider
     ((np.nan, np.nan), (-5.0, -np.inf), False, np.inf),  # nothing finite to report: infinite, not NaN
