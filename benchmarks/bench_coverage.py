@@ -5,7 +5,8 @@ Usage::
     python benchmarks/bench_coverage.py                  # 20 seeds per case
     python benchmarks/bench_coverage.py --quick          # 8 seeds, fewer cases
     python benchmarks/bench_coverage.py --replicates 2,4 # compare group counts at equal particle budget
-    python benchmarks/bench_coverage.py --from-json benchmarks/results/coverage.json --doc-table doc/user_guide/generated
+    python benchmarks/bench_coverage.py --from-json benchmarks/results/coverage.json \
+        --doc-table doc/user_guide/generated
     # a G=2,4 comparison, then a later G=2 run replacing its G=2 rows
     python benchmarks/bench_coverage.py --from-json coverage_g24.json,coverage_g2.json
 

@@ -209,7 +209,15 @@ class GaussianMixtureModel(Model):
         """
         comp = self._stacked_component_log_density(theta, X, workspace, params)
         comp -= np.max(comp, axis=0, out=workspace_buffer(workspace, "top", comp.shape[1:]))
-        np.exp(comp, out=comp)
+        # Single-precision exponentials (numpy vectorises them; float64 exp is scalar libm on AVX2):
+        # responsibilities to ~1e-7 relative, far below the SGHMC gradient's own noise. The evidence does
+        # not depend on them: weights and Metropolis-Hastings steps use the float64 log-likelihood, and an
+        # HMC move stays exact with any deterministic gradient. Floored at -80 (exp = 2e-35 of the largest
+        # term): numpy's float32 exp leaves its vector path for results below float32's normal range.
+        single = comp.astype(np.float32)
+        np.maximum(single, np.float32(-80.0), out=single)
+        np.exp(single, out=single)
+        comp[...] = single
         scale = np.sum(comp, axis=0, out=workspace_buffer(workspace, "total", comp.shape[1:]))
         np.reciprocal(scale, out=scale)
         if row_weights is not None:
@@ -218,7 +226,7 @@ class GaussianMixtureModel(Model):
         return comp
 
     def responsibilities(self, theta, X):
-        """Posterior label probabilities per particle, shape ``(n_particles, n_batch, K)``."""
+        """Posterior label probabilities per particle, shape ``(n_particles, n_batch, K)``, to single precision."""
         return self._stacked_responsibilities(theta, X).transpose(1, 2, 0)
 
     def grad_log_likelihood(self, theta, X, y, weights):

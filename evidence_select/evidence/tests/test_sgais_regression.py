@@ -19,7 +19,10 @@ bits); and every case's standard error and float-record hash, when the spread of
 gained its Student-t factor (the log evidences and integer records did not change). The log evidences of the
 linear and logistic cases not named here are still the pre-restructure values. When the exact HMC kernel
 became the default on a stream's first rows, every earlier case was pinned to SGHMC (``exact_move_rows=0``,
-its values unchanged) and the three ``*_exact_moves`` cases were added.
+its values unchanged) and the three ``*_exact_moves`` cases were added. The seven mixture cases were
+re-pinned when the mixture's responsibilities (in its gradient only) took single-precision exponentials: the
+log evidences moved by under 1e-6 nats, except ``mixture_exact_moves``, whose Metropolis-Hastings decisions
+then differ and whose run is another draw of the same estimator.
 """
 
 import pytest
@@ -30,7 +33,7 @@ from evidence_select.utils._threads import single_threaded_blas
 PINNED = {
     'linear_exact_moves': ('-1741.3534672196686', '0.5724858719958579', '2bc6fd00cc0f04ba', '9126423dce8d455b'),
     'logistic_exact_moves': ('-344.4481488550813', '1.5577651359216043', '76e45c4cc4323f91', '2b3b193f0205106a'),
-    'mixture_exact_moves': ('-1686.026564353113', '1.4469951680397566', 'd15ce35fc9d8c7fb', 'add18e98ad62875c'),
+    'mixture_exact_moves': ('-1687.4979698382372', '3.0912194646057336', 'f86634977c2f959f', '00ab2cc5c4f8d4d6'),
     'linear_beyond_reservoir': ('-1740.8892973303032', '2.447519939802427', '55617046b03c396f', '77a5af2980d978a3'),
     'linear_estimator': ('-1742.402424748296', '0.9281304780475996', 'c052ce4b5a660176', 'a70080cf82844fc4'),
     'linear_no_control_variates': ('-1743.6097230583805', '0.5997694955322092', '61e3f12d1fdbf293', 'e0b26a70d0de5449'),
@@ -43,13 +46,13 @@ PINNED = {
     'logistic_beyond_reservoir_reheat': ('-345.2330048868215', '5.195953201511392',
                                          '8b86f70c646c0f4f', '3b0c09c237285ad8'),
     'logistic_estimator': ('-346.7575192852199', '1.1150864110926773', 'a184c11ac7d042c5', 'd7043af63087f48e'),
-    'mixture_beyond_reservoir': ('-1661.6311938755462', '243.70170273700666', '0230b17dec09d212', '2d6110bd86741c16'),
-    'mixture_beyond_reservoir_no_cv': ('-1861.5531765040578', '219.47442983592558',
-                                       '32f0dce21abcd301', '54047bd94054ae1c'),
-    'mixture_checkpoint_resume': ('-1693.6563732901575', '10.984221522842818', '780b5e09b19c12e6', '622c637c6264bbdb'),
-    'mixture_no_restarts': ('-1723.3075217621786', '0.9820843227292592', '5767c46b49ed9be9', '173d11160c8b3f8c'),
-    'mixture_restarts': ('-1688.3170080890616', '14.080421994566352', '68ca0c522ac4530e', '876c157e5f9b5965'),
-    'mixture_surprise_threshold': ('-1697.0067504444028', '12.098072074502609', '7b4b9566001beb24', 'f20274123052dfd2'),
+    'mixture_beyond_reservoir': ('-1661.6311932877059', '243.70170354906296', '3488fc283bbb854e', '2d6110bd86741c16'),
+    'mixture_beyond_reservoir_no_cv': ('-1861.553175856153', '219.47443007265824',
+                                       '1be214c509a57caf', '54047bd94054ae1c'),
+    'mixture_checkpoint_resume': ('-1693.6563732794973', '10.984221527930742', '884b3e41a8c43793', '622c637c6264bbdb'),
+    'mixture_no_restarts': ('-1723.307521740906', '0.982084318640112', '077ed2ae62ad8e01', '173d11160c8b3f8c'),
+    'mixture_restarts': ('-1688.3170080874206', '14.08042198886766', 'aea93ddf5c2e0eaa', '876c157e5f9b5965'),
+    'mixture_surprise_threshold': ('-1697.006750439284', '12.098072086960066', '0cac80f152946135', 'f20274123052dfd2'),
 }
 
 
