@@ -52,10 +52,10 @@ engine adapts these choices to the particles; for each:
   for Gaussian targets);
 - *the exact HMC kernel* on the first rows (``exact_move_rows``):
   Metropolis-corrected, so exactly invariant for a fixed mass and step; each
-  group's mass comes from the particles of the other groups (so neither a
-  particle nor its resampled copies shape its own kernel) and the step from
-  earlier acceptance rates, an adaptive choice of kernel from the population:
-  consistent, like the schedule;
+  particle's mass comes from the other particles of its group (its own position
+  left out, its resampled copies not) and the step from earlier acceptance
+  rates, an adaptive choice of kernel from the population: consistent, like the
+  schedule;
 - *the global moves' proposals* (mixtures: refits drawn from the particle
   population): Metropolis-Hastings with the exact tempered target while the
   reservoir holds every past row, so invariant for the population they were

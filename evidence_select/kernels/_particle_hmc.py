@@ -1,26 +1,23 @@
-"""Metropolis-corrected HMC moves for particle groups, each group preconditioned by the other groups.
+"""Metropolis-corrected HMC moves for particle groups, preconditioned by the other particles of the group.
 
 A move kernel for the tempering steps of an SMC sampler whose target can be
-evaluated exactly (SGAIS while the reservoir still holds every past row). The
-particles of a replicate group share one dense mass, the weighted covariance of
-the particles of the *other* groups
-(:func:`~evidence_select.kernels._hmc.held_out_preconditioners` with one fold
-per group), so the kernel sees a roughly isotropic target whatever the
-posterior's shape: flat, prior-dominated directions (a nearly separable
-classifier, the redundant logit of a two-class softmax) move as far per step as
-the data-determined ones. For a fixed mass and step every transition leaves the
-tempered target exactly invariant; here both are chosen from the population, an
-adaptive choice of the kind SMC samplers allow (consistent as the particles
-grow; Chopin & Papaspiliopoulos, "An Introduction to Sequential Monte Carlo",
-Sec. 17.2). Taking the mass from the other groups keeps a group's kernel free of
-its own particles: a mass built from the particle's own group, even with the
-particle left out, still contains its resampled copies, and with tens of
-particles in tens of dimensions that self-dependence distorts the target (it
-read ``log Z`` about a nat high on a 130-parameter classifier; AIS showed the
-same bias before its masses came from other groups). The groups then share
-their spread through the masses, no more. A single group has no other: its
-particles' masses come from the group's other particles (leave-one-out). The
-step size is adapted from acceptance rates *between* transitions, per group.
+evaluated exactly (SGAIS while the reservoir still holds every past row). Each
+particle's mass comes from the weighted covariance of the *other* particles of
+its replicate group (leave-one-out,
+:func:`~evidence_select.kernels._hmc.held_out_preconditioners`), so the kernel
+sees a roughly isotropic target whatever the posterior's shape: flat,
+prior-dominated directions (a nearly separable classifier, the redundant logit of
+a two-class softmax) move as far per step as the data-determined ones. For a
+fixed mass and step every transition leaves the tempered target exactly
+invariant; here both are chosen from the population, an adaptive choice of the
+kind SMC samplers allow (consistent as the particles grow; Chopin &
+Papaspiliopoulos, "An Introduction to Sequential Monte Carlo", Sec. 17.2).
+Leaving the particle out removes its own position from its kernel (only its
+resampled copies remain), which keeps that dependence small with few particles
+in many dimensions, where a mass built from a population including the particle
+distorts the target (the bias AIS showed in tens of dimensions). The step size is
+adapted from acceptance rates *between* transitions. Groups never share
+information, so their evidence estimates stay independent.
 """
 
 from typing import NamedTuple
@@ -76,8 +73,8 @@ def particle_hmc_move(rng, theta, log_density_fn, *, n_groups, step_size, n_tran
 
     Notes
     -----
-    The mass is dense (the other groups' covariance shrunk towards its diagonal)
-    even when they hold fewer particles than parameters: the directions the
+    The mass is dense (the leave-one-out covariance shrunk towards its diagonal)
+    even when a group holds fewer particles than parameters: the directions the
     particles span (a correlated posterior's narrow and wide axes) are the ones a
     diagonal mass gets wrong, and the shrinkage keeps the others moving.
 
@@ -93,7 +90,7 @@ def particle_hmc_move(rng, theta, log_density_fn, *, n_groups, step_size, n_tran
     """
     n_total, n_params = theta.shape
     n_particles = n_total // n_groups
-    factors = _held_out_factors(theta, n_groups, log_weights)
+    factors = _leave_one_out_factors(theta, n_groups, log_weights)
     state = hmc_init(theta, log_density_fn)
     step_size = np.array(np.broadcast_to(np.asarray(step_size, dtype=float), (n_groups,)))
     rates = []
@@ -108,16 +105,11 @@ def particle_hmc_move(rng, theta, log_density_fn, *, n_groups, step_size, n_tran
                                            n_evaluations)
 
 
-def _held_out_factors(theta, n_groups, log_weights):
-    """Per-particle inverse-mass factors ``(n_total, n_params, n_params)``: each group's from the other groups.
-
-    With one group, each particle's factor comes from the group's other particles instead.
-    """
+def _leave_one_out_factors(theta, n_groups, log_weights):
+    """Per-particle inverse-mass factors ``(n_total, n_params, n_params)``, each from its group's other particles."""
     n_total, n_params = theta.shape
     n_particles = n_total // n_groups
+    groups = theta.reshape(n_groups, n_particles, n_params)
     weights = np.zeros((n_groups, n_particles)) if log_weights is None else log_weights
-    if n_groups == 1:
-        return held_out_preconditioners(theta, weights[0], n_folds=n_particles)
-    # The weights are normalised within each group, so every other group counts equally.
-    per_group = held_out_preconditioners(theta, weights.ravel(), n_folds=n_groups)
-    return np.repeat(per_group, n_particles, axis=0)
+    return np.concatenate([held_out_preconditioners(group, group_weights, n_folds=n_particles)
+                           for group, group_weights in zip(groups, weights)])
