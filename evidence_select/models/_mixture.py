@@ -210,9 +210,9 @@ class GaussianMixtureModel(Model):
         comp = self._stacked_component_log_density(theta, X, workspace, params)
         comp -= np.max(comp, axis=0, out=workspace_buffer(workspace, "top", comp.shape[1:]))
         # Single-precision exponentials (numpy vectorises them; float64 exp is scalar libm on AVX2):
-        # responsibilities to ~1e-7 relative, far below the SGHMC gradient's own noise. The evidence does
-        # not depend on them: weights and Metropolis-Hastings steps use the float64 log-likelihood, and an
-        # HMC move stays exact with any deterministic gradient. Floored at -80 (exp = 2e-35 of the largest
+        # responsibilities to ~1e-7 relative, far below the SGHMC gradient's own noise. The evidence's
+        # validity does not rest on them: weights and Metropolis-Hastings steps use the float64
+        # log-likelihood, and an HMC move stays exact with any deterministic gradient. Floored at -80 (exp = 2e-35 of the largest
         # term): numpy's float32 exp leaves its vector path for results below float32's normal range.
         single = comp.astype(np.float32)
         np.maximum(single, np.float32(-80.0), out=single)
