@@ -214,8 +214,10 @@ class GaussianMixtureModel(Model):
         # validity does not rest on them: weights and Metropolis-Hastings steps use the float64
         # log-likelihood, and an HMC move stays exact with any deterministic gradient. Floored at -80 (exp = 2e-35 of the largest
         # term): numpy's float32 exp leaves its vector path for results below float32's normal range.
-        single = comp.astype(np.float32)
-        np.maximum(single, np.float32(-80.0), out=single)
+        single = workspace_buffer(workspace, "single", comp.shape, np.float32)
+        if single is None:
+            single = np.empty(comp.shape, np.float32)
+        np.maximum(comp, -80.0, out=single, casting="same_kind")  # rounding commutes with the floor
         np.exp(single, out=single)
         comp[...] = single
         scale = np.sum(comp, axis=0, out=workspace_buffer(workspace, "total", comp.shape[1:]))

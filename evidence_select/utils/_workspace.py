@@ -51,26 +51,27 @@ class Workspace:
     def __init__(self):
         self._local = threading.local()
 
-    def get(self, name, shape):
-        """An uninitialised C-contiguous float64 array of ``shape``, in ``name``'s buffer.
+    def get(self, name, shape, dtype=np.float64):
+        """An uninitialised C-contiguous array of ``shape`` and ``dtype``, in ``name``'s buffer.
 
         The content is whatever the previous user left, and the next request
         for ``name`` in this thread overwrites it: callers fill it completely
         (``out=`` arguments) before reading, and finish with it before asking
         for ``name`` again. Requests above 32 MiB are fresh arrays.
         """
+        dtype = np.dtype(dtype)
         size = 1
         for n in shape:
             size *= n
-        if 8 * size > _MAX_BUFFER_BYTES:
-            return np.empty(shape)
+        if dtype.itemsize * size > _MAX_BUFFER_BYTES:
+            return np.empty(shape, dtype)
         try:
             buffers = self._local.buffers
         except AttributeError:  # first use in this thread
             buffers = self._local.buffers = {}
         buffer = buffers.get(name)
-        if buffer is None or buffer.size < size:
-            buffer = buffers[name] = np.empty(size)
+        if buffer is None or buffer.size < size or buffer.dtype != dtype:
+            buffer = buffers[name] = np.empty(size, dtype)
         return buffer[:size].reshape(shape)
 
     def __reduce__(self):
@@ -87,6 +88,6 @@ class Workspace:
         return "Workspace()"
 
 
-def workspace_buffer(workspace, name, shape):
-    """``workspace.get(name, shape)``, or None without a workspace (an ``out=None``: numpy allocates)."""
-    return None if workspace is None else workspace.get(name, shape)
+def workspace_buffer(workspace, name, shape, dtype=np.float64):
+    """``workspace.get(name, shape, dtype)``, or None without a workspace (an ``out=None``: numpy allocates)."""
+    return None if workspace is None else workspace.get(name, shape, dtype)

@@ -52,3 +52,12 @@ def test_large_requests_are_fresh_arrays():
     workspace = Workspace()
     rows = _MAX_BUFFER_BYTES // 8 + 1
     assert not np.shares_memory(workspace.get("big", (rows,)), workspace.get("big", (rows,)))
+
+
+def test_a_buffer_has_the_requested_dtype_and_a_new_dtype_replaces_it():
+    workspace = Workspace()
+    single = workspace.get("single", (4, 3), np.float32)
+    assert single.dtype == np.float32 and single.shape == (4, 3)
+    assert np.shares_memory(workspace.get("single", (2, 3), np.float32), single)
+    double = workspace.get("single", (4, 3))
+    assert double.dtype == np.float64 and not np.shares_memory(double, single)
