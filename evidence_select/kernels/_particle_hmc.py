@@ -24,7 +24,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ._hmc import adapt_step_size, held_out_preconditioners, hmc_init, hmc_step
+from ._hmc import adapt_step_size, hmc_init, hmc_step, preconditioner_from_samples
 
 __all__ = ["ParticleHMCInfo", "particle_hmc_move"]
 
@@ -90,26 +90,72 @@ def particle_hmc_move(rng, theta, log_density_fn, *, n_groups, step_size, n_tran
     """
     n_total, n_params = theta.shape
     n_particles = n_total // n_groups
-    factors = _leave_one_out_factors(theta, n_groups, log_weights)
-    state = hmc_init(theta, log_density_fn)
+    theta = np.array(theta, dtype=float)
+    log_weights = np.zeros((n_groups, n_particles)) if log_weights is None else np.asarray(log_weights, dtype=float)
     step_size = np.array(np.broadcast_to(np.asarray(step_size, dtype=float), (n_groups,)))
+    first_half = np.concatenate([_first_half(group) for group in theta.reshape(n_groups, n_particles, n_params)])
+    group_of = np.repeat(np.arange(n_groups), n_particles)
+    rates, evaluations = [], 0
+    for moving in (first_half, ~first_half):
+        if not moving.any():
+            continue
+        factors = _other_half_factors(theta, log_weights.ravel(), moving, group_of, n_groups)
+        theta[moving], step_size, half_rates = _transitions(
+            rng, theta[moving], log_density_fn, factors[group_of[moving]], step_size, group_of[moving],
+            _Schedule(n_transitions, n_leapfrog, target_accept))
+        rates.extend(half_rates)
+        evaluations += np.count_nonzero(moving) * (1 + len(half_rates) * n_leapfrog)
+    return theta, ParticleHMCInfo(step_size, float(np.mean(rates)) if rates else float("nan"),
+                                  -(-evaluations // n_total))
+
+
+class _Schedule(NamedTuple):
+    n_transitions: int
+    n_leapfrog: int
+    target_accept: float
+
+
+def _first_half(group):
+    """Which particles of ``group`` ``(n_particles, n_params)`` move first: about half, never splitting copies.
+
+    Identical rows (a particle's resampled copies) fall in the same half, so
+    no particle's mass is estimated from its own copies.
+    """
+    _, first_index, copy_of = np.unique(group, axis=0, return_index=True, return_inverse=True)
+    copy_of = copy_of.ravel()
+    in_first, n_first = np.zeros(len(first_index), dtype=bool), 0
+    for position in np.argsort(first_index):  # copies in index order, as resampling left them
+        in_first[position] = n_first < len(group) // 2
+        n_first += in_first[position] * np.count_nonzero(copy_of == position)
+    return in_first[copy_of]
+
+
+def _other_half_factors(theta, log_weights, moving, group_of, n_groups):
+    """One inverse-mass factor per group ``(n_groups, n_params, n_params)``, from its particles that stay put."""
+    factors = np.empty((n_groups, theta.shape[1], theta.shape[1]))
+    for group in range(n_groups):
+        source = (group_of == group) & ~moving & np.isfinite(log_weights)
+        if np.count_nonzero(source) < 2:  # nothing to learn a scale from: the identity, a fixed choice
+            factors[group] = np.eye(theta.shape[1])
+            continue
+        factor = preconditioner_from_samples(theta[source], log_weights[source])
+        factors[group] = factor if factor.ndim == 2 else np.diag(factor)
+    return factors
+
+
+def _transitions(rng, position, log_density_fn, factors, step_size, group_of, schedule):
+    """``schedule.n_transitions`` HMC transitions of ``position`` with per-particle ``factors``.
+
+    Each group's step is adapted between transitions from its own particles'
+    acceptance rates. Returns ``(position, step_size, mean acceptance per transition)``.
+    """
+    state = hmc_init(position, log_density_fn)
+    counts = np.bincount(group_of, minlength=len(step_size))
     rates = []
-    for _ in range(n_transitions):
-        state, info = hmc_step(rng, state, log_density_fn, np.repeat(step_size, n_particles), n_leapfrog, factors)
-        group_rates = info.acceptance_rate.reshape(n_groups, n_particles)
-        rates.append(float(np.mean(group_rates)))
-        step_size = np.array([adapt_step_size(size, rate, target=target_accept)
-                              for size, rate in zip(step_size, group_rates)])
-    n_evaluations = 1 + n_transitions * n_leapfrog
-    return state.position, ParticleHMCInfo(step_size, float(np.mean(rates)) if rates else float("nan"),
-                                           n_evaluations)
-
-
-def _leave_one_out_factors(theta, n_groups, log_weights):
-    """Per-particle inverse-mass factors ``(n_total, n_params, n_params)``, each from its group's other particles."""
-    n_total, n_params = theta.shape
-    n_particles = n_total // n_groups
-    groups = theta.reshape(n_groups, n_particles, n_params)
-    weights = np.zeros((n_groups, n_particles)) if log_weights is None else log_weights
-    return np.concatenate([held_out_preconditioners(group, group_weights, n_folds=n_particles)
-                           for group, group_weights in zip(groups, weights)])
+    for _ in range(schedule.n_transitions):
+        state, info = hmc_step(rng, state, log_density_fn, step_size[group_of], schedule.n_leapfrog, factors)
+        rates.append(float(np.mean(info.acceptance_rate)))
+        group_rates = np.bincount(group_of, weights=info.acceptance_rate, minlength=len(step_size))
+        step_size = np.array([size if count == 0 else adapt_step_size(size, rate / count, target=schedule.target_accept)
+                              for size, rate, count in zip(step_size, group_rates, counts)])
+    return state.position, step_size, rates
