@@ -52,8 +52,10 @@ engine adapts these choices to the particles; for each:
   for Gaussian targets);
 - *the exact HMC kernel* on the first rows (``exact_move_rows``):
   Metropolis-corrected, so exactly invariant for a fixed mass and step; each
-  particle's mass comes from the other particles of its group (its own position
-  left out, its resampled copies not) and the step from earlier acceptance
+  group moves in two halves in turn, each with a mass from the other half (its
+  covariance averaged with the target's inverse curvature at its mean; a
+  particle's resampled copies in its own half), so the mass a particle moves
+  with is fixed while it moves; the step comes from earlier acceptance
   rates, an adaptive choice of kernel from the population: consistent, like the
   schedule;
 - *the global moves' proposals* (mixtures: refits drawn from the particle

@@ -7,7 +7,7 @@ returns ``(particles, counts, past_log_lik)``:
 
 - :func:`exact_hmc_kernel`: on the first rows of a stream (every row seen
   stored, at most ``exact_move_rows`` of them), Metropolis-corrected HMC on the
-  exact target, each particle's mass from the other particles of its group
+  exact target, each half of a group moving with the other half's mass
   (:func:`~evidence_select.kernels._particle_hmc.particle_hmc_move`). There the
   particles travel farthest, from the prior to a posterior that may be orders of
   magnitude narrower in some directions and as wide as the prior in others (a
@@ -226,7 +226,7 @@ EXACT_INITIAL_STEP = 0.5
 
 
 def exact_hmc_kernel(rng, context, particles, target):
-    """Metropolis-corrected HMC on the exact ``target``, each particle's mass from its group's other particles.
+    """Metropolis-corrected HMC on the exact ``target``, each half of a group with the other half's mass.
 
     Runs while the reservoir holds every past row (:func:`uses_exact_moves`), so
     the target is evaluated exactly and every transition leaves it invariant.

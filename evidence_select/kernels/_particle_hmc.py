@@ -1,32 +1,42 @@
-"""Metropolis-corrected HMC moves for particle groups, preconditioned by the other particles of the group.
+"""Metropolis-corrected HMC moves for particle groups, each half with a mass from the other half of its group.
 
 A move kernel for the tempering steps of an SMC sampler whose target can be
 evaluated exactly (SGAIS while the reservoir still holds every past row). Each
-particle's mass comes from the weighted covariance of the *other* particles of
-its replicate group (leave-one-out,
-:func:`~evidence_select.kernels._hmc.held_out_preconditioners`), so the kernel
-sees a roughly isotropic target whatever the posterior's shape: flat,
-prior-dominated directions (a nearly separable classifier, the redundant logit of
-a two-class softmax) move as far per step as the data-determined ones. For a
-fixed mass and step every transition leaves the tempered target exactly
-invariant; here both are chosen from the population, an adaptive choice of the
-kind SMC samplers allow (consistent as the particles grow; Chopin &
-Papaspiliopoulos, "An Introduction to Sequential Monte Carlo", Sec. 17.2).
-Leaving the particle out removes its own position from its kernel (only its
-resampled copies remain), which keeps that dependence small with few particles
-in many dimensions, where a mass built from a population including the particle
-distorts the target (the bias AIS showed in tens of dimensions). The step size is
-adapted from acceptance rates *between* transitions. Groups never share
+replicate group is split in two halves that move in turn. A half's mass comes
+from the other half (:func:`_mass_factor`): that half's weighted covariance
+averaged with the target's inverse curvature at its mean. The kernel then sees a
+roughly isotropic target whatever the posterior's shape: flat, prior-dominated
+directions (a nearly separable classifier, the redundant logit of a two-class
+softmax) move as far per step as the data-determined ones, including the
+directions that a few particles in many dimensions do not span.
+
+Why halves. For a fixed mass and step every transition leaves the tempered
+target invariant, but a mass estimated from particles that move with it is not
+fixed: with few particles in many dimensions, particles that shape each other's
+kernels (even with each particle's own position left out) pull the population
+off its target, narrower than it, and the evidence then reads high. A half
+moving with a mass from the other half, which stays put meanwhile, sees a fixed
+kernel: if the halves were independent draws of the target before, they are
+after (a two-block Gibbs argument). A particle's resampled copies (identical
+rows, contiguous after systematic resampling) are kept in one half, so no
+particle's mass comes from its own copies. The step size is adapted from
+acceptance rates *between* transitions, an adaptive choice of the kind SMC
+samplers allow (consistent as the particles grow; Chopin & Papaspiliopoulos,
+"An Introduction to Sequential Monte Carlo", Sec. 17.2). Groups never share
 information, so their evidence estimates stay independent.
 """
 
 from typing import NamedTuple
 
 import numpy as np
+from scipy.linalg import solve_triangular
 
 from ._hmc import adapt_step_size, hmc_init, hmc_step, preconditioner_from_samples
 
 __all__ = ["ParticleHMCInfo", "particle_hmc_move"]
+
+#: Forward-difference step of the curvature, relative to the particles' spread in each coordinate (and its floor).
+CURVATURE_STEP = 1e-4
 
 
 class ParticleHMCInfo(NamedTuple):
@@ -44,7 +54,7 @@ class ParticleHMCInfo(NamedTuple):
 
 def particle_hmc_move(rng, theta, log_density_fn, *, n_groups, step_size, n_transitions, log_weights=None,
                       n_leapfrog=5, target_accept=0.75):
-    """Move every group's particles by ``n_transitions`` preconditioned HMC transitions.
+    """Move every group's particles by ``n_transitions`` preconditioned HMC transitions, one half after the other.
 
     Parameters
     ----------
@@ -73,10 +83,12 @@ def particle_hmc_move(rng, theta, log_density_fn, *, n_groups, step_size, n_tran
 
     Notes
     -----
-    The mass is dense (the leave-one-out covariance shrunk towards its diagonal)
-    even when a group holds fewer particles than parameters: the directions the
-    particles span (a correlated posterior's narrow and wide axes) are the ones a
-    diagonal mass gets wrong, and the shrinkage keeps the others moving.
+    The mass is dense even when a half holds fewer particles than parameters:
+    the directions the particles span (a correlated posterior's narrow and wide
+    axes) are the ones a diagonal mass gets wrong, and the curvature keeps the
+    others moving. A move costs ``n_params + 1`` extra target evaluations per
+    group and half (the curvature's forward differences), counted in
+    ``n_evaluations``.
 
     Examples
     --------
@@ -99,12 +111,13 @@ def particle_hmc_move(rng, theta, log_density_fn, *, n_groups, step_size, n_tran
     for moving in (first_half, ~first_half):
         if not moving.any():
             continue
-        factors = _other_half_factors(theta, log_weights.ravel(), moving, group_of, n_groups)
+        factors, n_mass_evaluations = _other_half_factors(theta, log_weights.ravel(), moving, group_of, n_groups,
+                                                          log_density_fn)
         theta[moving], step_size, half_rates = _transitions(
             rng, theta[moving], log_density_fn, factors[group_of[moving]], step_size, group_of[moving],
             _Schedule(n_transitions, n_leapfrog, target_accept))
         rates.extend(half_rates)
-        evaluations += np.count_nonzero(moving) * (1 + len(half_rates) * n_leapfrog)
+        evaluations += np.count_nonzero(moving) * (1 + len(half_rates) * n_leapfrog) + n_mass_evaluations
     return theta, ParticleHMCInfo(step_size, float(np.mean(rates)) if rates else float("nan"),
                                   -(-evaluations // n_total))
 
@@ -130,17 +143,66 @@ def _first_half(group):
     return in_first[copy_of]
 
 
-def _other_half_factors(theta, log_weights, moving, group_of, n_groups):
-    """One inverse-mass factor per group ``(n_groups, n_params, n_params)``, from its particles that stay put."""
+def _other_half_factors(theta, log_weights, moving, group_of, n_groups, log_density_fn):
+    """One inverse-mass factor per group, from its particles that stay put (see :func:`_mass_factor`).
+
+    Returns ``(factors, n_evaluations)``: ``(n_groups, n_params, n_params)`` and
+    the number of positions at which the target was evaluated.
+    """
     factors = np.empty((n_groups, theta.shape[1], theta.shape[1]))
+    n_evaluations = 0
     for group in range(n_groups):
         source = (group_of == group) & ~moving & np.isfinite(log_weights)
         if np.count_nonzero(source) < 2:  # nothing to learn a scale from: the identity, a fixed choice
             factors[group] = np.eye(theta.shape[1])
             continue
-        factor = preconditioner_from_samples(theta[source], log_weights[source])
-        factors[group] = factor if factor.ndim == 2 else np.diag(factor)
-    return factors
+        factors[group] = _mass_factor(theta[source], log_weights[source], log_density_fn)
+        n_evaluations += theta.shape[1] + 1
+    return factors, n_evaluations
+
+
+def _mass_factor(samples, log_weights, log_density_fn):
+    """Inverse-mass factor: the average of the samples' covariance and the target's inverse curvature at their mean.
+
+    The particles' covariance carries the target's global extent (skewed and
+    flat directions reaching far beyond where the curvature at the centre
+    points) but, with fewer particles than parameters, only in the directions
+    they span. The inverse of minus the Hessian at their weighted mean has every
+    direction at its local scale. Their average is at least half of each, so no
+    direction either source sees is moved at a scale far below it. When the
+    curvature is not positive definite there (a multimodal target), the
+    covariance alone is used.
+    """
+    spread = preconditioner_from_samples(samples, log_weights)
+    spread = spread if spread.ndim == 2 else np.diag(spread)
+    weights = np.exp(log_weights - np.max(log_weights))
+    weights /= weights.sum()
+    mean = weights @ samples
+    steps = CURVATURE_STEP * np.maximum(np.sqrt(weights @ (samples - mean) ** 2), CURVATURE_STEP)
+    curvature_covariance = _inverse_curvature(log_density_fn, mean, steps)
+    if curvature_covariance is None:
+        return spread
+    try:
+        return np.linalg.cholesky(0.5 * (spread @ spread.T + curvature_covariance))
+    except np.linalg.LinAlgError:
+        return spread
+
+
+def _inverse_curvature(log_density_fn, mean, steps):
+    """``(-H)^-1`` for the Hessian ``H`` of the log density at ``mean`` (forward differences), or None if not positive."""
+    n_params = len(mean)
+    with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
+        _, grad, _ = log_density_fn(np.vstack([mean + np.diag(steps), mean]))
+        grad = np.asarray(grad, dtype=float)
+        hessian = (grad[:n_params] - grad[n_params]) / steps[:, None]
+    precision = -0.5 * (hessian + hessian.T)
+    if not np.all(np.isfinite(precision)):
+        return None
+    try:
+        inverse_factor = solve_triangular(np.linalg.cholesky(precision), np.eye(n_params), lower=True)
+    except np.linalg.LinAlgError:
+        return None
+    return inverse_factor.T @ inverse_factor
 
 
 def _transitions(rng, position, log_density_fn, factors, step_size, group_of, schedule):

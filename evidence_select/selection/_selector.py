@@ -749,7 +749,7 @@ class EvidenceModelSelector(MetaEstimatorMixin, BaseEstimator):
         ...     [(f"noise={v}", BayesianLinearRegressor(noise_variance=v, n_particles=20)) for v in (0.5, 1.0)],
         ...     random_state=0).fit(data.X, data.y)
         >>> print(selector.summary())  # doctest: +ELLIPSIS
-        rank  candidate  log evidence  +/- std  per datum  probability ...  backend
+        rank  candidate  log evidence  +/- std  per datum  probability...backend
            1  noise=1.0  ...  sgais
            2  noise=0.5  ...  sgais
         >>> selector.results_["rank"].tolist(), selector.results_["name"].tolist()

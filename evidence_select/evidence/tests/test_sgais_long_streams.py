@@ -64,10 +64,23 @@ def test_linear_shift_after_the_reservoir_is_flagged_and_its_widened_error_cover
     degraded = check_within_error_or_flagged(estimator, caught, exact)
     assert [r.n_samples_seen for r in degraded] == [1250, 1500, 1750, 2000]
     assert "reservoir_size" in str(caught[0].message) and "reservoir no longer holds" in degraded[0].degraded
-    # With a reservoir holding the whole stream nothing is flagged and the evidence is right within 5 std.
-    full, caught = fit_recording(BayesianLinearRegressor(batch_size=250, reservoir_size=2000, random_state=0), X, y)
-    assert not caught and not any(r.degraded for r in full.evidence_history_)
-    assert abs(full.log_evidence_ - exact) < 5 * full.log_evidence_std_
+
+
+@pytest.mark.slow
+@pytest.mark.xfail(strict=True, reason=(
+    "engine: after the shift the chunks run past exact_move_rows on SGHMC, with no surprise cure configured for "
+    "the linear estimator, and their evidence errs by several nats (both signs with 3x the moves) against a "
+    "0.8-2 nat std, unflagged: seeds 0-10 with the leave-one-out exact moves gave 4 of 11 beyond 4 std (seed 3: "
+    "-8.5 +/- 0.8); exact moves on all 2000 rows gave -2.1 +/- 0.8 (seed 3)"))
+def test_linear_shift_with_the_whole_stream_stored_is_right_within_its_error_or_flagged():
+    # The same shift at row 1000, with a reservoir that holds the whole stream: every cure could run, so the
+    # evidence must be right within its error (3 std) or flagged, for every seed.
+    X, y = linear_shift(2000, 1000, 0)
+    exact = log_evidence(BayesianLinearRegressor(), X, y, method="exact").log_evidence
+    for seed in range(5):
+        full, caught = fit_recording(BayesianLinearRegressor(batch_size=250, reservoir_size=2000, random_state=seed),
+                                     X, y)
+        check_within_error_or_flagged(full, caught, exact)
 
 
 def test_stationary_linear_stream_beyond_the_reservoir_is_not_flagged():

@@ -23,8 +23,9 @@ its values unchanged) and the three ``*_exact_moves`` cases were added. The seve
 re-pinned when the mixture's responsibilities (in its gradient only) took single-precision exponentials: the
 log evidences moved by under 1e-6 nats, except ``mixture_exact_moves``, whose Metropolis-Hastings decisions
 then differ and whose run is another draw of the same estimator. The three ``*_exact_moves`` cases were
-re-pinned when the exact HMC moves split each group in two halves that move in turn, each with the other half's
-mass (replacing a leave-one-out mass from the whole group).
+re-pinned when the exact HMC moves split each group in two halves that move in turn, each with a mass from the
+other half (its covariance averaged with the target's inverse curvature at its mean), replacing a leave-one-out
+covariance from the whole group.
 """
 
 import pytest
@@ -33,9 +34,9 @@ from evidence_select.evidence.tests._sgais_regression_cases import CASES
 from evidence_select.utils._threads import single_threaded_blas
 
 PINNED = {
-    'linear_exact_moves': ('-1744.867064410763', '3.7198074495514692', 'c42a91745d3a98ee', '2329fe23a14d7ddd'),
-    'logistic_exact_moves': ('-345.4726231042249', '0.8027719852254391', '57422395acf09864', '67d19e618f188715'),
-    'mixture_exact_moves': ('-1689.0745379856455', '0.7334952873232488', 'b9da39d3360d70a0', '66dff9dddaec694b'),
+    'linear_exact_moves': ('-1742.428501961638', '0.5911228010405604', 'bc26bb259bc42395', 'c6b850097c4cb42a'),
+    'logistic_exact_moves': ('-344.8697708266217', '0.7566654823428642', '38b8d63c8d03eb69', 'd744b83a2b5f8944'),
+    'mixture_exact_moves': ('-1687.392071073805', '1.298630199526661', '9410e997d0e7c09b', '826e3f7bc5d57931'),
     'linear_beyond_reservoir': ('-1740.8892973303032', '2.447519939802427', '55617046b03c396f', '77a5af2980d978a3'),
     'linear_estimator': ('-1742.402424748296', '0.9281304780475996', 'c052ce4b5a660176', 'a70080cf82844fc4'),
     'linear_no_control_variates': ('-1743.6097230583805', '0.5997694955322092', '61e3f12d1fdbf293', 'e0b26a70d0de5449'),
