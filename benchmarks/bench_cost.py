@@ -21,6 +21,7 @@ clusters, ``BayesianMixture(7)``), whose change points ask for restarts.
 
 import argparse
 import functools
+import json
 import os
 import sys
 import time
@@ -29,7 +30,7 @@ import numpy as np
 from sklearn.base import is_classifier
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _common import RESULTS_DIR, run_metadata, save_json  # noqa: E402  (benchmarks/; also puts the checkout on the path)
+from _common import RESULTS_DIR, run_metadata, save_json, write_rst_table  # noqa: E402  (benchmarks/; also puts the checkout on the path)
 
 from evidence_select import BayesianLinearRegressor, BayesianLogisticClassifier, BayesianMixture  # noqa: E402
 from evidence_select.datasets import (make_linear_regression, make_mixture, make_shift_stream,  # noqa: E402
@@ -91,6 +92,20 @@ def summarise(run):
                 cpu_late=float(np.median(cpu[-tenth:])), cpu_total=float(cpu.sum() * run["window"] / 1e4))
 
 
+HEADER = ["case", "rows", "eval/row/particle: first", "median", "largest", "last", "largest/median",
+          "surprise/ordinary (budget)", "replayed rows", "degraded chunks", "CPU s/1e4 rows: early", "late",
+          "CPU s total"]
+
+
+def table_cells(summary):
+    """One row of the table from :func:`summarise`'s output."""
+    s = summary
+    return [s["case"], str(s["rows"]), f"{s['first']:.1f}", f"{s['median']:.1f}", f"{s['largest']:.1f}",
+            f"{s['last']:.1f}", f"{s['largest_over_median']:.2f}",
+            f"{s['surprise_over_ordinary']:.2f} ({s['surprise_budget']:g})", str(s["replayed_rows"]),
+            str(s["degraded_chunks"]), f"{s['cpu_early']:.3f}", f"{s['cpu_late']:.3f}", f"{s['cpu_total']:.1f}"]
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=None, help="rows per case (default: the case's own)")
@@ -98,22 +113,27 @@ def main(argv=None):
     parser.add_argument("--cases", default=",".join(CASES))
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--output", default=os.path.join(RESULTS_DIR, "cost.json"))
+    parser.add_argument("--from-json", default=None, metavar="PATH", help="tabulate a saved run instead of running")
+    parser.add_argument("--doc-table", metavar="DIR", default=None, help="also write DIR/cost.rst")
     args = parser.parse_args(argv)
-    runs, summaries = [], []
-    print("| case | rows | eval/row/particle first | median | largest | last | largest/median | surprise/ordinary "
-          "(budget) | replayed rows | degraded chunks | CPU s per 1e4 rows early | late | CPU s total |")
-    print("|---" * 13 + "|")
-    for name in args.cases.split(","):
-        run = stream_windows(name, args.rows or CASES[name][2], args.window, args.seed)
-        runs.append(run)
-        s = summarise(run)
-        summaries.append(s)
-        print(f"| {name} | {s['rows']} | {s['first']:.1f} | {s['median']:.1f} | {s['largest']:.1f} | {s['last']:.1f} "
-              f"| {s['largest_over_median']:.2f} | {s['surprise_over_ordinary']:.2f} ({s['surprise_budget']:g}) | "
-              f"{s['replayed_rows']} | {s['degraded_chunks']} | {s['cpu_early']:.3f} | {s['cpu_late']:.3f} | "
-              f"{s['cpu_total']:.1f} |", flush=True)
-        save_json(args.output, dict(meta=run_metadata(sys.argv), summaries=summaries, runs=runs))
-    print(f"\nwrote {args.output}")
+    print("| " + " | ".join(HEADER) + " |")
+    print("|---" * len(HEADER) + "|")
+    if args.from_json:
+        with open(args.from_json) as fh:
+            summaries = json.load(fh)["summaries"]
+        for s in summaries:
+            print("| " + " | ".join(table_cells(s)) + " |")
+    else:
+        runs, summaries = [], []
+        for name in args.cases.split(","):
+            runs.append(stream_windows(name, args.rows or CASES[name][2], args.window, args.seed))
+            summaries.append(summarise(runs[-1]))
+            print("| " + " | ".join(table_cells(summaries[-1])) + " |", flush=True)
+            save_json(args.output, dict(meta=run_metadata(sys.argv), summaries=summaries, runs=runs))
+        print(f"\nwrote {args.output}")
+    if args.doc_table:
+        write_rst_table(os.path.join(args.doc_table, "cost.rst"), HEADER, [table_cells(s) for s in summaries],
+                        "bench_cost.py", argv)
 
 
 if __name__ == "__main__":

@@ -8,6 +8,7 @@ Usage::
     python benchmarks/bench_real.py --cases bc_s10_sorted,iris
     python benchmarks/bench_real.py --exact-move-rows 0   # SGHMC from the first row (no exact moves)
     python benchmarks/bench_real.py --doc-table doc/user_guide/generated   # also the user guide's table
+    python benchmarks/bench_real.py --from-json benchmarks/results/real.json --doc-table doc/user_guide/generated
 
 Prints a markdown table and writes ``benchmarks/results/real.json``.
 
@@ -32,6 +33,7 @@ A case is *ok* when ``|SGAIS - reference| <= max(3 sigma, 2 nats)`` with
 """
 
 import argparse
+import json
 import os
 import sys
 import time
@@ -237,7 +239,16 @@ def main(argv=None):
                         help="the estimators' exact_move_rows (default: theirs; 0 runs SGHMC from the first row)")
     parser.add_argument("--doc-table", metavar="DIR", default=None,
                         help="also write the table as DIR/real_data.rst (included by the user guide)")
+    parser.add_argument("--from-json", metavar="PATH", default=None,
+                        help="tabulate a saved run (its rows) instead of running")
     args = parser.parse_args(argv)
+    if args.from_json:
+        with open(args.from_json) as fh:
+            rows = json.load(fh)["rows"]
+        print("\n".join(table(rows)))
+        if args.doc_table:
+            write_rst_table(os.path.join(args.doc_table, "real_data.rst"), *table_cells(rows), "bench_real.py", argv)
+        return
     cases = all_cases()
     chosen = args.cases.split(",") if args.cases else (QUICK_CASES if args.quick else list(cases))
     unknown = sorted(set(chosen) - set(cases))
