@@ -94,7 +94,10 @@ shifts (its rows predicted far worse than the stream so far,
 :class:`~evidence_select.EvidenceConvergenceWarning` names the cure
 (a ``reservoir_size`` at least the stream's length), and the error is widened
 in quadrature by ``|chunk|`` times the particles' per-row spread on it times
-``max(sqrt(n / |R| - 1), 1)`` (:func:`degraded_widening`). Restarts and
+``max(sqrt(n / |R| - 1), 1)`` (:func:`degraded_widening`). So is a chunk that
+shifts while the reservoir still holds every row, past ``exact_move_rows``, in a
+run with no surprise trigger configured: SGHMC alone may not follow the shift
+and nothing re-anneals the past. Restarts and
 excursions share a budget: their datum evaluations stay within
 ``surprise_budget`` (default 4) times the stream's own annealing, plus the
 overrun of one restart or excursion. A surprise refused its cure by the budget
@@ -122,9 +125,9 @@ from ..kernels._reservoir import reservoir_insert
 from ..exceptions import EvidenceConvergenceWarning
 from ..utils import ess_from_log_weights, log_mean_exp, make_generator
 from ._sgais_moves import MoveTarget, chunk_context, pooled_step_scales
-from ._sgais_policy import (ChunkMode, excursion, excursion_due, growth_checkpoint, growth_restart_due, initial_mode,
-                            merge_independent_runs, per_row_spread, replay_from_prior, shift_detected,
-                            surprise_policy, surprised_on_arrival)
+from ._sgais_policy import (RESERVOIR_OUTGROWN, SHIFT_UNCURED, ChunkMode, excursion, excursion_due, growth_checkpoint,
+                            growth_restart_due, initial_mode, merge_independent_runs, per_row_spread,
+                            replay_from_prior, shift_detected, surprise_policy, surprised_on_arrival)
 from ._sgais_reference import refresh_reference
 from ._sgais_state import (PAPER_SETTINGS, ChunkRecord, Particles, SamplerDegeneracyWarning, SGAISConfig, SGAISState,
                            StepCounts, combine_replicates, evidence_estimate, particle_log_weights, sgais_init)
@@ -211,6 +214,15 @@ def _fallbacks(counts, skipped_restart, policy):
     return "; ".join(taken)
 
 
+#: The cure a degraded chunk's warning names, by the start of its reason (see :func:`surprise_policy`).
+_CURES = {
+    RESERVOIR_OUTGROWN: "Cure: a reservoir_size at least the stream's length",
+    SHIFT_UNCURED: (
+        "Cure: exact_move_rows at least the stream's length (where its rows fit), or a reference evidence "
+        "(method='exact' for linear models, 'ais' or 'bridge') on the rows"),
+}
+
+
 def _warn_degraded(record, skipped_restart, policy):
     """The EvidenceConvergenceWarning of a degraded chunk or a skipped periodic restart, naming the cure.
 
@@ -218,12 +230,12 @@ def _warn_degraded(record, skipped_restart, policy):
     """
     if record.degraded or skipped_restart:
         reason = record.degraded or policy.restart_blocked
-        cure = ("Cure: a reservoir_size at least the stream's length" if reason.startswith("the reservoir")
-                else "Cure: a larger surprise_budget")
+        cure = next((cure for opening, cure in _CURES.items() if reason.startswith(opening)),
+                    "Cure: a larger surprise_budget")
     if record.degraded and not policy.already_degraded:  # later chunks of a degraded run: in their records only
         warnings.warn(f"SGAIS: the chunk ending at row {record.n_samples_seen} surprised the particles, but "
                       f"{record.degraded}; its evidence is not guaranteed and log_evidence_std was widened by "
-                      f"{record.log_evidence_widening:.3g} nats (later chunks beyond the reservoir are flagged in "
+                      f"{record.log_evidence_widening:.3g} nats (later degraded chunks are flagged in "
                       f"ChunkRecord.degraded and widened too). {cure}", EvidenceConvergenceWarning, stacklevel=3)
     if skipped_restart:
         warnings.warn(f"SGAIS: the periodic restart at row {record.n_samples_seen} was skipped: "

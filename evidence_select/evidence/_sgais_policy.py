@@ -27,7 +27,7 @@ from ..exceptions import EvidenceConvergenceWarning
 from ..kernels._reservoir import reservoir_data
 from ..kernels._resampling import systematic_resample
 from ..utils import log_mean_exp, make_generator
-from ._sgais_moves import MoveTarget, past_log_likelihood
+from ._sgais_moves import MoveTarget, past_log_likelihood, uses_exact_moves
 from ._sgais_state import Particles, StepCounts
 from ._sgais_steps import choose_increment, tempering_step
 
@@ -60,6 +60,7 @@ class SurprisePolicy(NamedTuple):
     degraded_reason: str  # why a surprise could not get its cure ("" if it could)
     restart_blocked: str  # why a restart cannot run ("" if it can or restarts are off)
     past_exact: bool  # the reservoir holds every row seen
+    watch_shifts: bool  # consult shift_detected: beyond the reservoir, or SGHMC moves with no surprise cure configured
     log_z_per_row: float  # the state's log evidence per row seen (its mean log predictive), or None without past
     already_degraded: bool  # an earlier chunk beyond the reservoir was degraded: the kernels may target a wrong past
 
@@ -69,6 +70,11 @@ def initial_mode(config, n_seen):
     longest way, through any multimodality, so it gets ``initial_mcmc_factor`` times the moves."""
     return ChunkMode(config.n_mcmc_steps * (config.initial_mcmc_factor if n_seen == 0 else 1), config.target_ess,
                      False)
+
+
+#: The openings of :attr:`SurprisePolicy.degraded_reason` that name a cure of their own (see ``_sgais._CURES``).
+RESERVOIR_OUTGROWN = "the reservoir no longer holds every row seen"
+SHIFT_UNCURED = "the rows shifted after the exact moves' first rows"
 
 
 def surprise_policy(config, state, n_chunk):
@@ -98,17 +104,28 @@ def surprise_policy(config, state, n_chunk):
     can_excurse = past_exact and budget > 0
     budget_spent = (f"the surprise budget is spent (restarts and excursions may cost surprise_budget="
                     f"{config.surprise_budget} times the stream's own annealing)")
+    # With no surprise trigger configured nothing cures a shift, and past the exact moves' rows SGHMC may not
+    # follow it: the shift detection then watches these chunks too.
+    uncured = (config.reheat_after_steps is None and config.surprise_threshold is None
+               and not config.restart_on_surprise
+               and not uses_exact_moves(config, n_seen, n_chunk, reservoir.n_stored))
     if not past_exact:
-        reason = (f"the reservoir no longer holds every row seen (reservoir_size={reservoir.capacity} < {n_seen} "
+        reason = (f"{RESERVOIR_OUTGROWN} (reservoir_size={reservoir.capacity} < {n_seen} "
                   "rows), so no restart, excursion or global move can run")
         restart_blocked = reason
+    elif uncured:
+        reason = (f"{SHIFT_UNCURED} (exact_move_rows={config.exact_move_rows}) "
+                  "and no surprise cure (an excursion or restart) is configured, so the particles may not have "
+                  "followed the shift")
+        restart_blocked = ""
     else:
         reason = "" if can_restart or can_excurse else budget_spent
         restart_blocked = budget_spent if config.restart_on_surprise and not can_restart else ""
     log_z_per_row = float(log_mean_exp(state.log_evidence)) / n_seen if n_seen else None
     return SurprisePolicy(config.surprise_threshold, config.reheat_after_steps, config.restart_on_surprise,
                           can_restart, can_excurse, config.restart_growth, n_seen > n_chunk, mode, reason,
-                          restart_blocked, past_exact, log_z_per_row, state.n_degraded_chunks > 0 and not past_exact)
+                          restart_blocked, past_exact, not past_exact or uncured, log_z_per_row,
+                          state.n_degraded_chunks > 0 and not past_exact)
 
 
 def surprised_on_arrival(policy, spread):
@@ -137,11 +154,12 @@ def shift_detected(policy, log_weights, log_lik):
     Z / n``: a drop of more than :data:`SHIFT_Z` standard errors of the chunk's
     mean is a shift. Early rows, predicted from a vaguer posterior, pull
     ``log Z / n`` down, so stationary streams rarely trip it. Only consulted
-    beyond the reservoir, where no surprise cure can run (see
-    :func:`surprise_policy`) and the particles follow the reservoir's view of
-    the past.
+    where no surprise cure can run (``policy.watch_shifts``, see
+    :func:`surprise_policy`): beyond the reservoir, where the particles follow
+    the reservoir's view of the past, and past the exact moves' rows when no
+    surprise trigger is configured.
     """
-    if policy.past_exact or policy.log_z_per_row is None or log_lik.shape[1] < 2:
+    if not policy.watch_shifts or policy.log_z_per_row is None or log_lik.shape[1] < 2:
         return False
     weights = np.exp(log_weights).ravel() / log_weights.shape[0]
     with np.errstate(invalid="ignore"):

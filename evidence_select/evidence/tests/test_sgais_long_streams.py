@@ -67,20 +67,19 @@ def test_linear_shift_after_the_reservoir_is_flagged_and_its_widened_error_cover
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(strict=True, reason=(
-    "engine: after the shift the chunks run past exact_move_rows on SGHMC, with no surprise cure configured for "
-    "the linear estimator, and their evidence errs by several nats (both signs with 3x the moves) against a "
-    "0.8-2 nat std, unflagged: seeds 0-10 with the leave-one-out exact moves gave 4 of 11 beyond 4 std (seed 3: "
-    "-8.5 +/- 0.8); exact moves on all 2000 rows gave -2.1 +/- 0.8 (seed 3)"))
 def test_linear_shift_with_the_whole_stream_stored_is_right_within_its_error_or_flagged():
-    # The same shift at row 1000, with a reservoir that holds the whole stream: every cure could run, so the
-    # evidence must be right within its error (3 std) or flagged, for every seed.
+    # The same shift at row 1000, with a reservoir that holds the whole stream. Past exact_move_rows the chunks
+    # move by SGHMC, which may not follow the shift, and the linear estimator configures no surprise cure: the
+    # shift detection flags those chunks and widens the error, so every seed is right within 3 std or flagged.
+    # Checked broken: without the detection seed 0 misses by 16 unflagged std.
     X, y = linear_shift(2000, 1000, 0)
     exact = log_evidence(BayesianLinearRegressor(), X, y, method="exact").log_evidence
     for seed in range(5):
         full, caught = fit_recording(BayesianLinearRegressor(batch_size=250, reservoir_size=2000, random_state=seed),
                                      X, y)
-        check_within_error_or_flagged(full, caught, exact)
+        degraded = check_within_error_or_flagged(full, caught, exact)
+        assert all("exact_move_rows=1000" in r.degraded for r in degraded)
+        assert all("Cure: exact_move_rows" in str(w.message) for w in caught)
 
 
 def test_stationary_linear_stream_beyond_the_reservoir_is_not_flagged():
