@@ -218,8 +218,8 @@ def _fallbacks(counts, skipped_restart, policy):
 _CURES = {
     RESERVOIR_OUTGROWN: "Cure: a reservoir_size at least the stream's length",
     SHIFT_UNCURED: (
-        "Cure: exact_move_rows at least the stream's length (where its rows fit), or a reference evidence "
-        "(method='exact' for linear models, 'ais' or 'bridge') on the rows"),
+        "Cure: a reference evidence on the rows (log_evidence with method='exact' for linear models, 'ais' or "
+        "'bridge'); exact_move_rows at least the stream's length (where its rows fit) narrows the miss"),
 }
 
 
