@@ -60,11 +60,10 @@ def stream_windows(name, n_rows, window, seed):
         state = est.sgais_state_
         chunks = [r for r in est.evidence_history_ if start < r.n_samples_seen <= stop]
         n_total_particles = est.sgais_config_.n_particles * est.sgais_config_.n_replicates
-        rows.append(dict(rows_seen=stop, evaluations_per_row=(state.n_datum_evaluations - evaluations)
-                         / ((stop - start) * n_total_particles),
-                         surprise_evaluations=int(sum(r.n_surprise_evaluations for r in chunks)),
-                         ordinary_evaluations=int(state.n_datum_evaluations - evaluations
-                                                  - sum(r.n_surprise_evaluations for r in chunks)),
+        window_evaluations = state.n_datum_evaluations - evaluations
+        surprise = int(sum(r.n_surprise_evaluations for r in chunks))
+        rows.append(dict(rows_seen=stop, evaluations_per_row=window_evaluations / ((stop - start) * n_total_particles),
+                         surprise_evaluations=surprise, ordinary_evaluations=int(window_evaluations - surprise),
                          replayed_rows=int(sum(r.n_replayed for r in chunks)),
                          degraded_chunks=sum(bool(r.degraded) for r in chunks),
                          annealing_steps=int(sum(r.n_annealing_steps for r in chunks)),

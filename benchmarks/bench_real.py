@@ -246,9 +246,18 @@ def main(argv=None):
         with open(args.from_json) as fh:
             rows = json.load(fh)["rows"]
         print("\n".join(table(rows)))
-        if args.doc_table:
-            write_rst_table(os.path.join(args.doc_table, "real_data.rst"), *table_cells(rows), "bench_real.py", argv)
-        return
+    else:
+        rows, refs = run_cases(parser, args)
+        print("\n".join(table(rows)))
+        save_json(args.output, dict(meta=run_metadata(sys.argv), rows=rows, references=refs))
+        print(f"wrote {args.output}")
+    if args.doc_table:
+        write_rst_table(os.path.join(args.doc_table, "real_data.rst"), *table_cells(rows), "bench_real.py", argv)
+
+
+def run_cases(parser, args):
+    """Run the chosen cases' seeds: one summary row per case (runs included, printed as it completes), and the
+    references."""
     cases = all_cases()
     chosen = args.cases.split(",") if args.cases else (QUICK_CASES if args.quick else list(cases))
     unknown = sorted(set(chosen) - set(cases))
@@ -263,13 +272,7 @@ def main(argv=None):
         runs = run_case(case, seeds, settings)
         rows.append(summarise(name, runs, refs[reference_key(case[0], case[2])]) | dict(runs=runs))
         print(table([rows[-1]])[-1], flush=True)
-    print("\n".join(table(rows)))
-    save_json(args.output, dict(meta=run_metadata(sys.argv), rows=rows, references=refs))
-    print(f"wrote {args.output}")
-    if args.doc_table:
-        header, cells = table_cells(rows)
-        write_rst_table(os.path.join(args.doc_table, "real_data.rst"), header, cells, "bench_real.py", argv)
-
+    return rows, refs
 
 if __name__ == "__main__":
     main()

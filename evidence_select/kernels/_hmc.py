@@ -234,6 +234,13 @@ def adapt_step_size(step_size, acceptance_rate, target=0.75, gain=1.5, bounds=(1
     return float(np.clip(step_size * np.exp(gain * (mean_rate - target)), *bounds))
 
 
+def sample_weights(log_weights):
+    """Normalised weights ``exp(log_weights)`` summing to one (shifted by the maximum first, so none overflows)."""
+    log_weights = np.asarray(log_weights, dtype=float)
+    weights = np.exp(log_weights - np.max(log_weights))
+    return weights / weights.sum()
+
+
 def preconditioner_from_samples(samples, log_weights=None, *, dense=True, shrinkage=0.05, jitter=1e-10):
     """Inverse-mass factor ``L`` from a weighted particle population.
 
@@ -266,12 +273,7 @@ def preconditioner_from_samples(samples, log_weights=None, *, dense=True, shrink
     array([1. , 2.9])
     """
     samples = np.asarray(samples, dtype=float)
-    if log_weights is None:
-        weights = np.full(len(samples), 1.0 / len(samples))
-    else:
-        log_weights = np.asarray(log_weights, dtype=float)
-        weights = np.exp(log_weights - np.max(log_weights))
-        weights /= weights.sum()
+    weights = np.full(len(samples), 1.0 / len(samples)) if log_weights is None else sample_weights(log_weights)
     mean = weights @ samples
     centred = samples - mean
     variances = weights @ centred**2 + jitter

@@ -31,7 +31,7 @@ from typing import NamedTuple
 import numpy as np
 from scipy.linalg import solve_triangular
 
-from ._hmc import adapt_step_size, hmc_init, hmc_step, preconditioner_from_samples
+from ._hmc import adapt_step_size, hmc_init, hmc_step, preconditioner_from_samples, sample_weights
 
 __all__ = ["ParticleHMCInfo", "particle_hmc_move"]
 
@@ -175,8 +175,7 @@ def _mass_factor(samples, log_weights, log_density_fn):
     """
     spread = preconditioner_from_samples(samples, log_weights)
     spread = spread if spread.ndim == 2 else np.diag(spread)
-    weights = np.exp(log_weights - np.max(log_weights))
-    weights /= weights.sum()
+    weights = sample_weights(log_weights)
     mean = weights @ samples
     steps = CURVATURE_STEP * np.maximum(np.sqrt(weights @ (samples - mean) ** 2), CURVATURE_STEP)
     curvature_covariance = _inverse_curvature(log_density_fn, mean, steps)
