@@ -245,9 +245,8 @@ def exact_hmc_kernel(rng, context, particles, target):
         # A leapfrog trajectory can leave the region where the model's terms are finite (a mixture's variance
         # overflowing); the non-finite energy then rejects it, so numpy's warnings carry no news here.
         with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
-            log_density = model.log_prior(theta) + model.log_likelihood(theta, data_X, data_y) @ weights
-            grad = model.grad_log_prior(theta) + model.grad_log_likelihood(theta, data_X, data_y, weights)
-        return log_density, grad, None
+            log_lik, grad_lik = model.log_likelihood_and_grad(theta, data_X, data_y, weights)
+            return model.log_prior(theta) + log_lik, model.grad_log_prior(theta) + grad_lik, None
 
     n_transitions = max(1, EXACT_MOVE_FACTOR * target.n_mcmc_steps // EXACT_LEAPFROG)
     theta, info = particle_hmc_move(rng, particles.theta, log_density, n_groups=context.n_groups,

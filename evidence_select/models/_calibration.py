@@ -46,12 +46,22 @@ class _ThetaTarget(Model):
 
     def grad_log_likelihood(self, theta, X, y, weights):
         theta = np.asarray(theta, dtype=float)
-        n_batch = _n_rows(X)
-        total_weight = np.broadcast_to(weights, (len(theta), n_batch)).sum(axis=1, keepdims=True) / n_batch
-        return total_weight * self._log_lik_and_grad(theta)[1]
+        return _mean_weight(weights, theta, X)[:, None] * self._log_lik_and_grad(theta)[1]
 
     def log_likelihood_sum(self, theta, X=None, y=None):
         return self._log_lik_and_grad(np.asarray(theta, dtype=float))[0]
+
+    def log_likelihood_and_grad(self, theta, X, y, weights):
+        theta = np.asarray(theta, dtype=float)
+        total, grad = self._log_lik_and_grad(theta)
+        mean_weight = _mean_weight(weights, theta, X)
+        return mean_weight * total, mean_weight[:, None] * grad
+
+
+def _mean_weight(weights, theta, X):
+    """Each particle's mean weight over the rows: the likelihood, a function of theta alone, is spread evenly over them."""
+    n_batch = _n_rows(X)
+    return np.broadcast_to(weights, (len(theta), n_batch)).sum(axis=1) / n_batch
 
 
 def _check_dim(n_params, minimum=1, even=False):

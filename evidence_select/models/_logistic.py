@@ -9,13 +9,18 @@ over-parameterised softmax, as in the paper) so that one code path serves all K.
 import numpy as np
 
 from ..utils._workspace import Workspace, workspace_buffer
-from ._protocol import Model, design_step_scales
+from ._protocol import Model, design_step_scales, weighted_total
 
 __all__ = ["SoftmaxRegressionModel"]
 
 _LOG_2PI = np.log(2.0 * np.pi)
 #: Bound on |logit| below which exp needs no max shift (exp(200) ~ 7e86, exp(-200) ~ 1e-87).
 _SAFE_LOGIT = 200.0
+#: The same bound for single-precision exponentials (exp(80) ~ 6e34, exp(-80) ~ 2e-35, both normal floats).
+_SAFE_SINGLE_LOGIT = 80.0
+#: Floor of the shifted logits before a single-precision exp: numpy's float32 exp leaves its vector path
+#: for results below the normal range, and exp(-80) is 2e-35 of the largest term.
+_SINGLE_EXP_FLOOR = -80.0
 
 
 class SoftmaxRegressionModel(Model):
@@ -105,13 +110,14 @@ class SoftmaxRegressionModel(Model):
         coefficients[:, :, -1] = theta[:, n_classes * n_features:]
         return coefficients.reshape(n_particles * n_classes, n_features + 1)
 
-    def _logits_by_row(self, theta, design, workspace=None):
+    def _logits_by_row(self, theta, design, workspace=None, limit=_SAFE_LOGIT):
         """Logits in the layout ``(n_batch, n_particles, n_classes)`` (contiguous), and whether exp is safe.
 
         One ``(n_batch, d + 1) @ (d + 1, M*K)`` product serves all particles; keeping
         the batch axis first avoids strided passes in the elementwise work after it.
         The flag bounds every logit by ``max |a| * max ||c||_1`` (Hoelder): below
-        :data:`_SAFE_LOGIT` the softmax needs no max shift (no overflow, no underflow
+        ``limit`` (:data:`_SAFE_LOGIT`, or :data:`_SAFE_SINGLE_LOGIT` for
+        single-precision exponentials) the softmax needs no max shift (no overflow, no underflow
         to an all-zero row), which saves two passes over the largest array. With a
         ``workspace`` the logits are that workspace's buffer (valid until its next use).
         """
@@ -119,7 +125,7 @@ class SoftmaxRegressionModel(Model):
         out = workspace_buffer(workspace, "logits", (len(design), len(coefficients)))
         logits = np.matmul(design, coefficients.T, out=out).reshape(len(design), len(theta), self.n_classes)
         bound = np.max(np.abs(design)) * np.max(np.sum(np.abs(coefficients), axis=1)) if len(design) else 0.0
-        return logits, bound < _SAFE_LOGIT
+        return logits, bound < limit
 
     def _log_proba_by_row(self, theta, X):
         """Log-softmax, ``(n_batch, n_particles, n_classes)``."""
@@ -132,22 +138,45 @@ class SoftmaxRegressionModel(Model):
 
         With a ``workspace`` the exponentials are written into its buffers; the result is a new array.
         """
+        exp, total, shift = self._shifted_exp(logits, safe, workspace)
+        log_total = np.log(total)
+        return log_total if shift is None else log_total + shift
+
+    def _shifted_exp(self, logits, safe, workspace=None):
+        """``exp(logits - shift)`` and its sum over classes ``(n_batch, n_particles, 1)``, and the shift.
+
+        The shift is the largest logit per row and particle, or None when the
+        logits are safe to exponentiate as they are (see :meth:`_logits_by_row`).
+        With a ``workspace`` the first two are its buffers.
+        """
         exp = workspace_buffer(workspace, "exp", logits.shape)
         total = workspace_buffer(workspace, "total", logits.shape[:-1])
         if safe:
-            return np.log(_sum_over_classes(np.exp(logits, out=exp), total))
+            exp = np.exp(logits, out=exp)
+            return exp, _sum_over_classes(exp, total), None
         shift = _max_over_classes(logits, workspace_buffer(workspace, "top", logits.shape[:-1]))
-        return np.log(_sum_over_classes(np.exp(np.subtract(logits, shift, out=exp), out=exp), total)) + shift
+        exp = np.exp(np.subtract(logits, shift, out=exp), out=exp)
+        return exp, _sum_over_classes(exp, total), shift
 
     def _proba_by_row(self, theta, design, workspace=None):
-        """Softmax probabilities, ``(n_batch, n_particles, n_classes)``: two passes fewer than exp(log-softmax).
+        """Softmax probabilities, ``(n_batch, n_particles, n_classes)``, from single-precision exponentials.
 
-        With a ``workspace`` the result is that workspace's buffer (valid until its next use).
+        The gradient alone uses them (numpy vectorises float32 exp; float64 exp is
+        scalar libm on AVX2, and it dominated the SGHMC step): probabilities to
+        ~1e-7 relative, far below the stochastic gradient's own noise. Weights and
+        Metropolis-Hastings steps use the float64 log-likelihood, and an HMC move
+        stays exact with any deterministic gradient. With a ``workspace`` the
+        result is that workspace's buffer (valid until its next use).
         """
-        proba, safe = self._logits_by_row(theta, design, workspace)
+        proba, safe = self._logits_by_row(theta, design, workspace, limit=_SAFE_SINGLE_LOGIT)
         if not safe:
             proba -= _max_over_classes(proba, workspace_buffer(workspace, "top", proba.shape[:-1]))
-        np.exp(proba, out=proba)
+        single = workspace_buffer(workspace, "single", proba.shape, np.float32)
+        if single is None:
+            single = np.empty(proba.shape, np.float32)
+        np.maximum(proba, _SINGLE_EXP_FLOOR, out=single, casting="same_kind")  # rounding commutes with the floor
+        np.exp(single, out=single)
+        proba[...] = single
         proba /= _sum_over_classes(proba, workspace_buffer(workspace, "total", proba.shape[:-1]))
         return proba
 
@@ -160,17 +189,34 @@ class SoftmaxRegressionModel(Model):
         return self._log_proba_by_row(theta, X).transpose(1, 0, 2)
 
     def log_likelihood(self, theta, X, y=None):
-        # logit of the observed class minus the log normaliser: no pass over the other classes' log-probabilities.
         logits, safe = self._logits_by_row(theta, self._design(X), self._workspace)
-        observed = np.take_along_axis(logits, np.asarray(y, dtype=np.intp)[:, None, None], axis=2)
-        return (observed - self._log_normaliser(logits, safe, self._workspace))[:, :, 0].T
+        return _observed_log_proba(logits, y, self._log_normaliser(logits, safe, self._workspace))
 
     def grad_log_likelihood(self, theta, X, y, weights):
-        n_particles, n_classes, n_batch = len(theta), self.n_classes, len(X)
         design = self._design(X)
+        return self._grad_from_proba(self._proba_by_row(theta, design, self._workspace), design, y, weights)
+
+    def log_likelihood_and_grad(self, theta, X, y, weights):
+        # One product for the logits and one pass of exponentials serve both: the log normaliser
+        # is the log of their sum, the probabilities their ratio to it (the same numbers as apart).
+        design = self._design(X)
+        logits, safe = self._logits_by_row(theta, design, self._workspace)
+        exp, total, shift = self._shifted_exp(logits, safe, self._workspace)
+        log_normaliser = np.log(total) if shift is None else np.log(total) + shift
+        log_lik = _observed_log_proba(logits, y, log_normaliser)
+        weights = np.asarray(weights, dtype=float)
+        weighted = log_lik.sum(axis=1) * weights if weights.ndim == 0 else weighted_total(log_lik, weights)
+        exp /= total
+        return weighted, self._grad_from_proba(exp, design, y, weights)
+
+    def _grad_from_proba(self, proba, design, y, weights):
+        """The weighted log-likelihood's gradient from the probabilities ``(n_batch, n_particles, K)``.
+
+        ``proba`` may be overwritten.
+        """
+        n_batch, n_particles, n_classes = proba.shape
         y = np.asarray(y, dtype=np.intp)
         # d log p(y|x) / d logits = onehot(y) - proba, weighted per particle and datum.
-        proba = self._proba_by_row(theta, design, self._workspace)
         if np.ndim(weights) <= 1:
             # Weights shared by all particles: scale the design rows rather than the (batch, particles, K)
             # array, and the onehot part, which does not depend on the particle, is one small product.
@@ -191,6 +237,15 @@ class SoftmaxRegressionModel(Model):
         out[:, : n_classes * self.n_features] = grad[:, :, :-1].reshape(n_particles, -1)
         out[:, n_classes * self.n_features:] = grad[:, :, -1]
         return out
+
+
+def _observed_log_proba(logits, y, log_normaliser):
+    """``log p(y_j | x_j, theta_i)``, ``(n_particles, n_batch)``: the observed class's logit minus the log normaliser.
+
+    No pass over the other classes' log-probabilities.
+    """
+    observed = np.take_along_axis(logits, np.asarray(y, dtype=np.intp)[:, None, None], axis=2)
+    return (observed - log_normaliser)[:, :, 0].T
 
 
 # numpy reductions over a short trailing axis (a handful of classes) are several times slower

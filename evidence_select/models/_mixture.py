@@ -18,7 +18,7 @@ from scipy.special import gammaln
 from ..utils import categorical_draws, logsumexp
 from ..utils._workspace import Workspace, workspace_buffer
 from ._mixture_moves import ConfigurationProposal, kmeans_plus_plus_centres
-from ._protocol import Model
+from ._protocol import Model, weighted_total
 
 __all__ = ["GaussianMixtureModel"]
 
@@ -192,13 +192,34 @@ class GaussianMixtureModel(Model):
         return coefficients.reshape(K * n_particles, 2 * d + 1)
 
     def log_likelihood(self, theta, X, y=None):
+        _, top, total = self._scaled_densities(theta, X)
+        return top + np.log(total, out=total)
+
+    def _scaled_densities(self, theta, X, params=None):
+        """Component densities over their largest ``(K, M, n)``, that largest log-density and their sum ``(M, n)``.
+
+        All three are buffers of the model's workspace (valid until its next use).
+        """
         workspace = self._workspace
-        comp = self._stacked_component_log_density(theta, X, workspace)
-        comp_max = np.max(comp, axis=0, out=workspace_buffer(workspace, "top", comp.shape[1:]))
-        comp -= comp_max
+        comp = self._stacked_component_log_density(theta, X, workspace, params)
+        top = np.max(comp, axis=0, out=workspace_buffer(workspace, "top", comp.shape[1:]))
+        comp -= top
         np.exp(comp, out=comp)
-        total = np.sum(comp, axis=0, out=workspace_buffer(workspace, "total", comp.shape[1:]))
-        return comp_max + np.log(total, out=total)
+        return comp, top, np.sum(comp, axis=0, out=workspace_buffer(workspace, "total", comp.shape[1:]))
+
+    def log_likelihood_and_grad(self, theta, X, y, weights):
+        # One block of component densities serves both. The responsibilities are then the double-precision
+        # exponentials the log-likelihood needs anyway, not grad_log_likelihood's single-precision ones.
+        params = self.unpack(theta)
+        X = np.asarray(X, dtype=float)
+        resp, top, total = self._scaled_densities(theta, X, params)
+        log_lik = top + np.log(total)
+        weights = np.asarray(weights, dtype=float)
+        weighted = log_lik.sum(axis=1) * weights if weights.ndim == 0 else weighted_total(log_lik, weights)
+        scale = np.reciprocal(total, out=total)
+        scale *= weights
+        resp *= scale
+        return weighted, self._grad_from_responsibilities(resp, X, params)
 
     def _stacked_responsibilities(self, theta, X, row_weights=None, workspace=None, params=None):
         """Label probabilities ``(K, M, n)``, times ``row_weights`` (broadcast to ``(M, n)``) when given.
@@ -233,9 +254,13 @@ class GaussianMixtureModel(Model):
 
     def grad_log_likelihood(self, theta, X, y, weights):
         params = self.unpack(theta)
-        log_weights, means, log_variances = params
         X = np.asarray(X, dtype=float)
         resp = self._stacked_responsibilities(theta, X, weights, self._workspace, params)  # (K, M, n), times row weights
+        return self._grad_from_responsibilities(resp, X, params)
+
+    def _grad_from_responsibilities(self, resp, X, params):
+        """The gradient from responsibilities times row weights ``(K, M, n)`` and ``unpack(theta)``."""
+        log_weights, means, log_variances = params
         mass, first, second = self._component_moments(resp, X)
         precision = np.exp(-log_variances)
         grad_eta = mass[:, :-1] - np.exp(log_weights[:, :-1]) * mass.sum(axis=1, keepdims=True)

@@ -39,7 +39,8 @@ class Model(ABC):
 
     Nothing may loop in Python over particles or data rows. Optional members:
     ``step_scales(X)`` (a per-parameter SGHMC step size), ``log_likelihood_sum``
-    (override when the total is cheaper than the matrix), for an analytic
+    (override when the total is cheaper than the matrix),
+    ``log_likelihood_and_grad`` (override when the two share work), for an analytic
     evidence ``exact_log_evidence(X, y)``, and ``propose_jump(rng, theta, X, *,
     chunk_weight, past_X, past_weight, n_groups)`` returning ``(proposal,
     log q(theta | proposal) - log q(proposal | theta))``: a global
@@ -161,6 +162,35 @@ class Model(ABC):
         """Total log-likelihood of a data set, shape ``(n_particles,)``."""
         return self.log_likelihood(theta, X, y).sum(axis=1)
 
+    def log_likelihood_and_grad(self, theta, X, y, weights):
+        """Weighted total log-likelihood and its gradient in one call.
+
+        Samplers that need both at the same positions (every HMC leapfrog step on
+        an exact target) call this; the default calls the two members. Override it
+        when they share most of their work (a softmax's logits, a mixture's
+        component densities): the shared part is then computed once.
+
+        Parameters
+        ----------
+        theta : ndarray of shape (n_particles, n_params)
+        X : ndarray of shape (n_batch, n_features)
+        y : ndarray of shape (n_batch,) or None
+        weights : float or ndarray broadcastable to (n_particles, n_batch)
+
+        Returns
+        -------
+        total : ndarray of shape (n_particles,)
+            ``sum_j weights[i, j] * log p(y_j | x_j, theta_i)``.
+        grad : ndarray of shape (n_particles, n_params)
+            Its gradient, as :meth:`grad_log_likelihood`.
+        """
+        weights = np.asarray(weights, dtype=float)
+        if weights.ndim == 0:
+            total = self.log_likelihood_sum(theta, X, y) * weights
+        else:
+            total = weighted_total(self.log_likelihood(theta, X, y), weights)
+        return total, self.grad_log_likelihood(theta, X, y, weights)
+
     def __repr__(self):
         params = ", ".join(f"{k}={v!r}" for k, v in sorted(vars(self).items()) if not k.startswith("_"))
         return f"{type(self).__name__}({params})"
@@ -170,6 +200,13 @@ class Model(ABC):
 
     def __hash__(self):
         return hash((type(self).__name__, tuple(sorted((k, repr(v)) for k, v in vars(self).items()))))
+
+
+def weighted_total(log_lik, weights):
+    """``sum_j weights[i, j] * log_lik[i, j]`` per particle, for 1-d (per-row) or 2-d ``weights``."""
+    if np.ndim(weights) == 1:
+        return log_lik @ weights
+    return np.sum(log_lik * weights, axis=1)
 
 
 def design_step_scales(X, fit_intercept, curvature):
@@ -223,8 +260,9 @@ def _hyper(model):
 def check_model(model, X, y=None, *, n_particles=3, random_state=0, rtol=1e-5):
     """Check that a model honours the protocol on data ``(X, y)``.
 
-    Verifies output shapes, finiteness at prior draws, and both gradients
-    against central finite differences.
+    Verifies output shapes, finiteness at prior draws, both gradients
+    against central finite differences, and that ``log_likelihood_and_grad``
+    agrees with the two members it fuses.
 
     Parameters
     ----------
@@ -273,6 +311,13 @@ def check_model(model, X, y=None, *, n_particles=3, random_state=0, rtol=1e-5):
         ("grad_log_prior", model.log_prior, model.grad_log_prior(theta)),
         ("grad_log_likelihood", lik_fn, model.grad_log_likelihood(theta, X, y, weights)),
     ]
+    total, grad = model.log_likelihood_and_grad(theta, X, y, weights)
+    separate = lik_fn(theta), model.grad_log_likelihood(theta, X, y, weights)
+    for part, fused, alone in zip(("total", "gradient"), (total, grad), separate):
+        fused = np.asarray(fused, dtype=float)
+        if fused.shape != alone.shape or not np.allclose(fused, alone, rtol=rtol, atol=rtol):
+            raise ValueError(f"log_likelihood_and_grad's {part} disagrees with log_likelihood and "
+                             f"grad_log_likelihood at the same weights")
     for name, fn, analytic in pairs:
         numeric = finite_difference_gradient(fn, theta)
         scale = np.maximum(np.abs(numeric), 1.0)

@@ -82,6 +82,5 @@ def log_lik_and_grad(model, theta, X, y):
     log_lik = np.empty(len(theta))
     grad = np.empty_like(theta)
     for part in _chunks(len(theta), len(X)):
-        log_lik[part] = model.log_likelihood_sum(theta[part], X, y)
-        grad[part] = model.grad_log_likelihood(theta[part], X, y, 1.0)
+        log_lik[part], grad[part] = model.log_likelihood_and_grad(theta[part], X, y, 1.0)
     return log_lik, grad

@@ -212,6 +212,37 @@ def test_models_are_hyperparameters_only_and_picklable():
 
 
 @pytest.mark.parametrize("name, model, X, y", CASES, ids=IDS)
+@pytest.mark.parametrize("extreme", [False, True])
+@pytest.mark.parametrize("weights_shape", ["scalar", "rows", "particles x rows"])
+def test_log_likelihood_and_grad_equals_the_two_members(name, model, X, y, extreme, weights_shape):
+    """The fused call (what exact HMC moves and the reference backends use) is the weighted sum and its gradient.
+
+    Its gradient takes double-precision probabilities (softmax) or responsibilities (mixture) where
+    ``grad_log_likelihood`` takes single-precision ones; the linear model's is the same call.
+    """
+    rng = np.random.default_rng(9)
+    theta = _extreme_theta(name, model, rng) if extreme else model.sample_prior(rng, 4)
+    weights = {"scalar": 0.7, "rows": rng.uniform(0.1, 2.0, size=len(X)),
+               "particles x rows": rng.uniform(0.1, 2.0, size=(len(theta), len(X)))}[weights_shape]
+    total, grad = model.log_likelihood_and_grad(theta, X, y, weights)
+    expected_total = np.sum(np.broadcast_to(weights, (len(theta), len(X))) * model.log_likelihood(theta, X, y), axis=1)
+    expected_grad = model.grad_log_likelihood(theta, X, y, weights)
+    np.testing.assert_allclose(total, expected_total, rtol=1e-12)
+    scale = np.maximum(np.max(np.abs(expected_grad), axis=1, keepdims=True), 1.0)
+    assert np.max(np.abs(grad - expected_grad) / scale) < 1e-6  # single-precision exponentials apart
+
+
+def test_check_model_rejects_a_fused_call_that_disagrees():
+    class Broken(SoftmaxRegressionModel):
+        def log_likelihood_and_grad(self, theta, X, y, weights):
+            total, grad = super().log_likelihood_and_grad(theta, X, y, weights)
+            return total + 1e-3, grad
+
+    with pytest.raises(ValueError, match="log_likelihood_and_grad's total"):
+        check_model(Broken(5, 4), X5, RNG.integers(0, 4, size=30))
+
+
+@pytest.mark.parametrize("name, model, X, y", CASES, ids=IDS)
 @pytest.mark.parametrize("shared", [2.5, "vector"])
 def test_shared_weights_equal_per_particle_weights(name, model, X, y, shared):
     """Models may take a faster path for weights shared by all particles; it must agree."""
@@ -231,13 +262,15 @@ def test_softmax_unshifted_fast_path_equals_max_shifted_path(monkeypatch):
     model = SoftmaxRegressionModel(n_features=5, n_classes=4)
     theta, X, y = model.sample_prior(rng, 6), rng.normal(size=(40, 5)), rng.integers(0, 4, size=40)
     weights = rng.uniform(size=40)
-    fast = (model.log_likelihood(theta, X, y), model.grad_log_likelihood(theta, X, y, weights),
-            model.log_proba(theta, X))
+    members = (model.log_likelihood, model.log_proba, model.grad_log_likelihood)
+    arguments = ((theta, X, y), (theta, X), (theta, X, y, weights))
+    fast = [member(*args) for member, args in zip(members, arguments)]
     monkeypatch.setattr(_logistic, "_SAFE_LOGIT", 0.0)  # no bound holds: always the shifted path
-    shifted = (model.log_likelihood(theta, X, y), model.grad_log_likelihood(theta, X, y, weights),
-               model.log_proba(theta, X))
-    for a, b in zip(fast, shifted):
-        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12)
+    monkeypatch.setattr(_logistic, "_SAFE_SINGLE_LOGIT", 0.0)
+    shifted = [member(*args) for member, args in zip(members, arguments)]
+    # The gradient's probabilities are single-precision exponentials, of shifted or unshifted logits.
+    for a, b, tolerance in zip(fast, shifted, (1e-12, 1e-12, 1e-6)):
+        np.testing.assert_allclose(a, b, rtol=tolerance, atol=tolerance)
 
 
 def test_mixture_relocation_moves_one_mean_and_returns_the_kernel_density_ratio():
