@@ -53,6 +53,7 @@ class SurprisePolicy(NamedTuple):
     excursion_after: int  # annealing steps after which a chunk surprises, or None
     restart_on_surprise: bool  # the configured cure is a restart (else an excursion)
     can_restart: bool  # restarts are on, the reservoir holds every row seen and the budget allows a replay
+    restart_on_shift: bool  # a shift in a run with no surprise cure restarts (see surprise_policy)
     can_excurse: bool  # the reservoir holds every row seen and the budget allows a pass over them
     restart_growth: float  # restart where the rows seen grow by this factor, or None
     has_past: bool  # more rows seen than one chunk: a surprise is possible
@@ -60,7 +61,7 @@ class SurprisePolicy(NamedTuple):
     degraded_reason: str  # why a surprise could not get its cure ("" if it could)
     restart_blocked: str  # why a restart cannot run ("" if it can or restarts are off)
     past_exact: bool  # the reservoir holds every row seen
-    watch_shifts: bool  # consult shift_detected: beyond the reservoir, or SGHMC moves with no surprise cure configured
+    watch_shifts: bool  # consult shift_detected: beyond the reservoir, or SGHMC moves with no surprise trigger
     log_z_per_row: float  # the state's log evidence per row seen (its mean log predictive), or None without past
     already_degraded: bool  # an earlier chunk beyond the reservoir was degraded: the kernels may target a wrong past
 
@@ -89,7 +90,9 @@ def surprise_policy(config, state, n_chunk):
     own (the ordinary annealing of every chunk). A restart runs when the budget
     covers its expected cost, every row seen streamed once more at the stream's
     cost per row; an excursion when any budget is left (it may overrun by its
-    own cost, at most ``max_annealing_steps / 2`` steps).
+    own cost, at most ``max_annealing_steps / 2`` steps). In a run with no
+    surprise trigger, a shift (:func:`shift_detected`) past the exact moves'
+    rows restarts on the same terms (``restart_on_shift``).
     """
     n_seen, reservoir = state.n_samples_seen, state.reservoir
     past_exact = reservoir.n_stored == n_seen
@@ -104,27 +107,30 @@ def surprise_policy(config, state, n_chunk):
     can_excurse = past_exact and budget > 0
     budget_spent = (f"the surprise budget is spent (restarts and excursions may cost surprise_budget="
                     f"{config.surprise_budget} times the stream's own annealing)")
-    # With no surprise trigger configured nothing cures a shift, and past the exact moves' rows SGHMC may not
-    # follow it: the shift detection then watches these chunks too.
+    # With no surprise trigger configured, past the exact moves' rows, SGHMC may not follow a shift and nothing
+    # else would: the shift detection then watches these chunks too.
     uncured = (config.reheat_after_steps is None and config.surprise_threshold is None
                and not config.restart_on_surprise
                and not uses_exact_moves(config, n_seen, n_chunk, reservoir.n_stored))
+    # Such a shift restarts when it can: a replay in random order sees no shift, and the pooled evidence loses
+    # at most log 2 to the in-order run that did not follow it. Else the chunk is degraded.
+    restart_on_shift = uncured and past_exact and config.restart_on_shift and budget >= replay_cost
     if not past_exact:
         reason = (f"{RESERVOIR_OUTGROWN} (reservoir_size={reservoir.capacity} < {n_seen} "
                   "rows), so no restart, excursion or global move can run")
         restart_blocked = reason
     elif uncured:
-        reason = (f"{SHIFT_UNCURED} (exact_move_rows={config.exact_move_rows}) "
-                  "and no surprise cure (an excursion or restart) is configured, so the particles may not have "
-                  "followed the shift")
+        cannot = "restarts on a shift are off" if not config.restart_on_shift else budget_spent
+        reason = (f"{SHIFT_UNCURED} (exact_move_rows={config.exact_move_rows}), no surprise trigger is configured "
+                  f"and no restart could run ({cannot}), so the particles may not have followed the shift")
         restart_blocked = ""
     else:
         reason = "" if can_restart or can_excurse else budget_spent
         restart_blocked = budget_spent if config.restart_on_surprise and not can_restart else ""
     log_z_per_row = float(log_mean_exp(state.log_evidence)) / n_seen if n_seen else None
     return SurprisePolicy(config.surprise_threshold, config.reheat_after_steps, config.restart_on_surprise,
-                          can_restart, can_excurse, config.restart_growth, n_seen > n_chunk, mode, reason,
-                          restart_blocked, past_exact, not past_exact or uncured, log_z_per_row,
+                          can_restart, restart_on_shift, can_excurse, config.restart_growth, n_seen > n_chunk, mode,
+                          reason, restart_blocked, past_exact, not past_exact or uncured, log_z_per_row,
                           state.n_degraded_chunks > 0 and not past_exact)
 
 
@@ -154,10 +160,11 @@ def shift_detected(policy, log_weights, log_lik):
     Z / n``: a drop of more than :data:`SHIFT_Z` standard errors of the chunk's
     mean is a shift. Early rows, predicted from a vaguer posterior, pull
     ``log Z / n`` down, so stationary streams rarely trip it. Only consulted
-    where no surprise cure can run (``policy.watch_shifts``, see
+    where no surprise trigger watches the chunk (``policy.watch_shifts``, see
     :func:`surprise_policy`): beyond the reservoir, where the particles follow
-    the reservoir's view of the past, and past the exact moves' rows when no
-    surprise trigger is configured.
+    the reservoir's view of the past (a shift is degraded), and past the exact
+    moves' rows when no surprise trigger is configured (a shift restarts, or is
+    degraded when it cannot).
     """
     if not policy.watch_shifts or policy.log_z_per_row is None or log_lik.shape[1] < 2:
         return False
@@ -278,7 +285,7 @@ def replay_from_prior(rng, reservoir, rows, model, config, stream_fn):
     res_X, res_y = reservoir_data(reservoir)
     all_X = np.concatenate([res_X, X])
     all_y = None if y is None else np.concatenate([res_y, y])
-    group_config = config._replace(restart_on_surprise=False, n_replicates=1)
+    group_config = config._replace(restart_on_surprise=False, restart_on_shift=False, n_replicates=1)
     runs = []
     for _ in range(config.n_replicates):
         order = rng.permutation(len(all_X))

@@ -49,7 +49,10 @@ class SGAISConfig(NamedTuple):
     overrun of one restart or excursion). ``exact_move_rows``: while every row
     seen (chunk included) is stored and there are at most this many, particles
     move by Metropolis-corrected HMC on the exact tempered target instead of SGHMC
-    (:func:`~._sgais_moves.exact_hmc_kernel`); 0 never does.
+    (:func:`~._sgais_moves.exact_hmc_kernel`); 0 never does. ``restart_on_shift``: in
+    a run with no surprise trigger configured, a chunk past those rows that shifts
+    (:func:`~._sgais_policy.shift_detected`) restarts while every row seen is stored
+    and the budget covers it, instead of being flagged.
     """
 
     n_particles: int = 20
@@ -75,6 +78,7 @@ class SGAISConfig(NamedTuple):
     restart_growth: float = None
     surprise_budget: float = 4.0
     exact_move_rows: int = 1000
+    restart_on_shift: bool = True
 
 
 #: The settings of the paper's Sec. 6.1 (for reproduction and comparison).
@@ -137,8 +141,9 @@ class ChunkRecord(NamedTuple):
     n_jumps_accepted : int
         Accepted global Metropolis-Hastings moves (models with ``propose_jump``).
     n_replayed : int
-        Rows that a restart re-annealed from the prior (``restart_on_surprise``);
-        0 when the chunk did not restart.
+        Rows that a restart re-annealed from the prior (``restart_on_surprise``,
+        ``restart_growth``, or a shift in a run with no surprise trigger:
+        ``restart_on_shift``); 0 when the chunk did not restart.
     n_surprise_evaluations : int
         Per-datum likelihood and gradient evaluations of this chunk's restart
         and excursion, charged to the budget (``surprise_budget``).
