@@ -16,6 +16,9 @@ from ._protocol import Model, design_step_scales
 __all__ = ["LinearGaussianModel", "LinearEvidenceStats"]
 
 _LOG_2PI = np.log(2.0 * np.pi)
+_EPS = np.finfo(float).eps
+#: Largest rounding error (nats) accepted from the moment expansion of the residual sum of squares.
+_MAX_CANCELLATION = 1e-9
 
 
 class LinearGaussianModel(Model):
@@ -104,26 +107,55 @@ class LinearGaussianModel(Model):
         X, y = np.asarray(X, dtype=float), np.asarray(y, dtype=float)
         if np.ndim(weights) <= 1:
             # Weights shared by all particles: the gradient is linear in theta,
-            # sum_j w_j (y_j - theta.a_j) a_j = s_ay - S_aa theta. One product of the
-            # augmented rows [a_j, y_j] gives both moments (O(n d^2), no particles x rows
-            # residual matrix), in a handful of numpy calls: this runs several times per chunk.
-            n_design = self.n_params
-            augmented = np.empty((len(X), n_design + 1))
-            augmented[:, : self.n_features] = X
-            if self.fit_intercept:
-                augmented[:, self.n_features] = 1.0
-            augmented[:, -1] = y
-            weights = np.asarray(weights, dtype=float)
-            moments = (augmented * (weights[:, None] if weights.ndim else weights)).T @ augmented
-            grad = moments[:n_design, -1] - theta @ moments[:n_design, :n_design]
-            grad /= self.noise_variance
-            return grad
+            # sum_j w_j (y_j - theta.a_j) a_j = s_ay - S_aa theta, from the weighted moments
+            # (O(n d^2), no particles x rows residual matrix): this runs several times per chunk.
+            moments = self._weighted_moments(X, y, weights)
+            return self._grad_from_moments(theta, moments)
         # No design-matrix copy on this hot path: the intercept column is handled apart.
         weighted = y - self.predict_mean(theta, X)
         weighted *= weights
         weighted /= self.noise_variance
         grad = weighted @ np.asarray(X, dtype=float)
         return np.hstack([grad, weighted.sum(axis=1, keepdims=True)]) if self.fit_intercept else grad
+
+    def log_likelihood_and_grad(self, theta, X, y, weights):
+        if np.ndim(weights) > 1:
+            return super().log_likelihood_and_grad(theta, X, y, weights)
+        # Weights shared by all particles: both come from the weighted moments, O(n d^2) once and
+        # O(d^2) per particle, with sum_j w_j (y_j - theta.a_j)^2 = [-theta, 1] M [-theta, 1]^T.
+        X, y = np.asarray(X, dtype=float), np.asarray(y, dtype=float)
+        moments = self._weighted_moments(X, y, weights)
+        n_design = self.n_params
+        cross, gram = moments[:n_design, -1], moments[:n_design, :n_design]
+        gram_theta = theta @ gram
+        terms = (moments[-1, -1], 2.0 * theta @ cross, np.einsum("ij,ij->i", gram_theta, theta))
+        # The expansion cancels: its rounding error is eps times its largest term. Where that could
+        # reach _MAX_CANCELLATION nats (a badly scaled target), the residuals are summed directly.
+        if _EPS * np.max(np.abs(terms[0]) + np.abs(terms[1]) + terms[2]) / self.noise_variance > _MAX_CANCELLATION:
+            return super().log_likelihood_and_grad(theta, X, y, weights)
+        squares = terms[0] - terms[1] + terms[2]
+        total_weight = float(np.sum(np.broadcast_to(np.asarray(weights, dtype=float), (len(X),))))
+        log_lik = -0.5 * (squares / self.noise_variance + total_weight * (np.log(self.noise_variance) + _LOG_2PI))
+        return log_lik, (cross - gram_theta) / self.noise_variance
+
+    def _weighted_moments(self, X, y, weights):
+        """``sum_j w_j [a_j, y_j]^T [a_j, y_j]`` for the design rows ``a_j`` and weights shared by all particles.
+
+        One product of the augmented rows gives every moment the likelihood and its gradient need.
+        """
+        augmented = np.empty((len(X), self.n_params + 1))
+        augmented[:, : self.n_features] = X
+        if self.fit_intercept:
+            augmented[:, self.n_features] = 1.0
+        augmented[:, -1] = y
+        weights = np.asarray(weights, dtype=float)
+        return (augmented * (weights[:, None] if weights.ndim else weights)).T @ augmented
+
+    def _grad_from_moments(self, theta, moments):
+        n_design = self.n_params
+        grad = moments[:n_design, -1] - theta @ moments[:n_design, :n_design]
+        grad /= self.noise_variance
+        return grad
 
     def exact_log_evidence(self, X, y):
         """Analytic ``log p(y | X)``, O(N d^2) through :class:`LinearEvidenceStats`."""

@@ -32,6 +32,10 @@ configuration the mean log evidence, the spread and the mean reported std are th
 (-1686.16 / 1.44 / 4.50 against -1685.89 / 1.49 / 4.75). ``logistic_estimator`` and
 ``logistic_beyond_reservoir_reheat`` were re-pinned when the softmax's SGHMC gradient took single-precision
 exponentials for its probabilities: the same decisions, the log evidences moved by under 1e-7 nats.
+``linear_exact_moves`` was re-pinned when the linear model's fused call began taking the weighted residual sum of
+squares from the data's moments (it agrees with the direct sum to about 1e-12 nats, yet one Metropolis-Hastings
+decision in a run can flip): over 30 seeds of its configuration the mean error against the exact evidence, the
+spread and the mean reported std are those before (+0.01 / 0.83 / 1.15 nats against -0.22 / 0.66 / 1.23).
 """
 
 import pytest
@@ -40,7 +44,7 @@ from evidence_select.evidence.tests._sgais_regression_cases import CASES
 from evidence_select.utils._threads import single_threaded_blas
 
 PINNED = {
-    'linear_exact_moves': ('-1742.428501961638', '0.5911228010405604', 'bc26bb259bc42395', 'c6b850097c4cb42a'),
+    'linear_exact_moves': ('-1742.021474242373', '2.1509707629777886', 'ca182a2485c593a4', '084ec79d65913b8b'),
     'logistic_exact_moves': ('-344.8697708266217', '0.7566654823428642', '38b8d63c8d03eb69', 'd744b83a2b5f8944'),
     'mixture_exact_moves': ('-1688.6253852678526', '3.3929759064186724', 'b463ab1537409305', 'c131afb2d0e8021e'),
     'linear_beyond_reservoir': ('-1740.8892973303032', '2.447519939802427', '55617046b03c396f', '77a5af2980d978a3'),
