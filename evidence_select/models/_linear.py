@@ -152,6 +152,7 @@ class LinearGaussianModel(Model):
         return (augmented * (weights[:, None] if weights.ndim else weights)).T @ augmented
 
     def _grad_from_moments(self, theta, moments):
+        """``(s_ay - S_aa theta) / noise_variance`` from :meth:`_weighted_moments`."""
         n_design = self.n_params
         grad = moments[:n_design, -1] - theta @ moments[:n_design, :n_design]
         grad /= self.noise_variance

@@ -138,9 +138,8 @@ class SoftmaxRegressionModel(Model):
 
         With a ``workspace`` the exponentials are written into its buffers; the result is a new array.
         """
-        exp, total, shift = self._shifted_exp(logits, safe, workspace)
-        log_total = np.log(total)
-        return log_total if shift is None else log_total + shift
+        _, total, shift = self._shifted_exp(logits, safe, workspace)
+        return _log_sum(total, shift)
 
     def _shifted_exp(self, logits, safe, workspace=None):
         """``exp(logits - shift)`` and its sum over classes ``(n_batch, n_particles, 1)``, and the shift.
@@ -197,15 +196,14 @@ class SoftmaxRegressionModel(Model):
         return self._grad_from_proba(self._proba_by_row(theta, design, self._workspace), design, y, weights)
 
     def log_likelihood_and_grad(self, theta, X, y, weights):
-        # One product for the logits and one pass of exponentials serve both: the log normaliser
-        # is the log of their sum, the probabilities their ratio to it (the same numbers as apart).
+        # One product for the logits and one pass of double-precision exponentials serve both: the
+        # log normaliser is the log of their sum, the probabilities their ratio to it.
         design = self._design(X)
         logits, safe = self._logits_by_row(theta, design, self._workspace)
         exp, total, shift = self._shifted_exp(logits, safe, self._workspace)
-        log_normaliser = np.log(total) if shift is None else np.log(total) + shift
-        log_lik = _observed_log_proba(logits, y, log_normaliser)
+        log_lik = _observed_log_proba(logits, y, _log_sum(total, shift))
         weights = np.asarray(weights, dtype=float)
-        weighted = log_lik.sum(axis=1) * weights if weights.ndim == 0 else weighted_total(log_lik, weights)
+        weighted = weighted_total(log_lik, weights)
         exp /= total
         return weighted, self._grad_from_proba(exp, design, y, weights)
 
@@ -237,6 +235,11 @@ class SoftmaxRegressionModel(Model):
         out[:, : n_classes * self.n_features] = grad[:, :, :-1].reshape(n_particles, -1)
         out[:, n_classes * self.n_features:] = grad[:, :, -1]
         return out
+
+
+def _log_sum(total, shift):
+    """``log sum_k exp(logits_k)`` from :meth:`SoftmaxRegressionModel._shifted_exp`'s sum and shift."""
+    return np.log(total) if shift is None else np.log(total) + shift
 
 
 def _observed_log_proba(logits, y, log_normaliser):

@@ -215,7 +215,7 @@ class GaussianMixtureModel(Model):
         resp, top, total = self._scaled_densities(theta, X, params)
         log_lik = top + np.log(total)
         weights = np.asarray(weights, dtype=float)
-        weighted = log_lik.sum(axis=1) * weights if weights.ndim == 0 else weighted_total(log_lik, weights)
+        weighted = weighted_total(log_lik, weights)
         scale = np.reciprocal(total, out=total)
         scale *= weights
         resp *= scale

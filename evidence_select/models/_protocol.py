@@ -203,7 +203,9 @@ class Model(ABC):
 
 
 def weighted_total(log_lik, weights):
-    """``sum_j weights[i, j] * log_lik[i, j]`` per particle, for 1-d (per-row) or 2-d ``weights``."""
+    """``sum_j weights[i, j] * log_lik[i, j]`` per particle, for scalar, 1-d (per-row) or 2-d ``weights``."""
+    if np.ndim(weights) == 0:
+        return log_lik.sum(axis=1) * weights
     if np.ndim(weights) == 1:
         return log_lik @ weights
     return np.sum(log_lik * weights, axis=1)
@@ -244,7 +246,11 @@ def design_step_scales(X, fit_intercept, curvature):
     array([1.03, 0.01, 1.  ])
     """
     X = np.asarray(X, dtype=float)
-    design = np.hstack([X, np.ones((len(X), 1))]) if fit_intercept else X
+    design = X
+    if fit_intercept:  # [X, 1] filled in place: np.hstack costs more than the product below (once per chunk)
+        design = np.empty((len(X), X.shape[1] + 1))
+        design[:, :-1] = X
+        design[:, -1] = 1.0
     second_moment = design.T @ design / max(len(design), 1)
     diagonal = np.diag(second_moment).copy()
     diagonal[~(diagonal > 0)] = 1.0
