@@ -1,15 +1,17 @@
 """SGAIS beyond ``reservoir_size``: streams that shift after the reservoir filled, and the surprise budget.
 
-    python benchmarks/bench_long_streams.py            # 5 seeds per model
-    python benchmarks/bench_long_streams.py --seeds 2  # quicker
+    python benchmarks/bench_long_streams.py                                 # 5 seeds per case
+    python benchmarks/bench_long_streams.py --seeds 20 --cases "whole stream"  # the restarts on a shift
 
 For each model a stream shifts after its reservoir is full (linear: the coefficients change; classifier: the
 class boundary turns; mixture: a second cluster appears). Each row: SGAIS with the estimator's defaults and a small
 reservoir against a reference (exact for the linear model, bridge sampling on the full data for the others), the
-reported std with and without the degradation widening, the number of degraded chunks, and the error in units of
-the reported std. Then a drifting stream on which every chunk asks for a restart: replayed rows and surprise
-evaluations with and without the budget. Prints markdown tables and writes
-``benchmarks/results/long_streams.json``.
+reported std with and without the degradation widening, the number of degraded chunks, the rows replayed by
+restarts, and the error in units of the reported std. Two more cases shift past ``exact_move_rows`` while the
+reservoir holds the whole stream, where the linear and logistic estimators restart on the shift. A summary gives
+each case's fraction of seeds within 1, 2 and 3 std and flagged. Then a drifting stream on which every chunk asks
+for a restart: replayed rows and surprise evaluations with and without the budget. Prints markdown tables and
+writes ``benchmarks/results/long_streams.json``.
 """
 
 import argparse
@@ -37,12 +39,18 @@ CASES = {  # model: (data, estimator factory, reference method)
     "mixture K=2 (cluster appears at 300, reservoir 200)": (
         lambda: (mixture_shift(600, 300, 0), None), lambda s: BayesianMixture(2, batch_size=100, reservoir_size=200,
                                                                               random_state=s), "bridge"),
+    "linear (coefficients shift at 1000, whole stream stored)": (
+        lambda: linear_shift(2000, 1000, 0), lambda s: BayesianLinearRegressor(batch_size=250, reservoir_size=2000,
+                                                                               random_state=s), "exact"),
+    "classifier (boundary turns at 1250, whole stream stored)": (
+        lambda: logistic_shift(2000, 1250, 0), lambda s: BayesianLogisticClassifier(batch_size=250, reservoir_size=2000,
+                                                                                    random_state=s), "bridge"),
 }
 
 
-def shift_rows(n_seeds):
+def shift_rows(n_seeds, cases):
     rows = []
-    for name, (data, make, method) in CASES.items():
+    for name, (data, make, method) in cases.items():
         X, y = data()
         reference = log_evidence(make(0), X, y, method=method, random_state=0)
         for seed in range(n_seeds):
@@ -58,6 +66,7 @@ def shift_rows(n_seeds):
                              reference_std=reference.log_evidence_std, log_evidence=estimator.log_evidence_,
                              std=estimator.log_evidence_std_, std_unwidened=unwidened, error=error,
                              error_in_std=abs(error) / std, degraded_chunks=state.n_degraded_chunks,
+                             replayed_rows=int(sum(r.n_replayed for r in estimator.evidence_history_)),
                              warnings=sum("EvidenceConvergence" in w.category.__name__ for w in caught),
                              seconds=time.perf_counter() - tic, cpu_seconds=time.process_time() - cpu))
             row = rows[-1]
@@ -87,18 +96,33 @@ def budget_rows():
     return rows
 
 
+def print_summary(shifts):
+    """Per case: seeds, fraction within 1, 2 and 3 reported std, fraction flagged (a degraded chunk)."""
+    print("\n| case | seeds | within 1 std | within 2 std | within 3 std | flagged | mean error |")
+    print("|---|---|---|---|---|---|---|")
+    for name in dict.fromkeys(r["case"] for r in shifts):
+        rows = [r for r in shifts if r["case"] == name]
+        pulls = np.array([r["error_in_std"] for r in rows])
+        flagged = np.mean([r["degraded_chunks"] > 0 for r in rows])
+        print(f"| {name} | {len(rows)} | {np.mean(pulls <= 1):.0%} | {np.mean(pulls <= 2):.0%} | "
+              f"{np.mean(pulls <= 3):.0%} | {flagged:.0%} | {np.mean([r['error'] for r in rows]):+.2f} |")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, default=5)
+    parser.add_argument("--cases", default="", help="run only the cases whose name contains this text")
     args = parser.parse_args()
-    print("## Shift after the reservoir filled (defaults, small reservoir)\n", flush=True)
-    shifts = shift_rows(args.seeds)
-    print("\n| case | seed | reference | SGAIS | std (unwidened) | error / std | degraded chunks |")
-    print("|---|---|---|---|---|---|---|")
+    cases = {name: case for name, case in CASES.items() if args.cases in name}
+    print("## Shifting streams (defaults)\n", flush=True)
+    shifts = shift_rows(args.seeds, cases)
+    print("\n| case | seed | reference | SGAIS | std (unwidened) | error / std | degraded chunks | replayed rows |")
+    print("|---|---|---|---|---|---|---|---|")
     for r in shifts:
         print(f"| {r['case']} | {r['seed']} | {r['reference']:.2f} +/- {r['reference_std']:.2f} | "
               f"{r['log_evidence']:.2f} | {r['std']:.2f} ({r['std_unwidened']:.2f}) | {r['error_in_std']:.2f} | "
-              f"{r['degraded_chunks']} |")
+              f"{r['degraded_chunks']} | {r['replayed_rows']} |")
+    print_summary(shifts)
     print("\n## Surprise budget: linear, every chunk asks for a restart (2000 rows, chunks of 100)\n")
     budgets = budget_rows()
     print("| surprise_budget | replayed rows | degraded chunks | surprise / ordinary evaluations | CPU s |")

@@ -53,7 +53,7 @@ class SurprisePolicy(NamedTuple):
     excursion_after: int  # annealing steps after which a chunk surprises, or None
     restart_on_surprise: bool  # the configured cure is a restart (else an excursion)
     can_restart: bool  # restarts are on, the reservoir holds every row seen and the budget allows a replay
-    restart_on_shift: bool  # a shift in a run with no surprise cure restarts (see surprise_policy)
+    restart_on_shift: bool  # a shift in a run with no surprise trigger restarts (see surprise_policy)
     can_excurse: bool  # the reservoir holds every row seen and the budget allows a pass over them
     restart_growth: float  # restart where the rows seen grow by this factor, or None
     has_past: bool  # more rows seen than one chunk: a surprise is possible
