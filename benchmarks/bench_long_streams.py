@@ -8,7 +8,7 @@ class boundary turns; mixture: a second cluster appears). Each row: SGAIS with t
 reservoir against a reference (exact for the linear model, bridge sampling on the full data for the others), the
 reported std with and without the degradation widening, the number of degraded chunks, the rows replayed by
 restarts, and the error in units of the reported std. Two more cases shift past ``exact_move_rows`` while the
-reservoir holds the whole stream, where the linear and logistic estimators restart on the shift. A summary gives
+reservoir holds the whole stream, where the linear and logistic estimators restart on the shift and flag it. A summary gives
 each case's fraction of seeds within 1, 2 and 3 std and flagged. Then a drifting stream on which every chunk asks
 for a restart: replayed rows and surprise evaluations with and without the budget. Prints markdown tables and
 writes ``benchmarks/results/long_streams.json``.

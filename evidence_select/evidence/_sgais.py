@@ -284,10 +284,7 @@ def _annealing_step(rng, context, policy, progress):
             progress = progress._replace(mode=policy.mode, restart=policy.can_restart,
                                          degraded=policy.degraded_reason)
         elif policy.already_degraded or shift_detected(policy, particles.log_weights, log_lik):
-            if policy.restart_on_shift:
-                progress = progress._replace(restart=True)
-            else:
-                progress = progress._replace(degraded=policy.degraded_reason)
+            progress = progress._replace(restart=policy.restart_on_shift, degraded=policy.degraded_reason)
     mode, remaining = progress.mode, 1.0 - tempering
     at_cap = counts.n_steps + 1 >= config.max_annealing_steps
     cap_message = (f"annealing the chunk after {n_seen} samples needed more than {config.max_annealing_steps} steps"

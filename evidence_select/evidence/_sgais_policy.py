@@ -92,7 +92,8 @@ def surprise_policy(config, state, n_chunk):
     cost per row; an excursion when any budget is left (it may overrun by its
     own cost, at most ``max_annealing_steps / 2`` steps). In a run with no
     surprise trigger, a shift (:func:`shift_detected`) past the exact moves'
-    rows restarts on the same terms (``restart_on_shift``).
+    rows restarts on the same terms (``restart_on_shift``), and is degraded
+    whether it restarted or not.
     """
     n_seen, reservoir = state.n_samples_seen, state.reservoir
     past_exact = reservoir.n_stored == n_seen
@@ -113,16 +114,22 @@ def surprise_policy(config, state, n_chunk):
                and not config.restart_on_surprise
                and not uses_exact_moves(config, n_seen, n_chunk, reservoir.n_stored))
     # Such a shift restarts when it can: a replay in random order sees no shift, and the pooled evidence loses
-    # at most log 2 to the in-order run that did not follow it. Else the chunk is degraded.
+    # at most log 2 to the in-order run that did not follow it. The chunk is degraded either way: after the
+    # restart the posterior may keep moving (a model the shift made misspecified), the in-order SGHMC chunks
+    # may lag it by nats, and no test on the rows sees that.
     restart_on_shift = uncured and past_exact and config.restart_on_shift and budget >= replay_cost
     if not past_exact:
         reason = (f"{RESERVOIR_OUTGROWN} (reservoir_size={reservoir.capacity} < {n_seen} "
                   "rows), so no restart, excursion or global move can run")
         restart_blocked = reason
     elif uncured:
-        cannot = "restarts on a shift are off" if not config.restart_on_shift else budget_spent
-        reason = (f"{SHIFT_UNCURED} (exact_move_rows={config.exact_move_rows}), no surprise trigger is configured "
-                  f"and no restart could run ({cannot}), so the particles may not have followed the shift")
+        shifted = f"{SHIFT_UNCURED} (exact_move_rows={config.exact_move_rows}) and no surprise trigger is configured"
+        if restart_on_shift:
+            reason = (f"{shifted}: the chunk restarted, but SGHMC may not follow the posterior while it keeps "
+                      "moving after the shift")
+        else:
+            cannot = "restarts on a shift are off" if not config.restart_on_shift else budget_spent
+            reason = f"{shifted}, and no restart could run ({cannot}), so the particles may not have followed it"
         restart_blocked = ""
     else:
         reason = "" if can_restart or can_excurse else budget_spent

@@ -52,7 +52,7 @@ class SGAISConfig(NamedTuple):
     (:func:`~._sgais_moves.exact_hmc_kernel`); 0 never does. ``restart_on_shift``: in
     a run with no surprise trigger configured, a chunk past those rows that shifts
     (:func:`~._sgais_policy.shift_detected`) restarts while every row seen is stored
-    and the budget covers it, instead of being flagged.
+    and the budget covers it; it is flagged (degraded) either way.
     """
 
     n_particles: int = 20

@@ -68,22 +68,24 @@ def test_linear_shift_after_the_reservoir_is_flagged_and_its_widened_error_cover
 
 
 @pytest.mark.slow
-def test_linear_shift_with_the_whole_stream_stored_restarts_and_is_right_within_its_error():
+def test_linear_shift_with_the_whole_stream_stored_restarts_and_is_flagged():
     # The same shift at row 1000, with a reservoir that holds the whole stream. Past exact_move_rows the chunks
     # move by SGHMC, which does not follow the shift (-4 to -12 nats per chunk after it), and the linear
-    # estimator configures no surprise trigger: the shift detection then restarts the chunk (a replay of every
-    # row in random order, pooled with the in-order run), so nothing is flagged. Over 20 seeds (benchmarks/
-    # bench_long_streams.py --cases "whole stream") 90% are within 2 std and 19 within 3; seed 5 reads 2 nats
-    # low at 3.9 std, unflagged (the in-order chunks after the restart can still lag). Checked broken: with restart_on_shift off, the shifted chunks are flagged instead (the next tests) and
-    # this test fails.
+    # estimator configures no surprise trigger: the shift detection restarts the shifted chunks (a replay of
+    # every row in random order, pooled with the in-order run) and flags them. The flag stays although the
+    # restart mends the shifted chunk: after it the posterior of the now misspecified model keeps moving, the
+    # in-order SGHMC chunks lag it by up to 4 nats (other data seeds of this stream, 10 estimator seeds each),
+    # and nothing on the rows shows it. Checked broken: with restart_on_shift off the chunks are flagged without
+    # a replay, and this test fails.
     X, y = linear_shift(2000, 1000, 0)
     exact = log_evidence(BayesianLinearRegressor(), X, y, method="exact").log_evidence
     for seed in range(5):
         full, caught = fit_recording(BayesianLinearRegressor(batch_size=250, reservoir_size=2000, random_state=seed),
                                      X, y)
-        assert not check_within_error_or_flagged(full, caught, exact)
-        replayed = [r.n_samples_seen for r in full.evidence_history_ if r.n_replayed]
-        assert replayed and min(replayed) > 1000
+        degraded = check_within_error_or_flagged(full, caught, exact)
+        assert degraded and all("the chunk restarted" in r.degraded for r in degraded)
+        assert all(r.n_replayed for r in degraded) and min(r.n_samples_seen for r in degraded) > 1000
+        assert all("Cure: a reference evidence" in str(w.message) for w in caught)
 
 
 #: log p(y | X) of ``logistic_shift(2000, 1250, 0)`` under ``BayesianLogisticClassifier()``: bridge sampling
@@ -92,18 +94,15 @@ CLASSIFIER_SHIFT_LOG_Z, CLASSIFIER_SHIFT_STD = -1190.288, 0.17
 
 
 @pytest.mark.slow
-def test_classifier_shift_with_the_whole_stream_stored_restarts_and_is_right_within_its_error():
-    # The boundary turns at row 1250, past exact_move_rows, with the whole stream stored: the shift restarts
-    # and nothing is flagged (20 seeds: errors -0.77 to +0.60 nats, 90% within 2 std, all within 3; see
-    # benchmarks/bench_long_streams.py --cases "whole stream"). Checked broken:
-    # with restarts on a shift off, both seeds are flagged at rows 1500 and 1750 with a 12-14 nat widened std.
+def test_classifier_shift_with_the_whole_stream_stored_restarts_and_is_flagged():
+    # The boundary turns at row 1250, past exact_move_rows, with the whole stream stored: the shifted chunks
+    # restart and are flagged, and the estimate is right within its reported error.
     X, y = logistic_shift(2000, 1250, 0)
     for seed in range(2):
         estimator, caught = fit_recording(
             BayesianLogisticClassifier(batch_size=250, reservoir_size=2000, random_state=seed), X, y)
-        assert not check_within_error_or_flagged(estimator, caught, CLASSIFIER_SHIFT_LOG_Z, CLASSIFIER_SHIFT_STD)
-        replayed = [r.n_samples_seen for r in estimator.evidence_history_ if r.n_replayed]
-        assert replayed and min(replayed) > 1250
+        degraded = check_within_error_or_flagged(estimator, caught, CLASSIFIER_SHIFT_LOG_Z, CLASSIFIER_SHIFT_STD)
+        assert degraded and all(r.n_replayed for r in degraded) and min(r.n_samples_seen for r in degraded) > 1250
 
 
 @pytest.mark.parametrize("setting", [{"restart_on_shift": False}, {"surprise_budget": 0.0}])
