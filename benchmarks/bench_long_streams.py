@@ -2,6 +2,7 @@
 
     python benchmarks/bench_long_streams.py                                 # 5 seeds per case
     python benchmarks/bench_long_streams.py --seeds 20 --cases "whole stream"  # the restarts on a shift
+    python benchmarks/bench_long_streams.py --seeds 10 --cases "whole stream" --data-seed 2  # other data
 
 For each model a stream shifts after its reservoir is full (linear: the coefficients change; classifier: the
 class boundary turns; mixture: a second cluster appears). Each row: SGAIS with the estimator's defaults and a small
@@ -39,13 +40,19 @@ CASES = {  # model: (data, estimator factory, reference method)
     "mixture K=2 (cluster appears at 300, reservoir 200)": (
         lambda: (mixture_shift(600, 300, 0), None), lambda s: BayesianMixture(2, batch_size=100, reservoir_size=200,
                                                                               random_state=s), "bridge"),
-    "linear (coefficients shift at 1000, whole stream stored)": (
-        lambda: linear_shift(2000, 1000, 0), lambda s: BayesianLinearRegressor(batch_size=250, reservoir_size=2000,
-                                                                               random_state=s), "exact"),
-    "classifier (boundary turns at 1250, whole stream stored)": (
-        lambda: logistic_shift(2000, 1250, 0), lambda s: BayesianLogisticClassifier(batch_size=250, reservoir_size=2000,
-                                                                                    random_state=s), "bridge"),
 }
+
+
+def whole_stream_cases(data_seed):
+    """Streams that shift past ``exact_move_rows`` with the whole stream stored, their data drawn with ``data_seed``."""
+    return {
+        "linear (coefficients shift at 1000, whole stream stored)": (
+            lambda: linear_shift(2000, 1000, data_seed),
+            lambda s: BayesianLinearRegressor(batch_size=250, reservoir_size=2000, random_state=s), "exact"),
+        "classifier (boundary turns at 1250, whole stream stored)": (
+            lambda: logistic_shift(2000, 1250, data_seed),
+            lambda s: BayesianLogisticClassifier(batch_size=250, reservoir_size=2000, random_state=s), "bridge"),
+    }
 
 
 def shift_rows(n_seeds, cases):
@@ -112,8 +119,9 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, default=5)
     parser.add_argument("--cases", default="", help="run only the cases whose name contains this text")
+    parser.add_argument("--data-seed", type=int, default=0, help="seed of the whole-stream cases' data")
     args = parser.parse_args()
-    cases = {name: case for name, case in CASES.items() if args.cases in name}
+    cases = {name: case for name, case in {**CASES, **whole_stream_cases(args.data_seed)}.items() if args.cases in name}
     print("## Shifting streams (defaults)\n", flush=True)
     shifts = shift_rows(args.seeds, cases)
     print("\n| case | seed | reference | SGAIS | std (unwidened) | error / std | degraded chunks | replayed rows |")
