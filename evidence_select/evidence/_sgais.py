@@ -96,8 +96,9 @@ shifts (its rows predicted far worse than the stream so far,
 in quadrature by ``|chunk|`` times the particles' per-row spread on it times
 ``max(sqrt(n / |R| - 1), 1)`` (:func:`degraded_widening`). So is a chunk that
 shifts while the reservoir still holds every row, past ``exact_move_rows``, in a
-run with no surprise trigger configured: SGHMC alone may not follow the shift
-and nothing re-anneals the past. Restarts and
+run with no surprise trigger configured: it restarts when the budget covers the
+replay, but SGHMC alone may not follow a posterior that keeps moving after the
+shift, so it is degraded either way. Restarts and
 excursions share a budget: their datum evaluations stay within
 ``surprise_budget`` (default 4) times the stream's own annealing, plus the
 overrun of one restart or excursion. A surprise refused its cure by the budget

@@ -11,7 +11,7 @@ from typing import NamedTuple
 import numpy as np
 from scipy.linalg import cho_factor, cho_solve
 
-from ._protocol import Model, design_step_scales
+from ._protocol import Model, design_step_scales, weighted_total
 
 __all__ = ["LinearGaussianModel", "LinearEvidenceStats"]
 
@@ -128,15 +128,16 @@ class LinearGaussianModel(Model):
         n_design = self.n_params
         cross, gram = moments[:n_design, -1], moments[:n_design, :n_design]
         gram_theta = theta @ gram
+        grad = (cross - gram_theta) / self.noise_variance
         terms = (moments[-1, -1], 2.0 * theta @ cross, np.einsum("ij,ij->i", gram_theta, theta))
         # The expansion cancels: its rounding error is eps times its largest term. Where that could
         # reach _MAX_CANCELLATION nats (a badly scaled target), the residuals are summed directly.
         if _EPS * np.max(np.abs(terms[0]) + np.abs(terms[1]) + terms[2]) / self.noise_variance > _MAX_CANCELLATION:
-            return super().log_likelihood_and_grad(theta, X, y, weights)
+            return weighted_total(self.log_likelihood(theta, X, y), weights), grad
         squares = terms[0] - terms[1] + terms[2]
         total_weight = float(np.sum(np.broadcast_to(np.asarray(weights, dtype=float), (len(X),))))
         log_lik = -0.5 * (squares / self.noise_variance + total_weight * (np.log(self.noise_variance) + _LOG_2PI))
-        return log_lik, (cross - gram_theta) / self.noise_variance
+        return log_lik, grad
 
     def _weighted_moments(self, X, y, weights):
         """``sum_j w_j [a_j, y_j]^T [a_j, y_j]`` for the design rows ``a_j`` and weights shared by all particles.
