@@ -218,10 +218,17 @@ def sghmc_kernel(rng, context, particles, target):
     return particles._replace(theta=theta), StepCounts(n_evaluations=n_evaluations), None
 
 
-#: Exact HMC: leapfrog steps per transition; gradients per move relative to the SGHMC move it replaces
-#: (``n_mcmc_steps * EXACT_MOVE_FACTOR / EXACT_LEAPFROG`` transitions); first leapfrog step in whitened units.
+#: Exact HMC: a move makes ``n_mcmc_steps * EXACT_MOVE_FACTOR / EXACT_LEAPFROG`` transitions (the SGHMC move's
+#: gradients twice over at EXACT_LEAPFROG steps each). Each transition integrates for EXACT_TRAJECTORY_LENGTH
+#: whitened units on average (jittered; see :func:`~..kernels._hmc.jittered_leapfrog_count`), in at most
+#: EXACT_MAX_LEAPFROG steps, which bounds a move at twice that nominal cost: a fixed integration time rather than
+#: a fixed count, since the adapted step shrinks where the mass cannot whiten the target (a nearly separable
+#: classifier's flat directions end in a cliff), and short trajectories there diffuse and leave each group's
+#: evidence low by an amount its spread understates. The first leapfrog step is EXACT_INITIAL_STEP whitened units.
 EXACT_LEAPFROG = 5
 EXACT_MOVE_FACTOR = 2
+EXACT_TRAJECTORY_LENGTH = 4.0
+EXACT_MAX_LEAPFROG = 10
 EXACT_INITIAL_STEP = 0.5
 
 
@@ -251,7 +258,8 @@ def exact_hmc_kernel(rng, context, particles, target):
     n_transitions = max(1, EXACT_MOVE_FACTOR * target.n_mcmc_steps // EXACT_LEAPFROG)
     theta, info = particle_hmc_move(rng, particles.theta, log_density, n_groups=context.n_groups,
                                     step_size=context.exact_step, n_transitions=n_transitions,
-                                    log_weights=particles.log_weights, n_leapfrog=EXACT_LEAPFROG)
+                                    log_weights=particles.log_weights, trajectory_length=EXACT_TRAJECTORY_LENGTH,
+                                    max_leapfrog=EXACT_MAX_LEAPFROG)
     context.exact_step[:] = info.step_size
     counts = StepCounts(n_evaluations=info.n_evaluations * len(theta) * len(data_X))
     return particles._replace(theta=theta), counts, None

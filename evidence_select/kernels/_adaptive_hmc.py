@@ -15,7 +15,7 @@ from typing import NamedTuple
 import numpy as np
 
 from ._adaptation import dual_averaging_init, dual_averaging_update, inverse_mass_factor, warmup_windows
-from ._hmc import hmc_init, hmc_step
+from ._hmc import hmc_init, hmc_step, jittered_leapfrog_count
 
 __all__ = ["SamplerSettings", "SamplerOutput", "sample_chains", "run_fixed_kernel"]
 
@@ -60,8 +60,7 @@ class SamplerOutput(NamedTuple):
 
 
 def _n_leapfrog(rng, step_size, settings):
-    length = settings.trajectory_length * rng.uniform(0.5, 1.5)
-    return int(np.clip(np.ceil(length / step_size), 1, settings.max_leapfrog))
+    return int(jittered_leapfrog_count(rng, step_size, settings.trajectory_length, settings.max_leapfrog))
 
 
 def _warmup(rng, state, log_density_fn, settings):

@@ -24,7 +24,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-__all__ = ["HMCState", "HMCInfo", "hmc_init", "hmc_step", "leapfrog", "adapt_step_size",
+__all__ = ["HMCState", "HMCInfo", "hmc_init", "hmc_step", "leapfrog", "jittered_leapfrog_count", "adapt_step_size",
            "preconditioner_from_samples", "held_out_preconditioners"]
 
 
@@ -113,7 +113,10 @@ def leapfrog(state, momentum, log_density_fn, step_size, n_leapfrog, inv_mass_fa
         Whitened momenta ``r``.
     log_density_fn : callable
     step_size : ndarray of shape (n_chains, 1)
-    n_leapfrog : int
+    n_leapfrog : int or ndarray of shape (n_chains,)
+        Steps per chain. With different counts every chain is integrated for the
+        largest; a chain that has taken its own count stays where it ended (its
+        target is evaluated there again, at no change).
     inv_mass_factor : ndarray of shape (n_params,) or (n_params, n_params)
 
     Returns
@@ -122,17 +125,48 @@ def leapfrog(state, momentum, log_density_fn, step_size, n_leapfrog, inv_mass_fa
         The end point of the trajectory (not yet accepted or rejected).
     """
     position, grad = state.position, state.grad_log_density
+    n_steps = np.asarray(n_leapfrog)
+    n_max = int(n_steps.max())
+    # per chain: which chains still move at each step (None when all do, the common case)
+    moving = None if n_steps.ndim == 0 or np.all(n_steps == n_max) else np.arange(n_max)[:, None] < n_steps
     r = momentum + 0.5 * step_size * _apply_t(inv_mass_factor, grad)
     log_density, aux = state.log_density, state.aux
-    for step in range(n_leapfrog):
+    for step in range(n_max):
         # A divergent chain carries inf/NaN from here on; hmc_step rejects it, so no warning.
         with np.errstate(invalid="ignore", over="ignore"):
-            position = position + step_size * _apply(inv_mass_factor, r)
+            moved = position + step_size * _apply(inv_mass_factor, r)
+        position = moved if moving is None else np.where(moving[step][:, None], moved, position)
         log_density, grad, aux = log_density_fn(position)
-        scale = step_size if step == n_leapfrog - 1 else 2.0 * step_size
+        if moving is None:
+            scale = step_size if step == n_max - 1 else 2.0 * step_size
+        else:  # the last kick of a chain's own trajectory is a half kick
+            scale = np.where((step == n_steps - 1)[:, None], step_size, 2.0 * step_size)
         with np.errstate(invalid="ignore", over="ignore"):
-            r = r + 0.5 * scale * _apply_t(inv_mass_factor, grad)
+            kicked = r + 0.5 * scale * _apply_t(inv_mass_factor, grad)
+        r = kicked if moving is None else np.where(moving[step][:, None], kicked, r)
     return HMCState(position, np.asarray(log_density, dtype=float), np.asarray(grad, dtype=float), aux), r
+
+
+def jittered_leapfrog_count(rng, step_size, trajectory_length, max_leapfrog):
+    """Leapfrog steps for a trajectory of ``trajectory_length * U(0.5, 1.5)`` whitened units at ``step_size``.
+
+    A fixed integration time rather than a fixed count of steps: where the
+    adapted step is small (many parameters, a curved or flat target) the
+    trajectory still crosses the target instead of diffusing. The jitter, drawn
+    independently of the state (a mixture of invariant kernels, so still
+    invariant), avoids the resonances of a fixed length. ``step_size`` may be an
+    array (one count per entry, each with its own jitter); counts lie in
+    ``[1, max_leapfrog]``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> int(jittered_leapfrog_count(np.random.default_rng(0), 0.5, 2.0, 64))
+    5
+    """
+    step_size = np.asarray(step_size, dtype=float)
+    length = trajectory_length * rng.uniform(0.5, 1.5, size=step_size.shape or None)
+    return np.clip(np.ceil(length / step_size), 1, max_leapfrog).astype(int)
 
 
 def hmc_step(rng, state, log_density_fn, step_size, n_leapfrog, inv_mass_factor=None):
@@ -146,8 +180,8 @@ def hmc_step(rng, state, log_density_fn, step_size, n_leapfrog, inv_mass_factor=
         ``position -> (log_density, grad, aux)``.
     step_size : float or ndarray of shape (n_chains,)
         Leapfrog step size in whitened units.
-    n_leapfrog : int
-        Number of leapfrog steps per trajectory.
+    n_leapfrog : int or ndarray of shape (n_chains,)
+        Number of leapfrog steps per trajectory (per chain).
     inv_mass_factor : ndarray of shape (n_params,) or (n_params, n_params), default=None
         Factor ``L`` of the inverse mass ``L L^T``; None means the identity.
 
@@ -179,7 +213,8 @@ def hmc_step(rng, state, log_density_fn, step_size, n_leapfrog, inv_mass_factor=
     inv_mass_factor = np.asarray(inv_mass_factor, dtype=float)
     step = np.broadcast_to(np.asarray(step_size, dtype=float), (n_chains,))[:, None]
     momentum = rng.standard_normal((n_chains, n_params))
-    proposal, new_momentum = leapfrog(state, momentum, log_density_fn, step, int(n_leapfrog), inv_mass_factor)
+    proposal, new_momentum = leapfrog(state, momentum, log_density_fn, step, np.asarray(n_leapfrog, dtype=int),
+                                       inv_mass_factor)
     with np.errstate(invalid="ignore", over="ignore"):
         energy_error = (-proposal.log_density + 0.5 * np.sum(new_momentum**2, axis=1)
                         + state.log_density - 0.5 * np.sum(momentum**2, axis=1))

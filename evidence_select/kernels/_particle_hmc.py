@@ -31,7 +31,8 @@ from typing import NamedTuple
 import numpy as np
 from scipy.linalg import solve_triangular
 
-from ._hmc import adapt_step_size, hmc_init, hmc_step, preconditioner_from_samples, sample_weights
+from ._hmc import (adapt_step_size, hmc_init, hmc_step, jittered_leapfrog_count, preconditioner_from_samples,
+                   sample_weights)
 
 __all__ = ["ParticleHMCInfo", "particle_hmc_move"]
 
@@ -53,7 +54,7 @@ class ParticleHMCInfo(NamedTuple):
 
 
 def particle_hmc_move(rng, theta, log_density_fn, *, n_groups, step_size, n_transitions, log_weights=None,
-                      n_leapfrog=5, target_accept=0.75):
+                      trajectory_length=4.0, max_leapfrog=20, target_accept=0.75):
     """Move every group's particles by ``n_transitions`` preconditioned HMC transitions, one half after the other.
 
     Parameters
@@ -72,7 +73,14 @@ def particle_hmc_move(rng, theta, log_density_fn, *, n_groups, step_size, n_tran
     log_weights : ndarray of shape (n_groups, n_particles), default=None
         The particles' importance log-weights (the population the masses describe);
         None means equal weights.
-    n_leapfrog : int, default=5
+    trajectory_length : float, default=4.0
+        Mean integration time per transition in whitened units: each group's
+        transitions take ``ceil(trajectory_length * U(0.5, 1.5) / step)`` leapfrog
+        steps of its own step (:func:`~._hmc.jittered_leapfrog_count`), so that
+        where the adapted step is small (many parameters, a flat or curved
+        target) a trajectory still crosses the target rather than diffusing.
+    max_leapfrog : int, default=20
+        Cap on the leapfrog steps of one transition (bounds a move's cost).
     target_accept : float, default=0.75
 
     Returns
@@ -107,24 +115,25 @@ def particle_hmc_move(rng, theta, log_density_fn, *, n_groups, step_size, n_tran
     step_size = np.array(np.broadcast_to(np.asarray(step_size, dtype=float), (n_groups,)))
     first_half = np.concatenate([_first_half(group) for group in theta.reshape(n_groups, n_particles, n_params)])
     group_of = np.repeat(np.arange(n_groups), n_particles)
+    schedule = _Schedule(n_transitions, trajectory_length, max_leapfrog, target_accept)
     rates, evaluations = [], 0
     for moving in (first_half, ~first_half):
         if not moving.any():
             continue
         factors, n_mass_evaluations = _other_half_factors(theta, log_weights.ravel(), moving, group_of, n_groups,
                                                           log_density_fn)
-        theta[moving], step_size, half_rates = _transitions(
-            rng, theta[moving], log_density_fn, factors[group_of[moving]], step_size, group_of[moving],
-            _Schedule(n_transitions, n_leapfrog, target_accept))
+        theta[moving], step_size, half_rates, n_leapfrog = _transitions(
+            rng, theta[moving], log_density_fn, factors[group_of[moving]], step_size, group_of[moving], schedule)
         rates.extend(half_rates)
-        evaluations += np.count_nonzero(moving) * (1 + len(half_rates) * n_leapfrog) + n_mass_evaluations
+        evaluations += np.count_nonzero(moving) * (1 + n_leapfrog) + n_mass_evaluations
     return theta, ParticleHMCInfo(step_size, float(np.mean(rates)) if rates else float("nan"),
                                   -(-evaluations // n_total))
 
 
 class _Schedule(NamedTuple):
     n_transitions: int
-    n_leapfrog: int
+    trajectory_length: float
+    max_leapfrog: int
     target_accept: float
 
 
@@ -207,16 +216,21 @@ def _inverse_curvature(log_density_fn, mean, steps):
 def _transitions(rng, position, log_density_fn, factors, step_size, group_of, schedule):
     """``schedule.n_transitions`` HMC transitions of ``position`` with per-particle ``factors``.
 
-    Each group's step is adapted between transitions from its own particles'
-    acceptance rates. Returns ``(position, step_size, mean acceptance per transition)``.
+    Each group's step, and with it its number of leapfrog steps, is adapted
+    between transitions from its own particles' acceptance rates alone (groups
+    stay independent). Returns ``(position, step_size, mean acceptance per
+    transition, leapfrog steps integrated per chain)``, the last counting every
+    chain for the longest trajectory of its transition.
     """
     state = hmc_init(position, log_density_fn)
     counts = np.bincount(group_of, minlength=len(step_size))
-    rates = []
+    rates, n_integrated = [], 0
     for _ in range(schedule.n_transitions):
-        state, info = hmc_step(rng, state, log_density_fn, step_size[group_of], schedule.n_leapfrog, factors)
+        n_leapfrog = jittered_leapfrog_count(rng, step_size, schedule.trajectory_length, schedule.max_leapfrog)
+        n_integrated += int(n_leapfrog[counts > 0].max())
+        state, info = hmc_step(rng, state, log_density_fn, step_size[group_of], n_leapfrog[group_of], factors)
         rates.append(float(np.mean(info.acceptance_rate)))
         group_rates = np.bincount(group_of, weights=info.acceptance_rate, minlength=len(step_size))
         step_size = np.array([size if count == 0 else adapt_step_size(size, rate / count, target=schedule.target_accept)
                               for size, rate, count in zip(step_size, group_rates, counts)])
-    return state.position, step_size, rates
+    return state.position, step_size, rates, n_integrated

@@ -3,9 +3,11 @@
 import numpy as np
 import pytest
 
-from evidence_select.evidence._sgais_moves import (ChunkContext, MoveTarget, exact_hmc_kernel, move_kernels,
-                                                   sghmc_kernel, uses_exact_moves)
+from evidence_select.evidence._sgais_moves import (EXACT_MAX_LEAPFROG, ChunkContext, MoveTarget, exact_hmc_kernel,
+                                                   move_kernels, sghmc_kernel, uses_exact_moves)
 from evidence_select.evidence._sgais_state import Particles, SGAISConfig
+from evidence_select.kernels import _particle_hmc
+from evidence_select.kernels._hmc import jittered_leapfrog_count
 from evidence_select.kernels._reservoir import reservoir_init, reservoir_insert
 from evidence_select.models import LinearGaussianModel
 
@@ -31,7 +33,7 @@ def _tempered_posterior(model, past, chunk, tempering):
     return covariance @ (design.T @ (weights * y)) / model.noise_variance, covariance
 
 
-def test_exact_kernel_keeps_the_tempered_linear_posterior():
+def test_exact_kernel_keeps_the_tempered_linear_posterior(monkeypatch):
     """2 groups of 300 particles drawn from the exact tempered posterior of a linear model with correlated
     features (past 200 rows in the reservoir, a chunk of 50 at tempering 0.4) keep its mean and covariance after
     8 moves: each whitened coordinate's mean within 4 standard errors (sqrt(1/n)) and variance within 4 standard
@@ -51,12 +53,24 @@ def test_exact_kernel_keeps_the_tempered_linear_posterior():
     context = ChunkContext(model, SGAISConfig(), X[200:], y[200:], 200, n_groups, reservoir, None, False, None,
                            np.full(n_groups, 0.5))
     assert move_kernels(context, MoveTarget(0.4, 1.0, 5, False)) == (exact_hmc_kernel,)
+    drawn = []  # the leapfrog counts each transition drew, one per group
+
+    def recorded_counts(*args):
+        drawn.append(jittered_leapfrog_count(*args))
+        return drawn[-1]
+
+    monkeypatch.setattr(_particle_hmc, "jittered_leapfrog_count", recorded_counts)
     start = theta.copy()
     for _ in range(8):
+        drawn.clear()
         particles, counts, _ = exact_hmc_kernel(rng, context, particles, MoveTarget(0.4, 1.0, 5, False))
-    # Per particle: 2 transitions of 5 leapfrog steps after the start, plus each half's curvature (n_params + 1
-    # positions per group), shared out over the particles and rounded up.
-    per_particle = -(-((1 + 2 * 5) * len(theta) + 2 * n_groups * (theta.shape[1] + 1)) // len(theta))
+    # Per particle, for each half: the start plus 2 transitions, each integrated for the longer of the two groups'
+    # jittered counts; plus each half's curvature (n_params + 1 positions per group); shared out over the
+    # particles and rounded up.
+    assert len(drawn) == 4 and all(np.all((1 <= c) & (c <= EXACT_MAX_LEAPFROG)) for c in drawn)
+    half = len(theta) // 2
+    chain_steps = sum(half * (1 + sum(int(c.max()) for c in pair)) for pair in (drawn[:2], drawn[2:]))
+    per_particle = -(-(chain_steps + 2 * n_groups * (theta.shape[1] + 1)) // len(theta))
     assert counts.n_evaluations == per_particle * len(theta) * 250
     assert np.mean(np.all(particles.theta != start, axis=1)) > 0.9  # the particles did move
     whitened = np.linalg.solve(factor, (particles.theta - mean).T).T

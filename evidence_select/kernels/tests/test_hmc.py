@@ -2,7 +2,8 @@
 
 import numpy as np
 
-from evidence_select.kernels._hmc import (adapt_step_size, hmc_init, hmc_step, preconditioner_from_samples)
+from evidence_select.kernels._hmc import (adapt_step_size, hmc_init, hmc_step, jittered_leapfrog_count, leapfrog,
+                                          preconditioner_from_samples)
 
 FACTOR = np.array([[1.0, 0.0], [1.8, 0.6]])
 COV = FACTOR @ FACTOR.T
@@ -38,6 +39,44 @@ def test_recovers_correlated_gaussian_dense_mass():
     draws, info = _run(np.linalg.cholesky(COV), 0.8)
     np.testing.assert_allclose(draws.mean(axis=0), MEAN, atol=0.05)
     np.testing.assert_allclose(np.cov(draws.T), COV, atol=0.1, rtol=0.05)
+
+
+def test_per_chain_leapfrog_counts_end_each_chain_after_its_own_count():
+    # Each chain with its own count must end exactly where a run of that count alone ends: the chains that
+    # finished early stay put (with a final half kick), so every chain's move is a proper leapfrog trajectory.
+    rng = np.random.default_rng(3)
+    state = hmc_init(rng.normal(size=(3, 2)), gaussian_fn)
+    momentum, step = rng.normal(size=(3, 2)), np.full((3, 1), 0.2)
+    counts = np.array([2, 7, 4])
+    mixed, mixed_r = leapfrog(state, momentum, gaussian_fn, step, counts, np.ones(2))
+    for chain, count in enumerate(counts):
+        alone, alone_r = leapfrog(state, momentum, gaussian_fn, step, int(count), np.ones(2))
+        np.testing.assert_array_equal(mixed.position[chain], alone.position[chain])
+        np.testing.assert_array_equal(mixed_r[chain], alone_r[chain])
+        np.testing.assert_array_equal(mixed.grad_log_density[chain], alone.grad_log_density[chain])
+
+
+def test_per_chain_leapfrog_counts_recover_the_gaussian():
+    # Counts drawn per chain and transition independently of the state: still an invariant kernel.
+    rng = np.random.default_rng(4)
+    state = hmc_init(np.zeros((200, 2)), gaussian_fn)
+    draws = []
+    for i in range(300):
+        counts = jittered_leapfrog_count(rng, np.full(200, 0.3), 2.0, 12)
+        state, _ = hmc_step(rng, state, gaussian_fn, 0.3, counts)
+        if i >= 50:
+            draws.append(state.position)
+    draws = np.concatenate(draws)
+    # as test_recovers_correlated_gaussian_identity_mass: mean SE < 0.03
+    np.testing.assert_allclose(draws.mean(axis=0), MEAN, atol=0.1)
+    np.testing.assert_allclose(np.cov(draws.T), COV, atol=0.2, rtol=0.1)
+
+
+def test_jittered_leapfrog_count_covers_the_trajectory_length():
+    counts = jittered_leapfrog_count(np.random.default_rng(0), np.full(10_000, 0.25), 2.0, 64)
+    # lengths uniform in [1, 3] at step 0.25, rounded up: 5 to 12 steps equally often, 8.5 on average
+    assert counts.min() == 5 and counts.max() == 12 and abs(counts.mean() - 8.5) < 0.1
+    assert np.all(jittered_leapfrog_count(np.random.default_rng(0), np.full(5, 1e-6), 2.0, 20) == 20)
 
 
 def test_divergent_trajectories_are_rejected():
