@@ -54,7 +54,7 @@ class ParticleHMCInfo(NamedTuple):
 
 
 def particle_hmc_move(rng, theta, log_density_fn, *, n_groups, step_size, n_transitions, log_weights=None,
-                      trajectory_length=4.0, max_leapfrog=20, target_accept=0.75):
+                      trajectory_length=4.0, max_leapfrog=10, target_accept=0.75):
     """Move every group's particles by ``n_transitions`` preconditioned HMC transitions, one half after the other.
 
     Parameters
@@ -79,7 +79,7 @@ def particle_hmc_move(rng, theta, log_density_fn, *, n_groups, step_size, n_tran
         steps of its own step (:func:`~._hmc.jittered_leapfrog_count`), so that
         where the adapted step is small (many parameters, a flat or curved
         target) a trajectory still crosses the target rather than diffusing.
-    max_leapfrog : int, default=20
+    max_leapfrog : int, default=10
         Cap on the leapfrog steps of one transition (bounds a move's cost).
     target_accept : float, default=0.75
 
