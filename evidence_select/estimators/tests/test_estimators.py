@@ -129,9 +129,13 @@ def test_regressor_predictions_match_exact_posterior_predictive():
     X_new = data.X[:20]
     design = np.hstack([X_new, np.ones((20, 1))])
     pred_mean, pred_std = reg.predict(X_new, return_std=True)
-    exact_std = np.sqrt(1.0 + np.einsum("ij,jk,ik->i", design, cov, design))
-    # Posterior sd of the mean prediction is ~0.02 here; 40 particles estimate it to ~20%.
-    np.testing.assert_allclose(pred_mean, design @ mean, atol=0.03)
+    mean_sd = np.sqrt(np.einsum("ij,jk,ik->i", design, cov, design))  # posterior sd of each mean prediction
+    exact_std = np.sqrt(1.0 + mean_sd**2)
+    # The weighted particle mean of a prediction has a Monte Carlo error of about mean_sd / sqrt(ESS); every one
+    # of the 20 points within 4 of those (over 30 seeds the largest of the 20 was 1.7 such errors at the median
+    # and 3.7 at most). Particles left behind by the stream, or drawn from the prior, miss by many.
+    ess = 1.0 / np.sum(np.exp(reg.log_weights_) ** 2)
+    np.testing.assert_array_less(np.abs(pred_mean - design @ mean), 4.0 * mean_sd / np.sqrt(ess))
     np.testing.assert_allclose(pred_std, exact_std, rtol=2e-3)
 
 
