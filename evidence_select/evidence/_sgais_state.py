@@ -259,9 +259,10 @@ def combine_replicates(log_evidence, log_evidence_variance=None):
       with ``G - 1`` degrees of freedom (1.84 for two groups), so that the
       one-sigma interval keeps its 68% coverage although ``sd`` comes from only
       ``G`` values (``benchmarks/bench_coverage.py`` measures the coverage);
-    - the accumulated per-step weight variance ``v_g`` of each group (see
-      :func:`sgais_update`), combined as ``sqrt(log(1 + mean(expm1(v_g)) / G))``
-      (blind to correlation between particles).
+    - each group's importance-weight variance ``v_g``, summed over its resampling
+      segments (:func:`~._sgais_steps.segment_log_variance`), combined as
+      ``sqrt(log(1 + mean(expm1(v_g)) / G))`` (blind to correlation between
+      particles that share an ancestor, and to errors the groups share).
 
     Either can under-read on its own; the larger is reported. Returns NaN for
     the std only when neither is available.

@@ -19,7 +19,7 @@ from ..utils import ess_from_log_weights, logsumexp
 from ._sgais_moves import move
 from ._sgais_state import Particles, SamplerDegeneracyWarning, StepCounts
 
-__all__ = ["reweight", "resample", "choose_increment", "tempering_step"]
+__all__ = ["reweight", "segment_log_variance", "resample", "choose_increment", "tempering_step"]
 
 
 def reweight(particles, log_increments, where):
@@ -27,21 +27,38 @@ def reweight(particles, log_increments, where):
 
     ``log_increments`` has shape ``(n_groups, n_particles)`` (NaN reads as zero
     likelihood). The weights were normalised, so ``log sum_i W_i w_i`` is the
-    log evidence increment. The relative variance of that increment, for
-    nearly independent draws of the current target, is ``sum_i (W'_i - W_i)^2``
-    (``W'`` the new normalised weights); it accumulates into
-    ``log_evidence_variance``. Raises FloatingPointError naming ``where`` when a
-    group's weights all vanish.
+    log evidence increment. ``log_evidence_variance`` grows by the change of
+    :func:`segment_log_variance`, so it always holds the closed resampling
+    segments plus the open one. Raises FloatingPointError naming ``where`` when
+    a group's weights all vanish.
     """
-    previous_weights = np.exp(particles.log_weights)
     log_weights = particles.log_weights + np.where(np.isnan(log_increments), -np.inf, log_increments)
     log_increment = logsumexp(log_weights, axis=1)
     if not np.all(np.isfinite(log_increment)):
         raise FloatingPointError(f"all particles of a group have zero weight {where}")
     new_log_weights = log_weights - log_increment[:, None]
-    variance = particles.log_evidence_variance + np.sum((np.exp(new_log_weights) - previous_weights) ** 2, axis=1)
+    variance = (particles.log_evidence_variance + segment_log_variance(new_log_weights)
+                - segment_log_variance(particles.log_weights))
     return particles._replace(log_weights=new_log_weights, log_evidence=particles.log_evidence + log_increment,
                               log_evidence_variance=variance)
+
+
+def segment_log_variance(log_weights):
+    """``log(1 + relative variance)`` of each group's evidence increment since its weights were last uniform.
+
+    Between resamplings the product of a segment's step increments telescopes to
+    ``sum_i w_i / n``, ``w_i`` the product of particle ``i``'s increments along its
+    own path (the weights start uniform: at the prior, after a resampling or a
+    merge). That is an importance sampler over whole paths, whose relative
+    variance for independent starts is ``sum_i (W_i - 1/n)^2 = sum_i W_i^2 - 1/n``
+    with ``W`` the current normalised weights. Unlike a sum of per-step
+    variances it keeps the correlation between one particle's successive
+    increments (moves that do not mix fully carry a heavy weight from step to
+    step), which that sum leaves out. Shape ``(n_groups,)``.
+    """
+    n_particles = log_weights.shape[1]
+    sum_squares = np.exp(logsumexp(2 * log_weights, axis=1))
+    return np.log1p(np.maximum(sum_squares - 1.0 / n_particles, 0.0))
 
 
 def resample(rng, particles, threshold):
