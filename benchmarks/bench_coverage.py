@@ -22,8 +22,11 @@ also scores other rules for combining the groups on the very same runs:
 - ``spread``: the groups' spread alone (``combine_replicates`` without the weight variances).
 
 A run is *flagged* when the estimator raised one of the package's warnings (e.g. a
-``FeatureScaleWarning`` for a misfitting stream); the last columns give that fraction
-and the fraction of runs within 2 sigma or flagged.
+``FeatureScaleWarning`` for a misfitting stream); two columns give that fraction
+and the fraction of runs within 2 sigma or flagged. Two more check the pieces of the
+error bar group by group: the groups' mean weight variance over the observed variance
+of their log evidences (1 when calibrated), and the correlation between the groups of
+one run (0 when they are independent, as the combined error assumes).
 
 Cases: linear (1000 rows, exact), softmax (1000 rows, Laplace importance sampling),
 a linear stream whose coefficients change at row 500 (exact), every standardised real
@@ -160,7 +163,24 @@ def coverage(rows, rule):
 
 HEADER = ("case", "G", "particles/group", "runs", "mean error", "seed spread", "mean reported std",
           "1-sigma (reported)", "2-sigma (reported)", "1-sigma (spread only)", "2-sigma (spread only)", "flagged",
-          "2-sigma or flagged", "CPU s/run")
+          "2-sigma or flagged", "weight variance / group variance", "group correlation", "CPU s/run")
+
+
+def group_cells(rows):
+    """How well each group's own error estimate reads, from all groups of all runs.
+
+    The mean of the groups' weight variances (``log_evidence_variance``) over the
+    observed variance of their log evidences across seeds (about 1 when the
+    weight variance is calibrated), and the mean correlation between two groups
+    of one run (0 when the groups are independent, as the combined error assumes).
+    """
+    if not all("group_variance" in r for r in rows):
+        return "n/a", "n/a"
+    groups = np.array([r["group_log_evidence"] for r in rows]) - np.array([r["reference"] for r in rows])[:, None]
+    ratio = np.mean([r["group_variance"] for r in rows]) / np.var(groups, ddof=1)
+    pairs = [(a, b) for a in range(groups.shape[1]) for b in range(a + 1, groups.shape[1])]
+    correlation = np.mean([np.corrcoef(groups[:, a], groups[:, b])[0, 1] for a, b in pairs]) if pairs else np.nan
+    return f"{ratio:.2f}", f"{correlation:+.2f}"
 
 
 def entry_cells(entry):
@@ -176,7 +196,7 @@ def entry_cells(entry):
     return (entry["case"], str(entry["n_replicates"]), f"{entry.get('particles_per_group', float('nan')):.0f}",
             str(len(rows)), f"{errors.mean():+.2f}", f"{errors.std(ddof=1):.2f}",
             f"{np.mean([r['std'] for r in rows]):.2f}", f"{one:.0%}", f"{two:.0%}", f"{one_s:.0%}", f"{two_s:.0%}",
-            *flag_cells, f"{np.mean([r['cpu_seconds'] for r in rows]):.2f}")
+            *flag_cells, *group_cells(rows), f"{np.mean([r['cpu_seconds'] for r in rows]):.2f}")
 
 
 def pooled_lines(entries):
