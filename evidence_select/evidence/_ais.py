@@ -44,7 +44,7 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from ..kernels._hmc import adapt_step_size, held_out_preconditioners, hmc_init, hmc_step
+from ..kernels._hmc import adapt_step_size, held_out_preconditioners, hmc_init, hmc_step, start_correlation
 from ..kernels._resampling import systematic_resample
 from ..kernels._schedule import conditional_ess_fraction, next_tempering_increment
 from ..kernels._tempered import TemperedTarget
@@ -248,24 +248,10 @@ def _next_group_tempering(tempering, log_weights, log_lik, target_ess, n_rounds=
     return 1.0 if delta >= remaining else tempering + delta
 
 
-def _correlation(start, position):
-    """Mean over standardised coordinates of the across-particle correlation of ``start`` and ``position``.
-
-    The extended moves (``max_mcmc_steps``) stop once it falls to the threshold:
-    the particles (duplicates after resampling included) have then forgotten where
-    they started.
-    """
-    z0 = start - start.mean(axis=0)
-    z1 = position - position.mean(axis=0)
-    denom = np.sqrt(np.sum(z0**2, axis=0) * np.sum(z1**2, axis=0))
-    ok = denom > 0
-    return float(np.mean(np.sum(z0 * z1, axis=0)[ok] / denom[ok])) if np.any(ok) else 0.0
-
-
 def _corr1(a, b):
     """Across-particle correlation of two scalar summaries (0 if either is constant or not finite)."""
     ok = np.isfinite(a) & np.isfinite(b)
-    return _correlation(a[ok, None], b[ok, None]) if np.sum(ok) > 1 else 0.0
+    return start_correlation(a[ok, None], b[ok, None]) if np.sum(ok) > 1 else 0.0
 
 
 def _drift(before, after, log_weights):
@@ -344,7 +330,7 @@ def ais_move(rng, state, target, log_weights, n_folds, step_size, config):
         rates.append(float(np.mean(info.acceptance_rate)))
         if step + 1 >= config.n_mcmc_steps and (
                 step + 1 == config.max_mcmc_steps
-                or max(_correlation(start, state.position),
+                or max(start_correlation(start, state.position),
                        _corr1(start_log_lik, state.aux[:, 1]) if start_log_lik is not None else 0.0)
                 <= config.max_correlation):
             break

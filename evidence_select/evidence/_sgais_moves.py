@@ -31,7 +31,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ..kernels._particle_hmc import particle_hmc_move
+from ..kernels._particle_hmc import particle_hmc_move_until_decorrelated
 from ..kernels._reservoir import reservoir_data
 from ..kernels._sghmc import TRAJECTORIES
 from ._ais import _log_lik_sum
@@ -230,13 +230,21 @@ EXACT_MOVE_FACTOR = 2
 EXACT_TRAJECTORY_LENGTH = 4.0
 EXACT_MAX_LEAPFROG = 10
 EXACT_INITIAL_STEP = 0.5
+#: A group whose particles still correlate with where a move began (mean coordinate correlation above
+#: EXACT_MAX_CORRELATION) moves again, up to EXACT_MAX_REPEATS more times
+#: (:func:`~..kernels._particle_hmc.particle_hmc_move_until_decorrelated`): on a stream sorted by class the
+#: tempered posterior keeps moving far between steps, and a population one move cannot carry lags behind it.
+EXACT_MAX_REPEATS = 3
+EXACT_MAX_CORRELATION = 0.1
 
 
 def exact_hmc_kernel(rng, context, particles, target):
     """Metropolis-corrected HMC on the exact ``target``, each half of a group with the other half's mass.
 
     Runs while the reservoir holds every past row (:func:`uses_exact_moves`), so
-    the target is evaluated exactly and every transition leaves it invariant.
+    the target is evaluated exactly and every transition leaves it invariant. A
+    group repeats the move while its particles still correlate with where the
+    move began (``EXACT_MAX_REPEATS``).
     The groups' adapted leapfrog steps are carried in ``context.exact_step`` to
     the chunk's next move. The references are left as they are.
     """
@@ -256,10 +264,10 @@ def exact_hmc_kernel(rng, context, particles, target):
             return model.log_prior(theta) + log_lik, model.grad_log_prior(theta) + grad_lik, None
 
     n_transitions = max(1, EXACT_MOVE_FACTOR * target.n_mcmc_steps // EXACT_LEAPFROG)
-    theta, info = particle_hmc_move(rng, particles.theta, log_density, n_groups=context.n_groups,
-                                    step_size=context.exact_step, n_transitions=n_transitions,
-                                    log_weights=particles.log_weights, trajectory_length=EXACT_TRAJECTORY_LENGTH,
-                                    max_leapfrog=EXACT_MAX_LEAPFROG)
+    theta, info = particle_hmc_move_until_decorrelated(
+        rng, particles.theta, log_density, n_groups=context.n_groups, step_size=context.exact_step,
+        log_weights=particles.log_weights, max_repeats=EXACT_MAX_REPEATS, max_correlation=EXACT_MAX_CORRELATION,
+        n_transitions=n_transitions, trajectory_length=EXACT_TRAJECTORY_LENGTH, max_leapfrog=EXACT_MAX_LEAPFROG)
     context.exact_step[:] = info.step_size
     counts = StepCounts(n_evaluations=info.n_evaluations * len(theta) * len(data_X))
     return particles._replace(theta=theta), counts, None

@@ -25,7 +25,7 @@ from typing import NamedTuple
 import numpy as np
 
 __all__ = ["HMCState", "HMCInfo", "hmc_init", "hmc_step", "leapfrog", "jittered_leapfrog_count", "adapt_step_size",
-           "preconditioner_from_samples", "held_out_preconditioners"]
+           "preconditioner_from_samples", "held_out_preconditioners", "start_correlation"]
 
 
 class HMCState(NamedTuple):
@@ -267,6 +267,30 @@ def adapt_step_size(step_size, acceptance_rate, target=0.75, gain=1.5, bounds=(1
     """
     mean_rate = float(np.mean(acceptance_rate))
     return float(np.clip(step_size * np.exp(gain * (mean_rate - target)), *bounds))
+
+
+def start_correlation(start, position):
+    """Mean over coordinates of the across-chain correlation between ``start`` and ``position``.
+
+    Both arrays are ``(n_chains, n_params)``; coordinates that are constant in
+    either are left out (0 if all are). Moves that run until it falls to a
+    threshold stop once the chains (resampled copies included) have forgotten
+    where they started.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> start = np.random.default_rng(0).normal(size=(500, 3))
+    >>> round(start_correlation(start, start), 6)
+    1.0
+    >>> abs(start_correlation(start, np.random.default_rng(1).normal(size=(500, 3)))) < 0.1
+    True
+    """
+    z0 = start - start.mean(axis=0)
+    z1 = position - position.mean(axis=0)
+    denom = np.sqrt(np.sum(z0**2, axis=0) * np.sum(z1**2, axis=0))
+    ok = denom > 0
+    return float(np.mean(np.sum(z0 * z1, axis=0)[ok] / denom[ok])) if np.any(ok) else 0.0
 
 
 def sample_weights(log_weights):

@@ -32,9 +32,9 @@ import numpy as np
 from scipy.linalg import solve_triangular
 
 from ._hmc import (adapt_step_size, hmc_init, hmc_step, jittered_leapfrog_count, preconditioner_from_samples,
-                   sample_weights)
+                   sample_weights, start_correlation)
 
-__all__ = ["ParticleHMCInfo", "particle_hmc_move"]
+__all__ = ["ParticleHMCInfo", "particle_hmc_move", "particle_hmc_move_until_decorrelated"]
 
 #: Forward-difference step of the curvature, relative to the particles' spread in each coordinate (and its floor).
 CURVATURE_STEP = 1e-4
@@ -45,12 +45,15 @@ class ParticleHMCInfo(NamedTuple):
 
     ``step_size`` holds each group's adapted step, to carry to the next move; ``acceptance_rate``
     the mean acceptance over transitions and particles; ``n_evaluations`` the
-    number of target evaluations (per particle, gradients included).
+    number of target evaluations (per particle, gradients included); ``n_moves``
+    each group's number of moves, from :func:`particle_hmc_move_until_decorrelated`
+    (None from a single move).
     """
 
     step_size: np.ndarray  # (n_groups,)
     acceptance_rate: float
     n_evaluations: int
+    n_moves: np.ndarray = None  # (n_groups,) moves per group (particle_hmc_move_until_decorrelated)
 
 
 def particle_hmc_move(rng, theta, log_density_fn, *, n_groups, step_size, n_transitions, log_weights=None,
@@ -128,6 +131,77 @@ def particle_hmc_move(rng, theta, log_density_fn, *, n_groups, step_size, n_tran
         evaluations += np.count_nonzero(moving) * (1 + n_leapfrog) + n_mass_evaluations
     return theta, ParticleHMCInfo(step_size, float(np.mean(rates)) if rates else float("nan"),
                                   -(-evaluations // n_total))
+
+
+def particle_hmc_move_until_decorrelated(rng, theta, log_density_fn, *, n_groups, step_size, log_weights=None,
+                                         max_repeats=3, max_correlation=0.1, **move_options):
+    """:func:`particle_hmc_move`, repeated for each group whose particles still remember where the move began.
+
+    After the first move, a group whose particles' mean coordinate correlation
+    with their starting positions (:func:`~._hmc.start_correlation`) exceeds
+    ``max_correlation`` moves again (the whole move: fresh halves and masses,
+    its adapted step carried), up to ``max_repeats`` more times. Where one
+    move's trajectories diffuse rather than cross the target (a nearly
+    separable classifier's flat directions, a population the previous
+    temperatures left far from the next one), the population would otherwise
+    lag behind its tempered target and the weights of the following steps
+    would be computed at the wrong particles. Each group's count is decided
+    from that group's particles alone, so groups stay independent; like the
+    step size, it is a choice made from the population between transitions
+    that each leave the target invariant.
+
+    Parameters
+    ----------
+    rng, theta, log_density_fn, n_groups, step_size, log_weights
+        As in :func:`particle_hmc_move`.
+    max_repeats : int, default=3
+        Extra moves allowed per group (0: exactly :func:`particle_hmc_move`).
+    max_correlation : float, default=0.1
+    **move_options
+        ``n_transitions`` and the trajectory settings of :func:`particle_hmc_move`.
+
+    Returns
+    -------
+    theta : ndarray of shape (n_groups * n_particles, n_params)
+    info : ParticleHMCInfo
+        ``n_evaluations`` per particle averaged over all groups, ``acceptance_rate``
+        averaged over every move made, ``n_moves`` each group's number of moves.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> fn = lambda x: (-0.5 * np.sum(x**2, axis=1), -x, None)
+    >>> rng = np.random.default_rng(0)
+    >>> theta = rng.normal(size=(200, 2)) + 3.0  # a population far from its target
+    >>> moved, info = particle_hmc_move_until_decorrelated(rng, theta, fn, n_groups=2, step_size=0.5,
+    ...                                                    n_transitions=1, max_leapfrog=2)
+    >>> info.n_moves.shape, bool(np.all(info.n_moves >= 1))
+    ((2,), True)
+    """
+    n_total, n_params = theta.shape
+    n_particles = n_total // n_groups
+    start = np.asarray(theta, dtype=float).reshape(n_groups, n_particles, n_params)
+    log_weights = (np.zeros((n_groups, n_particles)) if log_weights is None
+                   else np.asarray(log_weights, dtype=float).reshape(n_groups, n_particles))
+    current, step_size = start.copy(), np.array(np.broadcast_to(np.asarray(step_size, dtype=float), (n_groups,)))
+    n_moves, evaluations, rates = np.zeros(n_groups, dtype=int), 0, []
+    active = np.ones(n_groups, dtype=bool)
+    for _ in range(1 + max_repeats):
+        n_active = np.count_nonzero(active)
+        moved, info = particle_hmc_move(rng, current[active].reshape(-1, n_params), log_density_fn,
+                                        n_groups=n_active, step_size=step_size[active],
+                                        log_weights=log_weights[active], **move_options)
+        current[active] = moved.reshape(n_active, n_particles, n_params)
+        step_size[active] = info.step_size
+        n_moves[active] += 1
+        evaluations += info.n_evaluations * n_active * n_particles
+        rates.append(info.acceptance_rate)
+        active = np.array([start_correlation(before, after) > max_correlation
+                           for before, after in zip(start, current)])
+        if not active.any():
+            break
+    return current.reshape(n_total, n_params), ParticleHMCInfo(step_size, float(np.nanmean(rates)),
+                                                               -(-evaluations // n_total), n_moves)
 
 
 class _Schedule(NamedTuple):

@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 
-from evidence_select.evidence._sgais_moves import (EXACT_MAX_LEAPFROG, ChunkContext, MoveTarget, exact_hmc_kernel,
-                                                   move_kernels, sghmc_kernel, uses_exact_moves)
+from evidence_select.evidence._sgais_moves import (EXACT_MAX_LEAPFROG, EXACT_MAX_REPEATS, ChunkContext, MoveTarget,
+                                                   exact_hmc_kernel, move_kernels, sghmc_kernel, uses_exact_moves)
 from evidence_select.evidence._sgais_state import Particles, SGAISConfig
 from evidence_select.kernels import _particle_hmc
 from evidence_select.kernels._hmc import jittered_leapfrog_count
@@ -64,13 +64,20 @@ def test_exact_kernel_keeps_the_tempered_linear_posterior(monkeypatch):
     for _ in range(8):
         drawn.clear()
         particles, counts, _ = exact_hmc_kernel(rng, context, particles, MoveTarget(0.4, 1.0, 5, False))
-    # Per particle, for each half: the start plus 2 transitions, each integrated for the longer of the two groups'
-    # jittered counts; plus each half's curvature (n_params + 1 positions per group); shared out over the
-    # particles and rounded up.
-    assert len(drawn) == 4 and all(np.all((1 <= c) & (c <= EXACT_MAX_LEAPFROG)) for c in drawn)
-    half = len(theta) // 2
-    chain_steps = sum(half * (1 + sum(int(c.max()) for c in pair)) for pair in (drawn[:2], drawn[2:]))
-    per_particle = -(-(chain_steps + 2 * n_groups * (theta.shape[1] + 1)) // len(theta))
+    # A move is 2 transitions of each half, and a group moves again while its particles correlate with where the
+    # move began (at most EXACT_MAX_REPEATS more times). Per particle of the groups that move, for each half: the
+    # start plus 2 transitions, each integrated for the longest of the moving groups' jittered counts; plus each
+    # half's curvature (n_params + 1 positions per group); shared out over those particles and rounded up, then
+    # summed over the moves and shared out over all particles.
+    moves = [drawn[i:i + 4] for i in range(0, len(drawn), 4)]
+    assert 1 <= len(moves) <= 1 + EXACT_MAX_REPEATS and all(len(move) == 4 for move in moves)
+    assert all(np.all((1 <= c) & (c <= EXACT_MAX_LEAPFROG)) for c in drawn)
+    evaluations = 0
+    for move in moves:
+        n_moving = len(move[0]) * n_particles
+        chain_steps = sum(n_moving // 2 * (1 + sum(int(c.max()) for c in pair)) for pair in (move[:2], move[2:]))
+        evaluations += -(-(chain_steps + 2 * len(move[0]) * (theta.shape[1] + 1)) // n_moving) * n_moving
+    per_particle = -(-evaluations // len(theta))
     assert counts.n_evaluations == per_particle * len(theta) * 250
     assert np.mean(np.all(particles.theta != start, axis=1)) > 0.9  # the particles did move
     whitened = np.linalg.solve(factor, (particles.theta - mean).T).T

@@ -3,7 +3,8 @@
 import numpy as np
 
 from evidence_select.kernels import _particle_hmc
-from evidence_select.kernels._particle_hmc import particle_hmc_move
+from evidence_select.kernels._hmc import start_correlation
+from evidence_select.kernels._particle_hmc import particle_hmc_move, particle_hmc_move_until_decorrelated
 
 # A correlated Gaussian whose scales differ 100-fold: the shape of a nearly separable classifier's posterior.
 SCALES = np.array([0.1, 1.0, 10.0])
@@ -90,3 +91,47 @@ def test_copies_of_a_particle_move_in_the_same_half():
     assert moving_first.isdisjoint(tuple(row) for row in group[~first])
     largest_copies = max(np.unique(group, axis=0, return_counts=True)[1])
     assert abs(np.count_nonzero(first) - 15) <= largest_copies
+
+
+def test_no_repeats_is_one_move():
+    """With ``max_repeats=0`` the repeated move is exactly one :func:`particle_hmc_move` (same stream, same result)."""
+    theta = _draws(np.random.default_rng(4), 60)
+    once, info = particle_hmc_move(np.random.default_rng(5), theta, _log_density, n_groups=2, step_size=0.3,
+                                   n_transitions=2)
+    repeated, repeated_info = particle_hmc_move_until_decorrelated(
+        np.random.default_rng(5), theta, _log_density, n_groups=2, step_size=0.3, max_repeats=0, n_transitions=2)
+    np.testing.assert_array_equal(once, repeated)
+    np.testing.assert_array_equal(info.step_size, repeated_info.step_size)
+    assert info.n_evaluations == repeated_info.n_evaluations
+    np.testing.assert_array_equal(repeated_info.n_moves, [1, 1])
+
+
+def test_a_group_that_remembers_its_start_moves_again():
+    """Group 0 holds 10 draws of the target, 100 copies each (a population just resampled from few particles):
+    after one short move its particles still correlate with where they began (> 0.1), so it moves again, until
+    they do not. Group 1 (1000 distinct draws) has forgotten its start after the same first move and stops: each
+    group's count is decided from its own particles."""
+    rng = np.random.default_rng(6)
+    theta = np.concatenate([np.repeat(_draws(rng, 10), 100, axis=0), _draws(rng, 1000)])
+    options = dict(n_groups=2, step_size=0.5, n_transitions=2, trajectory_length=2.0)
+    once, _ = particle_hmc_move(np.random.default_rng(7), theta, _log_density, **options)
+    moved, info = particle_hmc_move_until_decorrelated(np.random.default_rng(7), theta, _log_density,
+                                                       max_repeats=3, **options)
+    assert start_correlation(theta[:1000], once[:1000]) > 0.1
+    assert start_correlation(theta[1000:], once[1000:]) < 0.1
+    np.testing.assert_array_equal(info.n_moves, [2, 1])
+    np.testing.assert_array_equal(once[1000:], moved[1000:])
+    assert start_correlation(theta[:1000], moved[:1000]) < 0.1
+
+
+def test_repeated_moves_keep_exact_draws_exact():
+    """Started from the target, 2000 particles (4 groups) keep its covariance after 20 repeated moves (4 standard
+    errors of each variance, as for one move)."""
+    rng = np.random.default_rng(8)
+    theta, step = _draws(rng, 2000), 0.5
+    for _ in range(20):
+        theta, info = particle_hmc_move_until_decorrelated(rng, theta, _log_density, n_groups=4, step_size=step,
+                                                           n_transitions=1, trajectory_length=1.0)
+        step = info.step_size
+    variances = np.einsum("ij,jk,ik->i", ROTATION.T, np.cov(theta, rowvar=False), ROTATION.T)
+    assert np.all(np.abs(variances / SCALES**2 - 1.0) < 4 * np.sqrt(2.0 / len(theta)))
