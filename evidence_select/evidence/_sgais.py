@@ -206,10 +206,13 @@ def sgais_update(state, X, y, model, config):
 
 
 def _fallbacks(counts, skipped_restart, policy):
-    """The record's ``fallback`` text: step caps reached, a periodic restart skipped."""
+    """The record's ``fallback`` text: step caps reached, exact moves that ran out of repeats, a restart skipped."""
     taken = []
     if counts.n_capped:
         taken.append(f"{counts.n_capped} step(s) took the rest of their tempering at once (step cap reached)")
+    if counts.n_correlated_moves:
+        taken.append(f"{counts.n_correlated_moves} group move(s) ran out of exact-move repeats with the particles "
+                     "still correlated with their start")
     if skipped_restart:
         taken.append(f"periodic restart skipped: {policy.restart_blocked}")
     return "; ".join(taken)

@@ -244,7 +244,9 @@ def exact_hmc_kernel(rng, context, particles, target):
     Runs while the reservoir holds every past row (:func:`uses_exact_moves`), so
     the target is evaluated exactly and every transition leaves it invariant. A
     group repeats the move while its particles still correlate with where the
-    move began (``EXACT_MAX_REPEATS``).
+    move began (``EXACT_MAX_REPEATS``); a group whose repeats ran out with its
+    particles still correlated is counted in ``n_correlated_moves`` (the chunk
+    record's ``fallback``).
     The groups' adapted leapfrog steps are carried in ``context.exact_step`` to
     the chunk's next move. The references are left as they are.
     """
@@ -269,7 +271,8 @@ def exact_hmc_kernel(rng, context, particles, target):
         log_weights=particles.log_weights, max_repeats=EXACT_MAX_REPEATS, max_correlation=EXACT_MAX_CORRELATION,
         n_transitions=n_transitions, trajectory_length=EXACT_TRAJECTORY_LENGTH, max_leapfrog=EXACT_MAX_LEAPFROG)
     context.exact_step[:] = info.step_size
-    counts = StepCounts(n_evaluations=info.n_evaluations * len(theta) * len(data_X))
+    counts = StepCounts(n_evaluations=info.n_evaluations * len(theta) * len(data_X),
+                        n_correlated_moves=int(np.count_nonzero(info.start_correlation > EXACT_MAX_CORRELATION)))
     return particles._replace(theta=theta), counts, None
 
 

@@ -162,10 +162,15 @@ class ChunkRecord(NamedTuple):
     fallback : str
         The fallbacks the chunk took, ``"; "``-separated, or ``""``: a step cap
         reached (``max_annealing_steps``; the rest of the tempering taken at
-        once, with a :class:`SamplerDegeneracyWarning`), or a periodic restart
+        once, with a :class:`SamplerDegeneracyWarning`), a periodic restart
         (``restart_growth``) skipped because the reservoir no longer holds every
         row or the surprise budget is spent (with an
-        :class:`~evidence_select.EvidenceConvergenceWarning`).
+        :class:`~evidence_select.EvidenceConvergenceWarning`), or exact moves
+        (the first rows) whose repeats ran out while a group's particles still
+        correlated with where the move began: the population may lag behind its
+        tempered target there. This last one raises no warning; it marks
+        chunks of a flat, nearly separable posterior to check against a
+        reference backend when the evidence decides something.
 
     Examples
     --------
@@ -224,6 +229,7 @@ class StepCounts(NamedTuple):
     n_jumps: int = 0  # accepted global Metropolis-Hastings moves
     n_surprise_evaluations: int = 0  # evaluations of restarts and excursions (charged to the surprise budget)
     n_capped: int = 0  # steps that took the rest of their tempering at once (a step cap was reached)
+    n_correlated_moves: int = 0  # groups' exact moves that ran out of repeats still correlated with their start
 
     def plus(self, other):
         """The element-wise sum of two counts."""

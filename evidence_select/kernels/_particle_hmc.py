@@ -46,14 +46,16 @@ class ParticleHMCInfo(NamedTuple):
     ``step_size`` holds each group's adapted step, to carry to the next move; ``acceptance_rate``
     the mean acceptance over transitions and particles; ``n_evaluations`` the
     number of target evaluations (per particle, gradients included); ``n_moves``
-    each group's number of moves, from :func:`particle_hmc_move_until_decorrelated`
-    (None from a single move).
+    each group's number of moves and ``start_correlation`` its particles'
+    correlation with where they began, after its last move, from
+    :func:`particle_hmc_move_until_decorrelated` (None from a single move).
     """
 
     step_size: np.ndarray  # (n_groups,)
     acceptance_rate: float
     n_evaluations: int
     n_moves: np.ndarray = None  # (n_groups,) moves per group (particle_hmc_move_until_decorrelated)
+    start_correlation: np.ndarray = None  # (n_groups,) correlation with the start after the last move
 
 
 def particle_hmc_move(rng, theta, log_density_fn, *, n_groups, step_size, n_transitions, log_weights=None,
@@ -165,7 +167,9 @@ def particle_hmc_move_until_decorrelated(rng, theta, log_density_fn, *, n_groups
     theta : ndarray of shape (n_groups * n_particles, n_params)
     info : ParticleHMCInfo
         ``n_evaluations`` per particle averaged over all groups, ``acceptance_rate``
-        averaged over every move made, ``n_moves`` each group's number of moves.
+        averaged over every move made, ``n_moves`` each group's number of moves,
+        ``start_correlation`` each group's correlation with the start after its last
+        move (above ``max_correlation`` where the repeats ran out).
 
     Examples
     --------
@@ -196,12 +200,12 @@ def particle_hmc_move_until_decorrelated(rng, theta, log_density_fn, *, n_groups
         n_moves[active] += 1
         evaluations += info.n_evaluations * n_active * n_particles
         rates.append(info.acceptance_rate)
-        active = np.array([start_correlation(before, after) > max_correlation
-                           for before, after in zip(start, current)])
+        correlation = np.array([start_correlation(before, after) for before, after in zip(start, current)])
+        active = correlation > max_correlation
         if not active.any():
             break
     return current.reshape(n_total, n_params), ParticleHMCInfo(step_size, float(np.nanmean(rates)),
-                                                               -(-evaluations // n_total), n_moves)
+                                                               -(-evaluations // n_total), n_moves, correlation)
 
 
 class _Schedule(NamedTuple):

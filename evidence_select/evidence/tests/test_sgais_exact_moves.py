@@ -3,6 +3,9 @@
 import numpy as np
 import pytest
 
+from evidence_select import BayesianLinearRegressor
+from evidence_select.datasets import make_linear_regression
+from evidence_select.evidence import _sgais_moves
 from evidence_select.evidence._sgais_moves import (EXACT_MAX_LEAPFROG, EXACT_MAX_REPEATS, ChunkContext, MoveTarget,
                                                    exact_hmc_kernel, move_kernels, sghmc_kernel, uses_exact_moves)
 from evidence_select.evidence._sgais_state import Particles, SGAISConfig
@@ -90,3 +93,22 @@ def test_exact_kernel_keeps_the_tempered_linear_posterior(monkeypatch):
 def test_sghmc_beyond_the_budget():
     context = ChunkContext(None, SGAISConfig(), None, None, 0, 1, None, None, False, None, None)
     assert move_kernels(context, MoveTarget(1.0, 1.0, 5, False)) == (sghmc_kernel,)
+
+
+def test_moves_that_stay_correlated_are_recorded(monkeypatch):
+    """A group whose exact moves run out of repeats while its particles still correlate with their start is counted
+    in its chunk record's ``fallback``. With the threshold at -1 (every group stays correlated) and no repeats,
+    every group's move of every chunk counts: a multiple of the groups; at the default threshold this
+    well-conditioned linear stream decorrelates, and nothing is recorded."""
+    data = make_linear_regression(300, random_state=0)
+
+    def fallbacks():
+        est = BayesianLinearRegressor(n_particles=20, batch_size=100, random_state=0).fit(data.X, data.y)
+        return [record.fallback for record in est.evidence_history_]
+
+    assert fallbacks() == ["", "", ""]
+    monkeypatch.setattr(_sgais_moves, "EXACT_MAX_CORRELATION", -1.0)
+    monkeypatch.setattr(_sgais_moves, "EXACT_MAX_REPEATS", 0)
+    for text in fallbacks():
+        count = int(text.split(" group move(s) ran out of exact-move repeats")[0])
+        assert count > 0 and count % 2 == 0, text

@@ -120,6 +120,7 @@ def test_a_group_that_remembers_its_start_moves_again():
     assert start_correlation(theta[:1000], once[:1000]) > 0.1
     assert start_correlation(theta[1000:], once[1000:]) < 0.1
     np.testing.assert_array_equal(info.n_moves, [2, 1])
+    assert info.start_correlation[0] == start_correlation(theta[:1000], moved[:1000])
     np.testing.assert_array_equal(once[1000:], moved[1000:])
     assert start_correlation(theta[:1000], moved[:1000]) < 0.1
 
