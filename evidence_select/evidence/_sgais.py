@@ -206,13 +206,10 @@ def sgais_update(state, X, y, model, config):
 
 
 def _fallbacks(counts, skipped_restart, policy):
-    """The record's ``fallback`` text: step caps reached, exact moves that ran out of repeats, a restart skipped."""
+    """The record's ``fallback`` text: step caps reached, a periodic restart skipped."""
     taken = []
     if counts.n_capped:
         taken.append(f"{counts.n_capped} step(s) took the rest of their tempering at once (step cap reached)")
-    if counts.n_correlated_moves:
-        taken.append(f"{counts.n_correlated_moves} group move(s) ran out of exact-move repeats with the particles "
-                     "still correlated with their start")
     if skipped_restart:
         taken.append(f"periodic restart skipped: {policy.restart_blocked}")
     return "; ".join(taken)
@@ -343,7 +340,8 @@ def chunk_record(state, new_state, counts, n_replayed, seconds):
     n_chunk = new_state.n_samples_seen - state.n_samples_seen
     return ChunkRecord(new_state.n_samples_seen, log_z, log_z_std, counts.n_steps, ess,
                        (log_z - log_z_before) / n_chunk, counts.n_resampled, seconds, counts.n_reheat_steps,
-                       counts.n_jumps, n_replayed, counts.n_surprise_evaluations)
+                       counts.n_jumps, n_replayed, counts.n_surprise_evaluations,
+                       n_correlated_moves=counts.n_correlated_moves)
 
 
 def _check_finite_log_lik(log_lik, chunk_log_lik, tempering, n_seen):

@@ -245,8 +245,8 @@ def exact_hmc_kernel(rng, context, particles, target):
     the target is evaluated exactly and every transition leaves it invariant. A
     group repeats the move while its particles still correlate with where the
     move began (``EXACT_MAX_REPEATS``); a group whose repeats ran out with its
-    particles still correlated is counted in ``n_correlated_moves`` (the chunk
-    record's ``fallback``).
+    particles still correlated is counted in ``n_correlated_moves`` (kept in
+    the chunk's record).
     The groups' adapted leapfrog steps are carried in ``context.exact_step`` to
     the chunk's next move. The references are left as they are.
     """

@@ -165,12 +165,15 @@ class ChunkRecord(NamedTuple):
         once, with a :class:`SamplerDegeneracyWarning`), a periodic restart
         (``restart_growth``) skipped because the reservoir no longer holds every
         row or the surprise budget is spent (with an
-        :class:`~evidence_select.EvidenceConvergenceWarning`), or exact moves
-        (the first rows) whose repeats ran out while a group's particles still
-        correlated with where the move began: the population may lag behind its
-        tempered target there. This last one raises no warning; it marks
-        chunks of a flat, nearly separable posterior to check against a
-        reference backend when the evidence decides something.
+        :class:`~evidence_select.EvidenceConvergenceWarning`).
+    n_correlated_moves : int
+        Exact moves (the first rows, ``exact_move_rows``) after which a group's
+        particles still correlated with where the move began although its
+        repeats had run out: the population may lag behind its tempered target
+        there. A diagnostic without a warning (on a flat, nearly separable
+        posterior it is common, and the evidence usually still within its
+        error): such chunks are the ones to check against a reference backend
+        when the evidence decides something.
 
     Examples
     --------
@@ -199,6 +202,7 @@ class ChunkRecord(NamedTuple):
     degraded: str = ""
     log_evidence_widening: float = 0.0
     fallback: str = ""
+    n_correlated_moves: int = 0
 
 
 class Particles(NamedTuple):
