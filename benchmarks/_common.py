@@ -218,8 +218,24 @@ def _json_default(value):
     return str(value)
 
 
-def write_rst_table(path, header, cells, script, argv=None):
-    """A reStructuredText grid table of ``cells``, headed by the command that wrote it (for ``.. include::``)."""
+def runs_provenance(sources):
+    """``"runs at commit ..., load average at their start ..."`` from the ``meta`` of the saved runs ``sources``."""
+    commits, loads = [], []
+    for path in sources:
+        with open(path) as fh:
+            meta = json.load(fh)["meta"]
+        commits.append(meta["git_commit"])
+        loads.append(", ".join(f"{value:.1f}" for value in meta.get("load_average_start") or ()) or "n/a")
+    return (f"runs at commit {'; '.join(dict.fromkeys(commits))}, "
+            f"load average at their start {'; '.join(loads)}")
+
+
+def write_rst_table(path, header, cells, script, argv=None, sources=None):
+    """A reStructuredText grid table of ``cells``, headed by the command that wrote it (for ``.. include::``).
+
+    ``sources`` are the saved runs (JSON paths) a ``--from-json`` table is built
+    from: the header then names their commits and load, not today's.
+    """
     command = f"python benchmarks/{script} " + " ".join(sys.argv[1:] if argv is None else argv)
     widths = [max(len(text) for text in column) for column in zip(header, *cells)]
     rule = "+" + "+".join("-" * (w + 2) for w in widths) + "+"
@@ -228,7 +244,8 @@ def write_rst_table(path, header, cells, script, argv=None):
         return "| " + " | ".join(text.ljust(w) for text, w in zip(row, widths)) + " |"
 
     load = ", ".join(f"{value:.1f}" for value in os.getloadavg())
-    lines = [f"Written by ``{command.strip()}`` (commit {git_commit()}, load average {load}).", "", rule,
+    provenance = runs_provenance(sources) if sources else f"commit {git_commit()}, load average {load}"
+    lines = [f"Written by ``{command.strip()}`` ({provenance}).", "", rule,
              line(header), rule.replace("-", "=")]
     for row in cells:
         lines += [line(row), rule]

@@ -215,13 +215,13 @@ def family_cells(rows, methods):
     return cells
 
 
-def write_doc_tables(directory, rows, methods, argv):
-    """``calibration.rst``: the per-backend summary, then every case's tally per backend."""
+def write_doc_tables(directory, rows, methods, argv, sources=None):
+    """``calibration.rst``: the per-backend summary, then every case's tally per backend (``sources``: saved runs)."""
     summaries = [s for s in (summarise(rows, m) for m in methods) if s]
     write_rst_table(os.path.join(directory, "calibration_summary.rst"), SUMMARY_HEADER,
-                    [summary_cells(s) for s in summaries], "bench_calibration.py", argv)
+                    [summary_cells(s) for s in summaries], "bench_calibration.py", argv, sources)
     write_rst_table(os.path.join(directory, "calibration_cases.rst"), ("case", "exact log Z", *methods),
-                    family_cells(rows, methods), "bench_calibration.py", argv)
+                    family_cells(rows, methods), "bench_calibration.py", argv, sources)
 
 
 # -- driver ------------------------------------------------------------------------------------
@@ -282,7 +282,7 @@ def main(argv=None):
         print_table(rows, methods)
         print_summary([s for s in (summarise(rows, m) for m in methods) if s])
         if args.doc_table:
-            write_doc_tables(args.doc_table, rows, methods, argv)
+            write_doc_tables(args.doc_table, rows, methods, argv, args.from_json.split(","))
         return
     cases = select_cases(args.max_dim, [p for p in args.cases.split(",") if p], args.held_out)
     methods = args.backends + (["dynesty"] if args.dynesty else [])

@@ -123,16 +123,16 @@ def main(argv=None):
         for s in summaries:
             print("| " + " | ".join(table_cells(s)) + " |")
     else:
-        runs, summaries = [], []
+        runs, summaries, meta = [], [], run_metadata(sys.argv)  # the commit and load at the start
         for name in args.cases.split(","):
             runs.append(stream_windows(name, args.rows or CASES[name][2], args.window, args.seed))
             summaries.append(summarise(runs[-1]))
             print("| " + " | ".join(table_cells(summaries[-1])) + " |", flush=True)
-            save_json(args.output, dict(meta=run_metadata(sys.argv), summaries=summaries, runs=runs))
+            save_json(args.output, dict(meta=meta, summaries=summaries, runs=runs))
         print(f"\nwrote {args.output}")
     if args.doc_table:
         write_rst_table(os.path.join(args.doc_table, "cost.rst"), HEADER, [table_cells(s) for s in summaries],
-                        "bench_cost.py", argv)
+                        "bench_cost.py", argv, sources=[args.from_json] if args.from_json else None)
 
 
 if __name__ == "__main__":

@@ -210,7 +210,7 @@ def pooled_lines(entries):
     return lines
 
 
-def report(entries, doc_table=None, argv=None):
+def report(entries, doc_table=None, argv=None, sources=None):
     print("| " + " | ".join(HEADER) + " |")
     print("|" + "---|" * len(HEADER))
     for entry in entries:
@@ -218,7 +218,7 @@ def report(entries, doc_table=None, argv=None):
     print("\n" + "\n".join(pooled_lines(entries)))
     if doc_table:
         write_rst_table(os.path.join(doc_table, "coverage.rst"), HEADER, [entry_cells(e) for e in entries],
-                        "bench_coverage.py", argv)
+                        "bench_coverage.py", argv, sources=sources)
 
 
 def load_saved(paths):
@@ -244,10 +244,11 @@ def main(argv=None):
     parser.add_argument("--doc-table", default=None, metavar="DIR", help="also write coverage.rst there")
     args = parser.parse_args(argv)
     if args.from_json:
-        report(load_saved(args.from_json.split(",")), args.doc_table, argv)
+        sources = args.from_json.split(",")
+        report(load_saved(sources), args.doc_table, argv, sources)
         return
     seeds = range(args.seeds or (8 if args.quick else 20))
-    entries = []
+    entries, meta = [], run_metadata(sys.argv)  # the commit and load at the start
     patterns = [p for p in args.cases.split(",") if p]
     for name, case in cases(args.quick).items():
         if patterns and not any(p in name for p in patterns):
@@ -259,7 +260,7 @@ def main(argv=None):
                                 runs=run(case, seeds, factor, n_replicates)))
             print("| " + " | ".join(entry_cells(entries[-1])) + " |", flush=True)
     report(entries, args.doc_table, argv)
-    save_json(args.output, dict(meta=run_metadata(sys.argv), cases=entries))
+    save_json(args.output, dict(meta=meta, cases=entries))
     print(f"wrote {args.output}")
 
 

@@ -247,12 +247,14 @@ def main(argv=None):
             rows = json.load(fh)["rows"]
         print("\n".join(table(rows)))
     else:
+        meta = run_metadata(sys.argv)  # the commit and load at the start
         rows, refs = run_cases(parser, args)
         print("\n".join(table(rows)))
-        save_json(args.output, dict(meta=run_metadata(sys.argv), rows=rows, references=refs))
+        save_json(args.output, dict(meta=meta, rows=rows, references=refs))
         print(f"wrote {args.output}")
     if args.doc_table:
-        write_rst_table(os.path.join(args.doc_table, "real_data.rst"), *table_cells(rows), "bench_real.py", argv)
+        write_rst_table(os.path.join(args.doc_table, "real_data.rst"), *table_cells(rows), "bench_real.py", argv,
+                        sources=[args.from_json] if args.from_json else None)
 
 
 def run_cases(parser, args):
