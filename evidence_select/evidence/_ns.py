@@ -202,7 +202,8 @@ class NSConfig:
         Stepping-out budget of each slice move.
     axis_fraction : float, default=0.5
         Fraction of slice moves along a random coordinate axis (scaled by the
-        live points' spread) rather than a whitened random direction (see
+        coordinate's spread given the others, under the live points'
+        covariance) rather than a whitened random direction (see
         :mod:`evidence_select.kernels._slice`): random directions keep correlated
         and curved posteriors in reach, axis moves the spikes and separate modes
         of each coordinate.

@@ -14,8 +14,13 @@ distribution that does not depend on the current point; here ``v = width * L u``
 with ``u`` uniform on the unit sphere and ``L`` a fixed factor (e.g. the Cholesky
 factor of the live points' covariance), i.e. whitened random-direction slice
 sampling, or, for a fraction ``axis_fraction`` of the moves, ``v = width * s_j e_j``
-along a random coordinate axis ``j`` scaled by that coordinate's standard
-deviation ``s_j`` under ``L L^T``. Axis moves reach what random directions in
+along a random coordinate axis ``j``. The axis scale ``s_j`` is coordinate ``j``'s
+*conditional* standard deviation under ``Sigma = L L^T``, ``1 / sqrt((Sigma^-1)_jj)``:
+the extent of the slice along an axis with every other coordinate held fixed.
+With correlated coordinates the marginal standard deviation can be orders of
+magnitude larger, and a bracket that size spends its budget on shrinkage while
+the shared ``width`` adapts to it, shortening the random-direction moves as
+well; for independent coordinates the two scales agree. Axis moves reach what random directions in
 many dimensions almost never do: one coordinate far out in a heavy tail, or in
 its other mode, while the rest stay put (products of heavy-tailed or multimodal
 factors, whose constrained prior is spiked along the axes).
@@ -28,6 +33,7 @@ likelihood is only evaluated where the prior test passes (the prior is cheap).
 from typing import NamedTuple
 
 import numpy as np
+from scipy.linalg import solve_triangular
 
 __all__ = ["SliceInfo", "constrained_slice_step", "constrained_slice_sample", "adapt_slice_width"]
 
@@ -67,18 +73,35 @@ def _on_slice(points, log_height, log_lik_min, log_prior_fn, log_lik_fn):
 
 def _slice_vectors(rng, n_chains, factor, width, axis_fraction):
     """Slice vectors ``width * L u`` (``u`` uniform on the sphere) or, with probability ``axis_fraction``,
-    ``width * s_j e_j`` along a random axis; drawn independently of the chains' positions."""
+    ``width * s_j e_j`` along a random axis (``s_j`` the conditional standard deviation); drawn
+    independently of the chains' positions."""
     n_params = factor.shape[0]
     unit = rng.standard_normal((n_chains, n_params))
     unit /= np.linalg.norm(unit, axis=1, keepdims=True)
     vector = width * (unit * factor if factor.ndim == 1 else unit @ factor.T)
     on_axis = rng.uniform(size=n_chains) < axis_fraction
     if np.any(on_axis):
-        scales = np.abs(factor) if factor.ndim == 1 else np.sqrt(np.sum(factor**2, axis=1))
+        scales = np.abs(factor) if factor.ndim == 1 else _conditional_scales(factor)
         axes = rng.integers(0, n_params, size=int(on_axis.sum()))
         vector[on_axis] = 0.0
         vector[np.flatnonzero(on_axis), axes] = width * scales[axes]
     return vector
+
+
+def _conditional_scales(factor):
+    """Conditional standard deviations ``1 / sqrt((L L^T)^{-1}_jj)`` of a lower-triangular factor ``L``.
+
+    ``(L L^T)^{-1} = L^{-T} L^{-1}``, so its diagonal holds the squared column norms of ``L^{-1}``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> factor = np.linalg.cholesky(np.array([[1.0, 0.9], [0.9, 1.0]]))
+    >>> _conditional_scales(factor).round(4)  # sqrt(1 - 0.9^2)
+    array([0.4359, 0.4359])
+    """
+    inverse = solve_triangular(factor, np.eye(factor.shape[0]), lower=True)
+    return 1.0 / np.sqrt(np.sum(inverse**2, axis=0))
 
 
 def constrained_slice_step(rng, position, log_prior, log_lik, log_lik_min, log_prior_fn, log_lik_fn,

@@ -25,12 +25,14 @@ def exact_constrained(rng, n):
 @pytest.mark.parametrize("factor", [np.full(D, 0.5), np.linalg.cholesky(0.3 * (np.eye(D) + 0.5))],
                          ids=["diag", "dense"])
 @pytest.mark.parametrize("width", [0.3, 3.0])
-def test_leaves_constrained_prior_invariant(factor, width):
+@pytest.mark.parametrize("axis_fraction", [0.0, 0.5])
+def test_leaves_constrained_prior_invariant(factor, width, axis_fraction):
     rng = np.random.default_rng(0)
     x = exact_constrained(rng, 3000)
     reference = exact_constrained(rng, 20000)
     new, new_prior, new_lik, info = constrained_slice_sample(rng, x, log_prior(x), log_lik(x), -R2, log_prior,
-                                                             log_lik, factor, width=width, n_steps=5)
+                                                             log_lik, factor, width=width, n_steps=5,
+                                                             axis_fraction=axis_fraction)
     assert np.all(new_lik > -R2)
     np.testing.assert_allclose(new_lik, log_lik(new))
     np.testing.assert_allclose(new_prior, log_prior(new))
@@ -53,3 +55,14 @@ def test_width_adaptation():
     assert adapt_slice_width(1.0, SliceInfo(0, 10, 0)) > 1.0
     assert adapt_slice_width(1.0, SliceInfo(0, 0, 10)) < 1.0
     assert adapt_slice_width(1.0, SliceInfo(0, 0, 0)) == 1.0
+
+
+def test_axis_moves_take_the_conditional_scale():
+    """Along an axis of a strongly correlated factor the bracket is the conditional, not the marginal, spread."""
+    from evidence_select.kernels._slice import _slice_vectors
+
+    correlation = 0.99
+    factor = np.linalg.cholesky(np.array([[1.0, correlation], [correlation, 1.0]]))
+    vectors = _slice_vectors(np.random.default_rng(0), 200, factor, 1.0, axis_fraction=1.0)
+    lengths = np.abs(vectors).max(axis=1)
+    np.testing.assert_allclose(lengths, np.sqrt(1.0 - correlation**2))
