@@ -23,8 +23,9 @@ import numpy as np
 from scipy import stats
 
 from ..kernels._hmc import preconditioner_from_samples
+from ..kernels._galilean import GalileanInfo, adapt_galilean_step, galilean_sample
 from ..kernels._slice import SliceInfo, adapt_slice_width, constrained_slice_sample
-from ..utils._likelihood import check_data, check_fraction, check_positive_int, log_lik_sum
+from ..utils._likelihood import check_data, check_fraction, check_positive_int, log_lik_and_grad, log_lik_sum
 from ..utils._logspace import log1mexp, logsumexp
 from ..utils._progress import progress_bar
 from ..utils._settings import merge_settings
@@ -172,6 +173,9 @@ def insertion_rank_pvalue(ranks, n_others):
     return float(stats.kstest((ranks + offsets) / (n_others + 1), "uniform").pvalue)
 
 
+MOVES = ("galilean", "slice")
+
+
 @dataclass(frozen=True)
 class NSConfig:
     """Settings of :func:`nested_sampling_log_evidence`, validated on construction.
@@ -194,19 +198,38 @@ class NSConfig:
         Live points replaced per iteration (all moved in one vectorised batch);
         None means ``max(1, n_live // 4)`` (the volume bookkeeping stays exact for
         any batch). At most ``n_live // 2``.
+    moves : {"galilean", "slice"}, default="galilean"
+        The replacement kernel. ``"galilean"``: ``n_galilean_steps`` Galilean
+        Monte Carlo steps (straight whitened moves that reflect off the
+        likelihood constraint, :mod:`evidence_select.kernels._galilean`; needs
+        the model's gradients), then ``round(axis_fraction * n_slice_steps)``
+        slice moves along coordinate axes. ``"slice"``: ``n_slice_steps`` slice
+        moves, a fraction ``axis_fraction`` of them along axes and the rest
+        along whitened random directions. Along the slow directions of a curved
+        ridge or a badly conditioned target in many dimensions, random-direction
+        slice moves carry each coordinate only a little and in a random
+        direction, and the replacements keep a memory of their start that lets
+        ``log Z`` read high; Galilean trajectories keep going.
     n_slice_steps : int or None, default=None
         Slice moves per replacement; None means ``max(10, 3 * n_params)``: with
         fewer, a replacement still remembers its starting live point and
         ``log Z`` comes out high.
+    n_galilean_steps : int or None, default=None
+        Galilean steps per replacement (``moves="galilean"``); None means
+        ``4 * n_slice_steps``. A step costs one or two likelihood-and-gradient
+        evaluations; its length adapts between iterations towards a quarter of
+        the steps reversing at the constraint.
+    trajectory_length : int, default=3
+        Galilean steps between fresh velocities.
     max_step_out : int, default=10
         Stepping-out budget of each slice move.
     axis_fraction : float, default=0.5
-        Fraction of slice moves along a random coordinate axis (scaled by the
+        Share of slice moves along a random coordinate axis (scaled by the
         coordinate's spread given the others, under the live points'
-        covariance) rather than a whitened random direction (see
-        :mod:`evidence_select.kernels._slice`): random directions keep correlated
-        and curved posteriors in reach, axis moves the spikes and separate modes
-        of each coordinate.
+        covariance; see :mod:`evidence_select.kernels._slice`); with
+        ``moves="slice"`` the rest run along whitened random directions. Random
+        directions and Galilean steps keep correlated and curved posteriors in
+        reach, axis moves the spikes and separate modes of each coordinate.
     n_simulations : int, default=200
         Simulated-volume replicates for the uncertainty.
     max_iterations : int, default=100000
@@ -217,7 +240,10 @@ class NSConfig:
     n_runs: int = 2
     dlogz: float = 0.01
     n_replace: int = None
+    moves: str = "galilean"
     n_slice_steps: int = None
+    n_galilean_steps: int = None
+    trajectory_length: int = 3
     max_step_out: int = 10
     axis_fraction: float = 0.5
     n_simulations: int = 200
@@ -233,8 +259,13 @@ class NSConfig:
             if n_replace > self.n_live // 2:
                 raise ValueError(f"n_replace must be at most n_live // 2 = {self.n_live // 2}, got {n_replace}")
             set_("n_replace", n_replace)
+        if self.moves not in MOVES:
+            raise ValueError(f"moves must be one of {MOVES}, got {self.moves!r}")
         if self.n_slice_steps is not None:
             set_("n_slice_steps", check_positive_int(self.n_slice_steps, "n_slice_steps"))
+        if self.n_galilean_steps is not None:
+            set_("n_galilean_steps", check_positive_int(self.n_galilean_steps, "n_galilean_steps"))
+        set_("trajectory_length", check_positive_int(self.trajectory_length, "trajectory_length"))
         set_("max_step_out", check_positive_int(self.max_step_out, "max_step_out", minimum=0))
         set_("axis_fraction", check_fraction(self.axis_fraction, "axis_fraction", high=1.0 + 1e-12, closed_low=True))
         set_("n_simulations", check_positive_int(self.n_simulations, "n_simulations", minimum=2))
@@ -242,8 +273,9 @@ class NSConfig:
 
     def resolved(self, n_params):
         """A copy with the ``None`` defaults filled in for a model of ``n_params`` parameters."""
-        return replace(self, n_replace=self.n_replace or max(1, self.n_live // 4),
-                       n_slice_steps=self.n_slice_steps or max(10, 3 * n_params))
+        n_slice_steps = self.n_slice_steps or max(10, 3 * n_params)
+        return replace(self, n_replace=self.n_replace or max(1, self.n_live // 4), n_slice_steps=n_slice_steps,
+                       n_galilean_steps=self.n_galilean_steps or 4 * n_slice_steps)
 
 
 MIN_INSERTION_PVALUE = 0.01
@@ -343,9 +375,13 @@ def nested_sampling_log_evidence(model, X, y=None, *, config=None, random_state=
     def log_lik_fn(theta):
         return log_lik_sum(model, theta, X, y)
 
+    def log_lik_and_grad_fn(theta):
+        return log_lik_and_grad(model, theta, X, y)
+
     bar = progress_bar(verbose, total=None, desc="NS", leave=False)
     with single_threaded_blas():
-        runs = [_ns_run(rng, model, log_lik_fn, config, bar, verbose) for _ in range(config.n_runs)]
+        runs = [_ns_run(rng, model, (log_lik_fn, log_lik_and_grad_fn), config, bar, verbose)
+                for _ in range(config.n_runs)]
     if bar is not None:
         bar.close()
     if config.n_runs == 1:
@@ -371,8 +407,10 @@ def nested_sampling_log_evidence(model, X, y=None, *, config=None, random_state=
     info = dict(std_simulated=std_simulated, std_information=float(np.sqrt(information / (config.n_live * n_runs))),
                 information=information, std_between_runs=std_between_runs, log_evidence_runs=run_log_z.tolist(),
                 std_simulated_runs=run_std, n_iterations=int(sum(r.n_iterations for r in runs)),
-                n_dead=len(dead_log_lik), final_slice_width=float(np.mean([r.width for r in runs])),
+                n_dead=len(dead_log_lik), final_slice_width=float(np.mean([r.scales.width for r in runs])),
+                final_galilean_step=float(np.mean([r.scales.step_size for r in runs])),
                 slice=SliceInfo(*(int(t) for t in np.sum([r.slice_totals for r in runs], axis=0)))._asdict(),
+                galilean=GalileanInfo(*(int(t) for t in np.sum([r.galilean_totals for r in runs], axis=0)))._asdict(),
                 insertion_pvalue=diagnostics["insertion_rank"]["value"],
                 start_correlation=float(np.nanmean(start_corr)) if np.any(np.isfinite(start_corr)) else float("nan"))
     n_calls = sum(r.n_calls for r in runs)
@@ -391,8 +429,9 @@ class _Run(NamedTuple):
     n_calls: int
     n_iterations: int
     slice_totals: np.ndarray
+    galilean_totals: np.ndarray
     start_correlations: np.ndarray
-    width: float
+    scales: "_MoveScales"
     insertion_ranks: np.ndarray = np.empty(0, dtype=int)
     finished: bool = True
 
@@ -412,17 +451,50 @@ def _remove_worst(live_log_lik, n_replace, log_volume):
     return order[:n_replace], order[n_replace:], counts, log_prev + log1mexp(volume_steps), float(log_volumes[-1])
 
 
-def _ns_run(rng, model, log_lik_fn, config, bar, verbose):
-    """One nested-sampling run with ``config.n_live`` live points (see :func:`nested_sampling_log_evidence`)."""
+class _MoveScales(NamedTuple):
+    """The replacement kernel's scales, adapted between iterations of a run."""
+
+    width: float  # slice bracket, in units of the whitening factor's scale
+    step_size: float  # Galilean step, in whitened units
+
+
+def _replace_points(rng, model, likelihood, config, start, log_lik_min, factor, scales):
+    """Move copies of the ``start`` points ``(position, log_prior, log_lik)`` under ``log L > log_lik_min``.
+
+    Returns the new points, the slice and Galilean totals and the scales adapted from them.
+    """
+    log_lik_fn, log_lik_and_grad_fn = likelihood
+    position, log_prior, log_lik = start
+    galilean = GalileanInfo(0, 0, 0, 0)
+    n_slice, axis_fraction = config.n_slice_steps, config.axis_fraction
+    if config.moves == "galilean":
+        dense = factor if factor.ndim == 2 else np.diag(factor)
+        position, log_prior, log_lik, galilean = galilean_sample(
+            rng, position, log_prior, log_lik, log_lik_min, model.log_prior, log_lik_and_grad_fn, dense,
+            step_size=scales.step_size, n_steps=config.n_galilean_steps, trajectory_length=config.trajectory_length)
+        scales = scales._replace(step_size=adapt_galilean_step(scales.step_size, galilean))
+        n_slice, axis_fraction = int(round(config.axis_fraction * config.n_slice_steps)), 1.0
+    position, log_prior, log_lik, sliced = constrained_slice_sample(
+        rng, position, log_prior, log_lik, log_lik_min, model.log_prior, log_lik_fn, factor, width=scales.width,
+        n_steps=n_slice, max_step_out=config.max_step_out, axis_fraction=axis_fraction)
+    scales = scales._replace(width=adapt_slice_width(scales.width, sliced))
+    return (position, log_prior, log_lik), sliced, galilean, scales
+
+
+def _ns_run(rng, model, likelihood, config, bar, verbose):
+    """One nested-sampling run with ``config.n_live`` live points (see :func:`nested_sampling_log_evidence`).
+
+    ``likelihood`` is the pair ``(log_lik_fn, log_lik_and_grad_fn)`` of full-data functions.
+    """
     n_live, n_replace = config.n_live, config.n_replace
     live = np.asarray(model.sample_prior(rng, n_live), dtype=float)
     live_log_prior = np.asarray(model.log_prior(live), dtype=float)
-    live_log_lik = log_lik_fn(live)
+    live_log_lik = likelihood[0](live)
     n_calls = n_live
     dead_points, dead_log_lik, dead_n_live, ranks, start_corr = [], [], [], [], []
     log_volume, log_z = 0.0, -np.inf
-    width = np.sqrt(model.n_params)
-    slice_totals = np.zeros(4, dtype=np.int64)
+    scales = _MoveScales(width=np.sqrt(model.n_params), step_size=0.5)
+    slice_totals, galilean_totals = np.zeros(4, dtype=np.int64), np.zeros(4, dtype=np.int64)
     iteration, finished = 0, False
     for iteration in range(1, config.max_iterations + 1):
         worst, survivors, counts, log_shells, log_volume = _remove_worst(live_log_lik, n_replace, log_volume)
@@ -432,21 +504,20 @@ def _ns_run(rng, model, log_lik_fn, config, bar, verbose):
         dead_n_live.append(counts)
         log_lik_min = live_log_lik[worst[-1]]
 
-        # Replace by slice moves from distinct surviving points (all satisfy the new bound). The
-        # whitening comes from the other survivors: a kernel shaped by its own start point is not
-        # invariant, and the replacements drift.
+        # Replace by moves from distinct surviving points (all satisfy the new bound). The whitening
+        # comes from the other survivors: a kernel shaped by its own start point is not invariant,
+        # and the replacements drift.
         start = rng.choice(survivors, size=n_replace, replace=False)
         others = np.setdiff1d(survivors, start)
         factor = preconditioner_from_samples(live[others if len(others) > 1 else survivors], dense=True)
-        new, new_log_prior, new_log_lik, info = constrained_slice_sample(
-            rng, live[start], live_log_prior[start], live_log_lik[start], log_lik_min,
-            model.log_prior, log_lik_fn, factor, width=width, n_steps=config.n_slice_steps,
-            max_step_out=config.max_step_out, axis_fraction=config.axis_fraction)
-        n_calls += info.n_likelihood_calls
+        (new, new_log_prior, new_log_lik), sliced, galilean, scales = _replace_points(
+            rng, model, likelihood, config, (live[start], live_log_prior[start], live_log_lik[start]),
+            log_lik_min, factor, scales)
+        n_calls += sliced.n_likelihood_calls + galilean.n_likelihood_calls
         ranks.append(np.searchsorted(np.sort(live_log_lik[survivors]), new_log_lik))
         start_corr.append(_rank_correlation(live_log_lik[start], new_log_lik))
-        slice_totals += np.array(info)
-        width = adapt_slice_width(width, info)
+        slice_totals += np.array(sliced)
+        galilean_totals += np.array(galilean)
         live[worst], live_log_prior[worst], live_log_lik[worst] = new, new_log_prior, new_log_lik
 
         log_remaining = log_volume + logsumexp(live_log_lik) - np.log(n_live)
@@ -455,13 +526,14 @@ def _ns_run(rng, model, log_lik_fn, config, bar, verbose):
             bar.update(1)
             bar.set_postfix(logz=f"{log_z:.3f}", dlogz=f"{delta:.3g}")
         if verbose >= 2 and iteration % 100 == 0:
-            logger.info("NS iteration %d: log Z = %.4f, remaining dlogz = %.3g, width = %.3g",
-                        iteration, log_z, delta, width)
+            logger.info("NS iteration %d: log Z = %.4f, remaining dlogz = %.3g, %s",
+                        iteration, log_z, delta, scales)
         if delta < config.dlogz:
             finished = True
             break
     return _Run(np.vstack(dead_points), np.concatenate(dead_log_lik), np.concatenate(dead_n_live), live, live_log_lik,
-                n_calls, iteration, slice_totals, np.array(start_corr), float(width), np.concatenate(ranks), finished)
+                n_calls, iteration, slice_totals, galilean_totals, np.array(start_corr), scales,
+                np.concatenate(ranks), finished)
 
 
 def merge_ns_runs(runs):
@@ -484,7 +556,7 @@ def merge_ns_runs(runs):
     >>> import numpy as np
     >>> from evidence_select.evidence._ns import _Run
     >>> run = _Run(np.zeros((1, 1)), np.array([0.0]), np.array([2]), np.ones((2, 1)), np.array([1.0, 2.0]),
-    ...            0, 0, np.zeros(4), np.array([]), 1.0)
+    ...            0, 0, np.zeros(4), np.zeros(4), np.array([]), None)
     >>> log_lik, n_live, _, _ = merge_ns_runs([run, run])
     >>> n_live.tolist()
     [4.0, 4.0, 4.0, 4.0, 2.0, 2.0]

@@ -115,18 +115,22 @@ def test_large_batches_keep_the_volume_bookkeeping(seed):
     assert abs(res.log_evidence - target.exact_log_evidence()) < K_SIGMA * res.log_evidence_std
 
 
-def test_default_slice_steps_decorrelate_replacements():
+@pytest.mark.parametrize("moves", ["slice", "galilean"])
+def test_default_steps_decorrelate_replacements(moves):
     # Replacements must not remember their starting live point: with too few slice
     # steps they inherit its high likelihood and log Z comes out high (+1.5 nats on
     # the 20-d correlated target with n_params steps). The rank correlation of
-    # start and new log L exposes it; the default (3 x n_params steps) removes it.
+    # start and new log L exposes it; each kernel's default step count removes it.
     target = correlated_gaussian_target(6, correlation=0.9)
-    short = nested_sampling_log_evidence(target, X_DUMMY, n_live=100, n_slice_steps=1, random_state=0)
-    res = nested_sampling_log_evidence(target, X_DUMMY, n_live=100, random_state=0)
+    short = nested_sampling_log_evidence(target, X_DUMMY, n_live=100, moves="slice", n_slice_steps=1,
+                                         random_state=0)
+    res = nested_sampling_log_evidence(target, X_DUMMY, n_live=100, moves=moves, random_state=0)
     assert res.settings["n_slice_steps"] == 18 and res.settings["n_replace"] == 25
+    assert res.settings["n_galilean_steps"] == 72
     assert short.info["start_correlation"] > 0.3
     assert abs(res.info["start_correlation"]) < 0.1
     assert abs(res.log_evidence - target.exact_log_evidence()) < K_SIGMA * res.log_evidence_std
+    assert (res.info["galilean"]["n_likelihood_calls"] > 0) == (moves == "galilean")
 
 
 def test_merged_runs_are_unbiased_with_the_summed_live_count():
@@ -144,7 +148,7 @@ def test_merged_runs_are_unbiased_with_the_summed_live_count():
         for _ in range(4):
             dead, counts, live = _exact_volume_run(rng, 5, 1, d, s2)
             runs.append(_Run(np.zeros((len(dead), 1)), dead, counts, np.zeros((len(live), 1)), live,
-                             0, 0, np.zeros(4), np.array([]), 1.0))
+                             0, 0, np.zeros(4), np.zeros(4), np.array([]), None))
         log_lik, n_live, samples, live = merge_ns_runs(runs)
         assert np.all(np.diff(log_lik) >= 0) and len(samples) == len(log_lik) and n_live.max() == 20
         log_z, _, _ = ns_quadrature(log_lik, n_live, live)
@@ -202,8 +206,8 @@ def test_insertion_rank_test_catches_replacements_that_remember_their_start():
     # threshold) start, rank too high, and log Z reads high. The insertion-rank test must flag it.
     target = correlated_gaussian_target(10, correlation=0.9)
     with pytest.warns(EvidenceConvergenceWarning, match="insertion_rank"):
-        res = nested_sampling_log_evidence(target, X_DUMMY, n_live=100, n_slice_steps=1, axis_fraction=0.0,
-                                           random_state=0)
+        res = nested_sampling_log_evidence(target, X_DUMMY, n_live=100, moves="slice", n_slice_steps=1,
+                                           axis_fraction=0.0, random_state=0)
     assert not res.converged and res.info["insertion_pvalue"] < 0.01
 
 
