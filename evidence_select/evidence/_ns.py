@@ -1,8 +1,9 @@
 """Nested sampling on any model of the protocol (thesis Ch. 3.2, Algorithm 5).
 
 Live points are drawn from the prior; at each iteration the ``n_replace`` worst
-are removed at once and replaced by constrained-prior slice moves
-(:mod:`evidence_select.kernels._slice`) started from distinct surviving live
+are removed at once and replaced by constrained-prior moves (Galilean steps,
+:mod:`evidence_select.kernels._galilean`, and slice moves,
+:mod:`evidence_select.kernels._slice`) started from distinct surviving live
 points. Removing the ``k`` lowest of ``n`` live points is the same as removing
 them one at a time with ``n, n-1, ..., n-k+1`` live points (the maximum order
 statistic of the survivors), so the expected log-volume decrements are
@@ -328,7 +329,8 @@ def nested_sampling_log_evidence(model, X, y=None, *, config=None, random_state=
         ``diagnostics``/``converged`` hold the checks below; ``info`` holds
         ``"std_simulated"``, ``"std_between_runs"``, ``"std_information"``
         (``sqrt(H / n_live)``), ``"information"``, ``"n_iterations"``,
-        ``"insertion_pvalue"`` and slice statistics; ``samples`` and
+        ``"insertion_pvalue"`` and the moves' statistics (``"slice"``, ``"galilean"``,
+        ``"final_slice_width"``, ``"final_galilean_step"``); ``samples`` and
         ``log_weights`` are the dead and final live points with their posterior
         importance weights (logsumexp equals ``log_evidence``).
 
@@ -342,9 +344,9 @@ def nested_sampling_log_evidence(model, X, y=None, *, config=None, random_state=
     Skilling, "Nested sampling for general Bayesian computation" (2006); the
     thesis "Evidence Estimation Using Stochastic Likelihood Approximations",
     Sec. 3.2, Eq. (3.21)-(3.27) and Algorithm 5. Replacements are whitened
-    slice moves under the likelihood constraint; the whitening comes from the
-    surviving live points *other than* the moves' start points, so no move's
-    kernel depends on where it started.
+    Galilean and slice moves under the likelihood constraint (``moves``); the
+    whitening comes from the surviving live points *other than* the moves'
+    start points, so no move's kernel depends on where it started.
 
     The checks (``result.diagnostics``):
 
@@ -451,6 +453,23 @@ def _remove_worst(live_log_lik, n_replace, log_volume):
     return order[:n_replace], order[n_replace:], counts, log_prev + log1mexp(volume_steps), float(log_volumes[-1])
 
 
+#: The whitening covariance is shrunk towards its diagonal only when the points it comes from number fewer
+#: than this many times the dimension (a regulariser for a poorly determined estimate).
+WELL_DETERMINED = 2
+
+
+def _whitening_factor(points):
+    """Lower-triangular factor of the covariance of ``points``, shrunk only if they are few for the dimension.
+
+    Shrinking towards the diagonal keeps a poorly determined covariance well conditioned, but for a
+    rotated, badly conditioned target it widens the thin directions in the whitened frame, and the
+    replacements then forget their start along the long ones more slowly (``log Z`` reads high).
+    """
+    n_points, n_params = points.shape
+    return preconditioner_from_samples(points, dense=True,
+                                       shrinkage=0.0 if n_points > WELL_DETERMINED * n_params else 0.05)
+
+
 class _MoveScales(NamedTuple):
     """The replacement kernel's scales, adapted between iterations of a run."""
 
@@ -509,7 +528,7 @@ def _ns_run(rng, model, likelihood, config, bar, verbose):
         # and the replacements drift.
         start = rng.choice(survivors, size=n_replace, replace=False)
         others = np.setdiff1d(survivors, start)
-        factor = preconditioner_from_samples(live[others if len(others) > 1 else survivors], dense=True)
+        factor = _whitening_factor(live[others if len(others) > 1 else survivors])
         (new, new_log_prior, new_log_lik), sliced, galilean, scales = _replace_points(
             rng, model, likelihood, config, (live[start], live_log_prior[start], live_log_lik[start]),
             log_lik_min, factor, scales)

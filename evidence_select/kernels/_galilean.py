@@ -78,9 +78,23 @@ def _reflect(velocity, grad, factor):
     return velocity - 2.0 * np.sum(velocity * normal, axis=1, keepdims=True) * normal, ok
 
 
-def _step(rng, position, log_prior, log_lik, velocity, log_lik_min, log_prior_fn, log_lik_and_grad_fn, factor,
-          step_size):
-    """One Galilean step of every chain; returns the new state and ``(calls, straight, reflected, reversed)``."""
+class _Problem(NamedTuple):
+    """What a step needs besides the chains' state: the constraint, the densities and the whitened step."""
+
+    log_lik_min: float
+    log_prior_fn: object
+    log_lik_and_grad_fn: object
+    factor: np.ndarray
+    step_size: float
+
+
+def _step(rng, state, problem):
+    """One Galilean step of every chain from ``state = (position, log_prior, log_lik, velocity)``.
+
+    Returns the new state and the counts ``(calls, straight, reflected, reversed)``.
+    """
+    position, log_prior, log_lik, velocity = state
+    log_lik_min, log_prior_fn, log_lik_and_grad_fn, factor, step_size = problem
     first = position + step_size * (velocity @ factor.T)
     prior1, lik1, grad1, calls = _evaluate(first, log_prior_fn, log_lik_and_grad_fn)
     inside1 = lik1 > log_lik_min
@@ -109,7 +123,7 @@ def _step(rng, position, log_prior, log_lik, velocity, log_lik_min, log_prior_fn
     out_lik = np.where(accept, new_lik, log_lik)
     n_reflected = int(np.sum(accept & reflected))
     counts = (calls, int(accept.sum()) - n_reflected, n_reflected, int(np.sum(~accept)))
-    return out_position, out_prior, out_lik, out_velocity, counts
+    return (out_position, out_prior, out_lik, out_velocity), counts
 
 
 def galilean_sample(rng, position, log_prior, log_lik, log_lik_min, log_prior_fn, log_lik_and_grad_fn,
@@ -154,19 +168,17 @@ def galilean_sample(rng, position, log_prior, log_lik, log_lik_min, log_prior_fn
     >>> bool(np.all(ll2 > -1.0)) and info.n_likelihood_calls > 0
     True
     """
-    factor = np.asarray(direction_factor, dtype=float)
+    problem = _Problem(log_lik_min, log_prior_fn, log_lik_and_grad_fn, np.asarray(direction_factor, dtype=float),
+                       float(step_size))
     position = np.array(position, dtype=float)
-    log_prior, log_lik = np.array(log_prior, dtype=float), np.array(log_lik, dtype=float)
+    state = (position, np.array(log_prior, dtype=float), np.array(log_lik, dtype=float), None)
     totals = np.zeros(4, dtype=np.int64)
-    velocity = None
     for step in range(int(n_steps)):
         if step % int(trajectory_length) == 0:
-            velocity = rng.standard_normal(position.shape)
-        position, log_prior, log_lik, velocity, counts = _step(
-            rng, position, log_prior, log_lik, velocity, log_lik_min, log_prior_fn, log_lik_and_grad_fn, factor,
-            step_size)
+            state = state[:3] + (rng.standard_normal(position.shape),)
+        state, counts = _step(rng, state, problem)
         totals += np.array(counts)
-    return position, log_prior, log_lik, GalileanInfo(*(int(t) for t in totals))
+    return state[0], state[1], state[2], GalileanInfo(*(int(t) for t in totals))
 
 
 def adapt_galilean_step(step_size, info, target_reversed=0.25, gain=0.5, bounds=(1e-4, 1e2)):

@@ -202,9 +202,10 @@ def test_too_few_live_points_and_iterations_are_not_converged():
 
 
 def test_insertion_rank_test_catches_replacements_that_remember_their_start():
-    # One slice step per replacement in 10 correlated dimensions: new points stay near their (above-
-    # threshold) start, rank too high, and log Z reads high. The insertion-rank test must flag it.
-    target = correlated_gaussian_target(10, correlation=0.9)
+    # One slice step per replacement in 20 correlated dimensions: new points stay near their (above-
+    # threshold) start, the live points lose their spread, and log Z is off by tens of nats. The
+    # insertion-rank test must flag it.
+    target = correlated_gaussian_target(20, correlation=0.9)
     with pytest.warns(EvidenceConvergenceWarning, match="insertion_rank"):
         res = nested_sampling_log_evidence(target, X_DUMMY, n_live=100, moves="slice", n_slice_steps=1,
                                            axis_fraction=0.0, random_state=0)
