@@ -261,7 +261,11 @@ def parse_args(argv=None):
 
 
 def load_saved(paths):
-    """Rows and backends of saved (possibly partial) runs, merged case by case (e.g. NS and AIS run apart)."""
+    """Rows and backends of saved (possibly partial) runs, merged case by case (e.g. NS and AIS run apart).
+
+    A later file's runs of a backend on a case replace an earlier file's runs of that backend on that
+    case (a re-run after a fix), so no case is counted twice.
+    """
     import json
 
     rows, methods = {}, []
@@ -271,7 +275,9 @@ def load_saved(paths):
         print(f"{path}: {out['meta']['command']}  (git {out['meta']['git_commit']}, {len(out['rows'])} cases)")
         methods += [m for m in out["backends"] if m not in methods]
         for row in out["rows"]:
-            rows.setdefault(row["case"], dict(row, runs=[]))["runs"].extend(row["runs"])
+            merged = rows.setdefault(row["case"], dict(row, runs=[]))
+            rerun = {r["method"] for r in row["runs"]}
+            merged["runs"] = [r for r in merged["runs"] if r["method"] not in rerun] + list(row["runs"])
     return list(rows.values()), methods
 
 
