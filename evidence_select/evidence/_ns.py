@@ -23,8 +23,8 @@ from typing import NamedTuple
 import numpy as np
 from scipy import stats
 
-from ..kernels._hmc import preconditioner_from_samples
 from ..kernels._galilean import GalileanInfo, adapt_galilean_step, galilean_sample
+from ..kernels._hmc import preconditioner_from_samples
 from ..kernels._slice import SliceInfo, adapt_slice_width, constrained_slice_sample
 from ..utils._likelihood import check_data, check_fraction, check_positive_int, log_lik_and_grad, log_lik_sum
 from ..utils._logspace import log1mexp, logsumexp

@@ -96,7 +96,9 @@ def test_exact_linear_evidence():
 
 
 @pytest.mark.parametrize("kwargs, match", [(dict(n_live=1), "n_live"), (dict(n_live=100, n_replace=60), "n_replace"),
-                                           (dict(dlogz=0), "dlogz"), (dict(n_slice_steps=0), "n_slice_steps")])
+                                           (dict(dlogz=0), "dlogz"), (dict(n_slice_steps=0), "n_slice_steps"),
+                                           (dict(moves="hmc"), "moves"), (dict(n_galilean_steps=0), "n_galilean_steps"),
+                                           (dict(trajectory_length=0), "trajectory_length")])
 def test_bad_arguments(kwargs, match):
     with pytest.raises(ValueError, match=match):
         nested_sampling_log_evidence(GaussianTarget(np.zeros(2)), X_DUMMY, **kwargs)
