@@ -1,25 +1,59 @@
-"""Fixed-seed runs over every SGAIS code path, summarised bit for bit (see test_sgais_regression.py)."""
+"""Fixed-seed runs over every SGAIS code path, each summarised as a :class:`Fingerprint` (see test_sgais_regression.py)."""
 
 import hashlib
 import os
+import platform
 import tempfile
 import warnings
+from typing import NamedTuple
 
 import numpy as np
 
 from evidence_select import (BayesianLinearRegressor, BayesianLogisticClassifier, BayesianMixture, load_checkpoint,
                              save_checkpoint)
 from evidence_select.datasets import make_linear_regression, make_softmax_classification
-from evidence_select.evidence._sgais import PAPER_SETTINGS, SGAISConfig, sgais_init, sgais_update
+from evidence_select.evidence._sgais import PAPER_SETTINGS, SGAISConfig, evidence_estimate, sgais_init, sgais_update
 from evidence_select.evidence.tests._shift_streams import mixture_shift as shift_mixture_data
 from evidence_select.models import LinearGaussianModel, SoftmaxRegressionModel
 
 
+class Fingerprint(NamedTuple):
+    """What a case pins: its floats (compared to a relative tolerance) and a digest of its decisions (exact)."""
+
+    floats: tuple  # log Z, its std, then sums of |x| and x**2 of the final state's arrays and the records' floats
+    decisions: str  # sha256 (16 hex digits) of every integer the run decided: record counts and state counters
+
+
+def float_summary(*arrays):
+    """Sums of ``|x|`` and ``x**2`` of each array: one number per array and power, none cancelling to 0."""
+    summary = []
+    for array in arrays:
+        array = np.asarray(array, dtype=float)
+        summary += [float(np.sum(np.abs(array))), float(np.sum(array**2))]
+    return tuple(summary)
+
+
 def digest(*arrays):
-    """sha256 (first 16 hex digits) of the arrays' bytes, in order."""
+    """sha256 (first 16 hex digits) of the integer arrays' bytes, in order."""
     sha = hashlib.sha256()
     for array in arrays:
-        sha.update(np.ascontiguousarray(array, dtype=float).tobytes())
+        sha.update(np.ascontiguousarray(array, dtype=np.int64).tobytes())
+    return sha.hexdigest()[:16]
+
+
+def environment_key():
+    """numpy's version, the machine and a digest of the maths library's last bits on fixed inputs.
+
+    Runs whose Metropolis-Hastings decisions follow long HMC trajectories amplify a last-bit difference of
+    ``exp`` or a matrix product until a decision flips; their pins hold only where this key is the same.
+    """
+    x = np.linspace(-30.0, 30.0, 4001)
+    matrix = np.cov(np.sin(np.outer(np.arange(1.0, 9.0), x[:64])))
+    probes = [np.exp(x), np.log1p(np.exp(x)), np.tanh(x), np.exp(x.astype(np.float32)).astype(float),
+              np.linalg.cholesky(matrix + np.eye(8)), matrix @ matrix]
+    sha = hashlib.sha256(f"numpy {np.__version__} on {platform.machine()}".encode())
+    for probe in probes:
+        sha.update(np.ascontiguousarray(probe, dtype=float).tobytes())
     return sha.hexdigest()[:16]
 
 
@@ -30,18 +64,22 @@ def record_summary(records):
 
 
 def counters(state):
-    """The state's integer counters and step scales."""
-    scales = np.zeros(0) if state.step_scales is None else state.step_scales
-    return np.concatenate([[state.n_samples_seen, state.n_chunks, state.n_datum_evaluations, state.n_reference,
-                            state.reservoir.n_stored], scales])
+    """The state's integer counters."""
+    return np.array([state.n_samples_seen, state.n_chunks, state.n_datum_evaluations, state.n_reference,
+                     state.reservoir.n_stored])
+
+
+def fingerprint(log_z, std, state, records):
+    step_scales = np.zeros(0) if state.step_scales is None else state.step_scales
+    record_floats = [(r.log_evidence, r.log_evidence_std, r.ess) for r in records]
+    floats = (float(log_z), float(std)) + float_summary(state.particles, state.log_weights, state.log_evidence,
+                                                        state.log_evidence_variance, record_floats, step_scales)
+    return Fingerprint(floats, digest(np.array(record_summary(records)), counters(state)))
 
 
 def summarise_estimator(estimator):
-    state = estimator.sgais_state_
-    floats = [(r.log_evidence, r.log_evidence_std, r.ess) for r in estimator.evidence_history_]
-    return (repr(float(estimator.log_evidence_)), repr(float(estimator.log_evidence_std_)),
-            digest(state.particles, state.log_weights, state.log_evidence, state.log_evidence_variance, floats),
-            digest(np.array(record_summary(estimator.evidence_history_), dtype=float), counters(state)))
+    return fingerprint(estimator.log_evidence_, estimator.log_evidence_std_, estimator.sgais_state_,
+                       estimator.evidence_history_)
 
 
 def run_engine(X, y, model, config, seed):
@@ -51,13 +89,8 @@ def run_engine(X, y, model, config, seed):
         chunk = slice(start, start + config.batch_size)
         state, record, _ = sgais_update(state, X[chunk], None if y is None else y[chunk], model, config)
         records.append(record)
-    from evidence_select.evidence._sgais import evidence_estimate
-
     log_z, std = evidence_estimate(state)
-    floats = [(r.log_evidence, r.log_evidence_std, r.ess) for r in records]
-    return (repr(float(log_z)), repr(float(std)),
-            digest(state.particles, state.log_weights, state.log_evidence, state.log_evidence_variance, floats),
-            digest(np.array(record_summary(records), dtype=float), counters(state)))
+    return fingerprint(log_z, std, state, records)
 
 
 #: The cases pinned before the exact HMC kernel existed keep SGHMC throughout, so their pins still check the
@@ -211,6 +244,7 @@ CASES = {name[len("case_"):]: fn for name, fn in sorted(globals().items()) if na
 if __name__ == "__main__":
     import time
 
+    print(f"PINNED_ENVIRONMENT = {environment_key()!r}")
     for name, fn in CASES.items():
         tic = time.perf_counter()
         print(f"    {name!r}: {fn()!r},  # {time.perf_counter() - tic:.1f}s")
