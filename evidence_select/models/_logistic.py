@@ -201,11 +201,21 @@ class SoftmaxRegressionModel(Model):
         design = self._design(X)
         logits, safe = self._logits_by_row(theta, design, self._workspace)
         exp, total, shift = self._shifted_exp(logits, safe, self._workspace)
-        log_lik = _observed_log_proba(logits, y, _log_sum(total, shift))
+        log_normaliser = _log_sum(total, shift)
         weights = np.asarray(weights, dtype=float)
-        weighted = weighted_total(log_lik, weights)
+        if np.ndim(weights) > 1:
+            weighted = weighted_total(_observed_log_proba(logits, y, log_normaliser), weights)
+            exp /= total
+            return weighted, self._grad_from_proba(exp, design, y, weights)
+        # Weights shared by the particles: the observed classes' weighted logits sum to the coefficients
+        # times each class's weighted design total, the (K, d + 1) block the gradient needs anyway, so no
+        # per-row gather of the observed logits.
+        weighted_design, class_totals = _shared_weight_totals(design, y, weights, self.n_classes)
+        coefficients = self._coefficients(theta).reshape(len(theta), self.n_classes, -1)
+        weighted = (np.einsum("pkj,kj->p", coefficients, class_totals)
+                    - np.broadcast_to(weights, (len(design),)) @ log_normaliser.reshape(len(design), len(theta)))
         exp /= total
-        return weighted, self._grad_from_proba(exp, design, y, weights)
+        return weighted, self._theta_layout(class_totals - self._proba_products(exp, weighted_design))
 
     def _grad_from_proba(self, proba, design, y, weights):
         """The weighted log-likelihood's gradient from the probabilities ``(n_batch, n_particles, K)``.
@@ -213,28 +223,41 @@ class SoftmaxRegressionModel(Model):
         ``proba`` may be overwritten.
         """
         n_batch, n_particles, n_classes = proba.shape
-        y = np.asarray(y, dtype=np.intp)
         # d log p(y|x) / d logits = onehot(y) - proba, weighted per particle and datum.
         if np.ndim(weights) <= 1:
             # Weights shared by all particles: scale the design rows rather than the (batch, particles, K)
             # array, and the onehot part, which does not depend on the particle, is one small product.
-            weighted_design = design * np.broadcast_to(np.asarray(weights, dtype=float), (n_batch,))[:, None]
-            onehot = np.zeros((n_batch, n_classes))
-            onehot[np.arange(n_batch), y] = 1.0
-            grad = onehot.T @ weighted_design - (proba.reshape(n_batch, n_particles * n_classes).T
-                                                 @ weighted_design).reshape(n_particles, n_classes, -1)
-        else:
-            residual = np.negative(proba, out=proba)
-            residual[np.arange(n_batch), :, y] += 1.0
-            residual *= np.broadcast_to(weights, (n_particles, n_batch)).T[:, :, None]
-            grad = (residual.reshape(n_batch, n_particles * n_classes).T @ design).reshape(n_particles, n_classes, -1)
-        # The particles' (K, d + 1) gradient blocks, reordered to theta's layout [W row by row, b].
+            weighted_design, class_totals = _shared_weight_totals(design, y, weights, n_classes)
+            return self._theta_layout(class_totals - self._proba_products(proba, weighted_design))
+        residual = np.negative(proba, out=proba)
+        residual[np.arange(n_batch), :, np.asarray(y, dtype=np.intp)] += 1.0
+        residual *= np.broadcast_to(weights, (n_particles, n_batch)).T[:, :, None]
+        return self._theta_layout(self._proba_products(residual, design))
+
+    @staticmethod
+    def _proba_products(proba, design):
+        """``sum_j proba[j, i, k] * design[j]`` per particle and class, ``(n_particles, K, n_design_columns)``."""
+        n_batch, n_particles, n_classes = proba.shape
+        return (proba.reshape(n_batch, n_particles * n_classes).T @ design).reshape(n_particles, n_classes, -1)
+
+    def _theta_layout(self, grad):
+        """The particles' ``(K, d + 1)`` gradient blocks reordered to theta's layout ``[W row by row, b]``."""
+        n_particles, n_classes = len(grad), self.n_classes
         if not self.fit_intercept:
             return grad.reshape(n_particles, -1)
         out = np.empty((n_particles, self.n_params))
         out[:, : n_classes * self.n_features] = grad[:, :, :-1].reshape(n_particles, -1)
         out[:, n_classes * self.n_features:] = grad[:, :, -1]
         return out
+
+
+def _shared_weight_totals(design, y, weights, n_classes):
+    """The design rows times their weights, and their totals per observed class ``(K, n_design_columns)``."""
+    n_batch = len(design)
+    weighted_design = design * np.broadcast_to(np.asarray(weights, dtype=float), (n_batch,))[:, None]
+    onehot = np.zeros((n_batch, n_classes))
+    onehot[np.arange(n_batch), np.asarray(y, dtype=np.intp)] = 1.0
+    return weighted_design, onehot.T @ weighted_design
 
 
 def _log_sum(total, shift):

@@ -246,12 +246,13 @@ def design_step_scales(X, fit_intercept, curvature):
     array([1.03, 0.01, 1.  ])
     """
     X = np.asarray(X, dtype=float)
-    design = X
-    if fit_intercept:  # [X, 1] filled in place: np.hstack costs more than the product below (once per chunk)
-        design = np.empty((len(X), X.shape[1] + 1))
-        design[:, :-1] = X
-        design[:, -1] = 1.0
-    second_moment = design.T @ design / max(len(design), 1)
+    n_rows = max(len(X), 1)
+    # The second moment of [X, 1] by blocks, without building the design (once per chunk on the hot path).
+    second_moment = np.empty((X.shape[1] + fit_intercept,) * 2)
+    second_moment[:X.shape[1], :X.shape[1]] = X.T @ X / n_rows
+    if fit_intercept:
+        second_moment[-1, :-1] = second_moment[:-1, -1] = X.sum(axis=0) / n_rows
+        second_moment[-1, -1] = len(X) / n_rows
     diagonal = np.diag(second_moment).copy()
     diagonal[~(diagonal > 0)] = 1.0
     inv_sqrt = 1.0 / np.sqrt(diagonal)
