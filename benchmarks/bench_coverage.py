@@ -7,6 +7,8 @@ Usage::
     python benchmarks/bench_coverage.py --replicates 2,4 # compare group counts at equal particle budget
     python benchmarks/bench_coverage.py --from-json benchmarks/results/coverage.json \
         --doc-table doc/user_guide/generated
+    python benchmarks/bench_coverage.py --cases "N=1e5" --output benchmarks/results/coverage_long.json \
+        --doc-table doc/user_guide/generated --doc-name coverage_long_streams.rst
     # a G=2,4 comparison, then a later G=2 run replacing its G=2 rows
     python benchmarks/bench_coverage.py --from-json coverage_g24.json,coverage_g2.json
 
@@ -29,7 +31,8 @@ of their log evidences (1 when calibrated), and the correlation between the grou
 one run (0 when they are independent, as the combined error assumes).
 
 Cases: linear (1000 rows, exact), softmax (1000 rows, Laplace importance sampling),
-a linear stream whose coefficients change at row 500 (exact), every standardised real
+the same two models on 1e5-row streams (the length at which an error that grows with the
+stream shows), a linear stream whose coefficients change at row 500 (exact), every standardised real
 case of ``bench_real.py`` (breast cancer at four prior scales in file, shuffled and
 class-sorted order, wine, iris, digits, diabetes; chunks of 100, references from its
 cache), and a 1-d two-cluster mixture whose second cluster appears at row 300 (bridge
@@ -72,8 +75,32 @@ def _two_clusters(n=600, change=300):
     return X
 
 
-def cases(quick):
-    """name -> (make_estimator(seed, n_particles, n_replicates), X, y, reference (value, std))."""
+def _softmax_reference(X, y):
+    return laplace_importance_log_evidence(SoftmaxRegressionModel(X.shape[1], 4), X, y, n_samples=4000)
+
+
+def _long_stream_cases():
+    """The linear and softmax simulators on 1e5 rows; the softmax reference is computed when the case runs."""
+    linear = make_linear_regression(100_000, random_state=0)
+    softmax = make_softmax_classification(100_000, random_state=0)
+    return {
+        "linear N=1e5": (lambda s, p, g: BayesianLinearRegressor(random_state=s, n_particles=p, n_replicates=g),
+                         linear.X, linear.y,
+                         (log_evidence(BayesianLinearRegressor(), linear.X, linear.y, method="exact").log_evidence, 0.0)),
+        "softmax N=1e5": (lambda s, p, g: BayesianLogisticClassifier(random_state=s, n_particles=p, n_replicates=g),
+                          softmax.X, softmax.y, lambda: _softmax_reference(softmax.X, softmax.y)),
+    }
+
+
+def _selected(name, patterns):
+    return not patterns or any(p in name for p in patterns)
+
+
+def cases(quick, patterns=()):
+    """name -> (make_estimator(seed, n_particles, n_replicates), X, y, reference), for the names ``patterns`` select.
+
+    The reference is ``(value, std)``, or a function returning it (computed only if the case runs).
+    """
     out = {}
     X, y = make_linear_regression(1000, random_state=0).X, make_linear_regression(1000, random_state=0).y
     exact = log_evidence(BayesianLinearRegressor(), X, y, method="exact").log_evidence
@@ -85,12 +112,14 @@ def cases(quick):
         lambda s, p, g: BayesianLinearRegressor(random_state=s, n_particles=p, n_replicates=g, batch_size=100),
         Xs, ys, (exact, 0.0))
     data = make_softmax_classification(1000, random_state=0)
-    ref = laplace_importance_log_evidence(SoftmaxRegressionModel(data.X.shape[1], 4), data.X, data.y, n_samples=4000)
     out["softmax N=1000"] = (lambda s, p, g: BayesianLogisticClassifier(random_state=s, n_particles=p, n_replicates=g),
-                             data.X, data.y, ref)
+                             data.X, data.y, _softmax_reference(data.X, data.y))
+    if not quick:
+        out.update(_long_stream_cases())
     real = all_cases()
     # every real case with a reference (the unscaled and raw-y cases are refused or flagged instead)
     names = ["bc_s1_shuffled"] if quick else [k for k, v in real.items() if v[3] != "none" and "raw" not in k]
+    names = [name for name in names if _selected(name, patterns)]
     refs = references({k: real[k] for k in names}, recompute=False)
     for name in names:
         data_name, order, spec, _ = real[name]
@@ -103,13 +132,17 @@ def cases(quick):
         out[name] = (factory, Xr, yr, (ref["value"], ref["std"]))
     if not quick:
         Xm = _two_clusters()
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            bridge = log_evidence(BayesianMixture(2), Xm, method="bridge", random_state=0)
         out["mixture K=2, cluster at 300 (chunks 100)"] = (
             lambda s, p, g: BayesianMixture(2, random_state=s, n_particles=p, n_replicates=g, batch_size=100),
-            Xm, None, (bridge.log_evidence, bridge.log_evidence_std))
+            Xm, None, lambda: _bridge_reference(Xm))
     return out
+
+
+def _bridge_reference(X):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        bridge = log_evidence(BayesianMixture(2), X, method="bridge", random_state=0)
+    return bridge.log_evidence, bridge.log_evidence_std
 
 
 def _record_group_evidence(est):
@@ -130,7 +163,8 @@ def _record_group_evidence(est):
 
 
 def run(case, seeds, n_particles_factor, n_replicates):
-    factory, X, y, (ref, ref_std) = case
+    factory, X, y, reference = case
+    ref, ref_std = reference() if callable(reference) else reference
     rows = []
     for seed in seeds:
         default = factory(seed, 2, 2).__class__().get_params()["n_particles"]
@@ -210,14 +244,14 @@ def pooled_lines(entries):
     return lines
 
 
-def report(entries, doc_table=None, argv=None, sources=None):
+def report(entries, doc_table=None, argv=None, sources=None, doc_name="coverage.rst"):
     print("| " + " | ".join(HEADER) + " |")
     print("|" + "---|" * len(HEADER))
     for entry in entries:
         print("| " + " | ".join(entry_cells(entry)) + " |")
     print("\n" + "\n".join(pooled_lines(entries)))
     if doc_table:
-        write_rst_table(os.path.join(doc_table, "coverage.rst"), HEADER, [entry_cells(e) for e in entries],
+        write_rst_table(os.path.join(doc_table, doc_name), HEADER, [entry_cells(e) for e in entries],
                         "bench_coverage.py", argv, sources=sources)
 
 
@@ -241,17 +275,18 @@ def main(argv=None):
     parser.add_argument("--output", default=os.path.join(RESULTS_DIR, "coverage.json"))
     parser.add_argument("--from-json", default=None, metavar="PATH[,PATH]",
                         help="report saved runs and exit (a later file's case and G replace an earlier one's)")
-    parser.add_argument("--doc-table", default=None, metavar="DIR", help="also write coverage.rst there")
+    parser.add_argument("--doc-table", default=None, metavar="DIR", help="also write the table there")
+    parser.add_argument("--doc-name", default="coverage.rst", help="the table's file name in --doc-table")
     args = parser.parse_args(argv)
     if args.from_json:
         sources = args.from_json.split(",")
-        report(load_saved(sources), args.doc_table, argv, sources)
+        report(load_saved(sources), args.doc_table, argv, sources, args.doc_name)
         return
     seeds = range(args.seeds or (8 if args.quick else 20))
     entries, meta = [], run_metadata(sys.argv)  # the commit and load at the start
     patterns = [p for p in args.cases.split(",") if p]
-    for name, case in cases(args.quick).items():
-        if patterns and not any(p in name for p in patterns):
+    for name, case in cases(args.quick, patterns).items():
+        if not _selected(name, patterns):
             continue
         for n_replicates in (int(g) for g in args.replicates.split(",")):
             factor = 2.0 / n_replicates
@@ -259,7 +294,7 @@ def main(argv=None):
             entries.append(dict(case=name, n_replicates=n_replicates, particles_per_group=particles,
                                 runs=run(case, seeds, factor, n_replicates)))
             print("| " + " | ".join(entry_cells(entries[-1])) + " |", flush=True)
-    report(entries, args.doc_table, argv)
+    report(entries, args.doc_table, argv, doc_name=args.doc_name)
     save_json(args.output, dict(meta=meta, cases=entries))
     print(f"wrote {args.output}")
 

@@ -130,8 +130,9 @@ from ._sgais_policy import (RESERVOIR_OUTGROWN, SHIFT_UNCURED, ChunkMode, excurs
                             growth_restart_due, initial_mode, merge_independent_runs, per_row_spread,
                             replay_from_prior, shift_detected, surprise_policy, surprised_on_arrival)
 from ._sgais_reference import refresh_reference
-from ._sgais_state import (PAPER_SETTINGS, ChunkRecord, Particles, SamplerDegeneracyWarning, SGAISConfig, SGAISState,
-                           StepCounts, combine_replicates, evidence_estimate, particle_log_weights, sgais_init)
+from ._sgais_state import (PAPER_SETTINGS, POPULATION_BIAS_WARNING, ChunkRecord, Particles, SamplerDegeneracyWarning,
+                           SGAISConfig, SGAISState, StepCounts, combine_replicates, evidence_estimate,
+                           particle_log_weights, population_log_variance, sgais_init)
 from ._sgais_steps import choose_increment, tempering_step
 
 __all__ = ["SGAISConfig", "SGAISState", "ChunkRecord", "sgais_init", "sgais_update", "sgais_stream",
@@ -202,6 +203,7 @@ def sgais_update(state, X, y, model, config):
     record = record._replace(degraded=progress.degraded, log_evidence_widening=widening,
                              fallback=_fallbacks(counts, skipped, policy))
     _warn_degraded(record, skipped, policy)
+    _warn_population_bias(record, -0.5 * population_log_variance(state.log_evidence_variance))
     return new_state, record, undo
 
 
@@ -242,6 +244,21 @@ def _warn_degraded(record, skipped_restart, policy):
         warnings.warn(f"SGAIS: the periodic restart at row {record.n_samples_seen} was skipped: "
                       f"{policy.restart_blocked}; a mode the particles missed would go unnoticed. {cure}",
                       EvidenceConvergenceWarning, stacklevel=3)
+
+
+def _warn_population_bias(record, bias_before):
+    """The EvidenceConvergenceWarning of a run whose finite-population bias reaches ``POPULATION_BIAS_WARNING``.
+
+    Warns once, on the chunk where the bias first crosses it (it grows with the stream).
+    """
+    if -record.population_bias >= POPULATION_BIAS_WARNING > -bias_before:
+        warnings.warn(
+            f"SGAIS: after {record.n_samples_seen} rows the groups' importance weights put the log evidence's "
+            f"log-variance at {-2 * record.population_bias:.3g}, so log_evidence reads low by at least "
+            f"{-record.population_bias:.3g} nats from the finite particle population (the lognormal value; heavy-"
+            "tailed weights make it larger, and it grows with the stream). ChunkRecord.population_bias tracks it. "
+            "Cure: more n_particles (the bias falls as 1/n_particles) or a target_ess closer to 1",
+            EvidenceConvergenceWarning, stacklevel=3)
 
 
 def degraded_widening(progress, n_chunk, n_seen, n_stored):
@@ -341,7 +358,8 @@ def chunk_record(state, new_state, counts, n_replayed, seconds):
     return ChunkRecord(new_state.n_samples_seen, log_z, log_z_std, counts.n_steps, ess,
                        (log_z - log_z_before) / n_chunk, counts.n_resampled, seconds, counts.n_reheat_steps,
                        counts.n_jumps, n_replayed, counts.n_surprise_evaluations,
-                       n_correlated_moves=counts.n_correlated_moves)
+                       n_correlated_moves=counts.n_correlated_moves,
+                       population_bias=-0.5 * population_log_variance(new_state.log_evidence_variance))
 
 
 def _check_finite_log_lik(log_lik, chunk_log_lik, tempering, n_seen):

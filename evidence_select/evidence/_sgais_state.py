@@ -17,8 +17,12 @@ from ..kernels._reservoir import reservoir_init
 from ..utils import log_mean_exp, logsumexp
 
 __all__ = ["SGAISConfig", "SGAISState", "ChunkRecord", "Particles", "StepCounts", "sgais_init", "combine_replicates",
-           "evidence_estimate",
+           "evidence_estimate", "population_log_variance", "POPULATION_BIAS_WARNING",
            "particle_log_weights", "SamplerDegeneracyWarning", "PAPER_SETTINGS"]
+
+#: ``ChunkRecord.population_bias`` (nats, as a magnitude) at which the run warns: half the 0.5-nat floor of
+#: the calibration criterion, since measured biases on long streams are two to four times this lognormal value.
+POPULATION_BIAS_WARNING = 0.25
 
 
 class SamplerDegeneracyWarning(RuntimeWarning):
@@ -174,6 +178,16 @@ class ChunkRecord(NamedTuple):
         posterior it is common, and the evidence usually still within its
         error): such chunks are the ones to check against a reference backend
         when the evidence decides something.
+    population_bias : float
+        How low ``log_evidence`` reads, at least, from the finite particle
+        population: ``-s**2 / 2`` nats with ``s**2`` the log-variance of the
+        groups' mean evidence from their importance weights
+        (:func:`population_log_variance`; the bias of the log of an unbiased
+        estimate whose log is Gaussian). The weight variance accumulates chunk
+        by chunk, so on a long stream this grows; heavy-tailed weights make the
+        bias larger than this lognormal value (see the user guide's coverage of
+        long streams). At ``-POPULATION_BIAS_WARNING`` an
+        :class:`~evidence_select.EvidenceConvergenceWarning` names the cure.
 
     Examples
     --------
@@ -203,6 +217,7 @@ class ChunkRecord(NamedTuple):
     log_evidence_widening: float = 0.0
     fallback: str = ""
     n_correlated_moves: int = 0
+    population_bias: float = 0.0
 
 
 class Particles(NamedTuple):
@@ -288,9 +303,20 @@ def combine_replicates(log_evidence, log_evidence_variance=None):
         spread = math.sqrt(float(deviations @ deviations) / (n_groups - 1) / n_groups)
         candidates.append(_one_sigma_t_factor(n_groups) * spread)
     if log_evidence_variance is not None:
-        mean_relative_variance = float(np.expm1(log_evidence_variance).mean())
-        candidates.append(math.sqrt(math.log1p(mean_relative_variance / n_groups)))
+        candidates.append(math.sqrt(population_log_variance(log_evidence_variance)))
     return combined, float(max(candidates)) if candidates else float("nan")
+
+
+def population_log_variance(log_evidence_variance):
+    """``log(1 + mean(expm1(v_g)) / G)``: the log-variance of the groups' mean evidence from their weights.
+
+    ``v_g`` is each group's importance-weight log-variance (its relative variance
+    ``expm1(v_g)``); the mean of ``G`` independent groups has ``1/G`` of their mean
+    relative variance. Half of it is the lognormal bias of ``log mean Z_g``
+    (``ChunkRecord.population_bias``).
+    """
+    return math.log1p(float(np.expm1(np.asarray(log_evidence_variance, dtype=float)).mean())
+                      / len(log_evidence_variance))
 
 
 def evidence_estimate(state):
