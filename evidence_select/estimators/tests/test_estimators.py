@@ -16,7 +16,7 @@ from ._state import fingerprint as _fingerprint
 
 
 # scikit-learn's API checks ask for no accuracy beyond what a small sampler gives (checked: every check passes
-# with these settings), and the defaults' 20 particles and 10 moves made them 5x slower.
+# with these settings), and the defaults' 20-40 particles and 5-10 moves made them 5x slower.
 SMALL_SAMPLER = dict(n_particles=8, n_mcmc_steps=2, random_state=0)
 
 
