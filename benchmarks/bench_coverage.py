@@ -83,10 +83,10 @@ def _long_stream_cases():
     """The linear and softmax simulators on 1e5 rows; the softmax reference is computed when the case runs."""
     linear = make_linear_regression(100_000, random_state=0)
     softmax = make_softmax_classification(100_000, random_state=0)
+    exact = log_evidence(BayesianLinearRegressor(), linear.X, linear.y, method="exact").log_evidence
     return {
         "linear N=1e5": (lambda s, p, g: BayesianLinearRegressor(random_state=s, n_particles=p, n_replicates=g),
-                         linear.X, linear.y,
-                         (log_evidence(BayesianLinearRegressor(), linear.X, linear.y, method="exact").log_evidence, 0.0)),
+                         linear.X, linear.y, (exact, 0.0)),
         "softmax N=1e5": (lambda s, p, g: BayesianLogisticClassifier(random_state=s, n_particles=p, n_replicates=g),
                           softmax.X, softmax.y, lambda: _softmax_reference(softmax.X, softmax.y)),
     }

@@ -78,7 +78,8 @@ def compare(baseline_tree, cases, n_seeds):
     for case in cases:
         ratios = [r["cpu_ratio"] for r in rows if r["case"] == case]
         walls = [r["this"]["wall"] for r in rows if r["case"] == case]
-        print(f"{case}: median CPU ratio this/baseline {np.median(ratios):.2f}, median wall here {np.median(walls):.2f} s")
+        print(f"{case}: median CPU ratio this/baseline {np.median(ratios):.2f}, "
+              f"median wall here {np.median(walls):.2f} s")
     return rows
 
 
