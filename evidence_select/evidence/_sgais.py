@@ -203,7 +203,7 @@ def sgais_update(state, X, y, model, config):
     record = record._replace(degraded=progress.degraded, log_evidence_widening=widening,
                              fallback=_fallbacks(counts, skipped, policy))
     _warn_degraded(record, skipped, policy)
-    _warn_population_bias(record, -0.5 * population_log_variance(state.log_evidence_variance))
+    _warn_population_bias(record, state.log_evidence_variance)
     return new_state, record, undo
 
 
@@ -246,12 +246,14 @@ def _warn_degraded(record, skipped_restart, policy):
                       EvidenceConvergenceWarning, stacklevel=3)
 
 
-def _warn_population_bias(record, bias_before):
+def _warn_population_bias(record, log_evidence_variance_before):
     """The EvidenceConvergenceWarning of a run whose finite-population bias reaches ``POPULATION_BIAS_WARNING``.
 
-    Warns once, on the chunk where the bias first crosses it (it grows with the stream).
+    Warns once, on the chunk where the bias first crosses it (it grows with the stream); the state before the
+    chunk is consulted only when the chunk ends at or above it.
     """
-    if -record.population_bias >= POPULATION_BIAS_WARNING > -bias_before:
+    if (-record.population_bias >= POPULATION_BIAS_WARNING
+            > 0.5 * population_log_variance(log_evidence_variance_before)):
         warnings.warn(
             f"SGAIS: after {record.n_samples_seen} rows the groups' importance weights put the log evidence's "
             f"log-variance at {-2 * record.population_bias:.3g}, so log_evidence reads low by at least "
