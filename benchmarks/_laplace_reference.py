@@ -19,10 +19,13 @@ def laplace_importance_log_evidence(model, X, y, *, n_samples=4000, df=5.0, infl
         return -(model.log_prior(t)[0] + _sum_log_lik(model, t, X, y, row_block)[0])
 
     def gradient(theta):
+        # The fused call's gradient is double precision (a model's grad_log_likelihood may be single precision,
+        # too coarse for the Hessian's finite differences below).
         t = theta[None]
         grad = model.grad_log_prior(t)[0]
         for start in range(0, len(X), row_block):
-            grad = grad + model.grad_log_likelihood(t, X[start:start + row_block], y[start:start + row_block], 1.0)[0]
+            rows = slice(start, start + row_block)
+            grad = grad + model.log_likelihood_and_grad(t, X[rows], y[rows], 1.0)[1][0]
         return -grad
 
     start = np.zeros(model.n_params)

@@ -31,6 +31,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from ..kernels._hmc import KickedTarget
 from ..kernels._particle_hmc import particle_hmc_move_until_decorrelated
 from ..kernels._reservoir import reservoir_data
 from ..kernels._sghmc import TRAJECTORIES
@@ -258,22 +259,47 @@ def exact_hmc_kernel(rng, context, particles, target):
     weights = np.full(len(data_X), target.past_power)
     weights[:n_chunk] = target.tempering
 
-    def log_density(theta):
-        # A leapfrog trajectory can leave the region where the model's terms are finite (a mixture's variance
-        # overflowing); the non-finite energy then rejects it, so numpy's warnings carry no news here.
-        with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
-            log_lik, grad_lik = model.log_likelihood_and_grad(theta, data_X, data_y, weights)
-            return model.log_prior(theta) + log_lik, model.grad_log_prior(theta) + grad_lik, None
-
     n_transitions = max(1, EXACT_MOVE_FACTOR * target.n_mcmc_steps // EXACT_LEAPFROG)
     theta, info = particle_hmc_move_until_decorrelated(
-        rng, particles.theta, log_density, n_groups=context.n_groups, step_size=context.exact_step,
+        rng, particles.theta, _exact_target(model, data_X, data_y, weights), n_groups=context.n_groups,
+        step_size=context.exact_step,
         log_weights=particles.log_weights, max_repeats=EXACT_MAX_REPEATS, max_correlation=EXACT_MAX_CORRELATION,
         n_transitions=n_transitions, trajectory_length=EXACT_TRAJECTORY_LENGTH, max_leapfrog=EXACT_MAX_LEAPFROG)
     context.exact_step[:] = info.step_size
     counts = StepCounts(n_evaluations=info.n_evaluations * len(theta) * len(data_X),
                         n_correlated_moves=int(np.count_nonzero(info.start_correlation > EXACT_MAX_CORRELATION)))
     return particles._replace(theta=theta), counts, None
+
+
+def _exact_target(model, X, y, weights):
+    """The exact tempered target of :func:`exact_hmc_kernel` on the rows ``(X, y)`` with per-row ``weights``.
+
+    ``theta -> (log_density, grad, None)`` from the model's fused call; for a
+    model with a ``fast_gradient`` a :class:`~..kernels._hmc.KickedTarget`,
+    whose trajectories kick with that gradient and read the log-likelihood only
+    at their ends.
+    """
+    # A leapfrog trajectory can leave the region where the model's terms are finite (a mixture's variance
+    # overflowing); the non-finite energy then rejects it, so numpy's warnings carry no news here.
+    quiet = functools.partial(np.errstate, invalid="ignore", over="ignore", divide="ignore")
+
+    def log_density(theta):
+        with quiet():
+            log_lik, grad_lik = model.log_likelihood_and_grad(theta, X, y, weights)
+            return model.log_prior(theta) + log_lik, model.grad_log_prior(theta) + grad_lik, None
+
+    if not getattr(model, "fast_gradient", False):
+        return log_density
+
+    def kick_gradient(theta):
+        with quiet():
+            return model.grad_log_prior(theta) + model.grad_log_likelihood(theta, X, y, weights)
+
+    def density(theta):
+        with quiet():
+            return model.log_prior(theta) + model.log_likelihood(theta, X, y) @ weights, None
+
+    return KickedTarget(log_density, kick_gradient, density)
 
 
 def jump_kernel(rng, context, particles, target):

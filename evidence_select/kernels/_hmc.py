@@ -10,7 +10,8 @@ builds a mass matrix from a weighted particle population.
 The target is given as ``log_density_fn(position) -> (log_density, grad, aux)``
 with shapes ``(n_chains,)``, ``(n_chains, n_params)`` and ``(n_chains, ...)``;
 ``aux`` is carried in the state untouched (AIS keeps the full-data
-log-likelihood there for its next weight update).
+log-likelihood there for its next weight update). A :class:`KickedTarget`
+also offers a cheaper gradient for the leapfrog kicks.
 
 The mass matrix is given through ``inv_mass_factor`` ``L`` with inverse mass
 ``M^-1 = L L^T`` (a vector for a diagonal ``L``, or a stack of matrices, one per
@@ -24,7 +25,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-__all__ = ["HMCState", "HMCInfo", "hmc_init", "hmc_step", "leapfrog", "jittered_leapfrog_count", "adapt_step_size",
+__all__ = ["HMCState", "HMCInfo", "KickedTarget", "hmc_init", "hmc_step", "leapfrog", "jittered_leapfrog_count", "adapt_step_size",
            "preconditioner_from_samples", "held_out_preconditioners", "start_correlation"]
 
 
@@ -54,13 +55,58 @@ class HMCInfo(NamedTuple):
     energy_error: np.ndarray
 
 
+class KickedTarget(NamedTuple):
+    """A target whose leapfrog kicks use a cheaper gradient than its exact one.
+
+    Called, it is the exact ``log_density_fn`` (``position -> (log_density, grad,
+    aux)``), as any other target. :func:`leapfrog` and :func:`hmc_init` instead
+    kick with ``kick_gradient_fn(position) -> grad`` (a single-precision
+    gradient, say) and read the density only where it is needed, at a
+    trajectory's end, from ``density_fn(position) -> (log_density, aux)``; the
+    state caches the kick gradient. Leapfrog with any deterministic kick
+    gradient is still reversible and volume preserving, so the Metropolis
+    correction with the exact density leaves the target exactly invariant; a
+    worse approximation only accepts less.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> exact = lambda x: (-0.5 * np.sum(x**2, axis=1), -x, None)
+    >>> target = KickedTarget(exact, lambda x: -x.astype(np.float32), lambda x: (exact(x)[0], None))
+    >>> hmc_init(np.ones((2, 3)), target).grad_log_density.dtype
+    dtype('float64')
+    """
+
+    log_density_fn: object
+    kick_gradient_fn: object
+    density_fn: object
+
+    def __call__(self, position):
+        return self.log_density_fn(position)
+
+
+def _evaluate(log_density_fn, position, needs_density=True):
+    """``(log_density, grad, aux)`` at ``position``; for a :class:`KickedTarget` the kick gradient.
+
+    Where ``needs_density`` is False (a trajectory's inner steps) a kicked
+    target's density is not computed and ``(None, grad, None)`` returned.
+    """
+    if not isinstance(log_density_fn, KickedTarget):
+        return log_density_fn(position)
+    grad = log_density_fn.kick_gradient_fn(position)
+    if not needs_density:
+        return None, grad, None
+    log_density, aux = log_density_fn.density_fn(position)
+    return log_density, grad, aux
+
+
 def hmc_init(position, log_density_fn):
     """Evaluate the target at ``position`` and return an :class:`HMCState`.
 
     Parameters
     ----------
     position : ndarray of shape (n_chains, n_params)
-    log_density_fn : callable
+    log_density_fn : callable or KickedTarget
         ``position -> (log_density, grad, aux)``.
 
     Returns
@@ -75,7 +121,7 @@ def hmc_init(position, log_density_fn):
     array([-0., -0.])
     """
     position = np.array(position, dtype=float)
-    log_density, grad, aux = log_density_fn(position)
+    log_density, grad, aux = _evaluate(log_density_fn, position)
     return HMCState(position, np.asarray(log_density, dtype=float), np.asarray(grad, dtype=float), aux)
 
 
@@ -111,7 +157,8 @@ def leapfrog(state, momentum, log_density_fn, step_size, n_leapfrog, inv_mass_fa
     state : HMCState
     momentum : ndarray of shape (n_chains, n_params)
         Whitened momenta ``r``.
-    log_density_fn : callable
+    log_density_fn : callable or KickedTarget
+        As in :func:`hmc_step`; a kicked target's density is read only after the last step.
     step_size : ndarray of shape (n_chains, 1)
     n_leapfrog : int or ndarray of shape (n_chains,)
         Steps per chain. With different counts every chain is integrated for the
@@ -136,7 +183,7 @@ def leapfrog(state, momentum, log_density_fn, step_size, n_leapfrog, inv_mass_fa
         with np.errstate(invalid="ignore", over="ignore"):
             moved = position + step_size * _apply(inv_mass_factor, r)
         position = moved if moving is None else np.where(moving[step][:, None], moved, position)
-        log_density, grad, aux = log_density_fn(position)
+        log_density, grad, aux = _evaluate(log_density_fn, position, needs_density=step == n_max - 1)
         if moving is None:
             scale = step_size if step == n_max - 1 else 2.0 * step_size
         else:  # the last kick of a chain's own trajectory is a half kick
@@ -176,7 +223,7 @@ def hmc_step(rng, state, log_density_fn, step_size, n_leapfrog, inv_mass_factor=
     ----------
     rng : numpy.random.Generator
     state : HMCState
-    log_density_fn : callable
+    log_density_fn : callable or KickedTarget
         ``position -> (log_density, grad, aux)``.
     step_size : float or ndarray of shape (n_chains,)
         Leapfrog step size in whitened units.

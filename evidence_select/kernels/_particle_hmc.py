@@ -67,9 +67,10 @@ def particle_hmc_move(rng, theta, log_density_fn, *, n_groups, step_size, n_tran
     rng : numpy.random.Generator
     theta : ndarray of shape (n_groups * n_particles, n_params)
         Particles, groups stacked.
-    log_density_fn : callable
+    log_density_fn : callable or KickedTarget
         ``position -> (log_density, grad, None)`` of the (tempered) target, vectorised
-        over rows of ``position``.
+        over rows of ``position``; its exact gradient gives the curvature of the masses,
+        a :class:`~._hmc.KickedTarget`'s kick gradient drives the trajectories.
     n_groups : int
     step_size : float or ndarray of shape (n_groups,)
         Leapfrog step in whitened units at the start; each group's is adapted towards

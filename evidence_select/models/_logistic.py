@@ -47,6 +47,9 @@ class SoftmaxRegressionModel(Model):
     16
     """
 
+    #: The gradient alone is single precision, about half the fused call's cost (see :meth:`_proba_by_row`).
+    fast_gradient = True
+
     def __init__(self, n_features, n_classes, *, prior_scale=1.0, intercept_scale=1.0, fit_intercept=True):
         self.n_features = int(n_features)
         self.n_classes = int(n_classes)
@@ -100,41 +103,48 @@ class SoftmaxRegressionModel(Model):
         return design
 
     def _coefficients(self, theta):
-        """Per particle and class ``[w_k, b_k]``, shape ``(n_particles * n_classes, n_features [+ 1])``."""
+        """Per class and particle ``[w_k, b_k]``, shape ``(n_classes, n_particles, n_features [+ 1])``.
+
+        Class-major, so the logits' class slices are contiguous runs over the particles (see
+        :meth:`_logits_by_row`).
+        """
         n_particles, n_classes, n_features = len(theta), self.n_classes, self.n_features
         weights = theta[:, : n_classes * n_features].reshape(n_particles, n_classes, n_features)
-        if not self.fit_intercept:
-            return weights.reshape(n_particles * n_classes, n_features)
-        coefficients = np.empty((n_particles, n_classes, n_features + 1))
-        coefficients[:, :, :-1] = weights
-        coefficients[:, :, -1] = theta[:, n_classes * n_features:]
-        return coefficients.reshape(n_particles * n_classes, n_features + 1)
+        coefficients = np.empty((n_classes, n_particles, n_features + int(self.fit_intercept)))
+        coefficients[:, :, :n_features] = weights.transpose(1, 0, 2)
+        if self.fit_intercept:
+            coefficients[:, :, -1] = theta[:, n_classes * n_features:].T
+        return coefficients
 
-    def _logits_by_row(self, theta, design, workspace=None, limit=_SAFE_LOGIT):
-        """Logits in the layout ``(n_batch, n_particles, n_classes)`` (contiguous), and whether exp is safe.
+    def _logits_by_row(self, theta, design, workspace=None, limit=_SAFE_LOGIT, dtype=np.float64):
+        """Logits in the layout ``(n_batch, n_classes, n_particles)`` (contiguous), and whether exp is safe.
 
-        One ``(n_batch, d + 1) @ (d + 1, M*K)`` product serves all particles; keeping
-        the batch axis first avoids strided passes in the elementwise work after it.
+        One ``(n_batch, d + 1) @ (d + 1, K*M)`` product serves all particles; with
+        the batch axis first and the particles last, the per-class passes of the
+        elementwise work after it (max, sum, the normalising division) run over
+        contiguous rows of particles rather than with a stride of K.
         The flag bounds every logit by ``max |a| * max ||c||_1`` (Hoelder): below
         ``limit`` (:data:`_SAFE_LOGIT`, or :data:`_SAFE_SINGLE_LOGIT` for
         single-precision exponentials) the softmax needs no max shift (no overflow, no underflow
         to an all-zero row), which saves two passes over the largest array. With a
         ``workspace`` the logits are that workspace's buffer (valid until its next use).
+        ``dtype`` is the product's precision (the bound is computed in double precision).
         """
-        coefficients = self._coefficients(theta)
-        out = workspace_buffer(workspace, "logits", (len(design), len(coefficients)))
-        logits = np.matmul(design, coefficients.T, out=out).reshape(len(design), len(theta), self.n_classes)
+        coefficients = self._coefficients(theta).reshape(self.n_classes * len(theta), -1)
         bound = np.max(np.abs(design)) * np.max(np.sum(np.abs(coefficients), axis=1)) if len(design) else 0.0
-        return logits, bound < limit
+        dtype = np.dtype(dtype)
+        out = workspace_buffer(workspace, f"logits_{dtype.char}", (len(design), len(coefficients)), dtype)
+        logits = np.matmul(design.astype(dtype, copy=False), coefficients.T.astype(dtype, copy=False), out=out)
+        return logits.reshape(len(design), self.n_classes, len(theta)), bound < limit
 
     def _log_proba_by_row(self, theta, X):
-        """Log-softmax, ``(n_batch, n_particles, n_classes)``."""
+        """Log-softmax, ``(n_batch, n_classes, n_particles)``."""
         log_proba, safe = self._logits_by_row(theta, self._design(X))
         log_proba -= self._log_normaliser(log_proba, safe)
         return log_proba
 
     def _log_normaliser(self, logits, safe, workspace=None):
-        """``log sum_k exp(logits_k)``, shape ``(n_batch, n_particles, 1)`` (``logits`` is not modified).
+        """``log sum_k exp(logits_k)``, shape ``(n_batch, 1, n_particles)`` (``logits`` is not modified).
 
         With a ``workspace`` the exponentials are written into its buffers; the result is a new array.
         """
@@ -142,50 +152,48 @@ class SoftmaxRegressionModel(Model):
         return _log_sum(total, shift)
 
     def _shifted_exp(self, logits, safe, workspace=None):
-        """``exp(logits - shift)`` and its sum over classes ``(n_batch, n_particles, 1)``, and the shift.
+        """``exp(logits - shift)`` and its sum over classes ``(n_batch, 1, n_particles)``, and the shift.
 
         The shift is the largest logit per row and particle, or None when the
         logits are safe to exponentiate as they are (see :meth:`_logits_by_row`).
         With a ``workspace`` the first two are its buffers.
         """
         exp = workspace_buffer(workspace, "exp", logits.shape)
-        total = workspace_buffer(workspace, "total", logits.shape[:-1])
+        total = workspace_buffer(workspace, "total", _without_classes(logits))
         if safe:
             exp = np.exp(logits, out=exp)
             return exp, _sum_over_classes(exp, total), None
-        shift = _max_over_classes(logits, workspace_buffer(workspace, "top", logits.shape[:-1]))
+        shift = _max_over_classes(logits, workspace_buffer(workspace, "top", _without_classes(logits)))
         exp = np.exp(np.subtract(logits, shift, out=exp), out=exp)
         return exp, _sum_over_classes(exp, total), shift
 
     def _proba_by_row(self, theta, design, workspace=None):
-        """Softmax probabilities, ``(n_batch, n_particles, n_classes)``, from single-precision exponentials.
+        """Single-precision softmax probabilities, ``(n_batch, n_classes, n_particles)``.
 
-        The gradient alone uses them (numpy vectorises float32 exp; float64 exp is
-        scalar libm on AVX2, and it dominated the SGHMC step): probabilities to
-        ~1e-7 relative, far below the stochastic gradient's own noise. Weights and
-        Metropolis-Hastings steps use the float64 log-likelihood, and an HMC move
-        stays exact with any deterministic gradient. With a ``workspace`` the
-        result is that workspace's buffer (valid until its next use).
+        The stochastic gradient alone uses them: logits, exponentials,
+        normalisation and the gradient's products in float32 halve the memory
+        traffic of the SGHMC step, whose elementwise passes over the
+        ``(n_batch, K, M)`` block dominate it; the gradient is then accurate to
+        ~1e-6 relative, far below the mini-batch's own noise. Weights,
+        Metropolis-Hastings steps and the exact HMC moves use the float64
+        :meth:`log_likelihood_and_grad`. With a ``workspace`` the result is that
+        workspace's buffer (valid until its next use).
         """
-        proba, safe = self._logits_by_row(theta, design, workspace, limit=_SAFE_SINGLE_LOGIT)
+        proba, safe = self._logits_by_row(theta, design, workspace, limit=_SAFE_SINGLE_LOGIT, dtype=np.float32)
         if not safe:
-            proba -= _max_over_classes(proba, workspace_buffer(workspace, "top", proba.shape[:-1]))
-        single = workspace_buffer(workspace, "single", proba.shape, np.float32)
-        if single is None:
-            single = np.empty(proba.shape, np.float32)
-        np.maximum(proba, _SINGLE_EXP_FLOOR, out=single, casting="same_kind")  # rounding commutes with the floor
-        np.exp(single, out=single)
-        proba[...] = single
-        proba /= _sum_over_classes(proba, workspace_buffer(workspace, "total", proba.shape[:-1]))
+            proba -= _max_over_classes(proba, workspace_buffer(workspace, "top_f", _without_classes(proba), np.float32))
+            np.maximum(proba, _SINGLE_EXP_FLOOR, out=proba)
+        np.exp(proba, out=proba)
+        proba /= _sum_over_classes(proba, workspace_buffer(workspace, "total_f", _without_classes(proba), np.float32))
         return proba
 
     def logits(self, theta, X):
         """Class logits, shape ``(n_particles, n_batch, n_classes)``."""
-        return self._logits_by_row(theta, self._design(X))[0].transpose(1, 0, 2)
+        return self._logits_by_row(theta, self._design(X))[0].transpose(2, 0, 1)
 
     def log_proba(self, theta, X):
         """Log class probabilities (log-softmax), ``(n_particles, n_batch, n_classes)``."""
-        return self._log_proba_by_row(theta, X).transpose(1, 0, 2)
+        return self._log_proba_by_row(theta, X).transpose(2, 0, 1)
 
     def log_likelihood(self, theta, X, y=None):
         logits, safe = self._logits_by_row(theta, self._design(X), self._workspace)
@@ -211,18 +219,19 @@ class SoftmaxRegressionModel(Model):
         # times each class's weighted design total, the (K, d + 1) block the gradient needs anyway, so no
         # per-row gather of the observed logits.
         weighted_design, class_totals = _shared_weight_totals(design, y, weights, self.n_classes)
-        coefficients = self._coefficients(theta).reshape(len(theta), self.n_classes, -1)
+        # Particle-major coefficients: einsum then sums in the same order as before the layout change.
+        coefficients = np.ascontiguousarray(self._coefficients(theta).transpose(1, 0, 2))
         weighted = (np.einsum("pkj,kj->p", coefficients, class_totals)
                     - np.broadcast_to(weights, (len(design),)) @ log_normaliser.reshape(len(design), len(theta)))
         exp /= total
         return weighted, self._theta_layout(class_totals - self._proba_products(exp, weighted_design))
 
     def _grad_from_proba(self, proba, design, y, weights):
-        """The weighted log-likelihood's gradient from the probabilities ``(n_batch, n_particles, K)``.
+        """The weighted log-likelihood's gradient from the probabilities ``(n_batch, K, n_particles)``.
 
         ``proba`` may be overwritten.
         """
-        n_batch, n_particles, n_classes = proba.shape
+        n_batch, n_classes, n_particles = proba.shape
         # d log p(y|x) / d logits = onehot(y) - proba, weighted per particle and datum.
         if np.ndim(weights) <= 1:
             # Weights shared by all particles: scale the design rows rather than the (batch, particles, K)
@@ -230,15 +239,19 @@ class SoftmaxRegressionModel(Model):
             weighted_design, class_totals = _shared_weight_totals(design, y, weights, n_classes)
             return self._theta_layout(class_totals - self._proba_products(proba, weighted_design))
         residual = np.negative(proba, out=proba)
-        residual[np.arange(n_batch), :, np.asarray(y, dtype=np.intp)] += 1.0
-        residual *= np.broadcast_to(weights, (n_particles, n_batch)).T[:, :, None]
+        residual[np.arange(n_batch), np.asarray(y, dtype=np.intp), :] += 1.0
+        residual *= np.broadcast_to(weights, (n_particles, n_batch)).T[:, None, :]
         return self._theta_layout(self._proba_products(residual, design))
 
     @staticmethod
     def _proba_products(proba, design):
-        """``sum_j proba[j, i, k] * design[j]`` per particle and class, ``(n_particles, K, n_design_columns)``."""
-        n_batch, n_particles, n_classes = proba.shape
-        return (proba.reshape(n_batch, n_particles * n_classes).T @ design).reshape(n_particles, n_classes, -1)
+        """``sum_j proba[j, k, i] * design[j]`` per particle and class, ``(n_particles, K, n_design_columns)``.
+
+        In ``proba``'s precision (single-precision probabilities: a float32 product), returned as float64.
+        """
+        n_batch, n_classes, n_particles = proba.shape
+        products = proba.reshape(n_batch, n_classes * n_particles).T @ design.astype(proba.dtype, copy=False)
+        return products.astype(np.float64, copy=False).reshape(n_classes, n_particles, -1).transpose(1, 0, 2)
 
     def _theta_layout(self, grad):
         """The particles' ``(K, d + 1)`` gradient blocks reordered to theta's layout ``[W row by row, b]``."""
@@ -268,27 +281,33 @@ def _log_sum(total, shift):
 def _observed_log_proba(logits, y, log_normaliser):
     """``log p(y_j | x_j, theta_i)``, ``(n_particles, n_batch)``: the observed class's logit minus the log normaliser.
 
-    No pass over the other classes' log-probabilities.
+    No pass over the other classes' log-probabilities: one contiguous row of particles per datum.
     """
-    observed = np.take_along_axis(logits, np.asarray(y, dtype=np.intp)[:, None, None], axis=2)
-    return (observed - log_normaliser)[:, :, 0].T
+    observed = logits[np.arange(len(logits)), np.asarray(y, dtype=np.intp)]
+    observed -= log_normaliser[:, 0]
+    return observed.T
 
 
-# numpy reductions over a short trailing axis (a handful of classes) are several times slower
-# than elementwise operations over the class slices, so these loop over classes, not data.
-# ``out`` (shape ``values.shape[:-1]``), when given, receives the result instead of a new array.
+# numpy reductions over a short axis (a handful of classes) are several times slower than
+# elementwise operations over the class slices, so these loop over classes, not data. ``values``
+# is ``(n_batch, K, n_particles)``; ``out`` (shape ``(n_batch, n_particles)``), when given,
+# receives the result instead of a new array, returned as ``(n_batch, 1, n_particles)``.
+def _without_classes(values):
+    return values.shape[:1] + values.shape[2:]
+
+
 def _max_over_classes(values, out=None):
-    out = values[..., 0].copy() if out is None else _copy_into(out, values[..., 0])
-    for k in range(1, values.shape[-1]):
-        np.maximum(out, values[..., k], out=out)
-    return out[..., None]
+    out = values[:, 0].copy() if out is None else _copy_into(out, values[:, 0])
+    for k in range(1, values.shape[1]):
+        np.maximum(out, values[:, k], out=out)
+    return out[:, None]
 
 
 def _sum_over_classes(values, out=None):
-    out = values[..., 0].copy() if out is None else _copy_into(out, values[..., 0])
-    for k in range(1, values.shape[-1]):
-        out += values[..., k]
-    return out[..., None]
+    out = values[:, 0].copy() if out is None else _copy_into(out, values[:, 0])
+    for k in range(1, values.shape[1]):
+        out += values[:, k]
+    return out[:, None]
 
 
 def _copy_into(out, values):

@@ -53,6 +53,9 @@ class Model(ABC):
     ----------
     is_density_model : bool
         True for models of ``p(X)`` (no target ``y``), False for ``p(y | X)``.
+    fast_gradient : bool
+        True when ``grad_log_likelihood`` alone costs well under
+        ``log_likelihood_and_grad`` (default False).
 
     See Also
     --------
@@ -102,6 +105,10 @@ class Model(ABC):
 
     #: True for models of ``p(X)`` (no target ``y``), False for ``p(y | X)``.
     is_density_model = False
+    #: True when :meth:`grad_log_likelihood` costs well under :meth:`log_likelihood_and_grad` (a
+    #: single-precision gradient): Metropolis-corrected HMC on an exact target then kicks with it and
+    #: evaluates the log-likelihood only at each trajectory's end (:class:`~evidence_select.kernels._hmc.KickedTarget`).
+    fast_gradient = False
 
     @property
     @abstractmethod

@@ -110,3 +110,26 @@ def test_moves_that_stay_correlated_are_recorded(monkeypatch):
     monkeypatch.setattr(_sgais_moves, "EXACT_MAX_CORRELATION", -1.0)
     monkeypatch.setattr(_sgais_moves, "EXACT_MAX_REPEATS", 0)
     assert all(count > 0 and count % 2 == 0 for count in counted())
+
+
+def test_exact_target_kicks_with_a_fast_gradient_and_keeps_the_exact_density():
+    """A model with ``fast_gradient`` (the softmax) gets a KickedTarget: exact density and curvature gradient from
+    the fused double-precision call, kicks from its single-precision gradient; other models the fused call alone."""
+    from evidence_select.kernels._hmc import KickedTarget
+    from evidence_select.models import SoftmaxRegressionModel
+
+    rng = np.random.default_rng(0)
+    X, y = rng.normal(size=(300, 4)), rng.integers(0, 3, size=300)
+    weights = np.where(np.arange(300) < 100, 0.3, 1.0)  # a chunk at power 0.3 before 200 past rows
+    softmax = SoftmaxRegressionModel(4, 3)
+    theta = softmax.sample_prior(rng, 6)
+    target = _sgais_moves._exact_target(softmax, X, y, weights)
+    assert isinstance(target, KickedTarget)
+    exact = softmax.log_prior(theta) + softmax.log_likelihood(theta, X, y) @ weights
+    np.testing.assert_allclose(target(theta)[0], exact, rtol=1e-12)
+    np.testing.assert_allclose(target.density_fn(theta)[0], exact, rtol=1e-12)
+    exact_grad = target(theta)[1]
+    # float32 products over 300 rows: within 1e-5 of the gradient's row-sum scale
+    np.testing.assert_allclose(target.kick_gradient_fn(theta), exact_grad, atol=1e-5 * 300 * 4)
+    linear = LinearGaussianModel(4)
+    assert not isinstance(_sgais_moves._exact_target(linear, X, rng.normal(size=300), weights), KickedTarget)
