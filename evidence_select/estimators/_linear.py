@@ -91,9 +91,9 @@ class BayesianLinearRegressor(RegressorMixin, BaseSGAISEstimator):
         accumulates over a long stream) or the paper's SGHMC update, Eq. (3).
     exact_move_rows : int, default=1000
         While every row seen is stored in the reservoir and there are at most this
-        many, particles move by Metropolis-corrected HMC on the exact tempered
-        posterior, preconditioned by the particles themselves, instead of SGHMC
-        (see :ref:`the SGAIS guide <sgais-exact-moves>`); 0 never does.
+        many, particles are drawn afresh from the exact tempered posterior (a
+        Gaussian here) instead of moving by SGHMC (see :ref:`the SGAIS guide
+        <sgais-exact-moves>`); 0 never does.
     reservoir_size : int, default=100000
         Maximum number of past rows kept for mini-batches (Vitter's Algorithm R).
     random_state : int, Generator, RandomState or None, default=None

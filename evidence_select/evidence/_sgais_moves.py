@@ -1,4 +1,4 @@
-"""SGAIS move kernels: SGHMC or exact HMC on the tempered target, then a model's global Metropolis-Hastings moves.
+"""SGAIS move kernels: SGHMC, exact HMC or exact draws on the tempered target, then a model's global moves.
 
 The target of a move is ``p(theta) p(chunk|theta)^tempering p(past|theta)^past_power``
 (:class:`MoveTarget`). The kernels of one move run in sequence
@@ -14,6 +14,9 @@ returns ``(particles, counts, past_log_lik)``:
   nearly separable classifier, a stream sorted by class), and SGHMC's step,
   bounded by the stiffest direction's curvature, cannot follow; the exact
   target costs no more than a few mini-batch gradients there;
+- :func:`exact_draw_kernel`: in its place, for a model that can sample its
+  tempered posterior exactly (``sample_tempered_posterior``: the conjugate
+  linear-Gaussian model), independent draws from the target;
 - :func:`sghmc_kernel`: otherwise SGHMC (paper Eq. 3-4) or BAOAB on the
   potential whose past-data gradient is a reservoir mini-batch scaled by
   ``n / |B|``, with the control variates of :mod:`._sgais_reference`, at a cost
@@ -40,7 +43,7 @@ from ._sgais_reference import past_grad_sum
 from ._sgais_state import StepCounts
 
 __all__ = ["ChunkContext", "MoveTarget", "GradientBlock", "chunk_context", "move", "move_kernels", "sghmc_kernel",
-           "exact_hmc_kernel", "jump_kernel", "past_log_likelihood", "jump_log_acceptance"]
+           "exact_hmc_kernel", "exact_draw_kernel", "jump_kernel", "past_log_likelihood", "jump_log_acceptance"]
 
 
 class GradientBlock(NamedTuple):
@@ -120,8 +123,17 @@ def uses_exact_moves(config, n_seen, n_chunk, n_stored):
 
 
 def move_kernels(context, target):
-    """The kernels of one move on ``target``: exact HMC or SGHMC, then the model's global moves when asked and offered."""
-    local = sghmc_kernel if context.exact_step is None else exact_hmc_kernel
+    """The kernels of one move on ``target``: exact draws, exact HMC or SGHMC, then the model's global moves.
+
+    Exact moves (``context.exact_step`` set) are the model's exact draws where it offers
+    ``sample_tempered_posterior``, else exact HMC; the global moves run when asked and offered.
+    """
+    if context.exact_step is None:
+        local = sghmc_kernel
+    elif hasattr(context.model, "sample_tempered_posterior"):
+        local = exact_draw_kernel
+    else:
+        local = exact_hmc_kernel
     if target.jump and hasattr(context.model, "propose_jump"):
         return (local, jump_kernel)
     return (local,)
@@ -252,13 +264,7 @@ def exact_hmc_kernel(rng, context, particles, target):
     the chunk's next move. The references are left as they are.
     """
     model = context.model
-    past_X, past_y = reservoir_data(context.reservoir)
-    n_chunk = len(context.X)
-    data_X = np.concatenate([context.X, past_X])
-    data_y = None if context.y is None else np.concatenate([context.y, past_y])
-    weights = np.full(len(data_X), target.past_power)
-    weights[:n_chunk] = target.tempering
-
+    data_X, data_y, weights = _exact_rows(context, target)
     n_transitions = max(1, EXACT_MOVE_FACTOR * target.n_mcmc_steps // EXACT_LEAPFROG)
     theta, info = particle_hmc_move_until_decorrelated(
         rng, particles.theta, _exact_target(model, data_X, data_y, weights), n_groups=context.n_groups,
@@ -269,6 +275,35 @@ def exact_hmc_kernel(rng, context, particles, target):
     counts = StepCounts(n_evaluations=info.n_evaluations * len(theta) * len(data_X),
                         n_correlated_moves=int(np.count_nonzero(info.start_correlation > EXACT_MAX_CORRELATION)))
     return particles._replace(theta=theta), counts, None
+
+
+def exact_draw_kernel(rng, context, particles, target):
+    """Independent exact draws from ``target``, by the model's ``sample_tempered_posterior`` (a conjugate model).
+
+    Runs where :func:`exact_hmc_kernel` would (:func:`uses_exact_moves`), for
+    models that can sample their tempered posterior exactly (the linear-Gaussian
+    model). The draw is the kernel ``K(theta, .) = target``: invariant, and
+    mixed in one step, at the cost of one pass over the rows. The references are
+    left as they are.
+    """
+    data_X, data_y, weights = _exact_rows(context, target)
+    theta = np.asarray(context.model.sample_tempered_posterior(rng, len(particles.theta), data_X, data_y, weights),
+                       dtype=float)
+    if theta.shape != particles.theta.shape:
+        raise ValueError(f"{type(context.model).__name__}.sample_tempered_posterior returned shape {theta.shape}, "
+                         f"expected {particles.theta.shape}")
+    return particles._replace(theta=theta), StepCounts(n_evaluations=len(data_X)), None
+
+
+def _exact_rows(context, target):
+    """The chunk's rows then every past row, with their powers in ``target``: ``(X, y or None, weights)``."""
+    past_X, past_y = reservoir_data(context.reservoir)
+    n_chunk = len(context.X)
+    data_X = np.concatenate([context.X, past_X])
+    data_y = None if context.y is None else np.concatenate([context.y, past_y])
+    weights = np.full(len(data_X), target.past_power)
+    weights[:n_chunk] = target.tempering
+    return data_X, data_y, weights
 
 
 def _exact_target(model, X, y, weights):

@@ -9,7 +9,7 @@ statistics in O(N d^2) (:class:`LinearEvidenceStats`), never from an N x N matri
 from typing import NamedTuple
 
 import numpy as np
-from scipy.linalg import cho_factor, cho_solve
+from scipy.linalg import cho_factor, cho_solve, solve_triangular
 
 from ._protocol import Model, design_step_scales, weighted_total
 
@@ -138,6 +138,46 @@ class LinearGaussianModel(Model):
         total_weight = float(np.sum(np.broadcast_to(np.asarray(weights, dtype=float), (len(X),))))
         log_lik = -0.5 * (squares / self.noise_variance + total_weight * (np.log(self.noise_variance) + _LOG_2PI))
         return log_lik, grad
+
+    def sample_tempered_posterior(self, rng, n_samples, X, y, weights):
+        """Independent exact draws from ``p(theta) prod_j p(y_j | x_j, theta)^{w_j}``, a Gaussian.
+
+        Its precision is the prior's plus ``sum_j w_j a_j a_j^T / noise_variance``
+        for the design rows ``a_j``; one pass over the rows (their weighted
+        moments) and a Cholesky factor give every draw. SGAIS's exact moves use
+        it in place of HMC (:func:`~evidence_select.evidence._sgais_moves.exact_draw_kernel`).
+
+        Parameters
+        ----------
+        rng : numpy.random.Generator
+        n_samples : int
+        X : ndarray of shape (n_rows, n_features)
+        y : ndarray of shape (n_rows,)
+        weights : float or ndarray of shape (n_rows,)
+            Each row's likelihood power, shared by all draws.
+
+        Returns
+        -------
+        theta : ndarray of shape (n_samples, n_params)
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> model = LinearGaussianModel(n_features=1, fit_intercept=False, prior_scale=1e3)
+        >>> X, y = np.ones((100, 1)), np.full(100, 2.0)
+        >>> draws = model.sample_tempered_posterior(np.random.default_rng(0), 20000, X, y, 1.0)
+        >>> round(float(draws.mean()), 2), round(float(draws.var() * 100), 1)  # N(2, 1 / 100)
+        (2.0, 1.0)
+        """
+        X, y = np.asarray(X, dtype=float), np.asarray(y, dtype=float)
+        moments = self._weighted_moments(X, y, np.broadcast_to(np.asarray(weights, dtype=float), (len(X),)))
+        n_design = self.n_params
+        precision = moments[:n_design, :n_design] / self.noise_variance + np.diag(1.0 / self.prior_variances)
+        factor = cho_factor(precision, lower=True)
+        mean = cho_solve(factor, moments[:n_design, -1] / self.noise_variance)
+        # With precision L L^T, L^-T z for z ~ N(0, I) has covariance (L L^T)^-1.
+        deviations = solve_triangular(factor[0], rng.standard_normal((n_design, n_samples)), lower=True, trans="T")
+        return mean + deviations.T
 
     def _weighted_moments(self, X, y, weights):
         """``sum_j w_j [a_j, y_j]^T [a_j, y_j]`` for the design rows ``a_j`` and weights shared by all particles.

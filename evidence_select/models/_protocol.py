@@ -47,7 +47,11 @@ class Model(ABC):
     Metropolis-Hastings proposal that SGAIS applies on surprising chunks
     (``reheat_after_steps``), given the chunk, a uniform sample of the past rows
     and their powers in the current target (see
-    :meth:`~evidence_select.models.GaussianMixtureModel.propose_jump`).
+    :meth:`~evidence_select.models.GaussianMixtureModel.propose_jump`), and
+    ``sample_tempered_posterior(rng, n_samples, X, y, weights)``: independent
+    exact draws from ``p(theta) prod_j p(y_j | x_j, theta)^{w_j}`` (a conjugate
+    model), which SGAIS's exact moves then use in place of HMC (see
+    :meth:`~evidence_select.models.LinearGaussianModel.sample_tempered_posterior`).
 
     Attributes
     ----------

@@ -7,7 +7,8 @@ from evidence_select import BayesianLinearRegressor
 from evidence_select.datasets import make_linear_regression
 from evidence_select.evidence import _sgais_moves
 from evidence_select.evidence._sgais_moves import (EXACT_MAX_LEAPFROG, EXACT_MAX_REPEATS, ChunkContext, MoveTarget,
-                                                   exact_hmc_kernel, move_kernels, sghmc_kernel, uses_exact_moves)
+                                                   exact_draw_kernel, exact_hmc_kernel, move_kernels, sghmc_kernel,
+                                                   uses_exact_moves)
 from evidence_select.evidence._sgais_state import Particles, SGAISConfig
 from evidence_select.kernels import _particle_hmc
 from evidence_select.kernels._hmc import jittered_leapfrog_count
@@ -36,18 +37,52 @@ def _tempered_posterior(model, past, chunk, tempering):
     return covariance @ (design.T @ (weights * y)) / model.noise_variance, covariance
 
 
-def test_exact_kernel_keeps_the_tempered_linear_posterior(monkeypatch):
-    """2 groups of 300 particles drawn from the exact tempered posterior of a linear model with correlated
-    features (past 200 rows in the reservoir, a chunk of 50 at tempering 0.4) keep its mean and covariance after
-    8 moves: each whitened coordinate's mean within 4 standard errors (sqrt(1/n)) and variance within 4 standard
-    errors (sqrt(2/n)). A kernel that used the chunk at full power, or left the past out, fails."""
-    rng = np.random.default_rng(0)
+def _linear_case(rng):
+    """A linear model with correlated features, 200 past rows in a reservoir and a chunk of 50 at tempering 0.4:
+    ``(model, X, y, reservoir, mean, covariance)`` of that exact tempered posterior."""
     mixing = np.array([[1.0, 0.9, 0.0], [0.0, 0.3, 0.0], [0.0, 0.0, 2.0]])
     X = rng.normal(size=(250, 3)) @ mixing
     y = X @ [0.5, -1.0, 0.2] + 0.3 + rng.normal(size=250)
     model = LinearGaussianModel(3, noise_variance=1.0, prior_scale=3.0)
     reservoir, _ = reservoir_insert(rng, reservoir_init(1000, 3, y.dtype), X[:200], y[:200])
     mean, covariance = _tempered_posterior(model, (X[:200], y[:200]), (X[200:], y[200:]), 0.4)
+    return model, X, y, reservoir, mean, covariance
+
+
+def _assert_whitened_standard(theta, mean, covariance):
+    """Each whitened coordinate's mean within 4 standard errors (sqrt(1/n)), its variance within 4 (sqrt(2/n))."""
+    whitened = np.linalg.solve(np.linalg.cholesky(covariance), (theta - mean).T).T
+    n = len(whitened)
+    assert np.all(np.abs(whitened.mean(axis=0)) < 4 * np.sqrt(1.0 / n)), whitened.mean(axis=0)
+    assert np.all(np.abs(whitened.var(axis=0) - 1.0) < 4 * np.sqrt(2.0 / n)), whitened.var(axis=0)
+
+
+def test_exact_draws_give_the_tempered_linear_posterior():
+    """The linear model's exact moves are independent draws from the tempered posterior (past at power 1, the chunk
+    at 0.4): from a population far off (all at the origin), one move lands on its mean and covariance. Draws that
+    used the chunk at full power, or left the past out, fail."""
+    rng = np.random.default_rng(1)
+    model, X, y, reservoir, mean, covariance = _linear_case(rng)
+    n_groups, n_particles = 2, 2000
+    particles = Particles(np.zeros((n_groups * n_particles, 4)), np.full((n_groups, n_particles), -np.log(n_particles)),
+                          np.zeros(n_groups), np.zeros(n_groups), None, None)
+    context = ChunkContext(model, SGAISConfig(), X[200:], y[200:], 200, n_groups, reservoir, None, False, None,
+                           np.full(n_groups, 0.5))
+    target = MoveTarget(0.4, 1.0, 5, False)
+    assert move_kernels(context, target) == (exact_draw_kernel,)
+    moved, counts, _ = exact_draw_kernel(rng, context, particles, target)
+    assert counts.n_evaluations == 250
+    _assert_whitened_standard(moved.theta, mean, covariance)
+
+
+def test_exact_kernel_keeps_the_tempered_linear_posterior(monkeypatch):
+    """2 groups of 300 particles drawn from the exact tempered posterior of a linear model with correlated
+    features (past 200 rows in the reservoir, a chunk of 50 at tempering 0.4) keep its mean and covariance after
+    8 HMC moves (the kernel of models without exact draws): each whitened coordinate's mean within 4 standard
+    errors (sqrt(1/n)) and variance within 4 standard errors (sqrt(2/n)). A kernel that used the chunk at full
+    power, or left the past out, fails."""
+    rng = np.random.default_rng(0)
+    model, X, y, reservoir, mean, covariance = _linear_case(rng)
     factor = np.linalg.cholesky(covariance)
     n_groups, n_particles = 2, 300
     theta = mean + rng.standard_normal((n_groups * n_particles, 4)) @ factor.T
@@ -55,7 +90,6 @@ def test_exact_kernel_keeps_the_tempered_linear_posterior(monkeypatch):
                           np.zeros(n_groups), None, None)
     context = ChunkContext(model, SGAISConfig(), X[200:], y[200:], 200, n_groups, reservoir, None, False, None,
                            np.full(n_groups, 0.5))
-    assert move_kernels(context, MoveTarget(0.4, 1.0, 5, False)) == (exact_hmc_kernel,)
     drawn = []  # the leapfrog counts each transition drew, one per group
 
     def recorded_counts(*args):
@@ -83,10 +117,7 @@ def test_exact_kernel_keeps_the_tempered_linear_posterior(monkeypatch):
     per_particle = -(-evaluations // len(theta))
     assert counts.n_evaluations == per_particle * len(theta) * 250
     assert np.mean(np.all(particles.theta != start, axis=1)) > 0.9  # the particles did move
-    whitened = np.linalg.solve(factor, (particles.theta - mean).T).T
-    n = len(whitened)
-    assert np.all(np.abs(whitened.mean(axis=0)) < 4 * np.sqrt(1.0 / n)), whitened.mean(axis=0)
-    assert np.all(np.abs(whitened.var(axis=0) - 1.0) < 4 * np.sqrt(2.0 / n)), whitened.var(axis=0)
+    _assert_whitened_standard(particles.theta, mean, covariance)
     assert np.all((context.exact_step > 0.05) & (context.exact_step < 2.0))
 
 
@@ -99,7 +130,9 @@ def test_moves_that_stay_correlated_are_recorded(monkeypatch):
     """A group whose exact moves run out of repeats while its particles still correlate with their start is counted
     in its chunk record's ``n_correlated_moves``. With the threshold at -1 (every group stays correlated) and no
     repeats, every group's move of every chunk counts: a positive multiple of the groups; at the default threshold
-    this well-conditioned linear stream decorrelates, and nothing is counted."""
+    this well-conditioned linear stream decorrelates, and nothing is counted. The linear model's exact draws are
+    switched off, so its exact moves are HMC's."""
+    monkeypatch.delattr(LinearGaussianModel, "sample_tempered_posterior")
     data = make_linear_regression(300, random_state=0)
 
     def counted():
