@@ -174,10 +174,11 @@ class SoftmaxRegressionModel(Model):
         normalisation and the gradient's products in float32 halve the memory
         traffic of the SGHMC step, whose elementwise passes over the
         ``(n_batch, K, M)`` block dominate it; the gradient is then accurate to
-        ~1e-6 relative, far below the mini-batch's own noise. Weights,
-        Metropolis-Hastings steps and the exact HMC moves use the float64
-        :meth:`log_likelihood_and_grad`. With a ``workspace`` the result is that
-        workspace's buffer (valid until its next use).
+        ~1e-6 relative, far below the mini-batch's own noise. Weights and
+        Metropolis-Hastings decisions use the float64 log-likelihood; the exact
+        HMC moves kick with this gradient, which keeps them exact (see
+        :class:`~evidence_select.kernels._hmc.KickedTarget`). With a
+        ``workspace`` the result is that workspace's buffer (valid until its next use).
         """
         proba, safe = self._logits_by_row(theta, design, workspace, limit=_SAFE_SINGLE_LOGIT, dtype=np.float32)
         if not safe:
