@@ -43,7 +43,7 @@ from ._sgais_reference import past_grad_sum
 from ._sgais_state import StepCounts
 
 __all__ = ["ChunkContext", "MoveTarget", "GradientBlock", "chunk_context", "move", "move_kernels", "sghmc_kernel",
-           "exact_hmc_kernel", "exact_draw_kernel", "jump_kernel", "past_log_likelihood", "jump_log_acceptance"]
+           "exact_hmc_kernel", "exact_draw_kernel", "offers_exact_draws", "jump_kernel", "past_log_likelihood", "jump_log_acceptance"]
 
 
 class GradientBlock(NamedTuple):
@@ -130,13 +130,28 @@ def move_kernels(context, target):
     """
     if context.exact_step is None:
         local = sghmc_kernel
-    elif hasattr(context.model, "sample_tempered_posterior"):
+    elif offers_exact_draws(context.model):
         local = exact_draw_kernel
     else:
         local = exact_hmc_kernel
     if target.jump and hasattr(context.model, "propose_jump"):
         return (local, jump_kernel)
     return (local,)
+
+
+def offers_exact_draws(model):
+    """Whether ``model``'s ``sample_tempered_posterior`` was written for its likelihood.
+
+    The class that defines the draws must be the one that defines
+    ``log_likelihood`` or a subclass of it: a subclass that overrides
+    ``log_likelihood`` alone (another noise model, say) would inherit draws from
+    a posterior that is no longer its own, and keeps exact HMC.
+    """
+    def owner(name):
+        return next((cls for cls in type(model).__mro__ if name in vars(cls)), None)
+
+    draws, likelihood = owner("sample_tempered_posterior"), owner("log_likelihood")
+    return draws is not None and likelihood is not None and issubclass(draws, likelihood)
 
 
 def move(rng, context, particles, target):

@@ -25,8 +25,8 @@ from typing import NamedTuple
 
 import numpy as np
 
-__all__ = ["HMCState", "HMCInfo", "KickedTarget", "hmc_init", "hmc_step", "leapfrog", "jittered_leapfrog_count", "adapt_step_size",
-           "preconditioner_from_samples", "held_out_preconditioners", "start_correlation"]
+__all__ = ["HMCState", "HMCInfo", "KickedTarget", "hmc_init", "hmc_step", "leapfrog", "jittered_leapfrog_count",
+           "adapt_step_size", "preconditioner_from_samples", "held_out_preconditioners", "start_correlation"]
 
 
 class HMCState(NamedTuple):

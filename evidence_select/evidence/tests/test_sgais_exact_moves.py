@@ -166,3 +166,23 @@ def test_exact_target_kicks_with_a_fast_gradient_and_keeps_the_exact_density():
     np.testing.assert_allclose(target.kick_gradient_fn(theta), exact_grad, atol=1e-5 * 300 * 4)
     linear = LinearGaussianModel(4)
     assert not isinstance(_sgais_moves._exact_target(linear, X, rng.normal(size=300), weights), KickedTarget)
+
+
+def test_exact_draws_only_for_the_likelihood_they_were_written_for():
+    """A subclass that overrides the likelihood alone must not inherit the conjugate draws; one that overrides
+    both keeps them."""
+    from evidence_select.evidence._sgais_moves import offers_exact_draws
+
+    class HeavierNoise(LinearGaussianModel):
+        def log_likelihood(self, theta, X, y=None):
+            return 0.5 * super().log_likelihood(theta, X, y)
+
+    class WithItsOwnDraws(HeavierNoise):
+        def sample_tempered_posterior(self, rng, n_samples, X, y, weights):
+            return super().sample_tempered_posterior(rng, n_samples, X, y, 0.5 * np.asarray(weights))
+
+    assert offers_exact_draws(LinearGaussianModel(2))
+    assert not offers_exact_draws(HeavierNoise(2))
+    assert offers_exact_draws(WithItsOwnDraws(2))
+    from evidence_select.models import SoftmaxRegressionModel
+    assert not offers_exact_draws(SoftmaxRegressionModel(2, 3))
