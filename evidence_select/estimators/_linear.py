@@ -4,6 +4,7 @@ import warnings
 from numbers import Real
 
 import numpy as np
+from scipy.linalg import cho_factor, cho_solve
 from sklearn.base import RegressorMixin
 
 from ..models import LinearEvidenceStats, LinearGaussianModel
@@ -30,10 +31,13 @@ def target_scale_diagnosis(model, X, y):
     cannot follow (the annealing moves them in steps scaled to the posterior's width).
     """
     stats = LinearEvidenceStats.empty(model).update(model, X, y)
-    mean, _ = stats.posterior(model)
-    residual = y - model.predict_mean(mean[None], X)[0]
+    precision = np.diag(1.0 / model.prior_variances) + stats.gram / model.noise_variance
+    mean = cho_solve(cho_factor(precision, lower=True), stats.cross / model.noise_variance)
+    # The residual sum of squares from the moments, y'y - 2 m'A'y + m'A'A m: no second pass over the rows
+    # (this runs on every partial_fit call). Its rounding, eps * y'y, is far below the limit it is tested against.
+    residual_sum = max(stats.sum_sq - 2.0 * mean @ stats.cross + mean @ stats.gram @ mean, 0.0)
     conflict = np.abs(mean) / np.sqrt(model.prior_variances)
-    return float(np.mean(residual**2) / model.noise_variance), float(conflict.max())
+    return float(residual_sum / max(stats.n_samples, 1) / model.noise_variance), float(conflict.max())
 
 
 class BayesianLinearRegressor(RegressorMixin, BaseSGAISEstimator):
