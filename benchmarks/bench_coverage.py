@@ -113,7 +113,7 @@ def cases(quick, patterns=()):
         Xs, ys, (exact, 0.0))
     data = make_softmax_classification(1000, random_state=0)
     out["softmax N=1000"] = (lambda s, p, g: BayesianLogisticClassifier(random_state=s, n_particles=p, n_replicates=g),
-                             data.X, data.y, _softmax_reference(data.X, data.y))
+                             data.X, data.y, lambda: _softmax_reference(data.X, data.y))
     if not quick:
         out.update(_long_stream_cases())
     real = all_cases()

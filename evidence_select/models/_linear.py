@@ -172,9 +172,7 @@ class LinearGaussianModel(Model):
         X, y = np.asarray(X, dtype=float), np.asarray(y, dtype=float)
         moments = self._weighted_moments(X, y, np.broadcast_to(np.asarray(weights, dtype=float), (len(X),)))
         n_design = self.n_params
-        precision = moments[:n_design, :n_design] / self.noise_variance + np.diag(1.0 / self.prior_variances)
-        factor = cho_factor(precision, lower=True)
-        mean = cho_solve(factor, moments[:n_design, -1] / self.noise_variance)
+        factor, mean = _posterior_factor(self, moments[:n_design, :n_design], moments[:n_design, -1])
         # With precision L L^T, L^-T z for z ~ N(0, I) has covariance (L L^T)^-1.
         deviations = solve_triangular(factor[0], rng.standard_normal((n_design, n_samples)), lower=True, trans="T")
         return mean + deviations.T
@@ -248,10 +246,8 @@ class LinearEvidenceStats(NamedTuple):
         """
         s2 = model.noise_variance
         prior_var = model.prior_variances
-        precision = np.diag(1.0 / prior_var) + self.gram / s2
-        factor = cho_factor(precision, lower=True)
+        factor, mean = _posterior_factor(model, self.gram, self.cross)
         b = self.cross / s2
-        mean = cho_solve(factor, b)
         log_det_precision = 2.0 * np.sum(np.log(np.diag(factor[0])))
         quad = self.sum_sq / s2 - b @ mean
         return float(-0.5 * self.n_samples * (np.log(s2) + _LOG_2PI) - 0.5 * np.sum(np.log(prior_var))
@@ -259,7 +255,17 @@ class LinearEvidenceStats(NamedTuple):
 
     def posterior(self, model):
         """Exact posterior mean and covariance of ``theta``."""
-        precision = np.diag(1.0 / model.prior_variances) + self.gram / model.noise_variance
-        factor = cho_factor(precision, lower=True)
-        mean = cho_solve(factor, self.cross / model.noise_variance)
+        factor, mean = _posterior_factor(model, self.gram, self.cross)
         return mean, cho_solve(factor, np.eye(len(mean)))
+
+    def posterior_mean(self, model):
+        """Exact posterior mean of ``theta`` (no covariance)."""
+        return _posterior_factor(model, self.gram, self.cross)[1]
+
+
+def _posterior_factor(model, gram, cross):
+    """Cholesky factor of the posterior precision ``diag(1 / prior_variances) + gram / noise_variance``, and the
+    posterior mean ``precision^-1 cross / noise_variance``, from the (weighted) moments of the design rows."""
+    precision = np.diag(1.0 / model.prior_variances) + gram / model.noise_variance
+    factor = cho_factor(precision, lower=True)
+    return factor, cho_solve(factor, cross / model.noise_variance)

@@ -56,17 +56,22 @@ def test_per_chain_leapfrog_counts_end_each_chain_after_its_own_count():
         np.testing.assert_array_equal(mixed.grad_log_density[chain], alone.grad_log_density[chain])
 
 
-def test_per_chain_leapfrog_counts_recover_the_gaussian():
-    # Counts drawn per chain and transition independently of the state: still an invariant kernel.
-    rng = np.random.default_rng(4)
-    state = hmc_init(np.zeros((200, 2)), gaussian_fn)
+def _run_jittered(target, seed, n_steps=300, n_chains=200):
+    """Draws of ``n_chains`` chains after 50 of ``n_steps`` transitions with per-chain jittered leapfrog counts."""
+    rng = np.random.default_rng(seed)
+    state = hmc_init(np.zeros((n_chains, 2)), target)
     draws = []
-    for i in range(300):
-        counts = jittered_leapfrog_count(rng, np.full(200, 0.3), 2.0, 12)
-        state, _ = hmc_step(rng, state, gaussian_fn, 0.3, counts)
+    for i in range(n_steps):
+        counts = jittered_leapfrog_count(rng, np.full(n_chains, 0.3), 2.0, 12)
+        state, _ = hmc_step(rng, state, target, 0.3, counts)
         if i >= 50:
             draws.append(state.position)
-    draws = np.concatenate(draws)
+    return np.concatenate(draws)
+
+
+def test_per_chain_leapfrog_counts_recover_the_gaussian():
+    # Counts drawn per chain and transition independently of the state: still an invariant kernel.
+    draws = _run_jittered(gaussian_fn, seed=4)
     # as test_recovers_correlated_gaussian_identity_mass: mean SE < 0.03
     np.testing.assert_allclose(draws.mean(axis=0), MEAN, atol=0.1)
     np.testing.assert_allclose(np.cov(draws.T), COV, atol=0.2, rtol=0.1)
@@ -87,17 +92,7 @@ def _poorly_kicked_gaussian(calls):
 
 
 def test_kicked_target_recovers_the_gaussian():
-    calls = {"kick": 0, "density": 0}
-    target = _poorly_kicked_gaussian(calls)
-    rng = np.random.default_rng(5)
-    state = hmc_init(np.zeros((200, 2)), target)
-    draws = []
-    for i in range(300):
-        counts = jittered_leapfrog_count(rng, np.full(200, 0.3), 2.0, 12)
-        state, _ = hmc_step(rng, state, target, 0.3, counts)
-        if i >= 50:
-            draws.append(state.position)
-    draws = np.concatenate(draws)
+    draws = _run_jittered(_poorly_kicked_gaussian({"kick": 0, "density": 0}), seed=5)
     # as test_recovers_correlated_gaussian_identity_mass: mean SE < 0.03; the uncorrected kicks' covariance is
     # COV / 0.7, 43% too wide, far outside rtol=0.1
     np.testing.assert_allclose(draws.mean(axis=0), MEAN, atol=0.1)
