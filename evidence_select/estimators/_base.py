@@ -32,6 +32,12 @@ FEATURE_SCALE_LIMIT = 1e4
 INFORMATION_LIMIT = 1e3
 
 
+#: A call whose columns' root-mean-squares (X's, and a float y's) all lie within this factor of those of the last
+#: call that ran the data-scale checks skips them: the checks fit the rows (as costly as annealing a small chunk),
+#: and data on the scale of rows already checked would give the same verdict. The first call always runs them.
+SCALE_RECHECK_FACTOR = 2.0
+
+
 #: ``SamplerDegeneracyWarning`` when the ESS stayed below ``DEGENERATE_ESS`` (fewer than two effective
 #: particles: the weight sits on about one particle in some group) for the last ``DEGENERATE_CHUNKS`` chunks.
 DEGENERATE_ESS, DEGENERATE_CHUNKS = 2.0, 10
@@ -39,6 +45,11 @@ DEGENERATE_ESS, DEGENERATE_CHUNKS = 2.0, 10
 
 class FeatureScaleWarning(UserWarning):
     """Features far from unit scale: the default priors and step sizes assume standardised data.
+
+    The checks run on the first ``fit``/``partial_fit`` call and on every later
+    call whose columns' root-mean-squares (the features', and a regression
+    target's) moved by more than a factor ``SCALE_RECHECK_FACTOR`` (2) from
+    those of the last checked call.
 
     Examples
     --------
@@ -74,9 +85,9 @@ def warn_if_badly_scaled(X, estimator_name, model=None):
 
     In both cases standardising is the cure (or prior scales matched to the features).
     """
-    rms = np.sqrt(np.einsum("ij,ij->j", X, X) / len(X)) if len(X) else np.zeros(0)  # no n x d temporary
+    rms = column_scales(X)
     bad = np.flatnonzero((rms > FEATURE_SCALE_LIMIT) | ((rms > 0) & (rms < 1.0 / FEATURE_SCALE_LIMIT)))
-    cure = ("standardise X (e.g. sklearn.preprocessing.StandardScaler) or adapt the prior scales")
+    cure = "standardise X (e.g. sklearn.preprocessing.StandardScaler) or adapt the prior scales"
     if len(bad):
         warnings.warn(f"{estimator_name}: feature(s) {bad[:10].tolist()} have root-mean-square "
                       f"{', '.join(f'{v:.3g}' for v in rms[bad[:10]])} (far from 1); the priors assume "
@@ -93,6 +104,14 @@ def warn_if_badly_scaled(X, estimator_name, model=None):
                       f"parameter(s) {params[:10].tolist()}): the features' "
                       f"scale contradicts the prior scale, and the online evidence is then typically far too low "
                       f"with a small error bar: {cure}", FeatureScaleWarning, stacklevel=5)
+
+
+def column_scales(X, y=None):
+    """Root-mean-square of each column of ``X``, then of ``y`` when it is floating point (a regression target)."""
+    scales = np.einsum("ij,ij->j", X, X) / max(len(X), 1)  # no n x d temporary
+    if y is not None and np.issubdtype(np.asarray(y).dtype, np.floating):
+        scales = np.append(scales, np.dot(y, y) / max(len(y), 1))
+    return np.sqrt(scales)
 
 
 def information_ratio(model, X):
@@ -164,7 +183,7 @@ class BaseSGAISEstimator(BaseEstimator):
             X, y = self._validate_stream(X, y, classes, reset=first_call)
             if first_call:
                 self.model_ = self._make_model(X.shape[1])
-            self._check_data_scale(X, y)
+            self._check_data_scale_if_moved(X, y)
             if first_call:
                 self.sgais_config_ = self._sgais_config()
                 rng = make_generator(self.random_state)
@@ -192,6 +211,22 @@ class BaseSGAISEstimator(BaseEstimator):
     def _check_data_scale(self, X, y):
         """Warn (:class:`FeatureScaleWarning`) when the data's scale contradicts the model's priors."""
         warn_if_badly_scaled(X, type(self).__name__, self.model_)
+
+    def _check_data_scale_if_moved(self, X, y):
+        """:meth:`_check_data_scale` on the first call and whenever a column's scale left the checked band.
+
+        The band is a factor ``SCALE_RECHECK_FACTOR`` either way around the columns' root-mean-squares
+        at the last checked call; a column that was all zeros and is no longer leaves it too. A
+        ``partial_fit`` loop over a stationary stream then pays the checks once, while a chunk with an
+        outlier, a rescaled feature or a rescaled target is checked when it arrives.
+        """
+        scales = column_scales(X, y)
+        checked = getattr(self, "_checked_scales_", None)
+        if (checked is not None and checked.shape == scales.shape
+                and np.all((scales <= SCALE_RECHECK_FACTOR * checked) & (checked <= SCALE_RECHECK_FACTOR * scales))):
+            return
+        self._check_data_scale(X, y)
+        self._checked_scales_ = scales
 
     def _warn_if_collapsed(self, history):
         """Warn when every one of the last ``DEGENERATE_CHUNKS`` chunks ended with collapsed weights.

@@ -29,10 +29,12 @@ def target_scale_diagnosis(model, X, y):
     parameters out of their prior; both far above 1 put the posterior where the particles
     cannot follow (the annealing moves them in steps scaled to the posterior's width).
     """
-    stats = LinearEvidenceStats.empty(model).update(model, X, y)
+    moments = model.gradient_statistics(X, y)  # [A, y]^T [A, y] in one product
+    n_design = model.n_params
+    stats = LinearEvidenceStats(moments[:n_design, :n_design], moments[:n_design, -1], moments[-1, -1], len(y))
     mean = stats.posterior_mean(model)
     # The residual sum of squares from the moments, y'y - 2 m'A'y + m'A'A m: no second pass over the rows
-    # (this runs on every partial_fit call). Its rounding, eps * y'y, is far below the limit it is tested against.
+    # (this runs on partial_fit calls). Its rounding, eps * y'y, is far below the limit it is tested against.
     residual_sum = max(stats.sum_sq - 2.0 * mean @ stats.cross + mean @ stats.gram @ mean, 0.0)
     conflict = np.abs(mean) / np.sqrt(model.prior_variances)
     return float(residual_sum / max(stats.n_samples, 1) / model.noise_variance), float(conflict.max())

@@ -365,8 +365,9 @@ def chunk_record(state, new_state, counts, n_replayed, seconds):
 
 
 def _check_finite_log_lik(log_lik, chunk_log_lik, tempering, n_seen):
-    # A particle's row sum is NaN or +inf exactly when a row entry is (or the sum overflows): a cheap screen.
-    if np.isnan(chunk_log_lik).any() or np.isposinf(chunk_log_lik).any():
+    # A particle's row sum is NaN or +inf exactly when a row entry is (or the sum overflows): a cheap screen,
+    # one comparison (NaN < inf is False).
+    if not np.all(chunk_log_lik < np.inf):
         bad = int(np.sum(np.any(np.isnan(log_lik) | np.isposinf(log_lik), axis=1)))
         what = f"NaN or +inf for {bad} particle(s)" if bad else "overflowing (its sum over the chunk is +inf)"
         raise FloatingPointError(

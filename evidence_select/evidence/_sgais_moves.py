@@ -20,7 +20,9 @@ returns ``(particles, counts, past_log_lik)``:
 - :func:`sghmc_kernel`: otherwise SGHMC (paper Eq. 3-4) or BAOAB on the
   potential whose past-data gradient is a reservoir mini-batch scaled by
   ``n / |B|``, with the control variates of :mod:`._sgais_reference`, at a cost
-  that does not grow with the rows seen;
+  that does not grow with the rows seen (a model with ``gradient_statistics``
+  has its chunk's and each mini-batch's statistics summed once per move, not
+  its rows read at every step);
 - :func:`jump_kernel`: one Metropolis-Hastings step with the model's
   ``propose_jump`` (mixtures: relocate a component, or redraw the whole
   configuration), whose acceptance needs ``log p(past|theta)``.
@@ -43,7 +45,8 @@ from ._sgais_reference import past_grad_sum
 from ._sgais_state import StepCounts
 
 __all__ = ["ChunkContext", "MoveTarget", "GradientBlock", "chunk_context", "move", "move_kernels", "sghmc_kernel",
-           "exact_hmc_kernel", "exact_draw_kernel", "offers_exact_draws", "jump_kernel", "past_log_likelihood", "jump_log_acceptance"]
+           "exact_hmc_kernel", "exact_draw_kernel", "offers_exact_draws", "offers_gradient_statistics", "jump_kernel",
+           "past_log_likelihood", "jump_log_acceptance"]
 
 
 class GradientBlock(NamedTuple):
@@ -77,6 +80,7 @@ class ChunkContext(NamedTuple):
     use_cv: bool  # control variates active (references exist and there is a past)
     scales: tuple  # (chunk_scales, past_scales, max_step), each (n_params,) or None
     exact_step: np.ndarray  # (n_groups,) exact HMC's adapted leapfrog steps, carried between moves; None: SGHMC
+    chunk_statistics: np.ndarray = None  # the chunk's gradient_statistics, for models that offer them
 
 
 class MoveTarget(NamedTuple):
@@ -113,8 +117,18 @@ def chunk_context(state, X, y, model, config):
     n_groups = state.log_weights.shape[0]
     exact_step = (np.full(n_groups, EXACT_INITIAL_STEP)
                   if uses_exact_moves(config, state.n_samples_seen, n_chunk, state.reservoir.n_stored) else None)
+    chunk_statistics = model.gradient_statistics(X, y) if offers_gradient_statistics(model) else None
     return ChunkContext(model, config, X, y, state.n_samples_seen, n_groups, state.reservoir,
-                        block, use_cv, (chunk_scales, past_scales, max_step), exact_step)
+                        block, use_cv, (chunk_scales, past_scales, max_step), exact_step, chunk_statistics)
+
+
+def offers_gradient_statistics(model):
+    """Whether ``model`` gives its likelihood gradient from additive row statistics (``gradient_statistics``).
+
+    Like :func:`offers_exact_draws`, only where the class that defines them defines ``log_likelihood`` or
+    subclasses it.
+    """
+    return _defined_for_likelihood(model, "gradient_statistics")
 
 
 def uses_exact_moves(config, n_seen, n_chunk, n_stored):
@@ -147,11 +161,16 @@ def offers_exact_draws(model):
     ``log_likelihood`` alone (another noise model, say) would inherit draws from
     a posterior that is no longer its own, and keeps exact HMC.
     """
+    return _defined_for_likelihood(model, "sample_tempered_posterior")
+
+
+def _defined_for_likelihood(model, member):
+    """Whether the class of ``model`` that defines ``member`` defines ``log_likelihood`` or subclasses its definer."""
     def owner(name):
         return next((cls for cls in type(model).__mro__ if name in vars(cls)), None)
 
-    draws, likelihood = owner("sample_tempered_posterior"), owner("log_likelihood")
-    return draws is not None and likelihood is not None and issubclass(draws, likelihood)
+    defined, likelihood = owner(member), owner("log_likelihood")
+    return defined is not None and likelihood is not None and issubclass(defined, likelihood)
 
 
 def move(rng, context, particles, target):
@@ -188,7 +207,7 @@ def step_size(context, target):
 
 
 class _GradientEstimate(NamedTuple):
-    """The pieces of one move's gradient estimator (see :func:`_grad_log_target`)."""
+    """The pieces of one move's gradient estimator from the rows (see :func:`_grad_log_target`)."""
 
     model: object
     block: GradientBlock
@@ -221,22 +240,66 @@ def _grad_log_target(estimate, current, step):
     return grad
 
 
+class _StatisticsEstimate(NamedTuple):
+    """The same estimator from a model's additive gradient statistics (see :func:`_grad_log_target_from_statistics`)."""
+
+    model: object
+    target_statistics: np.ndarray  # (n_steps, ...): tempering * chunk's + past_power n / |B| * each mini-batch's
+    batch_statistics: np.ndarray  # (n_steps, ...): past_power n / |B| * each mini-batch's, or None (no control variates)
+    reference: np.ndarray
+    past_reference_grad: np.ndarray
+
+
+def _grad_log_target_from_statistics(estimate, current, step):
+    """:func:`_grad_log_target`'s estimate, each weighted row sum read from the statistics of its rows."""
+    model = estimate.model
+    grad = model.grad_log_prior(current) + model.grad_from_statistics(current, estimate.target_statistics[step])
+    if estimate.reference is not None:
+        grad += estimate.past_reference_grad - model.grad_from_statistics(estimate.reference,
+                                                                          estimate.batch_statistics[step])
+    return grad
+
+
+def _gradient_function(context, reference, past_reference_grad, batch_rows, target):
+    """``grad(theta, step)`` of one move: from the rows, or from their statistics where the model offers them.
+
+    The statistics path sums the chunk's rows once per chunk and each mini-batch's once per move; both
+    paths are the same estimator (the same rows and weights), so they differ by rounding only.
+    """
+    block, model = context.block, context.model
+    rows = reservoir_data(context.reservoir)
+    batch_weight = target.past_power * block.batch_scale
+    if context.chunk_statistics is None:
+        block.weights[:block.n_chunk] = target.tempering
+        block.weights[block.n_chunk:] = batch_weight
+        return functools.partial(_grad_log_target, _GradientEstimate(model, block, rows, batch_rows, reference,
+                                                                     past_reference_grad, batch_weight))
+    target_statistics = np.broadcast_to(target.tempering * context.chunk_statistics,
+                                        (target.n_mcmc_steps,) + context.chunk_statistics.shape)
+    batch_statistics = None
+    if batch_rows is not None:
+        batch_X = np.take(rows[0], batch_rows, axis=0)  # np.take: several times faster than fancy indexing here
+        batch_statistics = model.gradient_statistics(batch_X, None if rows[1] is None else rows[1][batch_rows])
+        batch_statistics *= batch_weight
+        target_statistics = target_statistics + batch_statistics
+    return functools.partial(_grad_log_target_from_statistics, _StatisticsEstimate(
+        model, target_statistics, batch_statistics, reference, past_reference_grad))
+
+
 def sghmc_kernel(rng, context, particles, target):
     """``target.n_mcmc_steps`` SGHMC (or BAOAB) steps on ``target``; the references are left as they are."""
     block, config = context.block, context.config
     n_steps, n_chunk, n_batch = target.n_mcmc_steps, block.n_chunk, block.n_batch
-    block.weights[:n_chunk] = target.tempering
-    block.weights[n_chunk:] = batch_weight = target.past_power * block.batch_scale
     reference_grad = particles.reference_grad
     # The control variate's exact past sum, scaled once per move rather than once per gradient.
     past_reference_grad = (reference_grad if target.past_power == 1.0 or not context.use_cv
                            else target.past_power * reference_grad)
-    rows = reservoir_data(context.reservoir)
-    batch_rows = rng.integers(0, len(rows[0]), size=(n_steps, n_batch)) if n_batch else None
-    estimate = _GradientEstimate(context.model, block, rows, batch_rows,
-                                 particles.reference if context.use_cv else None, past_reference_grad, batch_weight)
+    n_stored = len(reservoir_data(context.reservoir)[0])
+    batch_rows = rng.integers(0, n_stored, size=(n_steps, n_batch)) if n_batch else None
+    grad_fn = _gradient_function(context, particles.reference if context.use_cv else None, past_reference_grad,
+                                 batch_rows, target)
     size = step_size(context, target)
-    theta = TRAJECTORIES[config.integrator](rng, particles.theta, functools.partial(_grad_log_target, estimate),
+    theta = TRAJECTORIES[config.integrator](rng, particles.theta, grad_fn,
                                             step_size=size, friction=config.friction, n_steps=n_steps)
     n_evaluations = n_steps * len(theta) * (n_chunk + n_batch * (2 if context.use_cv else 1))
     if not np.all(np.isfinite(theta)):

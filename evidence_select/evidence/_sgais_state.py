@@ -315,8 +315,8 @@ def population_log_variance(log_evidence_variance):
     relative variance. Half of it is the lognormal bias of ``log mean Z_g``
     (``ChunkRecord.population_bias``).
     """
-    return math.log1p(float(np.expm1(np.asarray(log_evidence_variance, dtype=float)).mean())
-                      / len(log_evidence_variance))
+    n_groups = len(log_evidence_variance)
+    return math.log1p(float(np.expm1(np.asarray(log_evidence_variance, dtype=float)).sum()) / n_groups / n_groups)
 
 
 def evidence_estimate(state):

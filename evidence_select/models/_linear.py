@@ -11,7 +11,7 @@ from typing import NamedTuple
 import numpy as np
 from scipy.linalg import cho_factor, cho_solve, solve_triangular
 
-from ._protocol import Model, design_step_scales, weighted_total
+from ._protocol import Model, design_step_scales, diagonal_prior_variances, weighted_total
 
 __all__ = ["LinearGaussianModel", "LinearEvidenceStats"]
 
@@ -61,10 +61,8 @@ class LinearGaussianModel(Model):
     @property
     def prior_variances(self):
         """Prior variance of each parameter, shape ``(n_params,)``."""
-        variances = np.full(self.n_params, self.prior_scale**2)
-        if self.fit_intercept:
-            variances[-1] = self.intercept_scale**2
-        return variances
+        return diagonal_prior_variances(self.n_features, int(self.fit_intercept), self.prior_scale,
+                                        self.intercept_scale)
 
     def _design(self, X):
         X = np.asarray(X, dtype=float)
@@ -110,7 +108,7 @@ class LinearGaussianModel(Model):
             # sum_j w_j (y_j - theta.a_j) a_j = s_ay - S_aa theta, from the weighted moments
             # (O(n d^2), no particles x rows residual matrix): this runs several times per chunk.
             moments = self._weighted_moments(X, y, weights)
-            return self._grad_from_moments(theta, moments)
+            return self.grad_from_statistics(theta, moments)
         # No design-matrix copy on this hot path: the intercept column is handled apart.
         weighted = y - self.predict_mean(theta, X)
         weighted *= weights
@@ -177,25 +175,55 @@ class LinearGaussianModel(Model):
         deviations = solve_triangular(factor[0], rng.standard_normal((n_design, n_samples)), lower=True, trans="T")
         return mean + deviations.T
 
+    def gradient_statistics(self, X, y):
+        """``sum_j [a_j, y_j]^T [a_j, y_j]`` over the rows of ``X`` (its second-to-last axis).
+
+        The gradient of a weighted log-likelihood is linear in these moments
+        (:meth:`grad_from_statistics`), so SGAIS sums them once per chunk and
+        once per mini-batch rather than passing every row for every particle and
+        step. Leading axes of ``X`` and ``y`` are kept (one sum per mini-batch).
+
+        Parameters
+        ----------
+        X : ndarray of shape (..., n_rows, n_features)
+        y : ndarray of shape (..., n_rows)
+
+        Returns
+        -------
+        statistics : ndarray of shape (..., n_params + 1, n_params + 1)
+        """
+        augmented = self._augmented(X, y)
+        return np.swapaxes(augmented, -1, -2) @ augmented
+
+    def grad_from_statistics(self, theta, statistics):
+        """``(s_ay - S_aa theta) / noise_variance``: the gradient of ``sum_j w_j log p(y_j | x_j, theta)``.
+
+        ``statistics`` is ``sum_j w_j`` times the rows' :meth:`gradient_statistics`
+        (they add over rows and scale with the weights).
+        """
+        n_design = self.n_params
+        grad = statistics[:n_design, -1] - theta @ statistics[:n_design, :n_design]
+        grad /= self.noise_variance
+        return grad
+
+    def _augmented(self, X, y):
+        """The rows ``[a_j, y_j]``: the design row (with the intercept's 1) and the target."""
+        X = np.asarray(X, dtype=float)
+        augmented = np.empty(X.shape[:-1] + (self.n_params + 1,))
+        augmented[..., : self.n_features] = X
+        if self.fit_intercept:
+            augmented[..., self.n_features] = 1.0
+        augmented[..., -1] = y
+        return augmented
+
     def _weighted_moments(self, X, y, weights):
         """``sum_j w_j [a_j, y_j]^T [a_j, y_j]`` for the design rows ``a_j`` and weights shared by all particles.
 
         One product of the augmented rows gives every moment the likelihood and its gradient need.
         """
-        augmented = np.empty((len(X), self.n_params + 1))
-        augmented[:, : self.n_features] = X
-        if self.fit_intercept:
-            augmented[:, self.n_features] = 1.0
-        augmented[:, -1] = y
+        augmented = self._augmented(X, y)
         weights = np.asarray(weights, dtype=float)
         return (augmented * (weights[:, None] if weights.ndim else weights)).T @ augmented
-
-    def _grad_from_moments(self, theta, moments):
-        """``(s_ay - S_aa theta) / noise_variance`` from :meth:`_weighted_moments`."""
-        n_design = self.n_params
-        grad = moments[:n_design, -1] - theta @ moments[:n_design, :n_design]
-        grad /= self.noise_variance
-        return grad
 
     def exact_log_evidence(self, X, y):
         """Analytic ``log p(y | X)``, O(N d^2) through :class:`LinearEvidenceStats`."""

@@ -9,7 +9,7 @@ over-parameterised softmax, as in the paper) so that one code path serves all K.
 import numpy as np
 
 from ..utils._workspace import Workspace, workspace_buffer
-from ._protocol import Model, design_step_scales, weighted_total
+from ._protocol import Model, design_step_scales, diagonal_prior_variances, weighted_total
 
 __all__ = ["SoftmaxRegressionModel"]
 
@@ -70,10 +70,8 @@ class SoftmaxRegressionModel(Model):
     @property
     def prior_variances(self):
         """Prior variance of each parameter, shape ``(n_params,)``."""
-        n_weights = self.n_classes * self.n_features
-        variances = np.full(self.n_params, self.prior_scale**2)
-        variances[n_weights:] = self.intercept_scale**2
-        return variances
+        return diagonal_prior_variances(self.n_classes * self.n_features, self.n_classes * int(self.fit_intercept),
+                                        self.prior_scale, self.intercept_scale)
 
     def sample_prior(self, rng, n_samples):
         return rng.standard_normal((n_samples, self.n_params)) * np.sqrt(self.prior_variances)

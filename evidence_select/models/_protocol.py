@@ -13,6 +13,7 @@ abstract members; :func:`check_model` verifies shapes and gradients against
 finite differences.
 """
 
+import functools
 from abc import ABC, abstractmethod
 
 import numpy as np
@@ -47,11 +48,16 @@ class Model(ABC):
     Metropolis-Hastings proposal that SGAIS applies on surprising chunks
     (``reheat_after_steps``), given the chunk, a uniform sample of the past rows
     and their powers in the current target (see
-    :meth:`~evidence_select.models.GaussianMixtureModel.propose_jump`), and
+    :meth:`~evidence_select.models.GaussianMixtureModel.propose_jump`);
     ``sample_tempered_posterior(rng, n_samples, X, y, weights)``: independent
     exact draws from ``p(theta) prod_j p(y_j | x_j, theta)^{w_j}`` (a conjugate
     model), which SGAIS's exact moves then use in place of HMC (see
-    :meth:`~evidence_select.models.LinearGaussianModel.sample_tempered_posterior`).
+    :meth:`~evidence_select.models.LinearGaussianModel.sample_tempered_posterior`);
+    and ``gradient_statistics(X, y)`` with ``grad_from_statistics(theta, statistics)``:
+    row statistics that add over rows and scale with the weights, from which the
+    gradient follows (a linear-Gaussian model's moments), which SGHMC then sums
+    once per chunk and mini-batch instead of reading the rows at every step (see
+    :meth:`~evidence_select.models.LinearGaussianModel.gradient_statistics`).
 
     Attributes
     ----------
@@ -222,6 +228,24 @@ def weighted_total(log_lik, weights):
     return np.sum(log_lik * weights, axis=1)
 
 
+@functools.lru_cache(maxsize=64)
+def diagonal_prior_variances(n_weights, n_intercepts, prior_scale, intercept_scale):
+    """Prior variances: ``prior_scale**2`` for ``n_weights`` weights, then ``intercept_scale**2`` for the intercepts.
+
+    Cached and read-only, since samplers read them at every gradient of the prior.
+
+    Examples
+    --------
+    >>> from evidence_select.models._protocol import diagonal_prior_variances
+    >>> diagonal_prior_variances(2, 1, 3.0, 1.0).tolist()
+    [9.0, 9.0, 1.0]
+    """
+    variances = np.full(n_weights + n_intercepts, prior_scale**2)
+    variances[n_weights:] = intercept_scale**2
+    variances.setflags(write=False)
+    return variances
+
+
 def design_step_scales(X, fit_intercept, curvature):
     """Jacobi step scales ``1 / (curvature * E[a_j^2])`` for a design ``a = (x, 1)``.
 
@@ -257,17 +281,16 @@ def design_step_scales(X, fit_intercept, curvature):
     array([1.03, 0.01, 1.  ])
     """
     X = np.asarray(X, dtype=float)
-    n_rows = max(len(X), 1)
-    # The second moment of [X, 1] by blocks, without building the design (once per chunk on the hot path).
-    second_moment = np.empty((X.shape[1] + fit_intercept,) * 2)
-    second_moment[:X.shape[1], :X.shape[1]] = X.T @ X / n_rows
-    if fit_intercept:
-        second_moment[-1, :-1] = second_moment[:-1, -1] = X.sum(axis=0) / n_rows
-        second_moment[-1, -1] = len(X) / n_rows
-    diagonal = np.diag(second_moment).copy()
+    design = X
+    if fit_intercept:  # one product of [X, 1]: a column sum of X alone costs as much (once per chunk)
+        design = np.empty((len(X), X.shape[1] + 1))
+        design[:, :-1] = X
+        design[:, -1] = 1.0
+    second_moment = design.T @ design / max(len(X), 1)
+    diagonal = second_moment.diagonal().copy()
     diagonal[~(diagonal > 0)] = 1.0
     inv_sqrt = 1.0 / np.sqrt(diagonal)
-    lambda_max = float(np.linalg.eigvalsh(second_moment * inv_sqrt[:, None] * inv_sqrt[None, :])[-1])
+    lambda_max = float(np.linalg.eigvalsh(second_moment * np.outer(inv_sqrt, inv_sqrt))[-1])
     return 1.0 / (curvature * diagonal * max(1.0, lambda_max / 2.0))
 
 
@@ -279,8 +302,9 @@ def check_model(model, X, y=None, *, n_particles=3, random_state=0, rtol=1e-5):
     """Check that a model honours the protocol on data ``(X, y)``.
 
     Verifies output shapes, finiteness at prior draws, both gradients
-    against central finite differences, and that ``log_likelihood_and_grad``
-    agrees with the two members it fuses.
+    against central finite differences, that ``log_likelihood_and_grad``
+    agrees with the two members it fuses, and, where the model offers them,
+    that its ``gradient_statistics`` give the same gradient.
 
     Parameters
     ----------
@@ -336,12 +360,38 @@ def check_model(model, X, y=None, *, n_particles=3, random_state=0, rtol=1e-5):
         if fused.shape != alone.shape or not np.allclose(fused, alone, rtol=rtol, atol=rtol):
             raise ValueError(f"log_likelihood_and_grad's {part} disagrees with log_likelihood and "
                              f"grad_log_likelihood at the same weights")
+    if hasattr(model, "gradient_statistics"):
+        _check_gradient_statistics(model, theta, X, y, rng, rtol)
     for name, fn, analytic in pairs:
         numeric = finite_difference_gradient(fn, theta)
         scale = np.maximum(np.abs(numeric), 1.0)
         if np.asarray(analytic).shape != theta.shape or np.any(np.abs(analytic - numeric) > rtol * scale * 10):
             raise ValueError(f"{name} disagrees with central finite differences: max abs diff "
                              f"{np.max(np.abs(np.asarray(analytic) - numeric)):.3g}")
+
+
+def _check_gradient_statistics(model, theta, X, y, rng, rtol):
+    """``grad_from_statistics`` of weighted ``gradient_statistics`` against ``grad_log_likelihood``.
+
+    Two row blocks at two shared weights (a chunk at its power, a mini-batch at its scaling), summed as SGAIS sums
+    them; and the statistics of a stack of row sets (leading axis) against each set's own.
+    """
+    half = len(X) // 2
+    blocks = [(X[:half], None if y is None else y[:half]), (X[half:], None if y is None else y[half:])]
+    powers = rng.uniform(0.5, 1.5, size=2)
+    statistics = sum(w * np.asarray(model.gradient_statistics(*rows)) for w, rows in zip(powers, blocks))
+    weights = np.concatenate([np.full(half, powers[0]), np.full(len(X) - half, powers[1])])
+    # Per-particle weights: a model may itself route shared weights through its statistics.
+    expected = model.grad_log_likelihood(theta, X, y, np.broadcast_to(weights, (len(theta), len(X))))
+    got = np.asarray(model.grad_from_statistics(theta, statistics), dtype=float)
+    if got.shape != expected.shape or not np.allclose(got, expected, rtol=rtol, atol=rtol):
+        raise ValueError("grad_from_statistics of the rows' weighted gradient_statistics disagrees with "
+                         "grad_log_likelihood at the same weights")
+    stacked_y = None if y is None else np.stack([y, y[::-1]])
+    stacked = np.asarray(model.gradient_statistics(np.stack([X, X[::-1]]), stacked_y))
+    alone = np.asarray(model.gradient_statistics(X, y))
+    if stacked.shape != (2,) + alone.shape or not np.allclose(stacked, alone, rtol=rtol, atol=rtol):
+        raise ValueError("gradient_statistics of a stack of row sets (leading axis) must be each set's own")
 
 
 def finite_difference_gradient(fn, theta, step=1e-5):

@@ -220,3 +220,28 @@ def test_collapsed_weights_warn_without_resampling():
         warnings.simplefilter("error", SamplerDegeneracyWarning)
         est = BayesianLinearRegressor(**{**FAST, "n_particles": 4, "batch_size": 50}).fit(LIN.X, LIN.y)
     assert min(record.ess for record in est.evidence_history_) >= 0.5 * 4
+
+
+def test_scale_checks_rerun_when_a_call_leaves_the_checked_band(monkeypatch):
+    """A partial_fit loop over a stationary stream checks the data's scale on its first call only; a later call with
+    a rescaled target (or feature) is checked, and warns, when it arrives; fit starts over."""
+    checked = []
+    check = BayesianLinearRegressor._check_data_scale
+    monkeypatch.setattr(BayesianLinearRegressor, "_check_data_scale",
+                        lambda self, X, y: checked.append(len(X)) or check(self, X, y))
+    data = make_linear_regression(900, random_state=0)
+    est = BayesianLinearRegressor(**FAST)
+    for start in range(0, 600, 100):
+        est.partial_fit(data.X[start:start + 100], data.y[start:start + 100])
+    assert checked == [100]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the engine's own warnings on the rescaled chunks
+        with pytest.warns(FeatureScaleWarning, match="standardise y"):
+            est.partial_fit(data.X[600:700], 1e3 * data.y[600:700])
+        assert checked == [100, 100]
+        X = data.X[700:800].copy()
+        X[:, 0] *= 3.0  # one feature out of the band
+        est.partial_fit(X, data.y[700:800])
+    assert checked == [100, 100, 100]
+    est.fit(data.X[:200], data.y[:200])
+    assert checked == [100, 100, 100, 200]
