@@ -338,7 +338,8 @@ def _close_chunk(rng, state, context, progress, restart):
     """
     model, config, X, y = context.model, context.config, context.X, context.y
     particles, counts = progress.particles, progress.counts
-    reference, reference_grad, n_reference, n_evaluations = refresh_reference(state, model, config, particles, X, y)
+    reference, reference_grad, n_reference, n_evaluations = refresh_reference(state, model, config, particles, X, y,
+                                                                              context.chunk_statistics)
     particles = particles._replace(reference=reference, reference_grad=reference_grad)
     counts = counts.plus(StepCounts(n_evaluations=n_evaluations))
     if not restart:

@@ -41,24 +41,32 @@ def past_grad_sum(model, reservoir, n_past, theta, reference, reference_grad):
     return reference_grad + scale * change, 2 * len(theta) * len(res_X)
 
 
-def refresh_reference(state, model, config, particles, X, y):
+def refresh_reference(state, model, config, particles, X, y, chunk_statistics=None):
     """References and their exact gradient sums after the chunk ``(X, y)`` is in.
 
     ``state`` is the state before the chunk, ``particles`` (:class:`Particles`)
-    the system after it. Returns ``(reference, reference_grad, n_reference,
-    n_datum_evaluations)``.
+    the system after it, ``chunk_statistics`` the chunk's ``gradient_statistics``
+    where the model offers them (the chunk's sums then come from them). Returns
+    ``(reference, reference_grad, n_reference, n_datum_evaluations)``.
     """
     if not config.control_variates:
         return None, None, 0, 0
     n_before, n_after = state.n_samples_seen, state.n_samples_seen + len(X)
     theta, reference, reference_grad = particles.theta, particles.reference, particles.reference_grad
     if reference is not None and n_after < config.recentre_factor * state.n_reference:
-        grad = reference_grad + model.grad_log_likelihood(reference, X, y, 1.0)
+        grad = reference_grad + _chunk_grad_sum(model, reference, X, y, chunk_statistics)
         return reference, grad, state.n_reference, len(theta) * len(X)
     past, evaluations = past_grad_sum(model, state.reservoir, n_before, theta, reference, reference_grad)
-    chunk_grad = model.grad_log_likelihood(theta, X, y, 1.0)
+    chunk_grad = _chunk_grad_sum(model, theta, X, y, chunk_statistics)
     evaluations += len(theta) * len(X)
     grad = past + chunk_grad
     if not np.all(np.isfinite(grad)):
         raise FloatingPointError(f"non-finite gradient at the control-variate references after {n_after} samples")
     return theta.copy(), grad, n_after, evaluations
+
+
+def _chunk_grad_sum(model, theta, X, y, chunk_statistics):
+    """Sum over the chunk's rows of ``grad log p(y|x, theta)``, from their statistics when given."""
+    if chunk_statistics is not None:
+        return model.grad_from_statistics(theta, chunk_statistics)
+    return model.grad_log_likelihood(theta, X, y, 1.0)

@@ -290,7 +290,11 @@ def design_step_scales(X, fit_intercept, curvature):
     diagonal = second_moment.diagonal().copy()
     diagonal[~(diagonal > 0)] = 1.0
     inv_sqrt = 1.0 / np.sqrt(diagonal)
-    lambda_max = float(np.linalg.eigvalsh(second_moment * np.outer(inv_sqrt, inv_sqrt))[-1])
+    correlation = second_moment * np.outer(inv_sqrt, inv_sqrt)
+    # Gershgorin: lambda_max is at most the largest absolute row sum; at most 2 needs no eigenvalues.
+    if np.abs(correlation).sum(axis=1).max() <= 2.0:
+        return 1.0 / (curvature * diagonal)
+    lambda_max = float(np.linalg.eigvalsh(correlation)[-1])
     return 1.0 / (curvature * diagonal * max(1.0, lambda_max / 2.0))
 
 

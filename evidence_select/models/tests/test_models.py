@@ -315,3 +315,22 @@ def test_mixture_relocation_moves_one_mean_and_returns_the_kernel_density_ratio(
             return scipy_logsumexp([stats.multivariate_normal(x, cov).logpdf(mean) for x in X]) - np.log(len(X))
 
         assert log_ratio[i] == pytest.approx(log_q(means[i, k]) - log_q(new_means[i, k]), rel=1e-10, abs=1e-10)
+
+
+@pytest.mark.parametrize("mixing, intercept", [
+    (np.eye(3), True),  # nearly uncorrelated: Gershgorin bounds lambda_max below 2, no eigenvalues needed
+    (np.eye(3), False),
+    (np.array([[1.0, 0.95, 0.9], [0.0, 0.3, 0.1], [0.0, 0.0, 0.2]]), True),  # lambda_max near 3: scales shrink
+    (np.zeros((3, 3)), True),  # constant-zero columns
+])
+def test_design_step_scales_match_their_definition(mixing, intercept):
+    """``1 / (curvature E[a_j^2] max(1, lambda_max / 2))`` with lambda_max of the design's correlation matrix."""
+    from evidence_select.models import design_step_scales
+
+    X = np.random.default_rng(0).normal(size=(400, 3)) @ mixing
+    design = np.hstack([X, np.ones((400, 1))]) if intercept else X
+    second = design.T @ design / len(X)
+    diagonal = np.where(np.diag(second) > 0, np.diag(second), 1.0)
+    lambda_max = np.linalg.eigvalsh(second / np.sqrt(np.outer(diagonal, diagonal)))[-1]
+    expected = 1.0 / (0.25 * diagonal * max(1.0, lambda_max / 2.0))
+    np.testing.assert_allclose(design_step_scales(X, intercept, 0.25), expected, rtol=1e-12)
