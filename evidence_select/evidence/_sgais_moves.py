@@ -263,24 +263,35 @@ def _grad_log_target_from_statistics(estimate, current, step):
 def _gradient_function(context, reference, past_reference_grad, batch_rows, target):
     """``grad(theta, step)`` of one move: from the rows, or from their statistics where the model offers them.
 
-    The statistics path sums the chunk's rows once per chunk and each mini-batch's once per move; both
-    paths are the same estimator (the same rows and weights), so they differ by rounding only.
+    Both are the same estimator (the same rows and weights), so they differ by rounding only.
     """
-    block, model = context.block, context.model
-    rows = reservoir_data(context.reservoir)
+    build = _rows_gradient if context.chunk_statistics is None else _statistics_gradient
+    return build(context, reference, past_reference_grad, batch_rows, target)
+
+
+def _rows_gradient(context, reference, past_reference_grad, batch_rows, target):
+    """:func:`_grad_log_target` on the chunk and mini-batch rows, weighted in the context's block."""
+    block = context.block
     batch_weight = target.past_power * block.batch_scale
-    if context.chunk_statistics is None:
-        block.weights[:block.n_chunk] = target.tempering
-        block.weights[block.n_chunk:] = batch_weight
-        return functools.partial(_grad_log_target, _GradientEstimate(model, block, rows, batch_rows, reference,
-                                                                     past_reference_grad, batch_weight))
-    target_statistics = np.broadcast_to(target.tempering * context.chunk_statistics,
-                                        (target.n_mcmc_steps,) + context.chunk_statistics.shape)
+    block.weights[:block.n_chunk] = target.tempering
+    block.weights[block.n_chunk:] = batch_weight
+    return functools.partial(_grad_log_target, _GradientEstimate(
+        context.model, block, reservoir_data(context.reservoir), batch_rows, reference, past_reference_grad,
+        batch_weight))
+
+
+def _statistics_gradient(context, reference, past_reference_grad, batch_rows, target):
+    """:func:`_grad_log_target_from_statistics`: the chunk's statistics (summed once per chunk) and every step's
+    mini-batch statistics, summed in one batched call per move."""
+    model, chunk_statistics = context.model, context.chunk_statistics
+    target_statistics = np.broadcast_to(target.tempering * chunk_statistics,
+                                        (target.n_mcmc_steps,) + chunk_statistics.shape)
     batch_statistics = None
     if batch_rows is not None:
-        batch_X = np.take(rows[0], batch_rows, axis=0)  # np.take: several times faster than fancy indexing here
-        batch_statistics = model.gradient_statistics(batch_X, None if rows[1] is None else rows[1][batch_rows])
-        batch_statistics *= batch_weight
+        res_X, res_y = reservoir_data(context.reservoir)
+        batch_X = np.take(res_X, batch_rows, axis=0)  # np.take: several times faster than fancy indexing here
+        batch_statistics = model.gradient_statistics(batch_X, None if res_y is None else res_y[batch_rows])
+        batch_statistics *= target.past_power * context.block.batch_scale
         target_statistics = target_statistics + batch_statistics
     return functools.partial(_grad_log_target_from_statistics, _StatisticsEstimate(
         model, target_statistics, batch_statistics, reference, past_reference_grad))
@@ -294,8 +305,7 @@ def sghmc_kernel(rng, context, particles, target):
     # The control variate's exact past sum, scaled once per move rather than once per gradient.
     past_reference_grad = (reference_grad if target.past_power == 1.0 or not context.use_cv
                            else target.past_power * reference_grad)
-    n_stored = len(reservoir_data(context.reservoir)[0])
-    batch_rows = rng.integers(0, n_stored, size=(n_steps, n_batch)) if n_batch else None
+    batch_rows = rng.integers(0, context.reservoir.n_stored, size=(n_steps, n_batch)) if n_batch else None
     grad_fn = _gradient_function(context, particles.reference if context.use_cv else None, past_reference_grad,
                                  batch_rows, target)
     size = step_size(context, target)
