@@ -60,7 +60,7 @@ class LinearGaussianModel(Model):
 
     @property
     def prior_variances(self):
-        """Prior variance of each parameter, shape ``(n_params,)``."""
+        """Prior variance of each parameter, shape ``(n_params,)`` (a cached, read-only array)."""
         return diagonal_prior_variances(self.n_features, int(self.fit_intercept), self.prior_scale,
                                         self.intercept_scale)
 

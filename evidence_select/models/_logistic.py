@@ -69,7 +69,7 @@ class SoftmaxRegressionModel(Model):
 
     @property
     def prior_variances(self):
-        """Prior variance of each parameter, shape ``(n_params,)``."""
+        """Prior variance of each parameter, shape ``(n_params,)`` (a cached, read-only array)."""
         return diagonal_prior_variances(self.n_classes * self.n_features, self.n_classes * int(self.fit_intercept),
                                         self.prior_scale, self.intercept_scale)
 
