@@ -25,7 +25,7 @@ from joblib import Parallel, delayed
 from ..evidence._api import log_evidence
 from ..utils._threads import single_threaded_blas
 
-__all__ = ["CandidateSummary", "ResidentCandidates", "ResidentNamedCandidates", "advance_candidates",
+__all__ = ["CandidateSummary", "ResidentCandidates", "ResidentNamedCandidates", "advance_candidates", "longest_first",
            "dask_client", "PARALLEL_OPTIONS"]
 
 PARALLEL_OPTIONS = ("joblib", "dask")
@@ -88,9 +88,29 @@ def advance_candidates(candidates, task, backend_seeds, history_lengths, *, para
         return _advance_on_dask(candidates, task, backend_seeds, history_lengths, names)
     if isinstance(candidates, ResidentCandidates):  # switching from dask back to joblib: fetch once
         candidates = list(candidates)
-    outputs = Parallel(n_jobs=n_jobs)(delayed(_advance)(est, task, seed, start)
-                                      for est, seed, start in zip(candidates, backend_seeds, history_lengths))
+    order = longest_first(candidates)
+    dispatched = Parallel(n_jobs=n_jobs)(delayed(_advance)(candidates[i], task, backend_seeds[i], history_lengths[i])
+                                         for i in order)
+    outputs = [None] * len(candidates)
+    for i, output in zip(order, dispatched):
+        outputs[i] = output
     return [est for est, _ in outputs], [summary for _, summary in outputs]
+
+
+def longest_first(candidates):
+    """Indices of ``candidates``, those whose last chunk took longest first (ties in list order).
+
+    Longest-processing-time scheduling: with fewer workers than candidates, the
+    slowest candidate started last would run on alone while the other workers
+    idle. The order changes only when each update starts; every candidate's
+    result is its own (its seed and data do not depend on the order).
+    """
+    def last_chunk_seconds(estimator):
+        history = getattr(estimator, "evidence_history_", None)
+        return float(getattr(history[-1], "seconds", 0.0)) if history else 0.0
+
+    seconds = [last_chunk_seconds(estimator) for estimator in candidates]
+    return sorted(range(len(candidates)), key=lambda i: -seconds[i])
 
 
 # -- dask.distributed ----------------------------------------------------------------------

@@ -163,7 +163,9 @@ class EvidenceModelSelector(MetaEstimatorMixin, BaseEstimator):
     n_jobs : int, default=None
         Candidates advanced in parallel through joblib (``parallel="joblib"``).
         None means 1 unless in a :func:`joblib.parallel_config` context.
-        Results do not depend on it.
+        Results do not depend on it. The candidates whose last chunk took
+        longest start first, so that with fewer workers than candidates the
+        slowest does not run on alone at the end of a call.
     parallel : {"joblib", "dask"}, default="joblib"
         ``"joblib"``: each call ships every candidate to a joblib job and back.
         ``"dask"``: the candidates live on the workers of the current

@@ -5,6 +5,7 @@ The dask tests start a real ``LocalCluster`` (2 worker processes, 1 thread each)
 """
 
 import pickle
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -100,6 +101,24 @@ def test_results_do_not_depend_on_n_jobs(backend, data):
     sequential = _stream(_selector(backend, n_jobs=1), data)
     parallel = _stream(_selector(backend, n_jobs=2), data)
     _assert_same_results(sequential, parallel)
+
+
+@pytest.mark.parametrize("n_jobs", [1, 2])
+def test_dispatch_order_does_not_change_results(monkeypatch, data, n_jobs):
+    # Candidates are dispatched longest first; results must come back to their own candidates whatever the order.
+    expected = _stream(_selector(n_jobs=1), data)
+    monkeypatch.setattr(_distributed, "longest_first", lambda candidates: list(range(len(candidates)))[::-1])
+    _assert_same_results(expected, _stream(_selector(n_jobs=n_jobs), data))
+
+
+def test_longest_first_orders_by_the_last_chunk_time():
+    class Fitted:
+        def __init__(self, seconds):
+            self.evidence_history_ = [SimpleNamespace(seconds=s) for s in seconds]
+
+    unfitted = BayesianLinearRegressor()
+    candidates = [Fitted([9.0, 0.1]), Fitted([0.5]), unfitted, Fitted([0.5, 2.0])]
+    assert _distributed.longest_first(candidates) == [3, 1, 0, 2]  # ties keep list order
 
 
 @pytest.mark.parametrize("backend", ["sgais", "ais"])
