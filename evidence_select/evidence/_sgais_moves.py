@@ -54,7 +54,8 @@ class GradientBlock(NamedTuple):
 
     ``X`` ``(n_chunk + n_batch, n_features)``, ``y`` the same rows' targets or
     None, ``weights`` ``(n_chunk + n_batch,)``: buffers of one chunk, refilled
-    before each gradient (mini-batch rows) and each move (weights).
+    before each gradient (mini-batch rows) and each move (weights); all three
+    None for a model whose gradient comes from its rows' statistics.
     ``batch_scale`` is ``n_seen / n_batch``, the mini-batch's unbiased scaling.
     """
 
@@ -95,18 +96,9 @@ class MoveTarget(NamedTuple):
 def chunk_context(state, X, y, model, config):
     """The :class:`ChunkContext` of annealing ``(X, y)`` into ``state``."""
     n_chunk = len(X)
-    res_X, _ = reservoir_data(state.reservoir)
-    n_batch = min(config.batch_size, len(res_X))
-    block_X = np.empty((n_chunk + n_batch, X.shape[1]))
-    block_X[:n_chunk] = X
-    block_y = None
-    if y is not None:
-        block_y = np.empty(n_chunk + n_batch, dtype=y.dtype)
-        block_y[:n_chunk] = y
-    block_weights = np.empty(n_chunk + n_batch)
-    batch_scale = state.n_samples_seen / n_batch if n_batch else 0.0
-    block_weights[n_chunk:] = batch_scale
-    block = GradientBlock(block_X, block_y, block_weights, n_chunk, n_batch, batch_scale)
+    n_batch = min(config.batch_size, state.reservoir.n_stored)
+    chunk_statistics = model.gradient_statistics(X, y) if offers_gradient_statistics(model) else None
+    block = _gradient_block(X, y, n_batch, state.n_samples_seen, rows=chunk_statistics is None)
     use_cv = config.control_variates and state.reference is not None and n_batch > 0
     chunk_scales = _checked_step_scales(model, X, state.particles.shape[1])
     past_scales = state.step_scales if state.n_samples_seen else None
@@ -117,9 +109,25 @@ def chunk_context(state, X, y, model, config):
     n_groups = state.log_weights.shape[0]
     exact_step = (np.full(n_groups, EXACT_INITIAL_STEP)
                   if uses_exact_moves(config, state.n_samples_seen, n_chunk, state.reservoir.n_stored) else None)
-    chunk_statistics = model.gradient_statistics(X, y) if offers_gradient_statistics(model) else None
     return ChunkContext(model, config, X, y, state.n_samples_seen, n_groups, state.reservoir,
                         block, use_cv, (chunk_scales, past_scales, max_step), exact_step, chunk_statistics)
+
+
+def _gradient_block(X, y, n_batch, n_seen, rows):
+    """The chunk's :class:`GradientBlock`; its row buffers only where the gradient reads rows (``rows``)."""
+    n_chunk = len(X)
+    batch_scale = n_seen / n_batch if n_batch else 0.0
+    if not rows:  # the gradient comes from the rows' statistics
+        return GradientBlock(None, None, None, n_chunk, n_batch, batch_scale)
+    block_X = np.empty((n_chunk + n_batch, X.shape[1]))
+    block_X[:n_chunk] = X
+    block_y = None
+    if y is not None:
+        block_y = np.empty(n_chunk + n_batch, dtype=y.dtype)
+        block_y[:n_chunk] = y
+    block_weights = np.empty(n_chunk + n_batch)
+    block_weights[n_chunk:] = batch_scale
+    return GradientBlock(block_X, block_y, block_weights, n_chunk, n_batch, batch_scale)
 
 
 def offers_gradient_statistics(model):
