@@ -4,12 +4,13 @@ Usage::
 
     python benchmarks/bench_coverage.py                  # 20 seeds per case
     python benchmarks/bench_coverage.py --quick          # 8 seeds, fewer cases
+    python benchmarks/bench_coverage.py --first-seed 20 --seeds 40 --output coverage_more.json  # fresh seeds
     python benchmarks/bench_coverage.py --replicates 2,4 # compare group counts at equal particle budget
     python benchmarks/bench_coverage.py --from-json benchmarks/results/coverage.json \
         --doc-table doc/user_guide/generated
     python benchmarks/bench_coverage.py --cases "N=1e5" --output benchmarks/results/coverage_long.json \
         --doc-table doc/user_guide/generated --doc-name coverage_long_streams.rst
-    # a G=2,4 comparison, then a later G=2 run replacing its G=2 rows
+    # a G=2,4 comparison, then a later G=2 run replacing its G=2 rows (runs of other seeds are added)
     python benchmarks/bench_coverage.py --from-json coverage_g24.json,coverage_g2.json
 
 Prints markdown tables and writes ``benchmarks/results/coverage.json``.
@@ -21,7 +22,12 @@ with ``|pull| <= 2`` (target >= 90%). Runs store their per-group evidences, so t
 also scores other rules for combining the groups on the very same runs:
 
 - ``reported``: the estimator's own ``log_evidence_std_`` (:func:`combine_replicates`);
-- ``spread``: the groups' spread alone (``combine_replicates`` without the weight variances).
+- ``spread``: the groups' final spread alone (``combine_replicates`` without the per-chunk spread and
+  the weight variances).
+
+``--from-json ... --rescore`` reports saved runs with the std this code gives them
+(:func:`rescored_std`, from the groups' stored per-chunk evidences), for a change
+that alters the error bar but not the estimates.
 
 A run is *flagged* when the estimator raised one of the package's warnings (e.g. a
 ``FeatureScaleWarning`` for a misfitting stream); two columns give that fraction
@@ -55,7 +61,7 @@ from bench_real import _order, all_cases, load_case_data, make_estimator, refere
 
 from evidence_select import BayesianLinearRegressor, BayesianLogisticClassifier, BayesianMixture, log_evidence  # noqa: E402,E501
 from evidence_select.datasets import make_linear_regression, make_softmax_classification  # noqa: E402
-from evidence_select.evidence._sgais import combine_replicates  # noqa: E402
+from evidence_select.evidence._sgais_state import combine_replicates, increment_spread  # noqa: E402
 from evidence_select.models import SoftmaxRegressionModel  # noqa: E402
 
 
@@ -178,16 +184,32 @@ def run(case, seeds, n_particles_factor, n_replicates):
         flags = sorted({w.category.__name__ for w in caught if w.category.__module__.startswith("evidence_select")})
         rows.append(dict(seed=seed, value=float(est.log_evidence_), std=float(est.log_evidence_std_), warnings=flags,
                          group_log_evidence=state.log_evidence.tolist(), chunk_group_log_evidence=chunk_groups,
-                         group_variance=state.log_evidence_variance.tolist(), reference=ref, reference_std=ref_std,
+                         group_variance=state.log_evidence_variance.tolist(),
+                         degraded_variance=float(state.degraded_variance), reference=ref, reference_std=ref_std,
                          cpu_seconds=time.process_time() - tic))
     return rows
+
+
+def rescored_std(row):
+    """The std this code's :func:`evidence_estimate` gives a saved run, from the run's stored group evidences.
+
+    The groups' final and per-chunk log evidences and weight variances are all the
+    combination reads, so a saved run whose estimate this code reproduces (same
+    seed, same evidences) is rescored exactly, without running it again.
+    """
+    before, increment_variance = np.zeros(len(row["group_log_evidence"])), 0.0
+    for after in row["chunk_group_log_evidence"]:
+        increment_variance += increment_spread(before, after)
+        before = np.asarray(after)
+    _, std = combine_replicates(row["group_log_evidence"], row["group_variance"], increment_variance)
+    return float(np.hypot(std, np.sqrt(row.get("degraded_variance", 0.0))))
 
 
 def rule_std(row, rule):
     groups = np.asarray(row["group_log_evidence"])
     if rule == "reported":
         return row["std"]
-    return combine_replicates(groups)[1]  # "spread": the groups' spread alone
+    return combine_replicates(groups)[1]  # "spread": the groups' final spread alone
 
 
 def coverage(rows, rule):
@@ -255,34 +277,49 @@ def report(entries, doc_table=None, argv=None, sources=None, doc_name="coverage.
                         "bench_coverage.py", argv, sources=sources)
 
 
-def load_saved(paths):
-    """Entries of saved runs; a later file's entry replaces an earlier one for the same case and group count."""
-    entries = {}
+def load_saved(paths, rescore=False):
+    """Entries of saved runs, one per case and group count, in first-seen order.
+
+    A later file's run replaces an earlier one of the same case, group count and
+    seed; runs of other seeds are added (so fresh seeds extend a saved table).
+    With ``rescore`` each run's ``std`` is :func:`rescored_std` (the one it ran
+    with is kept as ``std_as_run``).
+    """
+    entries, runs = {}, {}
     for path in paths:
         with open(path) as fh:
             for entry in json.load(fh)["cases"]:
-                entries[entry["case"], entry["n_replicates"]] = entry
-    return list(entries.values())  # a replaced entry keeps its first position
+                key = entry["case"], entry["n_replicates"]
+                entries[key] = entry
+                runs.setdefault(key, {}).update((r["seed"], r) for r in entry["runs"])
+    if rescore:
+        for by_seed in runs.values():
+            by_seed.update((seed, dict(r, std=rescored_std(r), std_as_run=r["std"])) for seed, r in by_seed.items())
+    return [dict(entry, runs=sorted(runs[key].values(), key=lambda r: r["seed"])) for key, entry in entries.items()]
 
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true")
-    parser.add_argument("--seeds", type=int, default=None)
+    parser.add_argument("--seeds", type=int, default=None, help="how many seeds per case (20; 8 with --quick)")
+    parser.add_argument("--first-seed", type=int, default=0,
+                        help="the first estimator seed (seeds not used before are a held-out check)")
     parser.add_argument("--cases", default="", help="comma-separated substrings of case names")
     parser.add_argument("--replicates", default="2", help="comma-separated group counts, at the default "
                         "total particle budget (n_particles scaled by 2 / G)")
     parser.add_argument("--output", default=os.path.join(RESULTS_DIR, "coverage.json"))
     parser.add_argument("--from-json", default=None, metavar="PATH[,PATH]",
                         help="report saved runs and exit (a later file's case and G replace an earlier one's)")
+    parser.add_argument("--rescore", action="store_true",
+                        help="with --from-json: the std this code reports for each saved run (rescored_std)")
     parser.add_argument("--doc-table", default=None, metavar="DIR", help="also write the table there")
     parser.add_argument("--doc-name", default="coverage.rst", help="the table's file name in --doc-table")
     args = parser.parse_args(argv)
     if args.from_json:
         sources = args.from_json.split(",")
-        report(load_saved(sources), args.doc_table, argv, sources, args.doc_name)
+        report(load_saved(sources, args.rescore), args.doc_table, argv, sources, args.doc_name)
         return
-    seeds = range(args.seeds or (8 if args.quick else 20))
+    seeds = range(args.first_seed, args.first_seed + (args.seeds or (8 if args.quick else 20)))
     entries, meta = [], run_metadata(sys.argv)  # the commit and load at the start
     patterns = [p for p in args.cases.split(",") if p]
     for name, case in cases(args.quick, patterns).items():

@@ -131,7 +131,7 @@ from ._sgais_policy import (RESERVOIR_OUTGROWN, SHIFT_UNCURED, ChunkMode, excurs
                             replay_from_prior, shift_detected, surprise_policy, surprised_on_arrival)
 from ._sgais_reference import refresh_reference
 from ._sgais_state import (PAPER_SETTINGS, POPULATION_BIAS_WARNING, ChunkRecord, Particles, SamplerDegeneracyWarning,
-                           SGAISConfig, SGAISState, StepCounts, combine_replicates, evidence_estimate,
+                           SGAISConfig, SGAISState, StepCounts, combine_replicates, evidence_estimate, increment_spread,
                            particle_log_weights, population_log_variance, sgais_init)
 from ._sgais_steps import choose_increment, tempering_step
 
@@ -198,7 +198,8 @@ def sgais_update(state, X, y, model, config):
                            pooled_step_scales(past_scales, n_seen, chunk_scales, n_chunk),
                            state.n_surprise_evaluations + counts.n_surprise_evaluations,
                            state.degraded_variance + widening**2,
-                           state.n_degraded_chunks + bool(progress.degraded))
+                           state.n_degraded_chunks + bool(progress.degraded),
+                           state.increment_variance + increment_spread(state.log_evidence, particles.log_evidence))
     record = chunk_record(state, new_state, counts, n_replayed, time.perf_counter() - tic)
     record = record._replace(degraded=progress.degraded, log_evidence_widening=widening,
                              fallback=_fallbacks(counts, skipped, policy))

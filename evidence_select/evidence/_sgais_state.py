@@ -6,18 +6,16 @@ entry of ``evidence_history_``), the initial state, and the pooled evidence of t
 independent replicate groups with its standard error.
 """
 
-import functools
 import math
 from typing import NamedTuple
 
 import numpy as np
-from scipy import stats
 
 from ..kernels._reservoir import reservoir_init
 from ..utils import log_mean_exp, logsumexp
 
 __all__ = ["SGAISConfig", "SGAISState", "ChunkRecord", "Particles", "StepCounts", "sgais_init", "combine_replicates",
-           "evidence_estimate", "population_log_variance", "POPULATION_BIAS_WARNING",
+           "evidence_estimate", "increment_spread", "population_log_variance", "POPULATION_BIAS_WARNING",
            "particle_log_weights", "SamplerDegeneracyWarning", "PAPER_SETTINGS"]
 
 #: ``ChunkRecord.population_bias`` (nats, as a magnitude) at which the run warns: half the 0.5-nat floor of
@@ -116,6 +114,8 @@ class SGAISState(NamedTuple):
     n_surprise_evaluations: int = 0  # datum evaluations spent by restarts and excursions, over the stream
     degraded_variance: float = 0.0  # variance (nats^2) added to Var(log Z) by degraded chunks (ChunkRecord.degraded)
     n_degraded_chunks: int = 0  # chunks whose evidence the engine could not guarantee
+    increment_variance: float = 0.0  # sum over chunks of the groups' mean log-evidence increment's variance
+
 
 
 class ChunkRecord(NamedTuple):
@@ -265,32 +265,31 @@ def sgais_init(rng, model, config, n_features, y_dtype=None):
                       reservoir_init(config.reservoir_size, n_features, y_dtype), rng, 0, 0, 0)
 
 
-@functools.lru_cache(maxsize=None)
-def _one_sigma_t_factor(n_groups):
-    """Student-t quantile that turns a ``G``-sample standard error into a 68% half-width."""
-    return float(stats.t.ppf(stats.norm.cdf(1.0), n_groups - 1))
-
-
-def combine_replicates(log_evidence, log_evidence_variance=None):
+def combine_replicates(log_evidence, log_evidence_variance=None, increment_variance=None):
     """Combine per-group log evidences: ``(log mean Z_g, std of log Z)``.
 
-    The mean of independent unbiased ``Z_g`` is unbiased. Its log has two
-    standard-error estimates, and the larger is reported:
+    The mean of independent unbiased ``Z_g`` is unbiased. Its log has three
+    standard-error estimates, each blind where another sees, and the largest is
+    reported:
 
-    - the spread of the groups, ``t * sd(log Z_g) / sqrt(G)`` (for small spreads the
+    - the spread of the groups, ``sd(log Z_g) / sqrt(G)`` (for small spreads the
       delta method's ``sd(Z_g / Z_mean) / sqrt(G)``; unlike the latter it keeps
       growing when groups disagree by many nats, e.g. in different modes, where
-      the ratio form saturates at 1). ``t`` is the 84.1% quantile of Student's t
-      with ``G - 1`` degrees of freedom (1.84 for two groups), so that the
-      one-sigma interval keeps its 68% coverage although ``sd`` comes from only
-      ``G`` values (``benchmarks/bench_coverage.py`` measures the coverage);
+      the ratio form saturates at 1). It sees every error the groups do not
+      share, but from ``G`` values only (one degree of freedom for two groups);
+    - ``sqrt(increment_variance)``: the same spread taken chunk by chunk, the
+      groups' log-evidence increments' variance summed over the chunks
+      (:func:`increment_spread`). Many more degrees of freedom, but blind to a
+      difference between the groups that persists from chunk to chunk;
     - each group's importance-weight variance ``v_g``, summed over its resampling
       segments (:func:`~._sgais_steps.segment_log_variance`), combined as
       ``sqrt(log(1 + mean(expm1(v_g)) / G))`` (blind to correlation between
-      particles that share an ancestor, and to errors the groups share).
+      particles that share an ancestor).
 
-    Either can under-read on its own; the larger is reported. Returns NaN for
-    the std only when neither is available.
+    None sees errors the groups share. The two steadier terms stand in for a
+    small-sample correction of the first: ``benchmarks/bench_coverage.py``
+    measures the coverage this gives. Returns NaN for the std only when no
+    term is available.
     """
     log_evidence = np.asarray(log_evidence, dtype=float)
     n_groups = len(log_evidence)
@@ -300,11 +299,28 @@ def combine_replicates(log_evidence, log_evidence_variance=None):
     candidates = []
     if n_groups >= 2:  # sample sd by hand: np.std costs more than the rest of this function (once per chunk)
         deviations = log_evidence - log_evidence.mean()
-        spread = math.sqrt(float(deviations @ deviations) / (n_groups - 1) / n_groups)
-        candidates.append(_one_sigma_t_factor(n_groups) * spread)
+        candidates.append(math.sqrt(float(deviations @ deviations) / (n_groups - 1) / n_groups))
+    if increment_variance:
+        candidates.append(math.sqrt(increment_variance))
     if log_evidence_variance is not None:
         candidates.append(math.sqrt(population_log_variance(log_evidence_variance)))
     return combined, float(max(candidates)) if candidates else float("nan")
+
+
+def increment_spread(log_evidence_before, log_evidence_after):
+    """Variance of the groups' mean log-evidence increment over one chunk, from the groups' spread (0 for one group).
+
+    ``sample variance of (log Z_g after - log Z_g before) / G``. Summed over the
+    chunks (``SGAISState.increment_variance``) it estimates the variance of the
+    groups' mean log evidence when the chunks' errors are independent, with a
+    degree of freedom per chunk where the final spread has ``G - 1`` in all.
+    """
+    increments = np.asarray(log_evidence_after, dtype=float) - log_evidence_before
+    n_groups = len(increments)
+    if n_groups < 2 or not np.all(np.isfinite(increments)):
+        return 0.0
+    deviations = increments - increments.mean()
+    return float(deviations @ deviations) / (n_groups - 1) / n_groups
 
 
 def population_log_variance(log_evidence_variance):
@@ -325,7 +341,7 @@ def evidence_estimate(state):
     The std is that of :func:`combine_replicates`, widened in quadrature by the
     variance that degraded chunks added (``ChunkRecord.degraded``).
     """
-    log_z, std = combine_replicates(state.log_evidence, state.log_evidence_variance)
+    log_z, std = combine_replicates(state.log_evidence, state.log_evidence_variance, state.increment_variance)
     if state.degraded_variance:
         std = math.sqrt(std**2 + state.degraded_variance)
     return log_z, std

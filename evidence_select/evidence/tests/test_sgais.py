@@ -6,7 +6,7 @@ import pytest
 from evidence_select.datasets import make_linear_regression
 from evidence_select.evidence._sgais import SGAISConfig, evidence_estimate, sgais_init, sgais_update
 from evidence_select.evidence._sgais_policy import crossed_checkpoint, merge_independent_runs, per_row_spread
-from evidence_select.evidence._sgais_state import Particles
+from evidence_select.evidence._sgais_state import Particles, combine_replicates, increment_spread
 from evidence_select.models import LinearGaussianModel
 
 
@@ -58,6 +58,34 @@ def test_sgais_unbiased_over_seeds_and_std_calibrated():
     # Reported std within a factor 3 of the observed spread (8 seeds: the spread itself is
     # known only to ~25%).
     assert 1 / 3 < np.std(errors, ddof=1) / np.mean(stds) < 3
+
+
+def test_combine_replicates_reports_the_largest_of_its_three_error_terms():
+    log_z, spread = combine_replicates([0.0, 1.0])  # sd 1/sqrt(2) over sqrt(2) groups
+    assert np.isclose(log_z, np.log((1 + np.e) / 2)) and np.isclose(spread, 0.5)
+    assert np.isclose(combine_replicates([0.0, 1.0], None, 0.81)[1], 0.9)  # the increments' spread
+    weight_term = np.sqrt(np.log1p(2 * np.expm1(2.0) / 4))  # v_g = 2 in both groups
+    assert np.isclose(combine_replicates([0.0, 1.0], [2.0, 2.0], 0.81)[1], weight_term)
+    assert np.isnan(combine_replicates([3.0])[1])  # one group and no weights: nothing to go by
+    assert np.isclose(combine_replicates([3.0], [0.5])[1], np.sqrt(0.5))
+
+
+def test_increment_variance_sums_each_chunks_spread_of_the_groups_increments():
+    data = make_linear_regression(1500, random_state=3)
+    model, config = LinearGaussianModel(5), SGAISConfig(batch_size=300, n_replicates=3, exact_move_rows=0)
+    state = sgais_init(np.random.default_rng(0), model, config, 5, np.float64)
+    expected = 0.0
+    for start in range(0, 1500, 300):
+        before = state.log_evidence
+        state, record, _ = sgais_update(state, data.X[start:start + 300], data.y[start:start + 300], model, config)
+        increments = state.log_evidence - before
+        expected += np.var(increments, ddof=1) / 3
+        assert np.isclose(increment_spread(before, state.log_evidence), np.var(increments, ddof=1) / 3)
+    assert expected > 0 and np.isclose(state.increment_variance, expected)
+    terms = [np.std(state.log_evidence, ddof=1) / np.sqrt(3), np.sqrt(expected),
+             np.sqrt(np.log1p(np.expm1(state.log_evidence_variance).mean() / 3))]
+    assert np.isclose(evidence_estimate(state)[1], max(terms)) and record.log_evidence_std == evidence_estimate(state)[1]
+    assert increment_spread([0.0], [1.0]) == 0.0  # one group has no spread
 
 
 def test_history_records():
