@@ -117,7 +117,6 @@ class SGAISState(NamedTuple):
     increment_variance: float = 0.0  # sum over chunks of the groups' mean log-evidence increment's variance
 
 
-
 class ChunkRecord(NamedTuple):
     """One entry of ``evidence_history_`` (one per processed chunk).
 
