@@ -344,7 +344,8 @@ def main(argv=None):
                         "total particle budget (n_particles scaled by 2 / G)")
     parser.add_argument("--output", default=os.path.join(RESULTS_DIR, "coverage.json"))
     parser.add_argument("--from-json", default=None, metavar="PATH[,PATH]",
-                        help="report saved runs and exit (a later file's case and G replace an earlier one's)")
+                        help="report saved runs and exit (a later file's run of a case, G and seed replaces an "
+                        "earlier one's; other seeds are added)")
     parser.add_argument("--rescore", action="store_true",
                         help="with --from-json: the std this code reports for each saved run (rescored_std)")
     parser.add_argument("--doc-table", default=None, metavar="DIR", help="also write the table there")
