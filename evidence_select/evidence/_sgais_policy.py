@@ -27,6 +27,7 @@ from ..exceptions import EvidenceConvergenceWarning
 from ..kernels._reservoir import reservoir_data
 from ..kernels._resampling import systematic_resample
 from ..utils import log_mean_exp, make_generator
+from ..utils._diagnostics import mean_and_squared_error
 from ._sgais_moves import MoveTarget, past_log_likelihood, uses_exact_moves
 from ._sgais_state import Particles, StepCounts
 from ._sgais_steps import choose_increment, tempering_step
@@ -180,11 +181,8 @@ def shift_detected(policy, log_weights, log_lik):
         per_row = weights @ log_lik  # (n_chunk,)
     if not np.all(np.isfinite(per_row)):
         return True
-    mean = per_row.sum() / len(per_row)
-    deviations = per_row - mean
-    # The sample sd by hand: np.std's overhead is most of this check's cost, once per chunk.
-    standard_error = math.sqrt(float(deviations @ deviations) / (len(per_row) - 1) / len(per_row))
-    return bool(policy.log_z_per_row - mean > SHIFT_Z * standard_error)
+    mean, squared_error = mean_and_squared_error(per_row)
+    return bool(policy.log_z_per_row - mean > SHIFT_Z * math.sqrt(squared_error))
 
 
 def excursion_due(policy, n_steps, excursed, restart):

@@ -13,6 +13,7 @@ import numpy as np
 
 from ..kernels._reservoir import reservoir_init
 from ..utils import log_mean_exp, logsumexp
+from ..utils._diagnostics import mean_and_squared_error
 
 __all__ = ["SGAISConfig", "SGAISState", "ChunkRecord", "Particles", "StepCounts", "sgais_init", "combine_replicates",
            "evidence_estimate", "increment_spread", "population_log_variance", "POPULATION_BIAS_WARNING",
@@ -296,9 +297,8 @@ def combine_replicates(log_evidence, log_evidence_variance=None, increment_varia
     if not np.isfinite(combined):
         return combined, float("nan")
     candidates = []
-    if n_groups >= 2:  # sample sd by hand: np.std costs more than the rest of this function (once per chunk)
-        deviations = log_evidence - log_evidence.mean()
-        candidates.append(math.sqrt(float(deviations @ deviations) / (n_groups - 1) / n_groups))
+    if n_groups >= 2:
+        candidates.append(math.sqrt(mean_and_squared_error(log_evidence)[1]))
     if increment_variance:
         candidates.append(math.sqrt(increment_variance))
     if log_evidence_variance is not None:
@@ -315,11 +315,9 @@ def increment_spread(log_evidence_before, log_evidence_after):
     degree of freedom per chunk where the final spread has ``G - 1`` in all.
     """
     increments = np.asarray(log_evidence_after, dtype=float) - log_evidence_before
-    n_groups = len(increments)
-    if n_groups < 2 or not np.all(np.isfinite(increments)):
+    if len(increments) < 2 or not np.all(np.isfinite(increments)):
         return 0.0
-    deviations = increments - increments.mean()
-    return float(deviations @ deviations) / (n_groups - 1) / n_groups
+    return mean_and_squared_error(increments)[1]
 
 
 def population_log_variance(log_evidence_variance):

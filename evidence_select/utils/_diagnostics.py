@@ -17,7 +17,26 @@ import numpy as np
 from scipy.special import ndtri
 from scipy.stats import rankdata
 
-__all__ = ["split_rhat", "ess_bulk", "integrated_autocorrelation_time", "autocorrelation"]
+__all__ = ["split_rhat", "ess_bulk", "integrated_autocorrelation_time", "autocorrelation", "mean_and_squared_error"]
+
+
+def mean_and_squared_error(values):
+    """The mean of a 1-d sample and its squared standard error, ``sample variance / n`` (NaN below 2 values).
+
+    By hand rather than with ``np.std``, whose overhead dominates on the few values (replicate groups, a
+    chunk's rows) the SGAIS engine passes once per chunk.
+
+    Examples
+    --------
+    >>> mean_and_squared_error(np.array([0.0, 1.0]))
+    (0.5, 0.25)
+    """
+    n = len(values)
+    mean = values.sum() / n
+    if n < 2:
+        return float(mean), float("nan")
+    deviations = values - mean
+    return float(mean), float(deviations @ deviations) / (n - 1) / n
 
 
 def _as_chains(chains):
