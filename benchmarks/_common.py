@@ -201,7 +201,7 @@ def run_metadata(argv):
 
 def save_json(path, obj):
     """Write ``obj`` atomically (temporary file + rename), so a killed run leaves the last complete save."""
-    os.makedirs(os.path.dirname(path), exist_ok=True)
+    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
     tmp = f"{path}.tmp{os.getpid()}"
     with open(tmp, "w") as fh:
         json.dump(obj, fh, indent=1, default=_json_default)

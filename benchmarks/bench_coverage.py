@@ -342,7 +342,8 @@ def main(argv=None):
     parser.add_argument("--cases", default="", help="comma-separated substrings of case names")
     parser.add_argument("--replicates", default="2", help="comma-separated group counts, at the default "
                         "total particle budget (n_particles scaled by 2 / G)")
-    parser.add_argument("--output", default=os.path.join(RESULTS_DIR, "coverage.json"))
+    parser.add_argument("--output", default="coverage.json",
+                        help="file name in benchmarks/results/, or a path (default: coverage.json)")
     parser.add_argument("--from-json", default=None, metavar="PATH[,PATH]",
                         help="report saved runs and exit (a later file's run of a case, G and seed replaces an "
                         "earlier one's; other seeds are added)")
@@ -368,8 +369,9 @@ def main(argv=None):
                                 runs=run(case, seeds, factor, n_replicates)))
             print("| " + " | ".join(entry_cells(entries[-1])) + " |", flush=True)
     report(entries, args.doc_table, argv, doc_name=args.doc_name)
-    save_json(args.output, dict(meta=meta, cases=entries))
-    print(f"wrote {args.output}")
+    output = args.output if os.path.dirname(args.output) else os.path.join(RESULTS_DIR, args.output)
+    save_json(output, dict(meta=meta, cases=entries))
+    print(f"wrote {output}")
 
 
 if __name__ == "__main__":

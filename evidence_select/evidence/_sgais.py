@@ -130,10 +130,11 @@ from ._sgais_policy import (RESERVOIR_OUTGROWN, SHIFT_UNCURED, ChunkMode, excurs
                             growth_restart_due, initial_mode, merge_independent_runs, per_row_spread,
                             replay_from_prior, shift_detected, surprise_policy, surprised_on_arrival)
 from ._sgais_reference import refresh_reference
-from ._sgais_state import (PAPER_SETTINGS, POPULATION_BIAS_WARNING, ChunkRecord, Particles, SamplerDegeneracyWarning,
-                           SGAISConfig, SGAISState, StepCounts, combine_replicates, evidence_estimate, increment_spread,
-                           particle_log_weights, population_log_variance, sgais_init)
-from ._sgais_steps import choose_increment, tempering_step
+from ._sgais_state import (MIN_LINEAGES, PAPER_SETTINGS, POPULATION_BIAS_WARNING, ChunkRecord, Particles,
+                           SamplerDegeneracyWarning, SGAISConfig, SGAISState, StepCounts, combine_replicates,
+                           evidence_estimate, increment_spread, particle_log_weights, population_log_variance,
+                           sgais_init)
+from ._sgais_steps import choose_increment, count_lineages, tempering_step
 
 __all__ = ["SGAISConfig", "SGAISState", "ChunkRecord", "sgais_init", "sgais_update", "sgais_stream",
            "combine_replicates",
@@ -186,7 +187,9 @@ def sgais_update(state, X, y, model, config):
     n_seen, n_chunk = state.n_samples_seen, len(X)
     context = chunk_context(state, X, y, model, config)
     policy = surprise_policy(config, state, n_chunk)
-    progress = anneal_chunk(rng, context, policy, Particles(*state[:4], state.reference, state.reference_grad))
+    progress = anneal_chunk(rng, context, policy, Particles(*state[:4], state.reference, state.reference_grad,
+                                                            np.arange(len(state.particles))))
+    n_lineages = count_lineages(progress.particles)
     restart = progress.restart or growth_restart_due(policy, n_seen, n_chunk, config.batch_size)
     skipped = not restart and growth_checkpoint(policy, n_seen, n_chunk, config.batch_size)
     particles, n_reference, counts, n_replayed = _close_chunk(rng, state, context, progress, restart)
@@ -202,9 +205,11 @@ def sgais_update(state, X, y, model, config):
                            state.increment_variance + increment_spread(state.log_evidence, particles.log_evidence))
     record = chunk_record(state, new_state, counts, n_replayed, time.perf_counter() - tic)
     record = record._replace(degraded=progress.degraded, log_evidence_widening=widening,
-                             fallback=_fallbacks(counts, skipped, policy))
+                             fallback=_fallbacks(counts, skipped, policy), n_lineages=n_lineages)
     _warn_degraded(record, skipped, policy)
     _warn_population_bias(record, state.log_evidence_variance)
+    if n_seen == 0:
+        _warn_collapsed_lineages(record, config.n_particles)
     return new_state, record, undo
 
 
@@ -261,6 +266,24 @@ def _warn_population_bias(record, log_evidence_variance_before):
             f"{-record.population_bias:.3g} nats from the finite particle population (the lognormal value; heavy-"
             "tailed weights make it larger, and it grows with the stream). ChunkRecord.population_bias tracks it. "
             "Cure: more n_particles (the bias falls as 1/n_particles) or a target_ess closer to 1",
+            EvidenceConvergenceWarning, stacklevel=3)
+
+
+def _warn_collapsed_lineages(record, n_particles):
+    """The EvidenceConvergenceWarning of a chunk annealed from the prior that left fewer than ``MIN_LINEAGES``.
+
+    Only for the stream's first chunk: its increment is the whole log evidence of its rows, a single
+    heavy-tailed draw per group; later chunks add small increments whose spread the groups' increment
+    variance follows chunk by chunk.
+    """
+    if record.n_lineages < MIN_LINEAGES:
+        warnings.warn(
+            f"SGAIS: resampling on the first {record.n_samples_seen} rows left every replicate group's particles "
+            f"descending from at most {record.n_lineages} of its {n_particles} starting particles, so each group's evidence "
+            "rests on one or two annealing paths from the prior; neither the importance weights nor the groups' "
+            "spread can measure its error, and the estimate may read low by nats beyond log_evidence_std. "
+            "ChunkRecord.n_lineages records it. Cure: more n_particles (each group then keeps more lineages), "
+            "or check the evidence against a reference backend on these rows",
             EvidenceConvergenceWarning, stacklevel=3)
 
 

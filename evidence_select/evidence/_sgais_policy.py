@@ -303,7 +303,7 @@ def replay_from_prior(rng, reservoir, rows, model, config, stream_fn):
             warnings.simplefilter("ignore", EvidenceConvergenceWarning)
             runs.append(stream_fn(seed, model, group_config, all_X[order], None if all_y is None else all_y[order]))
     stacked = [np.concatenate([getattr(run, name) for run in runs]) if getattr(runs[0], name) is not None else None
-               for name in Particles._fields if name != "theta"]
+               for name in Particles._fields if name not in ("theta", "origins")]
     particles = Particles(np.concatenate([run.particles for run in runs]), *stacked)
     if any(run.degraded_variance for run in runs):
         particles = particles._replace(log_evidence_variance=particles.log_evidence_variance
@@ -340,7 +340,7 @@ def merge_independent_runs(rng, first, second):
     log_weights = np.full((n_groups, n_particles), -math.log(n_particles))
     return first._replace(theta=theta, log_weights=log_weights, log_evidence=log_z_sum - math.log(2),
                           log_evidence_variance=np.log1p(relative_variance), reference=reference,
-                          reference_grad=reference_grad)
+                          reference_grad=reference_grad, origins=None)
 
 
 def per_row_spread(log_weights, per_row_log_lik):

@@ -16,12 +16,16 @@ from ..utils import log_mean_exp, logsumexp
 from ..utils._diagnostics import mean_and_squared_error
 
 __all__ = ["SGAISConfig", "SGAISState", "ChunkRecord", "Particles", "StepCounts", "sgais_init", "combine_replicates",
-           "evidence_estimate", "increment_spread", "population_log_variance", "POPULATION_BIAS_WARNING",
+           "evidence_estimate", "increment_spread", "population_log_variance", "POPULATION_BIAS_WARNING", "MIN_LINEAGES",
            "particle_log_weights", "SamplerDegeneracyWarning", "PAPER_SETTINGS"]
 
 #: ``ChunkRecord.population_bias`` (nats, as a magnitude) at which the run warns: half the 0.5-nat floor of
 #: the calibration criterion, since measured biases on long streams are two to four times this lognormal value.
 POPULATION_BIAS_WARNING = 0.25
+
+#: ``ChunkRecord.n_lineages`` below which a chunk annealed from the prior warns: with at most two lineages in
+#: every group, each group's evidence rests on one or two particle paths.
+MIN_LINEAGES = 3
 
 
 class SamplerDegeneracyWarning(RuntimeWarning):
@@ -188,6 +192,17 @@ class ChunkRecord(NamedTuple):
         bias larger than this lognormal value (see the user guide's coverage of
         long streams). At ``-POPULATION_BIAS_WARNING`` an
         :class:`~evidence_select.EvidenceConvergenceWarning` names the cure.
+    n_lineages : int
+        Lineages left by the chunk's resampling: the largest number, over the
+        replicate groups, of the group's particles at the chunk's start that its
+        particles at the end descend from (before a restart pools them; 0 in
+        records written before this was tracked). With fewer than
+        ``MIN_LINEAGES`` in every group, each group's evidence increment rests on
+        one or two particle paths: its weights cannot measure its variance, and
+        the groups' spread is a couple of draws of a heavy-tailed quantity. On a
+        chunk annealed from the prior, where the increment is the whole log
+        evidence of the chunk, that raises an
+        :class:`~evidence_select.EvidenceConvergenceWarning`.
 
     Examples
     --------
@@ -218,6 +233,7 @@ class ChunkRecord(NamedTuple):
     fallback: str = ""
     n_correlated_moves: int = 0
     population_bias: float = 0.0
+    n_lineages: int = 0
 
 
 class Particles(NamedTuple):
@@ -227,7 +243,9 @@ class Particles(NamedTuple):
     ``(n_groups, n_particles)`` normalised within each group; ``log_evidence`` and
     ``log_evidence_variance`` ``(n_groups,)``; ``reference`` and ``reference_grad``
     the control-variate points and their exact past gradient sums (same shape as
-    ``theta``) or None.
+    ``theta``) or None; ``origins`` ``(n_groups * n_particles,)`` the row of
+    ``theta`` at the chunk's start that each particle descends from (resampling
+    carries it along), or None where nothing tracks it.
     """
 
     theta: np.ndarray
@@ -236,6 +254,7 @@ class Particles(NamedTuple):
     log_evidence_variance: np.ndarray
     reference: np.ndarray
     reference_grad: np.ndarray
+    origins: np.ndarray = None
 
 
 class StepCounts(NamedTuple):

@@ -19,7 +19,7 @@ from ..utils import ess_from_log_weights, logsumexp
 from ._sgais_moves import move
 from ._sgais_state import Particles, SamplerDegeneracyWarning, StepCounts
 
-__all__ = ["reweight", "segment_log_variance", "resample", "choose_increment", "tempering_step"]
+__all__ = ["reweight", "segment_log_variance", "resample", "count_lineages", "choose_increment", "tempering_step"]
 
 
 def reweight(particles, log_increments, where):
@@ -66,7 +66,7 @@ def resample(rng, particles, threshold):
 
     Each particle is drawn in expectation ``n W_i`` times and the weights reset
     to uniform, so weighted averages, and the evidence, stay unbiased. The
-    references travel with their particles. Returns ``(particles, n_groups_resampled)``.
+    references and origins travel with their particles. Returns ``(particles, n_groups_resampled)``.
     """
     log_weights = particles.log_weights
     n_groups, n_particles = log_weights.shape
@@ -78,10 +78,25 @@ def resample(rng, particles, threshold):
     flat = (ancestors + n_particles * np.arange(n_groups)[:, None]).ravel()
     log_weights = log_weights.copy()
     log_weights[need] = -np.log(n_particles)
-    theta, reference, reference_grad = (None if a is None else a[flat]
-                                        for a in (particles.theta, particles.reference, particles.reference_grad))
+    theta, reference, reference_grad, origins = (
+        None if a is None else a[flat]
+        for a in (particles.theta, particles.reference, particles.reference_grad, particles.origins))
     return particles._replace(theta=theta, log_weights=log_weights, reference=reference,
-                              reference_grad=reference_grad), int(need.sum())
+                              reference_grad=reference_grad, origins=origins), int(need.sum())
+
+
+def count_lineages(particles):
+    """The largest number, over groups, of distinct ``origins`` among a group's particles (0 if untracked).
+
+    Resampling copies some particles and drops others, so after a chunk each
+    group's particles descend from a subset of its particles at the chunk's
+    start; the size of that subset is the number of independent paths the
+    group's evidence increment averages over.
+    """
+    if particles.origins is None:
+        return 0
+    origins = np.sort(particles.origins.reshape(particles.log_weights.shape), axis=1)
+    return int(np.max(1 + np.sum(origins[:, 1:] != origins[:, :-1], axis=1)))
 
 
 def choose_increment(log_weights, log_lik, remaining, target_ess, cap_message=None):

@@ -190,10 +190,12 @@ def test_merge_independent_runs_averages_each_groups_evidence_and_draws_within_t
     uniform = np.full((n_groups, n_particles), -np.log(n_particles))
     log_z_a, log_z_b = np.array([0.0, 0.0]), np.array([np.log(3.0), -50.0])
     variance_a, variance_b = np.array([0.01, 0.02]), np.array([0.04, 0.0])
-    theta, log_weights, log_z, variance, reference, reference_grad = merge_independent_runs(
-        np.random.default_rng(0), Particles(theta_a, uniform, log_z_a, variance_a, None, None),
-        Particles(theta_b, uniform, log_z_b, variance_b, None, None))
+    origins = np.arange(n_groups * n_particles)
+    theta, log_weights, log_z, variance, reference, reference_grad, merged_origins = merge_independent_runs(
+        np.random.default_rng(0), Particles(theta_a, uniform, log_z_a, variance_a, None, None, origins),
+        Particles(theta_b, uniform, log_z_b, variance_b, None, None, origins))
     assert reference is None and reference_grad is None
+    assert merged_origins is None  # the pooled particles descend from two runs: no chunk-start lineage
     assert np.allclose(log_z, np.log([(1 + 3) / 2, (1 + np.exp(-50)) / 2]))
     assert np.allclose(log_weights, -np.log(n_particles))
     groups = theta.reshape(n_groups, n_particles)

@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from evidence_select.evidence._sgais_steps import resample, reweight, segment_log_variance
+from evidence_select.evidence._sgais_steps import count_lineages, resample, reweight, segment_log_variance
 from evidence_select.evidence._sgais_state import Particles
 
 
@@ -55,3 +55,20 @@ def test_error_estimate_matches_the_spread_when_the_particles_do_not_move():
     spread = np.var(particles.log_evidence - exact)
     estimated = np.mean(particles.log_evidence_variance)
     assert 0.8 < estimated / spread < 1.25, (estimated, spread)
+
+
+def test_resampling_carries_the_origins_and_lineages_count_the_survivors():
+    rng = np.random.default_rng(2)
+    n_groups, n_particles = 2, 8
+    theta = np.arange(n_groups * n_particles, dtype=float)[:, None]
+    particles = _particles(theta, n_groups)._replace(origins=np.arange(n_groups * n_particles))
+    assert count_lineages(particles) == n_particles
+    log_weights = np.full((n_groups, n_particles), -np.inf)
+    log_weights[0, [1, 5]] = 0.0  # group 0 keeps two particles
+    log_weights[1, 3] = 0.0  # group 1 keeps one
+    particles, _ = resample(rng, particles._replace(log_weights=log_weights), threshold=1.0)
+    # Each particle keeps the origin of the particle it copies, so origins and theta move together.
+    np.testing.assert_array_equal(particles.origins, particles.theta[:, 0].astype(int))
+    assert set(particles.origins[:n_particles]) == {1, 5} and set(particles.origins[n_particles:]) == {11}
+    assert count_lineages(particles) == 2  # the largest over groups
+    assert count_lineages(particles._replace(origins=None)) == 0
