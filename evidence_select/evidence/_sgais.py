@@ -279,9 +279,9 @@ def _warn_collapsed_lineages(record, n_particles):
     if record.n_lineages < MIN_LINEAGES:
         warnings.warn(
             f"SGAIS: resampling on the first {record.n_samples_seen} rows left every replicate group's particles "
-            f"descending from at most {record.n_lineages} of its {n_particles} starting particles, so each group's evidence "
-            "rests on one or two annealing paths from the prior; neither the importance weights nor the groups' "
-            "spread can measure its error, and the estimate may read low by nats beyond log_evidence_std. "
+            f"descending from at most {record.n_lineages} of its {n_particles} starting particles, so each group's "
+            "evidence rests on one or two annealing paths from the prior; neither the importance weights nor the "
+            "groups' spread can measure its error, and the estimate may read low by nats beyond log_evidence_std. "
             "ChunkRecord.n_lineages records it. Cure: more n_particles (each group then keeps more lineages), "
             "or check the evidence against a reference backend on these rows",
             EvidenceConvergenceWarning, stacklevel=3)

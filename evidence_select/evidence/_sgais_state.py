@@ -16,8 +16,8 @@ from ..utils import log_mean_exp, logsumexp
 from ..utils._diagnostics import mean_and_squared_error
 
 __all__ = ["SGAISConfig", "SGAISState", "ChunkRecord", "Particles", "StepCounts", "sgais_init", "combine_replicates",
-           "evidence_estimate", "increment_spread", "population_log_variance", "POPULATION_BIAS_WARNING", "MIN_LINEAGES",
-           "particle_log_weights", "SamplerDegeneracyWarning", "PAPER_SETTINGS"]
+           "evidence_estimate", "increment_spread", "population_log_variance", "POPULATION_BIAS_WARNING",
+           "MIN_LINEAGES", "particle_log_weights", "SamplerDegeneracyWarning", "PAPER_SETTINGS"]
 
 #: ``ChunkRecord.population_bias`` (nats, as a magnitude) at which the run warns: half the 0.5-nat floor of
 #: the calibration criterion, since measured biases on long streams are two to four times this lognormal value.
