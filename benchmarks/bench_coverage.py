@@ -51,6 +51,7 @@ import json
 import os
 import sys
 import time
+import types
 import warnings
 
 import numpy as np
@@ -62,7 +63,7 @@ from bench_real import _order, all_cases, load_case_data, make_estimator, refere
 
 from evidence_select import BayesianLinearRegressor, BayesianLogisticClassifier, BayesianMixture, log_evidence  # noqa: E402,E501
 from evidence_select.datasets import make_linear_regression, make_mixture, make_softmax_classification  # noqa: E402,E501
-from evidence_select.evidence._sgais_state import combine_replicates, increment_spread  # noqa: E402
+from evidence_select.evidence._sgais_state import combine_replicates, evidence_estimate, increment_spread  # noqa: E402,E501
 from evidence_select.models import SoftmaxRegressionModel  # noqa: E402
 
 
@@ -236,8 +237,11 @@ def rescored_std(row):
     for after in row["chunk_group_log_evidence"]:
         increment_variance += increment_spread(before, after)
         before = np.asarray(after)
-    _, std = combine_replicates(row["group_log_evidence"], row["group_variance"], increment_variance)
-    return float(np.hypot(std, np.sqrt(row.get("degraded_variance", 0.0))))
+    state = types.SimpleNamespace(log_evidence=np.asarray(row["group_log_evidence"]),
+                                  log_evidence_variance=np.asarray(row["group_variance"]),
+                                  increment_variance=increment_variance,
+                                  degraded_variance=row.get("degraded_variance", 0.0))
+    return float(evidence_estimate(state)[1])
 
 
 def rule_std(row, rule):

@@ -208,8 +208,7 @@ def sgais_update(state, X, y, model, config):
                              fallback=_fallbacks(counts, skipped, policy), n_lineages=n_lineages)
     _warn_degraded(record, skipped, policy)
     _warn_population_bias(record, state.log_evidence_variance)
-    if n_seen == 0:
-        _warn_collapsed_lineages(record, config.n_particles)
+    _warn_collapsed_lineages(record, n_seen, config.n_particles)
     return new_state, record, undo
 
 
@@ -269,14 +268,14 @@ def _warn_population_bias(record, log_evidence_variance_before):
             EvidenceConvergenceWarning, stacklevel=3)
 
 
-def _warn_collapsed_lineages(record, n_particles):
+def _warn_collapsed_lineages(record, n_seen_before, n_particles):
     """The EvidenceConvergenceWarning of a chunk annealed from the prior that left fewer than ``MIN_LINEAGES``.
 
-    Only for the stream's first chunk: its increment is the whole log evidence of its rows, a single
-    heavy-tailed draw per group; later chunks add small increments whose spread the groups' increment
-    variance follows chunk by chunk.
+    Only for the stream's first chunk (``n_seen_before == 0``): its increment is the whole log evidence of
+    its rows, a single heavy-tailed draw per group; later chunks add small increments whose spread the
+    groups' increment variance follows chunk by chunk.
     """
-    if record.n_lineages < MIN_LINEAGES:
+    if n_seen_before == 0 and record.n_lineages < MIN_LINEAGES:
         warnings.warn(
             f"SGAIS: resampling on the first {record.n_samples_seen} rows left every replicate group's particles "
             f"descending from at most {record.n_lineages} of its {n_particles} starting particles, so each group's "
