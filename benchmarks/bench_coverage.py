@@ -6,6 +6,7 @@ Usage::
     python benchmarks/bench_coverage.py --quick          # 8 seeds, fewer cases
     python benchmarks/bench_coverage.py --first-seed 20 --seeds 40 --output coverage_more.json  # fresh seeds
     python benchmarks/bench_coverage.py --replicates 2,4 # compare group counts at equal particle budget
+    python benchmarks/bench_coverage.py --cases K=5 --set learning_rate=0.2  # other estimator settings
     python benchmarks/bench_coverage.py --from-json benchmarks/results/coverage.json \
         --doc-table doc/user_guide/generated
     python benchmarks/bench_coverage.py --cases "N=1e5" --output benchmarks/results/coverage_long.json \
@@ -47,6 +48,7 @@ cluster appears at row 300 (bridge reference). ``--cases`` picks cases by substr
 """
 
 import argparse
+import ast
 import json
 import os
 import sys
@@ -204,13 +206,15 @@ def _record_group_evidence(est):
     return recorded
 
 
-def run(case, seeds, n_particles_factor, n_replicates):
+def run(case, seeds, n_particles_factor, n_replicates, settings=None):
+    """One row per seed; ``settings`` (estimator parameters) are set on every case's estimator."""
     factory, X, y, reference = case
     ref, ref_std = reference() if callable(reference) else reference
     rows = []
     for seed in seeds:
         default = factory(seed, 2, 2).__class__().get_params()["n_particles"]
-        est = factory(seed, max(2, int(round(default * n_particles_factor))), n_replicates)
+        est = factory(seed, max(2, int(round(default * n_particles_factor))), n_replicates).set_params(
+            **(settings or {}))
         chunk_groups = _record_group_evidence(est)
         tic = time.process_time()
         with warnings.catch_warnings(record=True) as caught:
@@ -337,6 +341,20 @@ def load_saved(paths, rescore=False):
     return [dict(entry, runs=sorted(runs[key].values(), key=lambda r: r["seed"])) for key, entry in entries.items()]
 
 
+def parse_settings(text):
+    """``"a=1,b=x"`` -> ``{"a": 1, "b": "x"}``: values read as Python literals where they are, else as strings."""
+    settings = {}
+    for item in filter(None, text.split(",")):
+        name, sep, value = item.partition("=")
+        if not sep or not name.strip():
+            raise SystemExit(f"--set expects NAME=VALUE items, got {item!r}")
+        try:
+            settings[name.strip()] = ast.literal_eval(value.strip())
+        except (ValueError, SyntaxError):
+            settings[name.strip()] = value.strip()
+    return settings
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true")
@@ -355,7 +373,11 @@ def main(argv=None):
                         help="with --from-json: the std this code reports for each saved run (rescored_std)")
     parser.add_argument("--doc-table", default=None, metavar="DIR", help="also write the table there")
     parser.add_argument("--doc-name", default="coverage.rst", help="the table's file name in --doc-table")
+    parser.add_argument("--set", default="", metavar="NAME=VALUE[,NAME=VALUE]",
+                        help="estimator parameters to change in every case (e.g. learning_rate=0.2), "
+                        "stored with the runs")
     args = parser.parse_args(argv)
+    settings = parse_settings(args.set)
     if args.from_json:
         sources = args.from_json.split(",")
         report(load_saved(sources, args.rescore), args.doc_table, argv, sources, args.doc_name)
@@ -369,8 +391,10 @@ def main(argv=None):
         for n_replicates in (int(g) for g in args.replicates.split(",")):
             factor = 2.0 / n_replicates
             particles = case[0](0, 2, 2).__class__().get_params()["n_particles"] * factor
-            entries.append(dict(case=name, n_replicates=n_replicates, particles_per_group=particles,
-                                runs=run(case, seeds, factor, n_replicates)))
+            # Changed settings name the row, so --from-json never pools their runs with the defaults'.
+            label = name + "".join(f" [{key}={value}]" for key, value in settings.items())
+            entries.append(dict(case=label, n_replicates=n_replicates, particles_per_group=particles,
+                                settings=settings, runs=run(case, seeds, factor, n_replicates, settings)))
             print("| " + " | ".join(entry_cells(entries[-1])) + " |", flush=True)
     report(entries, args.doc_table, argv, doc_name=args.doc_name)
     output = args.output if os.path.dirname(args.output) else os.path.join(RESULTS_DIR, args.output)
