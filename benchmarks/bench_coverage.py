@@ -226,6 +226,7 @@ def run(case, seeds, n_particles_factor, n_replicates, settings=None):
                          group_log_evidence=state.log_evidence.tolist(), chunk_group_log_evidence=chunk_groups,
                          group_variance=state.log_evidence_variance.tolist(),
                          degraded_variance=float(state.degraded_variance), reference=ref, reference_std=ref_std,
+                         first_chunk_lineages=int(est.evidence_history_[0].n_lineages),
                          cpu_seconds=time.process_time() - tic))
     return rows
 
@@ -390,10 +391,11 @@ def main(argv=None):
             continue
         for n_replicates in (int(g) for g in args.replicates.split(",")):
             factor = 2.0 / n_replicates
-            particles = case[0](0, 2, 2).__class__().get_params()["n_particles"] * factor
+            particles = settings.get("n_particles", case[0](0, 2, 2).__class__().get_params()["n_particles"] * factor)
             # Changed settings name the row, so --from-json never pools their runs with the defaults'.
             label = name + "".join(f" [{key}={value}]" for key, value in settings.items())
-            entries.append(dict(case=label, n_replicates=n_replicates, particles_per_group=particles,
+            entries.append(dict(case=label, n_replicates=settings.get("n_replicates", n_replicates),
+                                particles_per_group=particles,
                                 settings=settings, runs=run(case, seeds, factor, n_replicates, settings)))
             print("| " + " | ".join(entry_cells(entries[-1])) + " |", flush=True)
     report(entries, args.doc_table, argv, doc_name=args.doc_name)

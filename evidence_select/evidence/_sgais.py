@@ -281,8 +281,10 @@ def _warn_collapsed_lineages(record, n_seen_before, n_particles):
             f"descending from at most {record.n_lineages} of its {n_particles} starting particles, so each group's "
             "evidence rests on one or two annealing paths from the prior; neither the importance weights nor the "
             "groups' spread can measure its error, and the estimate may read low by nats beyond log_evidence_std. "
-            "ChunkRecord.n_lineages records it. Cure: more n_particles (each group then keeps more lineages), "
-            "or check the evidence against a reference backend on these rows",
+            "ChunkRecord.n_lineages records it. Cure: check the evidence against a reference backend on these rows "
+            "(log_evidence with method='ais' and more n_chains and n_mcmc_steps than its defaults); more n_particles "
+            "or n_mcmc_steps make the miss smaller but log_evidence_std still does not cover it, and more n_particles "
+            "can keep this warning from firing without curing the miss",
             EvidenceConvergenceWarning, stacklevel=3)
 
 
