@@ -130,10 +130,10 @@ from ._sgais_policy import (RESERVOIR_OUTGROWN, SHIFT_UNCURED, ChunkMode, excurs
                             growth_restart_due, initial_mode, merge_independent_runs, per_row_spread,
                             replay_from_prior, shift_detected, surprise_policy, surprised_on_arrival)
 from ._sgais_reference import refresh_reference
-from ._sgais_state import (MIN_LINEAGES, PAPER_SETTINGS, POPULATION_BIAS_WARNING, ChunkRecord, Particles,
+from ._sgais_state import (PAPER_SETTINGS, POPULATION_BIAS_WARNING, ChunkRecord, Particles,
                            SamplerDegeneracyWarning, SGAISConfig, SGAISState, StepCounts, combine_replicates,
-                           evidence_estimate, increment_spread, particle_log_weights, population_log_variance,
-                           sgais_init)
+                           evidence_estimate, increment_spread, lineage_threshold, particle_log_weights,
+                           population_log_variance, sgais_init)
 from ._sgais_steps import choose_increment, count_lineages, tempering_step
 
 __all__ = ["SGAISConfig", "SGAISState", "ChunkRecord", "sgais_init", "sgais_update", "sgais_stream",
@@ -269,22 +269,22 @@ def _warn_population_bias(record, log_evidence_variance_before):
 
 
 def _warn_collapsed_lineages(record, n_seen_before, n_particles):
-    """The EvidenceConvergenceWarning of a chunk annealed from the prior that left fewer than ``MIN_LINEAGES``.
+    """The EvidenceConvergenceWarning of a chunk annealed from the prior that left fewer lineages than
+    :func:`~._sgais_state.lineage_threshold` of ``n_particles``.
 
     Only for the stream's first chunk (``n_seen_before == 0``): its increment is the whole log evidence of
     its rows, a single heavy-tailed draw per group; later chunks add small increments whose spread the
     groups' increment variance follows chunk by chunk.
     """
-    if n_seen_before == 0 and record.n_lineages < MIN_LINEAGES:
+    if n_seen_before == 0 and record.n_lineages < lineage_threshold(n_particles):
         warnings.warn(
             f"SGAIS: resampling on the first {record.n_samples_seen} rows left every replicate group's particles "
             f"descending from at most {record.n_lineages} of its {n_particles} starting particles, so each group's "
-            "evidence rests on one or two annealing paths from the prior; neither the importance weights nor the "
+            "evidence rests on a few annealing paths from the prior; neither the importance weights nor the "
             "groups' spread can measure its error, and the estimate may read low by nats beyond log_evidence_std. "
             "ChunkRecord.n_lineages records it. Cure: check the evidence against a reference backend on these rows "
             "(log_evidence with method='ais' and more n_chains and n_mcmc_steps than its defaults); more n_particles "
-            "or n_mcmc_steps make the miss smaller but log_evidence_std still does not cover it, and more n_particles "
-            "can keep this warning from firing without curing the miss",
+            "or n_mcmc_steps make the miss smaller, but log_evidence_std may still not cover it",
             EvidenceConvergenceWarning, stacklevel=3)
 
 

@@ -17,15 +17,31 @@ from ..utils._diagnostics import mean_and_squared_error
 
 __all__ = ["SGAISConfig", "SGAISState", "ChunkRecord", "Particles", "StepCounts", "sgais_init", "combine_replicates",
            "evidence_estimate", "increment_spread", "population_log_variance", "POPULATION_BIAS_WARNING",
-           "MIN_LINEAGES", "particle_log_weights", "SamplerDegeneracyWarning", "PAPER_SETTINGS"]
+           "MIN_LINEAGES", "LINEAGE_FRACTION", "lineage_threshold", "particle_log_weights", "SamplerDegeneracyWarning",
+           "PAPER_SETTINGS"]
 
 #: ``ChunkRecord.population_bias`` (nats, as a magnitude) at which the run warns: half the 0.5-nat floor of
 #: the calibration criterion, since measured biases on long streams are two to four times this lognormal value.
 POPULATION_BIAS_WARNING = 0.25
 
-#: ``ChunkRecord.n_lineages`` below which a chunk annealed from the prior warns: with at most two lineages in
-#: every group, each group's evidence rests on one or two particle paths.
+#: ``ChunkRecord.n_lineages`` below which a chunk annealed from the prior warns (with at most two lineages in
+#: every group, each group's evidence rests on one or two particle paths), or below ``LINEAGE_FRACTION`` of a
+#: group's particles where that is more (see :func:`lineage_threshold`).
 MIN_LINEAGES = 3
+#: The fraction of a group's starting particles below which its lineages count as collapsed: 3 of the 20 that
+#: ``MIN_LINEAGES`` was set for.
+LINEAGE_FRACTION = (3, 20)
+
+
+def lineage_threshold(n_particles):
+    """The ``n_lineages`` below which a chunk annealed from the prior warns, for groups of ``n_particles``.
+
+    ``MIN_LINEAGES``, or ``LINEAGE_FRACTION`` of the group where that is more: a group that keeps the same
+    fraction of its starting particles is no more reliable for having more of them, so raising
+    ``n_particles`` must not silence the warning unless the lineages grow with it.
+    """
+    numerator, denominator = LINEAGE_FRACTION
+    return max(MIN_LINEAGES, -(-numerator * int(n_particles) // denominator))
 
 
 class SamplerDegeneracyWarning(RuntimeWarning):
@@ -197,8 +213,8 @@ class ChunkRecord(NamedTuple):
         replicate groups, of the group's particles at the chunk's start that its
         particles at the end descend from (before a restart pools them; 0 in
         records written before this was tracked). With fewer than
-        ``MIN_LINEAGES`` in every group, each group's evidence increment rests on
-        one or two particle paths: its weights cannot measure its variance, and
+        :func:`lineage_threshold` in every group, each group's evidence increment
+        rests on a few particle paths: its weights cannot measure its variance, and
         the groups' spread is a couple of draws of a heavy-tailed quantity. On a
         chunk annealed from the prior, where the increment is the whole log
         evidence of the chunk, that raises an
