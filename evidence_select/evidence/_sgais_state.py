@@ -36,12 +36,13 @@ LINEAGE_FRACTION = (3, 20)
 def lineage_threshold(n_particles):
     """The ``n_lineages`` below which a chunk annealed from the prior warns, for groups of ``n_particles``.
 
-    ``MIN_LINEAGES``, or ``LINEAGE_FRACTION`` of the group where that is more: a group that keeps the same
-    fraction of its starting particles is no more reliable for having more of them, so raising
-    ``n_particles`` must not silence the warning unless the lineages grow with it.
+    ``MIN_LINEAGES``, or ``LINEAGE_FRACTION`` of the group (rounded down) where that is more: a group that
+    keeps the same fraction of its starting particles is no more reliable for having more of them, so raising
+    ``n_particles`` must not silence the warning unless the lineages grow with it. Rounded down, so that a
+    group between multiples of 20 (the classifier's default of 30: threshold 4) is held to no more than its share.
     """
     numerator, denominator = LINEAGE_FRACTION
-    return max(MIN_LINEAGES, -(-numerator * int(n_particles) // denominator))
+    return max(MIN_LINEAGES, numerator * int(n_particles) // denominator)
 
 
 class SamplerDegeneracyWarning(RuntimeWarning):

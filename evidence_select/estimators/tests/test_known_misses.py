@@ -58,7 +58,7 @@ def test_more_particles_do_not_silence_the_paper_mixture_miss():
 
 
 def test_lineage_threshold_grows_with_the_group():
-    assert [lineage_threshold(n) for n in (8, 20, 21, 30, 40, 80)] == [MIN_LINEAGES, 3, 4, 5, 6, 12]
+    assert [lineage_threshold(n) for n in (8, 20, 21, 30, 40, 80)] == [MIN_LINEAGES, 3, 3, 4, 6, 12]
 
 
 def test_lineage_warning_is_silent_where_the_first_chunk_keeps_its_lineages():
