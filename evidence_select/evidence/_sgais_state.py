@@ -213,9 +213,9 @@ class ChunkRecord(NamedTuple):
         Lineages left by the chunk's resampling: the largest number, over the
         replicate groups, of the group's particles at the chunk's start that its
         particles at the end descend from (before a restart pools them; 0 in
-        records written before this was tracked). With fewer than
-        :func:`lineage_threshold` in every group, each group's evidence increment
-        rests on a few particle paths: its weights cannot measure its variance, and
+        records written before this was tracked). Below
+        ``lineage_threshold(n_particles)`` in every group, each group's evidence
+        increment rests on a few particle paths: its weights cannot measure its variance, and
         the groups' spread is a couple of draws of a heavy-tailed quantity. On a
         chunk annealed from the prior, where the increment is the whole log
         evidence of the chunk, that raises an
