@@ -92,7 +92,8 @@ def log_evidence(estimator_or_model, X=None, y=None, *, method, random_state=Non
     y : array-like of shape (n_samples,), default=None
         Targets (class labels for the classifier); None for density models.
     method : {"exact", "ais", "ns", "bridge", "sgais"}
-        ``"exact"`` where analytic (linear model); ``"ais"``, ``"ns"`` and
+        ``"exact"`` where analytic (the linear model, a one-component mixture, the
+        conjugate and calibration models); ``"ais"``, ``"ns"`` and
         ``"bridge"`` are the full-data reference backends; ``"sgais"`` streams the
         data through the online estimator (same result as its ``log_evidence_``
         for the same seed).

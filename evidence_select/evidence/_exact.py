@@ -8,6 +8,9 @@ __all__ = ["exact_log_evidence", "has_exact_evidence"]
 def has_exact_evidence(model):
     """True when ``model`` provides an analytic ``exact_log_evidence(X, y)``.
 
+    A model whose analytic evidence holds only for some settings (the Gaussian
+    mixture: one component) says so with an ``exact_evidence_available`` attribute.
+
     Parameters
     ----------
     model : Model
@@ -25,8 +28,11 @@ def has_exact_evidence(model):
     True
     >>> has_exact_evidence(GaussianMixtureModel(n_components=2, n_features=2))
     False
+    >>> has_exact_evidence(GaussianMixtureModel(n_components=1, n_features=2))
+    True
     """
-    return callable(getattr(model, "exact_log_evidence", None))
+    return callable(getattr(model, "exact_log_evidence", None)) and bool(getattr(model, "exact_evidence_available",
+                                                                                   True))
 
 
 def exact_log_evidence(model, X, y=None):
@@ -52,7 +58,8 @@ def exact_log_evidence(model, X, y=None):
     Raises
     ------
     ValueError
-        If the model has no analytic evidence (e.g. the Gaussian mixture).
+        If the model has no analytic evidence (e.g. the Gaussian mixture with more than one
+        component).
 
     See Also
     --------
@@ -68,8 +75,9 @@ def exact_log_evidence(model, X, y=None):
     -155.53
     """
     if not has_exact_evidence(model):
+        settings = " with these settings" if callable(getattr(model, "exact_log_evidence", None)) else ""
         raise ValueError(f"method='exact' is not available for {type(model).__name__}: it has no analytic "
-                         "evidence; use method='ais', 'ns', 'bridge' or 'sgais'")
+                         f"evidence{settings}; use method='ais', 'ns', 'bridge' or 'sgais'")
     return float(model.exact_log_evidence(X, y))
 
 

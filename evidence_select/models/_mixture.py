@@ -113,6 +113,52 @@ class GaussianMixtureModel(Model):
         theta[:, n_eta + n_means:] = np.reshape(log_variances, (n_particles, n_means))
         return theta
 
+    # -- exact evidence (one component) -------------------------------------------------
+    @property
+    def exact_evidence_available(self):
+        """Whether :meth:`exact_log_evidence` applies: only with one component."""
+        return self.n_components == 1
+
+    def exact_log_evidence(self, X, y=None):
+        """Analytic ``log p(X)`` of the one-component model.
+
+        With ``K = 1`` the features are independent normal-inverse-gamma models
+        (``mu | sigma2 ~ N(m0, c sigma2)``, ``sigma2 ~ InvGamma(a, b)``), each with
+        the conjugate evidence ``Gamma(a_n) b^a sqrt(kappa_0 / kappa_n) /
+        (Gamma(a) b_n^{a_n} (2 pi)^{n/2})``, where ``kappa_0 = 1 / c``,
+        ``kappa_n = kappa_0 + n``, ``a_n = a + n / 2`` and ``b_n = b + S / 2 +
+        kappa_0 n (xbar - m0)^2 / (2 kappa_n)`` with ``S`` the sum of squared
+        deviations from the mean ``xbar``. The exact reference for the mixture's
+        estimators on real data (a ``K = 1`` candidate).
+
+        Raises
+        ------
+        ValueError
+            With more than one component (no analytic evidence).
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> X = np.array([[0.5], [-1.0], [2.0]])
+        >>> round(GaussianMixtureModel(1, 1).exact_log_evidence(X), 4)
+        -6.7233
+        """
+        if not self.exact_evidence_available:
+            raise ValueError(f"the Gaussian mixture has an analytic evidence only with one component, not "
+                             f"n_components={self.n_components}; use method='ais', 'ns', 'bridge' or 'sgais'")
+        X = np.asarray(X, dtype=float)
+        n = len(X)
+        a, b, m0 = self.variance_shape, self.variance_scale, self.mean_prior_loc
+        kappa_0 = 1.0 / self.mean_variance_factor
+        kappa_n = kappa_0 + n
+        mean = X.mean(axis=0) if n else np.zeros(self.n_features)
+        squares = np.sum((X - mean) ** 2, axis=0)
+        a_n = a + 0.5 * n
+        b_n = b + 0.5 * squares + 0.5 * kappa_0 * n * (mean - m0) ** 2 / kappa_n
+        per_feature = (gammaln(a_n) - gammaln(a) + a * np.log(b) - a_n * np.log(b_n)
+                       + 0.5 * np.log(kappa_0 / kappa_n) - 0.5 * n * _LOG_2PI)
+        return float(np.sum(per_feature))
+
     # -- prior -------------------------------------------------------------------------
     def sample_prior(self, rng, n_samples):
         K, d = self.n_components, self.n_features
