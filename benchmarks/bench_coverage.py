@@ -225,7 +225,8 @@ def run(case, seeds, n_particles_factor, n_replicates, settings=None):
         rows.append(dict(seed=seed, value=float(est.log_evidence_), std=float(est.log_evidence_std_), warnings=flags,
                          group_log_evidence=state.log_evidence.tolist(), chunk_group_log_evidence=chunk_groups,
                          group_variance=state.log_evidence_variance.tolist(),
-                         degraded_variance=float(state.degraded_variance), reference=ref, reference_std=ref_std,
+                         degraded_variance=float(state.degraded_variance),
+                         mode_gap_variance=float(state.mode_gap_variance), reference=ref, reference_std=ref_std,
                          first_chunk_lineages=int(est.evidence_history_[0].n_lineages),
                          cpu_seconds=time.process_time() - tic))
     return rows
@@ -245,7 +246,8 @@ def rescored_std(row):
     state = types.SimpleNamespace(log_evidence=np.asarray(row["group_log_evidence"]),
                                   log_evidence_variance=np.asarray(row["group_variance"]),
                                   increment_variance=increment_variance,
-                                  degraded_variance=row.get("degraded_variance", 0.0))
+                                  degraded_variance=row.get("degraded_variance", 0.0),
+                                  mode_gap_variance=row.get("mode_gap_variance", 0.0))
     return float(evidence_estimate(state)[1])
 
 

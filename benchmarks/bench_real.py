@@ -9,6 +9,8 @@ Usage::
     python benchmarks/bench_real.py --exact-move-rows 0   # SGHMC from the first row (no exact moves)
     python benchmarks/bench_real.py --doc-table doc/user_guide/generated   # also the user guide's table
     python benchmarks/bench_real.py --from-json benchmarks/results/real.json --doc-table doc/user_guide/generated
+    python benchmarks/bench_real.py --mixtures --output real_mixtures.json \
+        --doc-table doc/user_guide/generated --doc-name real_data_mixtures.rst   # the mixture cases only
 
 Prints a markdown table and writes ``benchmarks/results/real.json``.
 
@@ -22,7 +24,14 @@ Cases (features standardised unless the case says "unscaled"; chunks of 100 rows
 - diabetes, ``BayesianLinearRegressor`` against the exact evidence, with ``y``
   standardised and raw (raw ``y`` has variance ~6000 against ``noise_variance=1``:
   the estimator must refuse it or warn);
-- breast cancer unscaled (prior 1): must warn (no reference computed).
+- breast cancer unscaled (prior 1): must warn (no reference computed);
+- ``BayesianMixture(K)`` (``K`` = 1, 2, 3, its defaults but the chunks) on standardised
+  real rows, in file order, shuffled and sorted by the first column (each chunk then lies
+  beyond the last): iris and wine features, the first five breast-cancer features, the
+  diabetes target as one column, and the first two principal components of all 1797
+  digits. ``K = 1`` has an exact evidence (normal-inverse-gamma); ``K >= 2`` is checked
+  against two heavy AIS runs (1600 chains, 48 moves per temperature), pooled by their
+  mean ``Z`` (see ``MIXTURE_AIS``).
 
 Reference for the classifiers: AIS (100 chains) and bridge sampling on the full data;
 where they agree within ``max(3 x combined std, 0.5)`` the bridge value is used, otherwise
@@ -44,11 +53,19 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from _common import RESULTS_DIR, pairwise_agreement, run_metadata, save_json, write_rst_table  # noqa: E402
 
-from evidence_select import BayesianLinearRegressor, BayesianLogisticClassifier, log_evidence  # noqa: E402
+from evidence_select import BayesianLinearRegressor, BayesianLogisticClassifier, BayesianMixture, log_evidence  # noqa: E402,E501
 
 REFERENCE_PATH = os.path.join(RESULTS_DIR, "real_references.json")
 CHUNK = 100
 AIS_CHAINS = 100
+#: The mixtures' reference: AIS at 16 times the default chains and 4 times the moves, two seeds. At the
+#: defaults AIS and bridge sampling both miss modes of the paper's five-component mixture (see bench_coverage).
+MIXTURE_AIS = dict(n_chains=1600, n_mcmc_steps=48)
+MIXTURE_AIS_SEEDS = (0, 1)
+#: Density data sets of the mixture cases (standardised columns).
+MIXTURE_DATA = ("iris_X", "wine_X", "bc5_X", "diabetes_target", "digits_pca2")
+MIXTURE_COMPONENTS = {"iris_X": (1, 2, 3), "wine_X": (1, 2), "bc5_X": (1, 2), "diabetes_target": (1, 2, 3),
+                      "digits_pca2": (1, 2)}
 
 
 # -- data ----------------------------------------------------------------------------------
@@ -59,13 +76,14 @@ def _standardise(values):
 
 
 def _order(X, y, order):
+    """The rows in file order, shuffled (seed 0), or sorted by class (by the first column without ``y``)."""
     if order == "shuffled":
         index = np.random.default_rng(0).permutation(len(X))
     elif order == "sorted":
-        index = np.argsort(y, kind="stable")
+        index = np.argsort(X[:, 0] if y is None else y, kind="stable")
     else:
         index = np.arange(len(X))
-    return X[index], y[index]
+    return X[index], (None if y is None else y[index])
 
 
 def load_case_data(name):
@@ -85,7 +103,23 @@ def load_case_data(name):
     if name in ("diabetes", "diabetes_raw"):
         X, y = datasets.load_diabetes(return_X_y=True)
         return _standardise(X), (_standardise(y) if name == "diabetes" else y.astype(float))
+    if name in MIXTURE_DATA:
+        return _density_data(name), None
     raise ValueError(f"unknown data set {name!r}")
+
+
+def _density_data(name):
+    """The mixture cases' rows (no targets), every column standardised."""
+    from sklearn import datasets
+    from sklearn.decomposition import PCA
+
+    if name in ("iris_X", "wine_X"):
+        return _standardise(getattr(datasets, f"load_{name[:-2]}")().data)
+    if name == "bc5_X":
+        return _standardise(datasets.load_breast_cancer().data[:, :5])
+    if name == "diabetes_target":
+        return _standardise(datasets.load_diabetes().target[:, None])
+    return _standardise(PCA(2, random_state=0).fit_transform(datasets.load_digits().data))
 
 
 def all_cases():
@@ -100,6 +134,11 @@ def all_cases():
         cases[name] = (name, "shuffled", dict(kind="classifier", prior_scale=1), "backends")
     cases["diabetes"] = ("diabetes", "file", dict(kind="regressor"), "exact")
     cases["diabetes_raw_y"] = ("diabetes_raw", "file", dict(kind="regressor"), "exact")
+    for data_name in MIXTURE_DATA:
+        for k in MIXTURE_COMPONENTS[data_name]:
+            for order in ("file", "shuffled", "sorted"):
+                cases[f"mix_k{k}_{data_name}_{order}"] = (data_name, order, dict(kind="mixture", n_components=k),
+                                                         "exact" if k == 1 else "mixture_ais")
     return cases
 
 
@@ -111,6 +150,8 @@ def make_estimator(spec, seed):
     params = {k: v for k, v in spec.items() if k != "kind"}
     if spec["kind"] == "classifier":
         return BayesianLogisticClassifier(batch_size=CHUNK, random_state=seed, **params)
+    if spec["kind"] == "mixture":
+        return BayesianMixture(batch_size=CHUNK, random_state=seed, **params)
     return BayesianLinearRegressor(batch_size=CHUNK, random_state=seed, **params)
 
 
@@ -127,6 +168,8 @@ def compute_reference(data_name, spec, ref_kind):
     if ref_kind == "exact":
         return dict(value=float(log_evidence(est, X, y, method="exact").log_evidence), std=0.0, backends={},
                     agree=True)
+    if ref_kind == "mixture_ais":
+        return _mixture_reference(est, X)
     backends = {}
     for method, settings in (("ais", dict(n_chains=AIS_CHAINS)), ("bridge", {})):
         tic, cpu = time.perf_counter(), time.process_time()
@@ -142,6 +185,36 @@ def compute_reference(data_name, spec, ref_kind):
     # schedule, no posterior-shape assumption) is the one used and the table flags the case.
     chosen = backends["bridge" if agree else "ais"]
     return dict(value=chosen["value"], std=chosen["std"], backends=backends, agree=agree, pairs=pairs)
+
+
+def _mixture_reference(est, X):
+    """Two heavy AIS runs (``MIXTURE_AIS``); those that pass their own convergence checks (all, if none does)
+    pooled by their mean ``Z`` (unbiased, as each run's ``Z`` is). ``agree`` says whether the runs agree
+    within ``max(3 x combined std, 0.5)``."""
+    backends = {}
+    for seed in MIXTURE_AIS_SEEDS:
+        tic, cpu = time.perf_counter(), time.process_time()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            result = log_evidence(est, X, method="ais", random_state=seed, **MIXTURE_AIS)
+        backends[f"ais_{seed}"] = dict(value=float(result.log_evidence), std=float(result.log_evidence_std),
+                                       converged=bool(result.converged), seconds=time.perf_counter() - tic,
+                                       cpu_seconds=time.process_time() - cpu)
+    return dict(pooled_ais(backends), backends=backends,
+                agree=all(p["agree"] for p in pairwise_agreement({name: (b["value"], b["std"])
+                                                                  for name, b in backends.items()})))
+
+
+def pooled_ais(backends):
+    """``value`` and ``std`` of the mean ``Z`` of the converged runs among ``backends`` (all, if none is)."""
+    used = [b for b in backends.values() if b["converged"]] or list(backends.values())
+    values = np.array([b["value"] for b in used])
+    stds = np.array([b["std"] for b in used])
+    # Var of the mean Z relative to its square, from the runs' own relative variances (delta method).
+    share = np.exp(values - values.max()) / np.sum(np.exp(values - values.max()))
+    pooled_std = float(np.sqrt(np.sum((share * stds) ** 2)))
+    pooled = float(values.max() + np.log(np.mean(np.exp(values - values.max()))))
+    return dict(value=pooled, std=pooled_std)
 
 
 def references(cases, recompute):
@@ -233,28 +306,35 @@ def main(argv=None):
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--recompute", action="store_true", help="recompute the cached references")
     parser.add_argument("--cases", default=None, help="comma-separated case names (default: all or the quick set)")
+    parser.add_argument("--mixtures", action="store_true", help="only the BayesianMixture cases (mix_k*)")
     parser.add_argument("--seeds", type=int, default=None)
-    parser.add_argument("--output", default=os.path.join(RESULTS_DIR, "real.json"))
+    parser.add_argument("--output", default=os.path.join(RESULTS_DIR, "real.json"),
+                        help="where to write the runs (a bare file name goes to benchmarks/results/)")
     parser.add_argument("--exact-move-rows", type=int, default=None,
                         help="the estimators' exact_move_rows (default: theirs; 0 runs SGHMC from the first row)")
     parser.add_argument("--doc-table", metavar="DIR", default=None,
                         help="also write the table as DIR/real_data.rst (included by the user guide)")
+    parser.add_argument("--doc-name", default="real_data.rst",
+                        help="file name of the --doc-table table (real_data_mixtures.rst for the mixture cases)")
     parser.add_argument("--from-json", metavar="PATH", default=None,
-                        help="tabulate a saved run (its rows) instead of running")
+                        help="tabulate saved runs (their rows, comma-separated files in order) instead of running")
     args = parser.parse_args(argv)
     if args.from_json:
-        with open(args.from_json) as fh:
-            rows = json.load(fh)["rows"]
+        rows = []
+        for path in args.from_json.split(","):
+            with open(path) as fh:
+                rows += json.load(fh)["rows"]
         print("\n".join(table(rows)))
     else:
         meta = run_metadata(sys.argv)  # the commit and load at the start
         rows, refs = run_cases(parser, args)
         print("\n".join(table(rows)))
-        save_json(args.output, dict(meta=meta, rows=rows, references=refs))
-        print(f"wrote {args.output}")
+        output = args.output if os.path.dirname(args.output) else os.path.join(RESULTS_DIR, args.output)
+        save_json(output, dict(meta=meta, rows=rows, references=refs))
+        print(f"wrote {output}")
     if args.doc_table:
-        write_rst_table(os.path.join(args.doc_table, "real_data.rst"), *table_cells(rows), "bench_real.py", argv,
-                        sources=[args.from_json] if args.from_json else None)
+        write_rst_table(os.path.join(args.doc_table, args.doc_name), *table_cells(rows), "bench_real.py", argv,
+                        sources=args.from_json.split(",") if args.from_json else None)
 
 
 def run_cases(parser, args):
@@ -262,6 +342,8 @@ def run_cases(parser, args):
     references."""
     cases = all_cases()
     chosen = args.cases.split(",") if args.cases else (QUICK_CASES if args.quick else list(cases))
+    if args.mixtures:
+        chosen = [name for name in chosen if name.startswith("mix_")]
     unknown = sorted(set(chosen) - set(cases))
     if unknown:
         parser.error(f"unknown cases {unknown}; known: {sorted(cases)}")

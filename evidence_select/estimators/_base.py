@@ -14,6 +14,7 @@ from sklearn.base import BaseEstimator
 
 from ..evidence._sgais import (SamplerDegeneracyWarning, SGAISConfig, evidence_estimate, particle_log_weights,
                                sgais_init, sgais_update)
+from ..evidence._mode_check import check_against_mode
 from ..kernels._reservoir import reservoir_undo
 from ..utils import make_generator
 from ..utils._progress import progress_bar
@@ -208,6 +209,15 @@ class BaseSGAISEstimator(BaseEstimator):
         self._warn_if_collapsed(history)
         return self
 
+    def _check_posterior_mode(self, state, record, n_seen_before):
+        """The chunk's posterior-mode check (:func:`check_against_mode`, when due): the state with its
+        widening and the record with its result."""
+        state, check = check_against_mode(state, self.model_, n_seen_before, type(self).__name__)
+        if check is None:
+            return state, record
+        return state, record._replace(log_evidence_std=evidence_estimate(state)[1],
+                                      mode_log_evidence=check.log_evidence, mode_log_evidence_std=check.std)
+
     def _check_data_scale(self, X, y):
         """Warn (:class:`FeatureScaleWarning`) when the data's scale contradicts the model's priors."""
         warn_if_badly_scaled(X, type(self).__name__, self.model_)
@@ -249,9 +259,11 @@ class BaseSGAISEstimator(BaseEstimator):
         progress = self._progress(n_chunks)
         for start in range(0, len(X), batch_size):
             stop = start + batch_size
+            n_seen_before = state.n_samples_seen
             state, record, undo = sgais_update(state, X[start:stop], None if y is None else y[start:stop],
                                                self.model_, self.sgais_config_)
             undo_log.append((state.reservoir, undo))
+            state, record = self._check_posterior_mode(state, record, n_seen_before)
             if self.verbose:
                 logger.info("n=%d log Z=%.4f +/- %.4f steps=%d ESS=%.1f %.1f ms", record.n_samples_seen,
                             record.log_evidence, record.log_evidence_std, record.n_annealing_steps, record.ess,

@@ -62,6 +62,7 @@ from ..utils._gaussianize import (GaussianizationSettings, fit_gaussianization, 
 from ..utils._logspace import logsumexp
 from ..utils._random import make_generator
 from ._ais import _check_data, _log_lik_and_grad, _log_lik_sum
+from ..models._mixture import mixture_relabel_maps
 from ._result import EvidenceResult, check, warn_not_converged
 
 __all__ = ["BridgeSettings", "bridge_log_evidence", "bridge_iteration", "bridge_relative_error",
@@ -291,38 +292,6 @@ class _Posterior:
 
 
 # -- label symmetry ------------------------------------------------------------------------
-def mixture_relabel_maps(model):
-    """Linear relabelling maps ``A_sigma`` of a :class:`GaussianMixtureModel`, shape ``(K!, P, P)``.
-
-    ``theta' = A_sigma theta`` gives component ``k`` the parameters of component
-    ``sigma(k)``; the additive log-ratio weights transform as
-    ``eta'_k = eta_sigma(k) - eta_sigma(K)`` (with ``eta_K = 0``).
-
-    Examples
-    --------
-    >>> from evidence_select.models import GaussianMixtureModel
-    >>> mixture_relabel_maps(GaussianMixtureModel(2, 1)).shape
-    (2, 5, 5)
-    """
-    K, d = model.n_components, model.n_features
-    P = model.n_params
-    maps = []
-    for perm in itertools.permutations(range(K)):
-        A = np.zeros((P, P))
-        # eta_full = E theta[:K-1] with a zero last entry; eta'_k = eta_full[perm[k]] - eta_full[perm[K-1]].
-        for k in range(K - 1):
-            if perm[k] < K - 1:
-                A[k, perm[k]] += 1.0
-            if perm[K - 1] < K - 1:
-                A[k, perm[K - 1]] -= 1.0
-        for k in range(K):
-            for block in (K - 1, K - 1 + K * d):
-                src, dst = block + perm[k] * d, block + k * d
-                A[dst: dst + d, src: src + d] = np.eye(d)
-        maps.append(A)
-    return np.array(maps)
-
-
 def _label_strategy(model, label_permutations):
     """How to count the ``K!`` label modes: only :class:`GaussianMixtureModel` is known to have them.
 

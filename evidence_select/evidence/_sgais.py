@@ -202,7 +202,8 @@ def sgais_update(state, X, y, model, config):
                            state.n_surprise_evaluations + counts.n_surprise_evaluations,
                            state.degraded_variance + widening**2,
                            state.n_degraded_chunks + bool(progress.degraded),
-                           state.increment_variance + increment_spread(state.log_evidence, particles.log_evidence))
+                           state.increment_variance + increment_spread(state.log_evidence, particles.log_evidence),
+                           state.mode_gap_variance)
     record = chunk_record(state, new_state, counts, n_replayed, time.perf_counter() - tic)
     record = record._replace(degraded=progress.degraded, log_evidence_widening=widening,
                              fallback=_fallbacks(counts, skipped, policy), n_lineages=n_lineages)

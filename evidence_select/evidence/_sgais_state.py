@@ -137,6 +137,7 @@ class SGAISState(NamedTuple):
     degraded_variance: float = 0.0  # variance (nats^2) added to Var(log Z) by degraded chunks (ChunkRecord.degraded)
     n_degraded_chunks: int = 0  # chunks whose evidence the engine could not guarantee
     increment_variance: float = 0.0  # sum over chunks of the groups' mean log-evidence increment's variance
+    mode_gap_variance: float = 0.0  # squared gap to the last failed posterior-mode check (0 if it passed or none ran)
 
 
 class ChunkRecord(NamedTuple):
@@ -220,6 +221,16 @@ class ChunkRecord(NamedTuple):
         chunk annealed from the prior, where the increment is the whole log
         evidence of the chunk, that raises an
         :class:`~evidence_select.EvidenceConvergenceWarning`.
+    mode_log_evidence, mode_log_evidence_std : float
+        The posterior-mode check of the call that ended with this chunk
+        (:func:`~evidence_select.evidence._mode_check.check_against_mode`; models
+        with ``mode_starts``, such as the mixture up to five components, while
+        every row seen is stored and their number is small): importance sampling
+        at the best posterior mode found by optimisation, a value the evidence
+        cannot lie far below. NaN where no check ran. When ``log_evidence``
+        reads below it by more than ``MODE_GAP_SIGMAS`` combined standard
+        deviations, the gap is added to ``log_evidence_std`` in quadrature and an
+        :class:`~evidence_select.EvidenceConvergenceWarning` names the cure.
 
     Examples
     --------
@@ -251,6 +262,8 @@ class ChunkRecord(NamedTuple):
     n_correlated_moves: int = 0
     population_bias: float = 0.0
     n_lineages: int = 0
+    mode_log_evidence: float = float("nan")
+    mode_log_evidence_std: float = float("nan")
 
 
 class Particles(NamedTuple):
@@ -372,11 +385,13 @@ def evidence_estimate(state):
     """``(log_evidence, log_evidence_std)`` of a state.
 
     The std is that of :func:`combine_replicates`, widened in quadrature by the
-    variance that degraded chunks added (``ChunkRecord.degraded``).
+    variance that degraded chunks added (``ChunkRecord.degraded``) and by the
+    gap to a failed posterior-mode check (``ChunkRecord.mode_log_evidence``).
     """
     log_z, std = combine_replicates(state.log_evidence, state.log_evidence_variance, state.increment_variance)
-    if state.degraded_variance:
-        std = math.sqrt(std**2 + state.degraded_variance)
+    widening = state.degraded_variance + state.mode_gap_variance
+    if widening:
+        std = math.sqrt(std**2 + widening)
     return log_z, std
 
 

@@ -12,6 +12,9 @@ log sigma2 (K*d))``. The weights use the additive log-ratio map
 So ``theta`` has ``K - 1 + 2 K d`` entries (24 for the paper's K = 5, d = 2).
 """
 
+import itertools
+import math
+
 import numpy as np
 from scipy.special import gammaln
 
@@ -20,12 +23,14 @@ from ..utils._workspace import Workspace, workspace_buffer
 from ._mixture_moves import ConfigurationProposal, kmeans_plus_plus_centres
 from ._protocol import Model, weighted_total
 
-__all__ = ["GaussianMixtureModel"]
+__all__ = ["GaussianMixtureModel", "mixture_relabel_maps"]
 
 _LOG_2PI = np.log(2.0 * np.pi)
 # Refit proposals: EM starts per group, and past rows the fits see at most (a uniform sample).
 _REFIT_EM_STARTS = 3
 _REFIT_PAST_ROWS = 500
+# EM iterations behind each start of the posterior-mode search (refined by a quasi-Newton search afterwards).
+_MODE_EM_ITERATIONS = 100
 
 
 class GaussianMixtureModel(Model):
@@ -370,6 +375,34 @@ class GaussianMixtureModel(Model):
             weights /= weights.sum(axis=1, keepdims=True)
         return weights, means, variances
 
+    # -- posterior-mode check ----------------------------------------------------------
+    def mode_starts(self, rng, X, n_starts):
+        """Starting points for a posterior-mode search: EM fits to the rows from ``n_starts`` k-means++ starts.
+
+        Used by :func:`~evidence_select.evidence._mode_check.mode_importance_log_evidence`,
+        which refines them to posterior modes.
+
+        Returns
+        -------
+        theta : ndarray of shape (n_starts, n_params)
+        """
+        X = np.asarray(X, dtype=float)
+        weights, means, variances = self.fit_em(rng, X, np.ones(len(X)), n_init=n_starts, n_iter=_MODE_EM_ITERATIONS)
+        return self.pack(weights, means, variances)
+
+    @property
+    def n_mode_symmetries(self):
+        """Number of :meth:`mode_symmetries`: ``K!``."""
+        return math.factorial(self.n_components)
+
+    def mode_symmetries(self):
+        """The linear maps ``A`` with ``p(A theta | X) = p(theta | X)``: the ``K!`` relabellings, ``(K!, P, P)``.
+
+        The posterior has a copy of every mode under each of them, so a proposal
+        built at one mode must be symmetrised over all (:func:`mixture_relabel_maps`).
+        """
+        return mixture_relabel_maps(self)
+
     # -- global moves ------------------------------------------------------------------
     def propose_jump(self, rng, theta, X, *, chunk_weight=1.0, past_X=None, past_weight=0.0, n_groups=1):
         """A global Metropolis-Hastings proposal: relocate one component, or redraw the whole configuration.
@@ -529,3 +562,33 @@ class GaussianMixtureModel(Model):
             log_ratio[chosen] = log_q[:len(local)] - log_q[len(local):]
         return proposal[selected], log_ratio[selected]
 
+
+def mixture_relabel_maps(model):
+    """Linear relabelling maps ``A_sigma`` of a :class:`GaussianMixtureModel`, shape ``(K!, P, P)``.
+
+    ``theta' = A_sigma theta`` gives component ``k`` the parameters of component
+    ``sigma(k)``; the additive log-ratio weights transform as
+    ``eta'_k = eta_sigma(k) - eta_sigma(K)`` (with ``eta_K = 0``).
+
+    Examples
+    --------
+    >>> mixture_relabel_maps(GaussianMixtureModel(2, 1)).shape
+    (2, 5, 5)
+    """
+    K, d = model.n_components, model.n_features
+    P = model.n_params
+    maps = []
+    for perm in itertools.permutations(range(K)):
+        A = np.zeros((P, P))
+        # eta_full = E theta[:K-1] with a zero last entry; eta'_k = eta_full[perm[k]] - eta_full[perm[K-1]].
+        for k in range(K - 1):
+            if perm[k] < K - 1:
+                A[k, perm[k]] += 1.0
+            if perm[K - 1] < K - 1:
+                A[k, perm[K - 1]] -= 1.0
+        for k in range(K):
+            for block in (K - 1, K - 1 + K * d):
+                src, dst = block + perm[k] * d, block + k * d
+                A[dst: dst + d, src: src + d] = np.eye(d)
+        maps.append(A)
+    return np.array(maps)

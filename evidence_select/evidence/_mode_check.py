@@ -1,0 +1,213 @@
+"""A check of an evidence estimate against the posterior's best mode: importance sampling there.
+
+Particles that anneal into a poorer cluster configuration of a mixture, in every
+replicate group alike, read the evidence low by nats, and neither their weights
+nor the groups' spread can see it. Optimisation sees it: EM from several
+k-means++ starts and a quasi-Newton refinement find the best mode, and
+importance sampling with a multivariate t at that mode (scale the inverse
+Hessian, symmetrised over the posterior's label symmetries) estimates the mass
+the proposal reaches. That is at most the whole evidence (up to its own small
+error), and close to it when one configuration dominates, as it does on most
+data: an estimate reading below it by several standard deviations has missed
+mass. The check costs a few passes over the rows for the search and one
+likelihood evaluation per row and draw, so it runs only while the rows are few
+(:data:`MODE_CHECK_ROWS`).
+"""
+
+import math
+import warnings
+from typing import NamedTuple
+
+import numpy as np
+from scipy import optimize, stats
+
+from ..exceptions import EvidenceConvergenceWarning
+from ..kernels._reservoir import reservoir_data
+from ..utils import log_mean_exp, logsumexp, make_generator
+from ._sgais_policy import crossed_checkpoint
+from ._sgais_state import evidence_estimate
+
+__all__ = ["ModeEvidence", "mode_importance_log_evidence", "check_against_mode", "MODE_CHECK_ROWS",
+           "MODE_GAP_SIGMAS"]
+
+#: Rows seen up to which the online estimators check (all of them must be stored): every chunk up to
+#: ``MODE_CHECK_EVERY_CHUNK`` rows seen (where a check costs a fraction of a second), then the chunks that
+#: cross ``MODE_CHECK_EVERY_CHUNK * 2**j``.
+MODE_CHECK_ROWS = 5000
+MODE_CHECK_EVERY_CHUNK = 1000
+#: Label symmetries up to which a model is checked (``K!`` of a mixture: five components). The proposal's
+#: density sums over all of them for every draw.
+MAX_MODE_SYMMETRIES = 120
+#: The check fails when the estimate reads below the mode's value by more than this many combined standard
+#: deviations: a run whose own 2-sigma interval misses the mass the mode alone holds.
+MODE_GAP_SIGMAS = 2.0
+#: Draws of the importance sampler, k-means++ starts of the mode search, the t proposal's degrees of freedom
+#: and the factor on its scale (heavier tails than the posterior's, so the weights stay bounded).
+MODE_CHECK_DRAWS = 4000
+MODE_CHECK_STARTS = 8
+_DF, _INFLATE = 5.0, 1.2
+_DRAW_BLOCK = 200  # draws per likelihood block (memory: block x rows x components)
+_HESSIAN_STEP = 1e-5
+
+
+class ModeEvidence(NamedTuple):
+    """Importance-sampling ``log Z`` at the best posterior mode found, and its standard error."""
+
+    log_evidence: float
+    std: float
+
+
+def _negative_log_joint(model, X, y):
+    """``theta -> (-log p(theta, X), its gradient)`` for one point, in double precision."""
+    def value_and_grad(theta):
+        point = theta[None]
+        log_lik, grad = model.log_likelihood_and_grad(point, X, y, 1.0)
+        return -(model.log_prior(point)[0] + log_lik[0]), -(model.grad_log_prior(point)[0] + grad[0])
+    return value_and_grad
+
+
+def _best_mode(objective, starts):
+    """The lowest of the quasi-Newton minima reached from ``starts`` (None if none is finite)."""
+    best = None
+    for start in starts:
+        with np.errstate(all="ignore"):
+            result = optimize.minimize(objective, start, jac=True, method="L-BFGS-B",
+                                       options={"maxiter": 2000, "gtol": 1e-8})
+        if np.isfinite(result.fun) and (best is None or result.fun < best.fun):
+            best = result
+    return None if best is None else best.x
+
+
+def _scale_at(objective, mode):
+    """Inverse Hessian of the negative log joint at ``mode`` (central differences), or None if not positive."""
+    n = len(mode)
+    hessian = np.empty((n, n))
+    for j in range(n):
+        step = np.zeros(n)
+        step[j] = _HESSIAN_STEP
+        hessian[:, j] = (objective(mode + step)[1] - objective(mode - step)[1]) / (2 * _HESSIAN_STEP)
+    hessian = 0.5 * (hessian + hessian.T)
+    if not np.all(np.isfinite(hessian)) or np.linalg.eigvalsh(hessian)[0] <= 0:
+        return None
+    return np.linalg.inv(hessian)
+
+
+def mode_importance_log_evidence(model, X, y, rng, *, n_draws=MODE_CHECK_DRAWS, n_starts=MODE_CHECK_STARTS):
+    """``log Z`` by importance sampling at the best posterior mode found, symmetrised over label symmetries.
+
+    The model supplies ``mode_starts(rng, X, n_starts)`` (points to refine into
+    modes) and optionally ``mode_symmetries()`` (linear maps ``A`` under which the
+    posterior is invariant, e.g. a mixture's relabellings; their number is
+    ``n_mode_symmetries``). The proposal is the
+    equal mixture over the maps of a multivariate t (5 degrees of freedom, scale
+    1.2 times the inverse Hessian) at the mode. The estimate is unbiased for the
+    mass the proposal reaches, so with separated modes it reads low rather than
+    high; its standard error is the delta-method ``sd(w) / (mean(w) sqrt(S))``.
+
+    Parameters
+    ----------
+    model : Model
+        A model with ``mode_starts``.
+    X : ndarray of shape (n_samples, n_features)
+    y : ndarray of shape (n_samples,) or None
+    rng : numpy.random.Generator
+    n_draws, n_starts : int
+        Importance draws and starting points of the mode search.
+
+    Returns
+    -------
+    ModeEvidence or None
+        None when no mode with a positive-definite Hessian was found.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from evidence_select.models import GaussianMixtureModel
+    >>> X = np.random.default_rng(0).normal(size=(200, 1))
+    >>> model = GaussianMixtureModel(1, 1)
+    >>> check = mode_importance_log_evidence(model, X, None, np.random.default_rng(0))
+    >>> bool(abs(check.log_evidence - model.exact_log_evidence(X)) < 5 * check.std + 0.01)
+    True
+    """
+    objective = _negative_log_joint(model, X, y)
+    mode = _best_mode(objective, model.mode_starts(rng, X, n_starts))
+    scale = None if mode is None else _scale_at(objective, mode)
+    if scale is None:
+        return None
+    symmetries = model.mode_symmetries() if hasattr(model, "mode_symmetries") else np.eye(len(mode))[None]
+    proposal = stats.multivariate_t(loc=mode, shape=_INFLATE * scale, df=_DF)
+    log_weights = np.concatenate([_block_log_weights(model, X, y, rng, proposal, symmetries, size)
+                                  for size in np.diff(np.r_[0:n_draws:_DRAW_BLOCK, n_draws])])
+    log_z = log_mean_exp(log_weights)
+    ratios = np.exp(log_weights - log_weights.max())
+    return ModeEvidence(float(log_z), float(ratios.std() / ratios.mean() / math.sqrt(len(ratios))))
+
+
+def _block_log_weights(model, X, y, rng, proposal, symmetries, size):
+    """Importance log-weights of ``size`` draws: a t draw at the mode, moved by a random symmetry."""
+    base = proposal.rvs(size=size, random_state=rng).reshape(size, -1)
+    which = rng.integers(len(symmetries), size=size)
+    theta = np.einsum("nij,nj->ni", symmetries[which], base)
+    # q(theta) = mean over the maps A of t(A theta): the set of maps is closed under inversion, |det A| = 1.
+    log_q = logsumexp(np.stack([proposal.logpdf(theta @ A.T) for A in symmetries]), axis=0) - math.log(len(symmetries))
+    with np.errstate(all="ignore"):
+        log_joint = model.log_prior(theta) + model.log_likelihood(theta, X, y).sum(axis=1)
+    return np.where(np.isfinite(log_joint), log_joint - log_q, -np.inf)
+
+
+def _checkable(model, state):
+    """Whether the online state can be checked: a model with mode starts, few symmetries, every row stored."""
+    if not hasattr(model, "mode_starts") or state.n_samples_seen > MODE_CHECK_ROWS:
+        return False
+    if state.reservoir.n_stored != state.n_samples_seen:
+        return False
+    return getattr(model, "n_mode_symmetries", 1) <= MAX_MODE_SYMMETRIES
+
+
+def check_against_mode(state, model, n_seen_before, estimator_name):
+    """Check an online state's evidence against its posterior's best mode after a chunk.
+
+    ``n_seen_before`` is the rows seen before the chunk. The check runs for a
+    model with ``mode_starts`` and at most :data:`MAX_MODE_SYMMETRIES` label
+    symmetries, while every row is stored and there are at most
+    :data:`MODE_CHECK_ROWS`: after every chunk up to
+    :data:`MODE_CHECK_EVERY_CHUNK` rows, then after the chunks that cross that
+    number times a power of two. The chunks alone decide (``fit`` and
+    ``partial_fit`` over the same chunks check the same ones). Its generator is a copy of the state's, so
+    the run's own draws do not change. When ``log Z`` reads below the mode's
+    value by more than :data:`MODE_GAP_SIGMAS` combined standard deviations the
+    gap is kept as ``SGAISState.mode_gap_variance`` (``log_evidence_std``
+    includes it) and an :class:`EvidenceConvergenceWarning` names the cure; a
+    later check that passes clears it.
+
+    Returns
+    -------
+    state : SGAISState
+        With ``mode_gap_variance`` updated when the check ran.
+    check : ModeEvidence or None
+        None when no check ran.
+    """
+    n_seen = state.n_samples_seen
+    due = n_seen <= MODE_CHECK_EVERY_CHUNK or crossed_checkpoint(n_seen_before, n_seen, MODE_CHECK_EVERY_CHUNK, 2.0)
+    if not due or not _checkable(model, state):
+        return state, None
+    X, y = reservoir_data(state.reservoir)
+    try:
+        check = mode_importance_log_evidence(model, X, y, make_generator(state.rng))
+    except (np.linalg.LinAlgError, ValueError):  # a degenerate mode (e.g. a scale that is not positive definite)
+        check = None
+    if check is None or not (np.isfinite(check.log_evidence) and np.isfinite(check.std)):
+        return state, None
+    log_z, std = evidence_estimate(state._replace(mode_gap_variance=0.0))
+    gap = check.log_evidence - log_z
+    failed = gap > MODE_GAP_SIGMAS * math.hypot(std, check.std)
+    if failed:
+        warnings.warn(
+            f"{estimator_name}: importance sampling at the best posterior mode that optimisation finds on the "
+            f"{n_seen} rows gives log Z = {check.log_evidence:.2f} +/- {check.std:.2g}, {gap:.2f} nats above "
+            f"log_evidence_ = {log_z:.2f} +/- {std:.2g}: the particles missed posterior mass (e.g. a better "
+            "cluster configuration). log_evidence_std_ now includes the gap; ChunkRecord.mode_log_evidence records "
+            "the check. Cure: more n_mcmc_steps or n_particles, or a reference evidence on the rows (log_evidence "
+            "with method='ais' and more n_chains and n_mcmc_steps than its defaults)",
+            EvidenceConvergenceWarning, stacklevel=6)
+    return state._replace(mode_gap_variance=gap**2 if failed else 0.0), check

@@ -1,0 +1,104 @@
+"""The posterior-mode check: importance sampling at the best mode, and the online estimators' use of it."""
+
+import warnings
+
+import numpy as np
+import pytest
+from sklearn import datasets
+
+from evidence_select import BayesianLinearRegressor, BayesianMixture, EvidenceConvergenceWarning
+from evidence_select.datasets import make_linear_regression
+from evidence_select.evidence._mode_check import MODE_GAP_SIGMAS, mode_importance_log_evidence
+from evidence_select.models import GaussianMixtureModel
+from evidence_select.utils import log_mean_exp
+
+
+def test_mode_evidence_of_a_two_component_mixture_matches_prior_monte_carlo():
+    """Two clusters of four rows: the symmetrised proposal at one labelling's mode against 2e6 prior draws
+    (whose own standard error, about 0.01 nats here, enters the tolerance)."""
+    X = np.array([-3.2, -2.9, -3.1, -2.7, 2.8, 3.0, 3.3, 2.9])[:, None]
+    model = GaussianMixtureModel(2, 1)
+    check = mode_importance_log_evidence(model, X, None, np.random.default_rng(0))
+    rng = np.random.default_rng(1)
+    log_lik = np.concatenate([model.log_likelihood(model.sample_prior(rng, 200_000), X).sum(axis=1)
+                              for _ in range(10)])
+    ratios = np.exp(log_lik - log_lik.max())
+    monte_carlo_std = ratios.std() / ratios.mean() / np.sqrt(len(ratios))
+    assert abs(check.log_evidence - log_mean_exp(log_lik)) < 4 * np.hypot(check.std, monte_carlo_std)
+
+
+def test_mode_evidence_without_symmetrising_misses_the_other_labelling():
+    """The same data with the relabelling maps dropped: the proposal reaches one of the two label modes, so the
+    estimate reads log 2 low (this is what the symmetrisation is for)."""
+    X = np.array([-3.2, -2.9, -3.1, -2.7, 2.8, 3.0, 3.3, 2.9])[:, None]
+    model = GaussianMixtureModel(2, 1)
+    symmetric = mode_importance_log_evidence(model, X, None, np.random.default_rng(0))
+    one_labelling = GaussianMixtureModel(2, 1)
+    one_labelling.mode_symmetries = lambda: np.eye(model.n_params)[None]
+    single = mode_importance_log_evidence(one_labelling, X, None, np.random.default_rng(0))
+    assert single.log_evidence - symmetric.log_evidence == pytest.approx(-np.log(2), abs=0.05)
+
+
+@pytest.fixture(scope="module")
+def sorted_iris():
+    X = datasets.load_iris().data
+    X = (X - X.mean(axis=0)) / X.std(axis=0)
+    return X[np.argsort(X[:, 0], kind="stable")]
+
+
+def _fit(X, seed, **settings):
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        est = BayesianMixture(3, batch_size=100, random_state=seed, **settings).fit(X)
+    flagged = [w for w in caught if issubclass(w.category, EvidenceConvergenceWarning)
+               and "best posterior mode" in str(w.message)]
+    return est, flagged
+
+
+def test_a_mixture_stuck_in_a_poorer_configuration_is_flagged_and_widened(sorted_iris):
+    """Iris sorted by sepal length, three components: seed 2's particles settle 9 nats below the best mode's
+    mass (which heavy AIS confirms: -568.8) with both groups agreeing at +/- 1. The check must flag the run and
+    widen its error so that the mode's value lies within one standard deviation."""
+    est, flagged = _fit(sorted_iris, 2)
+    record = est.evidence_history_[-1]
+    assert len(flagged) == 1 and "Cure" in str(flagged[0].message)
+    gap = record.mode_log_evidence - est.log_evidence_
+    assert gap > 5.0
+    assert est.log_evidence_std_ >= gap and record.log_evidence_std == est.log_evidence_std_
+    assert est.sgais_state_.mode_gap_variance == pytest.approx(gap**2)
+
+
+def test_a_mixture_near_the_mode_value_is_not_flagged(sorted_iris):
+    est, flagged = _fit(sorted_iris, 3)
+    record = est.evidence_history_[-1]
+    assert flagged == [] and est.sgais_state_.mode_gap_variance == 0.0
+    assert record.mode_log_evidence - est.log_evidence_ < MODE_GAP_SIGMAS * est.log_evidence_std_
+
+
+def test_checks_run_where_due_and_leave_the_estimates_alone(monkeypatch):
+    """Chunks of 400 rows: a check after every chunk up to 1000 rows, then after the chunks crossing 1000 and
+    2000 (rows 1200 and 2000), none at 1600 and 2400; the estimates equal those of the same run without checks
+    (the check draws from a copy of the state's generator)."""
+    X = np.random.default_rng(0).normal(size=(2400, 1)) + np.repeat([[-2.0], [2.0]], 1200, axis=0)
+
+    def stream():
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return BayesianMixture(2, batch_size=400, random_state=0).fit(X)
+
+    checked = stream()
+    assert [r.n_samples_seen for r in checked.evidence_history_ if not np.isnan(r.mode_log_evidence)] == [400, 800,
+                                                                                                       1200, 2000]
+    monkeypatch.setattr("evidence_select.evidence._mode_check.MODE_CHECK_ROWS", 0)
+    unchecked = stream()
+    assert all(np.isnan(r.mode_log_evidence) for r in unchecked.evidence_history_)
+    assert [r.log_evidence for r in checked.evidence_history_] == [r.log_evidence
+                                                                    for r in unchecked.evidence_history_]
+    np.testing.assert_array_equal(checked.particles_, unchecked.particles_)
+
+
+def test_models_without_mode_starts_are_not_checked():
+    data = make_linear_regression(300, random_state=0)
+    est = BayesianLinearRegressor(random_state=0).fit(data.X, data.y)
+    assert all(np.isnan(r.mode_log_evidence) for r in est.evidence_history_)
+    assert est.sgais_state_.mode_gap_variance == 0.0
