@@ -185,7 +185,8 @@ class BayesianMixture(DensityMixin, BaseSGAISEstimator):
     and 5000 rows (all stored), chunks are checked against the posterior's best
     mode, found by EM and a quasi-Newton search and importance-sampled
     (:func:`~evidence_select.evidence._mode_check.check_against_mode`; after
-    every chunk up to 1000 rows, then at 2000 and 4000). A run reading more than
+    the chunks that cross 100, 141, 200, 282, ... rows, a factor ``sqrt(2)``
+    apart). A run reading more than
     two standard deviations below that mode's mass raises an
     :class:`~evidence_select.EvidenceConvergenceWarning` and its error bar grows
     by the gap; ``ChunkRecord.mode_log_evidence`` records each check.

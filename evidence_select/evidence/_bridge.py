@@ -56,13 +56,13 @@ from typing import NamedTuple
 import numpy as np
 
 from ..kernels._adaptive_hmc import SamplerSettings, sample_chains
+from ..models._mixture import mixture_relabel_maps
 from ..utils._diagnostics import ess_bulk, integrated_autocorrelation_time, split_rhat
 from ..utils._gaussianize import (GaussianizationSettings, fit_gaussianization, gaussianization_log_density,
                                   gaussianization_sample)
 from ..utils._logspace import logsumexp
 from ..utils._random import make_generator
 from ._ais import _check_data, _log_lik_and_grad, _log_lik_sum
-from ..models._mixture import mixture_relabel_maps
 from ._result import EvidenceResult, check, warn_not_converged
 
 __all__ = ["BridgeSettings", "bridge_log_evidence", "bridge_iteration", "bridge_relative_error",

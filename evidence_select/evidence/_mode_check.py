@@ -24,17 +24,18 @@ from scipy import optimize, stats
 from ..exceptions import EvidenceConvergenceWarning
 from ..kernels._reservoir import reservoir_data
 from ..utils import log_mean_exp, logsumexp, make_generator
-from ._sgais_policy import crossed_checkpoint
 from ._sgais_state import evidence_estimate
 
 __all__ = ["ModeEvidence", "mode_importance_log_evidence", "check_against_mode", "MODE_CHECK_ROWS",
            "MODE_GAP_SIGMAS"]
 
-#: Rows seen up to which the online estimators check (all of them must be stored): every chunk up to
-#: ``MODE_CHECK_EVERY_CHUNK`` rows seen (where a check costs a fraction of a second), then the chunks that
-#: cross ``MODE_CHECK_EVERY_CHUNK * 2**j``.
+#: Rows seen up to which the online estimators check (all of them must be stored), and their checkpoints
+#: ``floor(MODE_CHECK_UNIT * MODE_CHECK_GROWTH**j)`` (100, 141, 200, 282, ...): a chunk that crosses one is checked,
+#: so a stream's checks cost about 3.4 times its last one however small its chunks, and its last check is
+#: at most a factor sqrt(2) of rows behind its end.
 MODE_CHECK_ROWS = 5000
-MODE_CHECK_EVERY_CHUNK = 1000
+MODE_CHECK_UNIT = 100
+MODE_CHECK_GROWTH = math.sqrt(2.0)
 #: Label symmetries up to which a model is checked (``K!`` of a mixture: five components). The proposal's
 #: density sums over all of them for every draw.
 MAX_MODE_SYMMETRIES = 120
@@ -155,6 +156,17 @@ def _block_log_weights(model, X, y, rng, proposal, symmetries, size):
     return np.where(np.isfinite(log_joint), log_joint - log_q, -np.inf)
 
 
+def _crossed_checkpoint(n_before, n_after):
+    """Whether a checkpoint ``floor(MODE_CHECK_UNIT * MODE_CHECK_GROWTH**j)`` lies in ``(n_before, n_after]``
+    (whole rows, so that 1600 is one and the chunk ending there crosses it)."""
+    j = 0
+    while (checkpoint := math.floor(MODE_CHECK_UNIT * MODE_CHECK_GROWTH**j + 1e-9)) <= n_after:
+        if checkpoint > n_before:
+            return True
+        j += 1
+    return False
+
+
 def _checkable(model, state):
     """Whether the online state can be checked: a model with mode starts, few symmetries, every row stored."""
     if not hasattr(model, "mode_starts") or state.n_samples_seen > MODE_CHECK_ROWS:
@@ -170,10 +182,9 @@ def check_against_mode(state, model, n_seen_before, estimator_name):
     ``n_seen_before`` is the rows seen before the chunk. The check runs for a
     model with ``mode_starts`` and at most :data:`MAX_MODE_SYMMETRIES` label
     symmetries, while every row is stored and there are at most
-    :data:`MODE_CHECK_ROWS`: after every chunk up to
-    :data:`MODE_CHECK_EVERY_CHUNK` rows, then after the chunks that cross that
-    number times a power of two. The chunks alone decide (``fit`` and
-    ``partial_fit`` over the same chunks check the same ones). Its generator is a copy of the state's, so
+    :data:`MODE_CHECK_ROWS`, after the chunks that cross a checkpoint
+    ``floor(MODE_CHECK_UNIT * MODE_CHECK_GROWTH**j)``. The chunks alone decide (``fit``
+    and ``partial_fit`` over the same chunks check the same ones). Its generator is a copy of the state's, so
     the run's own draws do not change. When ``log Z`` reads below the mode's
     value by more than :data:`MODE_GAP_SIGMAS` combined standard deviations the
     gap is kept as ``SGAISState.mode_gap_variance`` (``log_evidence_std``
@@ -188,8 +199,7 @@ def check_against_mode(state, model, n_seen_before, estimator_name):
         None when no check ran.
     """
     n_seen = state.n_samples_seen
-    due = n_seen <= MODE_CHECK_EVERY_CHUNK or crossed_checkpoint(n_seen_before, n_seen, MODE_CHECK_EVERY_CHUNK, 2.0)
-    if not due or not _checkable(model, state):
+    if not _crossed_checkpoint(n_seen_before, n_seen) or not _checkable(model, state):
         return state, None
     X, y = reservoir_data(state.reservoir)
     try:

@@ -222,7 +222,7 @@ class ChunkRecord(NamedTuple):
         evidence of the chunk, that raises an
         :class:`~evidence_select.EvidenceConvergenceWarning`.
     mode_log_evidence, mode_log_evidence_std : float
-        The posterior-mode check of the call that ended with this chunk
+        The posterior-mode check run after this chunk
         (:func:`~evidence_select.evidence._mode_check.check_against_mode`; models
         with ``mode_starts``, such as the mixture up to five components, while
         every row seen is stored and their number is small): importance sampling

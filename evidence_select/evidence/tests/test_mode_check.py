@@ -76,9 +76,9 @@ def test_a_mixture_near_the_mode_value_is_not_flagged(sorted_iris):
 
 
 def test_checks_run_where_due_and_leave_the_estimates_alone(monkeypatch):
-    """Chunks of 400 rows: a check after every chunk up to 1000 rows, then after the chunks crossing 1000 and
-    2000 (rows 1200 and 2000), none at 1600 and 2400; the estimates equal those of the same run without checks
-    (the check draws from a copy of the state's generator)."""
+    """Chunks of 400 rows against the checkpoints 100, 141, 200, ..., 1131, 1600, 2262: the chunk ending at 2000
+    crosses none and is not checked; the estimates equal those of the same run without checks (the check draws
+    from a copy of the state's generator)."""
     X = np.random.default_rng(0).normal(size=(2400, 1)) + np.repeat([[-2.0], [2.0]], 1200, axis=0)
 
     def stream():
@@ -88,7 +88,8 @@ def test_checks_run_where_due_and_leave_the_estimates_alone(monkeypatch):
 
     checked = stream()
     assert [r.n_samples_seen for r in checked.evidence_history_ if not np.isnan(r.mode_log_evidence)] == [400, 800,
-                                                                                                       1200, 2000]
+                                                                                                       1200, 1600,
+                                                                                                       2400]
     monkeypatch.setattr("evidence_select.evidence._mode_check.MODE_CHECK_ROWS", 0)
     unchecked = stream()
     assert all(np.isnan(r.mode_log_evidence) for r in unchecked.evidence_history_)

@@ -30,11 +30,13 @@ def _mixture_selector(**kwargs):
 
 
 def _state(selector):
-    """Every fitted quantity that must be reproducible, as comparable values."""
+    """Every fitted quantity that must be reproducible, as comparable values (records by ``repr``: a float's
+    round-trips exactly, and NaN fields such as an unchecked chunk's ``mode_log_evidence`` compare equal)."""
     arrays = [selector.log_evidences_, selector.log_evidence_stds_, selector.model_probabilities_]
     arrays += [est.sgais_state_.particles for est in selector.estimators_]
     arrays += [est.sgais_state_.log_weights for est in selector.estimators_]
-    history = [(r.n_samples_seen, r.log_evidences.tobytes(), tuple(c._replace(seconds=0.0) for c in r.candidate_records))
+    history = [(r.n_samples_seen, r.log_evidences.tobytes(), tuple(repr(c._replace(seconds=0.0))
+                                                                   for c in r.candidate_records))
                for r in selector.evidence_history_]
     return [a.tobytes() for a in arrays], history, selector.n_samples_seen_
 
