@@ -176,7 +176,7 @@ def _checkable(model, state):
     return getattr(model, "n_mode_symmetries", 1) <= MAX_MODE_SYMMETRIES
 
 
-def check_against_mode(state, model, n_seen_before, estimator_name):
+def check_against_mode(state, model, n_seen_before, estimator_name, stacklevel=6):
     """Check an online state's evidence against its posterior's best mode after a chunk.
 
     ``n_seen_before`` is the rows seen before the chunk. The check runs for a
@@ -189,7 +189,8 @@ def check_against_mode(state, model, n_seen_before, estimator_name):
     value by more than :data:`MODE_GAP_SIGMAS` combined standard deviations the
     gap is kept as ``SGAISState.mode_gap_variance`` (``log_evidence_std``
     includes it) and an :class:`EvidenceConvergenceWarning` names the cure; a
-    later check that passes clears it.
+    later check that passes clears it. ``stacklevel`` points the warning at the
+    user's call (the default: through an estimator's ``fit``).
 
     Returns
     -------
@@ -219,5 +220,5 @@ def check_against_mode(state, model, n_seen_before, estimator_name):
             "cluster configuration). log_evidence_std_ now includes the gap; ChunkRecord.mode_log_evidence records "
             "the check. Cure: more n_mcmc_steps or n_particles, or a reference evidence on the rows (log_evidence "
             "with method='ais' and more n_chains and n_mcmc_steps than its defaults)",
-            EvidenceConvergenceWarning, stacklevel=6)
+            EvidenceConvergenceWarning, stacklevel=stacklevel)
     return state._replace(mode_gap_variance=gap**2 if failed else 0.0), check
