@@ -30,8 +30,8 @@ Cases (features standardised unless the case says "unscaled"; chunks of 100 rows
   beyond the last): iris and wine features, the first five breast-cancer features, the
   diabetes target as one column, and the first two principal components of all 1797
   digits. ``K = 1`` has an exact evidence (normal-inverse-gamma); ``K >= 2`` is checked
-  against two heavy AIS runs (1600 chains, 48 moves per temperature), pooled by their
-  mean ``Z`` (see ``MIXTURE_AIS``).
+  against two heavy AIS runs (1600 chains, 48 moves per temperature), the converged
+  ones pooled by their mean ``Z`` (see ``MIXTURE_AIS`` and ``pooled_ais``).
 
 Reference for the classifiers: AIS (100 chains) and bridge sampling on the full data;
 where they agree within ``max(3 x combined std, 0.5)`` the bridge value is used, otherwise

@@ -183,14 +183,15 @@ def check_against_mode(state, model, n_seen_before, estimator_name, stacklevel=6
     model with ``mode_starts`` and at most :data:`MAX_MODE_SYMMETRIES` label
     symmetries, while every row is stored and there are at most
     :data:`MODE_CHECK_ROWS`, after the chunks that cross a checkpoint
-    ``floor(MODE_CHECK_UNIT * MODE_CHECK_GROWTH**j)``. The chunks alone decide (``fit``
-    and ``partial_fit`` over the same chunks check the same ones). Its generator is a copy of the state's, so
-    the run's own draws do not change. When ``log Z`` reads below the mode's
-    value by more than :data:`MODE_GAP_SIGMAS` combined standard deviations the
-    gap is kept as ``SGAISState.mode_gap_variance`` (``log_evidence_std``
-    includes it) and an :class:`EvidenceConvergenceWarning` names the cure; a
-    later check that passes clears it. ``stacklevel`` points the warning at the
-    user's call (the default: through an estimator's ``fit``).
+    ``floor(MODE_CHECK_UNIT * MODE_CHECK_GROWTH**j)``. The chunks alone decide
+    (``fit`` and ``partial_fit`` over the same chunks check the same ones). Its
+    generator is a copy of the state's, so the run's own draws do not change.
+    When ``log Z`` reads below the mode's value by more than
+    :data:`MODE_GAP_SIGMAS` combined standard deviations the gap is kept as
+    ``SGAISState.mode_gap_variance`` (``log_evidence_std`` includes it) and an
+    :class:`EvidenceConvergenceWarning` names the cure; a later check that
+    passes clears it. ``stacklevel`` points the warning at the user's call (the
+    default: through an estimator's ``fit``).
 
     Returns
     -------
@@ -216,9 +217,9 @@ def check_against_mode(state, model, n_seen_before, estimator_name, stacklevel=6
         warnings.warn(
             f"{estimator_name}: importance sampling at the best posterior mode that optimisation finds on the "
             f"{n_seen} rows gives log Z = {check.log_evidence:.2f} +/- {check.std:.2g}, {gap:.2f} nats above "
-            f"log_evidence_ = {log_z:.2f} +/- {std:.2g}: the particles missed posterior mass (e.g. a better "
-            "cluster configuration). log_evidence_std_ now includes the gap; ChunkRecord.mode_log_evidence records "
-            "the check. Cure: more n_mcmc_steps or n_particles, or a reference evidence on the rows (log_evidence "
-            "with method='ais' and more n_chains and n_mcmc_steps than its defaults)",
+            f"the SGAIS estimate {log_z:.2f} +/- {std:.2g}: the particles missed posterior mass (e.g. a better "
+            "cluster configuration). The reported standard error now includes the gap; ChunkRecord."
+            "mode_log_evidence records the check. Cure: more n_mcmc_steps or n_particles, or a reference evidence "
+            "on the rows (log_evidence with method='ais' and more n_chains and n_mcmc_steps than its defaults)",
             EvidenceConvergenceWarning, stacklevel=stacklevel)
     return state._replace(mode_gap_variance=gap**2 if failed else 0.0), check
