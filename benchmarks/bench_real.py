@@ -170,15 +170,8 @@ def compute_reference(data_name, spec, ref_kind):
                     agree=True)
     if ref_kind == "mixture_ais":
         return _mixture_reference(est, X)
-    backends = {}
-    for method, settings in (("ais", dict(n_chains=AIS_CHAINS)), ("bridge", {})):
-        tic, cpu = time.perf_counter(), time.process_time()
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            result = log_evidence(est, X, y, method=method, random_state=0, **settings)
-        backends[method] = dict(value=float(result.log_evidence), std=float(result.log_evidence_std),
-                                converged=bool(result.converged), seconds=time.perf_counter() - tic,
-                                cpu_seconds=time.process_time() - cpu)
+    backends = {method: _backend_run(est, X, y, method, 0, settings)
+                for method, settings in (("ais", dict(n_chains=AIS_CHAINS)), ("bridge", {}))}
     pairs = pairwise_agreement({m: (b["value"], b["std"]) for m, b in backends.items()})
     agree = all(p["agree"] for p in pairs)
     # Bridge sampling is the more precise of two that agree; where they disagree, AIS (many chains, adaptive
@@ -187,19 +180,21 @@ def compute_reference(data_name, spec, ref_kind):
     return dict(value=chosen["value"], std=chosen["std"], backends=backends, agree=agree, pairs=pairs)
 
 
+def _backend_run(est, X, y, method, seed, settings):
+    """One reference backend's run: its value, std, verdict and cost (its warnings silenced: the verdict says)."""
+    tic, cpu = time.perf_counter(), time.process_time()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        result = log_evidence(est, X, y, method=method, random_state=seed, **settings)
+    return dict(value=float(result.log_evidence), std=float(result.log_evidence_std), converged=bool(result.converged),
+                seconds=time.perf_counter() - tic, cpu_seconds=time.process_time() - cpu)
+
+
 def _mixture_reference(est, X):
     """Two heavy AIS runs (``MIXTURE_AIS``); those that pass their own convergence checks (all, if none does)
     pooled by their mean ``Z`` (unbiased, as each run's ``Z`` is). ``agree`` says whether the runs agree
     within ``max(3 x combined std, 0.5)``."""
-    backends = {}
-    for seed in MIXTURE_AIS_SEEDS:
-        tic, cpu = time.perf_counter(), time.process_time()
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            result = log_evidence(est, X, method="ais", random_state=seed, **MIXTURE_AIS)
-        backends[f"ais_{seed}"] = dict(value=float(result.log_evidence), std=float(result.log_evidence_std),
-                                       converged=bool(result.converged), seconds=time.perf_counter() - tic,
-                                       cpu_seconds=time.process_time() - cpu)
+    backends = {f"ais_{seed}": _backend_run(est, X, None, "ais", seed, MIXTURE_AIS) for seed in MIXTURE_AIS_SEEDS}
     return dict(pooled_ais(backends), backends=backends,
                 agree=all(p["agree"] for p in pairwise_agreement({name: (b["value"], b["std"])
                                                                   for name, b in backends.items()})))

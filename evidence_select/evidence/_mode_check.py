@@ -24,6 +24,7 @@ from scipy import optimize, stats
 from ..exceptions import EvidenceConvergenceWarning
 from ..kernels._reservoir import reservoir_data
 from ..utils import log_mean_exp, logsumexp, make_generator
+from ._sgais_policy import crossed_checkpoint
 from ._sgais_state import evidence_estimate
 
 __all__ = ["ModeEvidence", "mode_importance_log_evidence", "check_against_mode", "MODE_CHECK_ROWS",
@@ -156,17 +157,6 @@ def _block_log_weights(model, X, y, rng, proposal, symmetries, size):
     return np.where(np.isfinite(log_joint), log_joint - log_q, -np.inf)
 
 
-def _crossed_checkpoint(n_before, n_after):
-    """Whether a checkpoint ``floor(MODE_CHECK_UNIT * MODE_CHECK_GROWTH**j)`` lies in ``(n_before, n_after]``
-    (whole rows, so that 1600 is one and the chunk ending there crosses it)."""
-    j = 0
-    while (checkpoint := math.floor(MODE_CHECK_UNIT * MODE_CHECK_GROWTH**j + 1e-9)) <= n_after:
-        if checkpoint > n_before:
-            return True
-        j += 1
-    return False
-
-
 def _checkable(model, state):
     """Whether the online state can be checked: a model with mode starts, few symmetries, every row stored."""
     if not hasattr(model, "mode_starts") or state.n_samples_seen > MODE_CHECK_ROWS:
@@ -201,7 +191,8 @@ def check_against_mode(state, model, n_seen_before, estimator_name, stacklevel=6
         None when no check ran.
     """
     n_seen = state.n_samples_seen
-    if not _crossed_checkpoint(n_seen_before, n_seen) or not _checkable(model, state):
+    due = crossed_checkpoint(n_seen_before, n_seen, MODE_CHECK_UNIT, MODE_CHECK_GROWTH)
+    if not due or not _checkable(model, state):
         return state, None
     X, y = reservoir_data(state.reservoir)
     try:

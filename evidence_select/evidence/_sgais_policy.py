@@ -358,8 +358,17 @@ def per_row_spread(log_weights, per_row_log_lik):
 
 
 def crossed_checkpoint(n_before, n_after, unit, growth):
-    """Whether a checkpoint ``unit * growth**j`` (``j >= 0``) lies in ``(n_before, n_after]``."""
-    if n_after < unit:
-        return False
-    j = math.floor(math.log(n_after / unit) / math.log(growth) + 1e-12)
-    return unit * growth**j > n_before
+    """Whether a checkpoint ``floor(unit * growth**j)`` (``j >= 0``; whole rows, ``growth > 1``) lies in
+    ``(n_before, n_after]``.
+
+    Whole rows, so that a power of an irrational growth that rounds to a row count (``100 * sqrt(2)**8``
+    is 1600.0000000000005) is crossed by the chunk ending at that row.
+    """
+    if not growth > 1:
+        raise ValueError(f"checkpoints need a growth factor above 1, got {growth}")
+    j = 0
+    while (checkpoint := math.floor(unit * growth**j + 1e-9)) <= n_after:
+        if checkpoint > n_before:
+            return True
+        j += 1
+    return False
