@@ -215,12 +215,13 @@ def family_cells(rows, methods):
     return cells
 
 
-def write_doc_tables(directory, rows, methods, argv, sources=None):
-    """``calibration.rst``: the per-backend summary, then every case's tally per backend (``sources``: saved runs)."""
+def write_doc_tables(directory, rows, methods, argv, sources=None, prefix="calibration"):
+    """``<prefix>_summary.rst``, the per-backend summary, and ``<prefix>_cases.rst``, every case's tally per
+    backend (``sources``: saved runs)."""
     summaries = [s for s in (summarise(rows, m) for m in methods) if s]
-    write_rst_table(os.path.join(directory, "calibration_summary.rst"), SUMMARY_HEADER,
+    write_rst_table(os.path.join(directory, f"{prefix}_summary.rst"), SUMMARY_HEADER,
                     [summary_cells(s) for s in summaries], "bench_calibration.py", argv, sources)
-    write_rst_table(os.path.join(directory, "calibration_cases.rst"), ("case", "exact log Z", *methods),
+    write_rst_table(os.path.join(directory, f"{prefix}_cases.rst"), ("case", "exact log Z", *methods),
                     family_cells(rows, methods), "bench_calibration.py", argv, sources)
 
 
@@ -247,7 +248,8 @@ def parse_args(argv=None):
     parser.add_argument("--from-json", default=None, metavar="PATH[,PATH]",
                         help="print the table of saved runs (merged case by case) and exit")
     parser.add_argument("--doc-table", default=None, metavar="DIR",
-                        help="with --from-json: also write calibration_summary.rst and calibration_cases.rst there")
+                        help="with --from-json: also write <prefix>_summary.rst and <prefix>_cases.rst there")
+    parser.add_argument("--doc-prefix", default="calibration", help="file name prefix of the --doc-table tables")
     args = parser.parse_args(argv)
     args.backends = [b for b in args.backends.split(",") if b]
     unknown = [b for b in args.backends if b not in BACKENDS]
@@ -288,7 +290,7 @@ def main(argv=None):
         print_table(rows, methods)
         print_summary([s for s in (summarise(rows, m) for m in methods) if s])
         if args.doc_table:
-            write_doc_tables(args.doc_table, rows, methods, argv, args.from_json.split(","))
+            write_doc_tables(args.doc_table, rows, methods, argv, args.from_json.split(","), args.doc_prefix)
         return
     cases = select_cases(args.max_dim, [p for p in args.cases.split(",") if p], args.held_out)
     methods = args.backends + (["dynesty"] if args.dynesty else [])

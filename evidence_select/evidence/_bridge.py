@@ -23,8 +23,23 @@
    (an upper bound for any correlation between them). Two halves that disagree
    beyond their errors are a failed check and widen the error to cover both.
 
-Every failed check (R-hat, ESS, autocorrelation-time reliability, bridge
-iterations, proposal overlap, halves agreeing) raises
+Modes the chains did not connect. Chains that never moved (a tenth or fewer
+distinct draws) leave the bridge, since one repeated point would weigh a whole
+chain's share; the ``stuck_chains`` check fails unless they sit below every
+density the other chains visited. The remaining chains are grouped by mode
+(pairwise split R-hat at most ``mode_rhat``, :mod:`._bridge_modes`). With 2 to
+``max_modes`` groups, each group gets its own proposal, every point belongs to
+the cell of the proposal densest there, and ``Z`` is the sum of one bridge per
+cell, over the posterior draws in the cell and the proposal draws that fall in
+it. The relative number of chains per mode, which follows the modes' basins of
+attraction rather than their masses, then no longer matters; R-hat and ESS are
+checked within the groups. ``mode_census`` fails when more than
+``max_unseen_modes`` of the chains are alone in their mode (the Good-Turing
+chance that another chain would find a mode none found). A mode no chain
+reached stays invisible: that is what many dispersed chains are for.
+
+Every failed check (R-hat, ESS, mode census, stuck chains, autocorrelation-time
+reliability, bridge iterations, proposal overlap, halves agreeing) raises
 :class:`~evidence_select.exceptions.EvidenceConvergenceWarning` and sets
 ``EvidenceResult.converged`` to False; the checks are in
 ``EvidenceResult.diagnostics``.
@@ -63,6 +78,7 @@ from ..utils._gaussianize import (GaussianizationSettings, fit_gaussianization, 
 from ..utils._logspace import logsumexp
 from ..utils._random import make_generator
 from ._ais import _check_data, _log_lik_and_grad, _log_lik_sum
+from ._bridge_modes import cell_of, chain_mode_groups, unseen_mode_fraction
 from ._result import EvidenceResult, check, warn_not_converged
 
 __all__ = ["BridgeSettings", "bridge_log_evidence", "bridge_iteration", "bridge_relative_error",
@@ -71,6 +87,8 @@ __all__ = ["BridgeSettings", "bridge_log_evidence", "bridge_iteration", "bridge_
 logger = logging.getLogger(__name__)
 
 _MAX_PERMUTED_COMPONENTS = 7
+_MIN_CELL_DRAWS = 50  # posterior draws a cell needs for its own bridge
+_NEGLIGIBLE_SHARE = 1e-3  # a cell with less of Z moves log Z by less than this (nats)
 
 
 class BridgeSettings(NamedTuple):
@@ -112,6 +130,16 @@ class BridgeSettings(NamedTuple):
         The autocorrelation time is trusted when each chain's half is at least this many times longer.
     label_permutations : bool, default=True
         Account for the ``K!`` label modes of models with ``n_components``.
+    mode_rhat : float, default=1.1
+        Chains whose pairwise split R-hat is at most this sample the same mode
+        (:func:`~._bridge_modes.chain_mode_groups`); must be above 1.
+    max_modes : int, default=8
+        With 2 to ``max_modes`` groups of chains the bridge is summed over the
+        groups' cells; with more it pools all draws (and R-hat fails).
+    max_unseen_modes : float, default=0.1
+        Largest acceptable Good-Turing estimate of the chance that one more
+        chain would find a mode no chain found (chains alone in their mode over
+        all chains), in [0, 1].
     tol : float, default=1e-10
         Convergence tolerance of the bridge iteration on ``log Z``.
     max_iter : int, default=1000
@@ -134,14 +162,17 @@ class BridgeSettings(NamedTuple):
     min_overlap: float = 0.05
     min_draws_per_tau: float = 50.0
     label_permutations: bool = True
+    mode_rhat: float = 1.1
+    max_modes: int = 8
+    max_unseen_modes: float = 0.1
     tol: float = 1e-10
     max_iter: int = 1000
 
 
-_INT_MIN = dict(n_chains=1, n_warmup=0, n_draws=8, max_leapfrog=1, max_proposal=2, max_iter=1)
+_INT_MIN = dict(n_chains=1, n_warmup=0, n_draws=8, max_leapfrog=1, max_proposal=2, max_iter=1, max_modes=1)
 _OPEN_UNIT = ("target_accept", "error_fraction", "evaluation_fraction")
 _POSITIVE = ("trajectory_length", "rhat_threshold", "tol", "min_draws_per_tau")
-_NON_NEGATIVE = ("min_ess", "min_overlap")
+_NON_NEGATIVE = ("min_ess", "min_overlap", "max_unseen_modes")
 
 
 def _make_settings(settings, overrides):
@@ -158,7 +189,7 @@ def _make_settings(settings, overrides):
         value = getattr(settings, name)
         if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < minimum:
             raise ValueError(f"{name} must be an int >= {minimum}, got {value!r}")
-    for name in _OPEN_UNIT + _POSITIVE + _NON_NEGATIVE:
+    for name in _OPEN_UNIT + _POSITIVE + _NON_NEGATIVE + ("mode_rhat",):
         value = getattr(settings, name)
         if isinstance(value, bool) or not isinstance(value, numbers.Real) or not np.isfinite(value):
             raise ValueError(f"{name} must be a finite number, got {value!r}")
@@ -168,6 +199,10 @@ def _make_settings(settings, overrides):
             raise ValueError(f"{name} must be positive, got {value!r}")
         if name in _NON_NEGATIVE and value < 0:
             raise ValueError(f"{name} must be >= 0, got {value!r}")
+    if not settings.mode_rhat > 1.0:
+        raise ValueError(f"mode_rhat must be above 1, got {settings.mode_rhat!r}")
+    if settings.max_unseen_modes > 1.0:
+        raise ValueError(f"max_unseen_modes must be in [0, 1], got {settings.max_unseen_modes!r}")
     if settings.dense_mass not in (None, True, False):
         raise ValueError(f"dense_mass must be True, False or None, got {settings.dense_mass!r}")
     if not isinstance(settings.gaussianization, GaussianizationSettings):
@@ -345,25 +380,19 @@ class _HalfResult(NamedTuple):
     n_layers: int
 
 
-def _bridge_half(rng, posterior, fit_draws, eval_draws, eval_log_p, maps, n_eval_sampling, settings):
-    """Gaussianize ``fit_draws``; bridge with ``eval_draws`` ``(n_chains, n_iter, d)`` and adaptive ``n_q``."""
-    n_chains, n_iter, d = eval_draws.shape
-    flow = fit_gaussianization(rng, fit_draws, settings.gaussianization)
-    l1 = eval_log_p.ravel() - _proposal_log_density(flow, maps, eval_draws.reshape(-1, d))
-    n_p = len(l1)
-    # f_eva: proposal draws at most evaluation_fraction of all evaluations (the first n_p always).
-    share = settings.evaluation_fraction / (1.0 - settings.evaluation_fraction)
-    n_q_max = max(min(settings.max_proposal, int(share * n_eval_sampling)), min(n_p, settings.max_proposal))
+def _solve_adaptive(l1, more, tau_of, n_q_max, settings):
+    """The bridge with the excerpt's adaptive ``n_q``: start at ``min(n_p, n_q_max)`` proposal draws, then grow
+    to the number that makes the proposal's share of Eq. (9) ``error_fraction``, and solve again.
 
-    def more(n):
-        draws = gaussianization_sample(flow, rng, n)
-        return posterior.value(draws) - _proposal_log_density(flow, maps, draws)
-
-    l2 = more(min(n_p, n_q_max))
+    ``more(n)`` returns ``log p - log q`` at ``n`` fresh proposal draws; ``tau_of(f2_post)`` the integrated
+    autocorrelation time of ``f2`` at the posterior draws. Returns ``(log_r, std, n_iter, converged, tau, l2,
+    proposal_term, posterior_term)``.
+    """
+    l2 = more(min(len(l1), n_q_max))
     for _ in range(2):  # the adaptive rule, then the final solve
         log_r, n_bridge, converged = bridge_iteration(l1, l2, settings.tol, settings.max_iter)
         f2_post, _ = _f_terms(l1, l2, log_r)
-        tau = integrated_autocorrelation_time(f2_post.reshape(n_chains, n_iter)) if n_iter >= 4 else 1.0
+        tau = tau_of(f2_post)
         proposal_term, posterior_term = bridge_relative_error(l1, l2, log_r, tau)
         if posterior_term > 0:
             wanted = proposal_term * len(l2) * (1.0 - settings.error_fraction) / (settings.error_fraction
@@ -375,8 +404,103 @@ def _bridge_half(rng, posterior, fit_draws, eval_draws, eval_log_p, maps, n_eval
             break
         l2 = np.concatenate([l2, more(n_q - len(l2))])
     std = float(np.sqrt(proposal_term + posterior_term))
-    return _HalfResult(float(log_r), std, n_bridge, converged, float(tau), len(l2), _overlap(l1, l2, log_r),
+    return float(log_r), std, n_bridge, converged, float(tau), l2, proposal_term, posterior_term
+
+
+def _proposal_cap(n_p, n_eval_sampling, settings):
+    """``f_eva``: proposal draws at most ``evaluation_fraction`` of all evaluations (the first ``n_p`` always)."""
+    share = settings.evaluation_fraction / (1.0 - settings.evaluation_fraction)
+    return max(min(settings.max_proposal, int(share * n_eval_sampling)), min(n_p, settings.max_proposal))
+
+
+def _bridge_half(rng, posterior, fit_draws, eval_draws, eval_log_p, maps, n_eval_sampling, settings):
+    """Gaussianize ``fit_draws``; bridge with ``eval_draws`` ``(n_chains, n_iter, d)`` and adaptive ``n_q``."""
+    n_chains, n_iter, d = eval_draws.shape
+    flow = fit_gaussianization(rng, fit_draws, settings.gaussianization)
+    l1 = eval_log_p.ravel() - _proposal_log_density(flow, maps, eval_draws.reshape(-1, d))
+
+    def more(n):
+        draws = gaussianization_sample(flow, rng, n)
+        return posterior.value(draws) - _proposal_log_density(flow, maps, draws)
+
+    def tau_of(f2_post):
+        return integrated_autocorrelation_time(f2_post.reshape(n_chains, n_iter)) if n_iter >= 4 else 1.0
+
+    log_r, std, n_bridge, converged, tau, l2, proposal_term, posterior_term = _solve_adaptive(
+        l1, more, tau_of, _proposal_cap(len(l1), n_eval_sampling, settings), settings)
+    return _HalfResult(log_r, std, n_bridge, converged, tau, len(l2), _overlap(l1, l2, log_r),
                        proposal_term, posterior_term, len(flow.layers))
+
+
+def _cells_half(rng, posterior, fit_draws, eval_draws, eval_log_p, groups, maps, n_eval_sampling, settings):
+    """The bridge over the cells of chains that sit in different modes (:mod:`._bridge_modes`).
+
+    One proposal per group is fitted to that group's ``fit_draws`` ``(n_chains, n_iter, d)``; each point belongs
+    to the cell of the proposal densest there, and ``Z`` is the sum of one bridge per cell between
+    ``p 1[cell]`` and its proposal, using every posterior draw in the cell (from any chain) and the proposal
+    draws that fall in it (the others count with ``p = 0``). Returns one :class:`_HalfResult` per cell, or None
+    when a group's fitting draws hold fewer than ``_MIN_CELL_DRAWS`` distinct points or a cell fewer than
+    ``_MIN_CELL_DRAWS`` posterior draws.
+    """
+    n_chains, n_iter, d = eval_draws.shape
+    fits = [fit_draws[chains].reshape(-1, d) for chains in groups]
+    if any(len(np.unique(fit, axis=0)) < _MIN_CELL_DRAWS for fit in fits):
+        return None  # chains that barely moved: a sampler failure (R-hat says so), not a mode to fit
+    flows = [fit_gaussianization(rng, fit, settings.gaussianization) for fit in fits]
+
+    def log_q_all(theta):
+        return np.stack([_proposal_log_density(flow, maps, theta) for flow in flows])
+
+    log_q_eval = log_q_all(eval_draws.reshape(-1, d)).reshape(len(flows), n_chains, n_iter)
+    cells = cell_of(log_q_eval)
+    if np.bincount(cells.ravel(), minlength=len(flows)).min() < _MIN_CELL_DRAWS:
+        return None
+    cap = max(_proposal_cap(n_chains * n_iter, n_eval_sampling, settings) // len(flows), 2)
+    parts = []
+    for m, (flow, chains) in enumerate(zip(flows, groups)):
+        inside = cells == m
+        l1 = (eval_log_p - log_q_eval[m])[inside]
+
+        def more(n, flow=flow, m=m):
+            draws = gaussianization_sample(flow, rng, n)
+            log_q = log_q_all(draws)
+            mine = cell_of(log_q) == m
+            out = np.full(n, -np.inf)
+            out[mine] = posterior.value(draws[mine]) - log_q[m, mine]
+            return out
+
+        def tau_of(f2_post, inside=inside, chains=chains):
+            series = np.zeros((n_chains, n_iter))
+            series[inside] = f2_post  # a chain's draws outside the cell add nothing to its mean
+            return integrated_autocorrelation_time(series[chains]) if n_iter >= 4 else 1.0
+
+        log_r, std, n_bridge, converged, tau, l2, proposal_term, posterior_term = _solve_adaptive(
+            l1, more, tau_of, cap, settings)
+        parts.append(_HalfResult(log_r, std, n_bridge, converged, tau, len(l2), _overlap(l1, l2, log_r),
+                                 proposal_term, posterior_term, len(flow.layers)))
+    return parts
+
+
+def _cell_shares(parts):
+    """Each cell's share ``Z_m / Z`` of one half's sum."""
+    log_zs = np.array([p.log_z for p in parts])
+    return np.exp(log_zs - logsumexp(log_zs))
+
+
+def _sum_of_cells(parts, counted):
+    """One :class:`_HalfResult` for ``Z = sum_m Z_m``; relative errors add in quadrature, weighted by ``Z_m / Z``.
+
+    Every cell's ``Z_m`` enters the sum, but only the ``counted`` cells' bridge
+    iterations, autocorrelation times and overlaps enter its checks.
+    """
+    share2 = _cell_shares(parts) ** 2
+    proposal_term = float(np.sum(share2 * [p.proposal_term for p in parts]))
+    posterior_term = float(np.sum(share2 * [p.posterior_term for p in parts]))
+    kept = [p for p, keep in zip(parts, counted) if keep]
+    return _HalfResult(float(logsumexp([p.log_z for p in parts])), float(np.sqrt(proposal_term + posterior_term)),
+                       max(p.n_iter for p in kept), all(p.converged for p in kept), max(p.tau for p in kept),
+                       sum(p.n_proposal for p in parts), min(p.overlap for p in kept), proposal_term,
+                       posterior_term, max(p.n_layers for p in parts))
 
 
 # -- public function ---------------------------------------------------------------------
@@ -403,13 +527,44 @@ def _posterior_draws(rng, model, posterior, posterior_samples, settings):
     return draws, log_p, {}
 
 
-def _chain_checks(draws, log_p, settings):
-    """R-hat and bulk ESS over every parameter and the log density."""
-    series = np.concatenate([draws, log_p[..., None]], axis=2)
-    rhat = float(np.max(split_rhat(series)))
-    ess = float(np.min(ess_bulk(series)))
-    return {"rhat": check(rhat, settings.rhat_threshold, rhat <= settings.rhat_threshold),
-            "ess_bulk": check(ess, settings.min_ess, ess >= settings.min_ess)}
+def _drop_stuck_chains(draws, log_p):
+    """The chains that moved, and the ``stuck_chains`` check.
+
+    A chain is stuck when fewer than a tenth of its kept draws are distinct
+    (acceptance near 0: a place the sampler cannot leave, such as a far tail
+    with huge gradients). Its repeated point would weigh ``1 / n_chains`` of the
+    posterior draws, so it is left out of the bridge. The check passes when
+    every stuck chain sits below the lowest log density any moving chain
+    visited (a tail holding no mass the others could miss); a stuck chain
+    higher up may sit on a narrow mode nobody sampled, and fails it. With no
+    chain moving, every chain is kept.
+    """
+    n_chains, n_iter, _ = draws.shape
+    stuck = np.array([len(np.unique(chain, axis=0)) < max(n_iter // 10, 2) for chain in draws])
+    if not stuck.any() or stuck.all():
+        return draws, log_p, check(int(stuck.sum()), 0, not stuck.any())
+    in_tail = np.max(log_p[stuck]) < np.min(log_p[~stuck])
+    return draws[~stuck], log_p[~stuck], check(int(stuck.sum()), 0, bool(in_tail))
+
+
+def _chain_checks(series, groups, counted, settings):
+    """R-hat and bulk ESS over every parameter and the log density; and, for chains the bridge ran itself, the
+    census of modes.
+
+    With the bridge summed over cells (``counted`` not None), R-hat and ESS are
+    checked within each counted group, and a group's ESS counts for the share
+    of chains it holds: each mode needs the ESS per chain that ``min_ess`` asks
+    of all chains together.
+    """
+    parts = [np.arange(len(series))] if counted is None else [g for g, keep in zip(groups, counted) if keep]
+    rhat = max(float(np.max(split_rhat(series[chains]))) for chains in parts)
+    ess = min(float(np.min(ess_bulk(series[chains]))) * len(series) / len(chains) for chains in parts)
+    checks = {"rhat": check(rhat, settings.rhat_threshold, rhat <= settings.rhat_threshold),
+              "ess_bulk": check(ess, settings.min_ess, ess >= settings.min_ess)}
+    if groups is not None:
+        unseen = unseen_mode_fraction(groups)
+        checks["mode_census"] = check(unseen, settings.max_unseen_modes, unseen <= settings.max_unseen_modes)
+    return checks
 
 
 def _bridge_checks(halves, n_iter_half, settings):
@@ -441,6 +596,28 @@ def _combined_std(halves, halves_agree):
     return float(max(candidates)) if candidates else float("inf")
 
 
+def _bridge_halves(rng, posterior, draws, log_p, groups, maps, n_eval_sampling, settings):
+    """Both halves' bridges (fit on one half in time, solve on the other), over the mode groups' cells when
+    there are 2 to ``max_modes`` groups and every cell holds enough draws, else over the pooled draws.
+
+    Returns the two :class:`_HalfResult`, ``"cells"`` or ``"pooled"``, and which groups count in the checks:
+    all of them, except cells holding less than ``_NEGLIGIBLE_SHARE`` of ``Z`` in both halves (a chain stuck
+    in such a mode moves ``log Z`` by less than that share, however badly it mixes).
+    """
+    half = draws.shape[1] // 2
+    first, second = (draws[:, :half], log_p[:, :half]), (draws[:, half:2 * half], log_p[:, half:2 * half])
+    pairs = ((first, second), (second, first))
+    if groups is not None and 1 < len(groups) <= settings.max_modes:
+        cells = [_cells_half(rng, posterior, fit[0], *other, groups, maps, n_eval_sampling, settings)
+                 for fit, other in pairs]
+        if all(parts is not None for parts in cells):
+            counted = np.max([_cell_shares(parts) for parts in cells], axis=0) >= _NEGLIGIBLE_SHARE
+            return [_sum_of_cells(parts, counted) for parts in cells], "cells", counted
+    d = draws.shape[2]
+    return ([_bridge_half(rng, posterior, fit[0].reshape(-1, d), *other, maps, n_eval_sampling, settings)
+             for fit, other in pairs], "pooled", None)
+
+
 def bridge_log_evidence(model, X=None, y=None, *, posterior_samples=None, settings=None, random_state=None,
                         verbose=0, **kwargs):
     """Gaussianized bridge-sampling estimate of ``log p(y | X)`` (or of a target's normaliser).
@@ -467,9 +644,11 @@ def bridge_log_evidence(model, X=None, y=None, *, posterior_samples=None, settin
     result : EvidenceResult
         ``log_evidence_std`` from Eq. (9) (widened when the halves disagree);
         ``diagnostics`` holds ``rhat``, ``ess_bulk``, ``bridge_iterations``,
-        ``autocorrelation_time``, ``proposal_overlap`` and ``halves_agree``;
-        ``info`` the per-half estimates, errors, ``tau``, ``n_q``, flow layers
-        and the sampler's step size and acceptance.
+        ``autocorrelation_time``, ``proposal_overlap`` and ``halves_agree``,
+        and for chains it ran itself ``mode_census`` and ``stuck_chains``;
+        ``info`` the per-half estimates, errors, ``tau``, ``n_q``, flow layers,
+        ``bridged_over`` (``"cells"`` or ``"pooled"``), ``mode_groups`` (chains
+        per mode group) and the sampler's step size and acceptance.
 
     Raises
     ------
@@ -508,21 +687,29 @@ def bridge_log_evidence(model, X=None, y=None, *, posterior_samples=None, settin
     if strategy == "symmetrised":
         n_chains, n_iter, d = draws.shape
         draws = _canonical_labels(model, draws.reshape(-1, d)).reshape(n_chains, n_iter, d)
-    diagnostics = _chain_checks(draws, log_p, settings)
+    stuck_check = None
+    if posterior_samples is None:
+        draws, log_p, stuck_check = _drop_stuck_chains(draws, log_p)
+    series = np.concatenate([draws, log_p[..., None]], axis=2)
+    groups = chain_mode_groups(series, settings.mode_rhat) if posterior_samples is None else None
     n_eval_sampling = posterior.n_calls
+    halves, bridged_over, counted = _bridge_halves(rng, posterior, draws, log_p, groups, maps, n_eval_sampling,
+                                                   settings)
+    diagnostics = _chain_checks(series, groups, counted, settings)
+    if stuck_check is not None:
+        diagnostics["stuck_chains"] = stuck_check
     if verbose:
-        logger.info("bridge: %d chains x %d draws, %d evaluations; rhat %.3f, ess %.0f", *draws.shape[:2],
-                    n_eval_sampling, diagnostics["rhat"]["value"], diagnostics["ess_bulk"]["value"])
+        logger.info("bridge: %d chains x %d draws, %d evaluations; rhat %.3f, ess %.0f, bridged over %s",
+                    *draws.shape[:2], n_eval_sampling, diagnostics["rhat"]["value"],
+                    diagnostics["ess_bulk"]["value"], bridged_over)
     half = draws.shape[1] // 2
-    first, second = (draws[:, :half], log_p[:, :half]), (draws[:, half:2 * half], log_p[:, half:2 * half])
-    halves = [_bridge_half(rng, posterior, fit[0].reshape(-1, draws.shape[2]), *other, maps, n_eval_sampling,
-                           settings) for fit, other in ((first, second), (second, first))]
     diagnostics.update(_bridge_checks(halves, half, settings))
     log_z = float(np.mean([h.log_z for h in halves])) + log_correction
     std = _combined_std(halves, diagnostics["halves_agree"]["passed"])
     converged = warn_not_converged("bridge", diagnostics)
     info = dict(halves=[h._asdict() for h in halves], label_switching=strategy, log_label_correction=log_correction,
-                n_evaluations_sampling=n_eval_sampling, **sampler_info)
+                n_evaluations_sampling=n_eval_sampling, bridged_over=bridged_over,
+                mode_groups=None if groups is None else [len(g) for g in groups], **sampler_info)
     return EvidenceResult(log_z, std, "bridge", float(posterior.n_calls), int(posterior.n_calls * len(X)),
                           time.perf_counter() - start_time, settings._asdict(), draws.reshape(-1, draws.shape[2]),
                           None, info, diagnostics, converged)

@@ -14,10 +14,13 @@ import pytest
 from scipy.special import gammaln, logsumexp
 
 from evidence_select.datasets import make_linear_regression
-from evidence_select.evidence._bridge import (BridgeSettings, _combined_std, _HalfResult, bridge_iteration,
-                                              bridge_log_evidence, mixture_relabel_maps)
+from evidence_select.evidence._bridge import (BridgeSettings, _combined_std, _drop_stuck_chains, _HalfResult,
+                                              _sum_of_cells, bridge_iteration, bridge_log_evidence,
+                                              mixture_relabel_maps)
+from evidence_select.evidence._bridge_modes import chain_mode_groups, unseen_mode_fraction
 from evidence_select.exceptions import EvidenceConvergenceWarning
 from evidence_select.models import GaussianMixtureModel, LinearGaussianModel
+from evidence_select.models._calibration import ProductTarget, TwoPeakFactor
 from evidence_select.models._targets import (BimodalTarget, BoxGaussianTarget, GaussianTarget,
                                              correlated_gaussian_target)
 from evidence_select.utils._diagnostics import integrated_autocorrelation_time
@@ -35,8 +38,8 @@ def test_analytic_targets(target):
     res = bridge_log_evidence(target, random_state=0, **FAST)
     assert res.method == "bridge" and res.converged and 0 < res.log_evidence_std < MAX_STD
     assert abs(res.log_evidence - target.exact_log_evidence()) < K_SIGMA * res.log_evidence_std
-    assert set(res.diagnostics) == {"rhat", "ess_bulk", "bridge_iterations", "autocorrelation_time",
-                                    "proposal_overlap", "halves_agree"}
+    assert set(res.diagnostics) == {"rhat", "ess_bulk", "mode_census", "stuck_chains", "bridge_iterations",
+                                    "autocorrelation_time", "proposal_overlap", "halves_agree"}
 
 
 def test_exact_linear_evidence():
@@ -67,13 +70,80 @@ def test_misspecified_run_gets_a_non_converged_verdict():
     assert "ess_bulk" in failed
 
 
-def test_unmixed_modes_fail_rhat():
-    # Chains from the prior settle in different, disconnected modes: R-hat must say so.
-    target = BimodalTarget(2, separation=4.0, scale=0.05, weight=0.5)
+def test_disconnected_modes_are_summed_over_cells():
+    # Chains from the prior settle half in each mode, whatever the modes' masses (0.2 and 0.8 here): the pooled
+    # draws would weigh the modes by chain counts (-0.2 nats, 10 sigma, with max_modes=1). Summed over the
+    # groups' cells the chain counts do not matter.
+    target = BimodalTarget(2, separation=4.0, scale=0.05, weight=0.2)
+    res = bridge_log_evidence(target, random_state=0, **FAST)
+    assert res.info["bridged_over"] == "cells" and res.info["mode_groups"] == [2, 2]
+    assert res.converged and res.log_evidence_std < MAX_STD
+    assert abs(res.log_evidence - target.exact_log_evidence()) < K_SIGMA * res.log_evidence_std
+
+
+@pytest.mark.parametrize("target", [GaussianTarget(np.full(5, 0.3), cov=0.01),
+                                    correlated_gaussian_target(10, correlation=0.9)],
+                         ids=lambda t: type(t).__name__ + str(t.n_params))
+def test_any_partition_into_cells_sums_to_the_evidence(target):
+    # mode_rhat just above 1 puts every chain of one mode in a group of its own: the cells are then arbitrary
+    # pieces of one mode, and their sum must still be the evidence (only noisier).
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore", EvidenceConvergenceWarning)
+        warnings.simplefilter("ignore", EvidenceConvergenceWarning)  # four chains alone: the census fails
+        res = bridge_log_evidence(target, random_state=0, mode_rhat=1 + 1e-12, **FAST)
+    assert res.info["bridged_over"] == "cells" and res.info["mode_groups"] == [1, 1, 1, 1]
+    assert not res.diagnostics["mode_census"]["passed"]
+    assert abs(res.log_evidence - target.exact_log_evidence()) < K_SIGMA * res.log_evidence_std
+
+
+def test_every_chain_alone_in_its_mode_fails_the_census():
+    # A product of 8 two-peak factors has 256 modes: each chain finds its own, so many more are unseen.
+    target = ProductTarget(TwoPeakFactor(), 8)
+    with pytest.warns(EvidenceConvergenceWarning, match="mode_census"):
         res = bridge_log_evidence(target, random_state=0, **FAST)
-    assert not res.converged and not res.diagnostics["rhat"]["passed"]
+    assert res.info["mode_groups"] == [1, 1, 1, 1] and res.diagnostics["mode_census"]["value"] == 1.0
+    assert not res.converged
+
+
+def _chains_with_one_stuck(stuck_log_p):
+    rng = np.random.default_rng(0)
+    draws = rng.normal(size=(4, 100, 2))
+    log_p = -0.5 * np.sum(draws**2, axis=2)
+    draws[3], log_p[3] = 7.0, stuck_log_p
+    return draws, log_p
+
+
+@pytest.mark.parametrize("stuck_log_p, passed", [(-1e3, True), (-1.0, False)])
+def test_stuck_chains_leave_the_bridge(stuck_log_p, passed):
+    # A chain that never moved would weigh a quarter of the draws at one point. It leaves the bridge either way;
+    # the check passes only when it sits below every density the moving chains visited.
+    draws, log_p = _chains_with_one_stuck(stuck_log_p)
+    kept, kept_log_p, stuck = _drop_stuck_chains(draws, log_p)
+    assert kept.shape == (3, 100, 2) and np.array_equal(kept_log_p, log_p[:3])
+    assert stuck["value"] == 1 and stuck["passed"] is passed
+
+
+def test_all_chains_stuck_are_kept_and_fail():
+    draws, log_p = np.zeros((2, 50, 3)), np.zeros((2, 50))
+    kept, _, stuck = _drop_stuck_chains(draws, log_p)
+    assert kept.shape == draws.shape and stuck["value"] == 2 and not stuck["passed"]
+
+
+def test_chain_mode_groups_link_through_shared_modes():
+    rng = np.random.default_rng(1)
+    series = rng.normal(size=(5, 400, 3)) + np.array([0, 5, 0, 5, 10])[:, None, None]
+    assert [g.tolist() for g in chain_mode_groups(series, 1.1)] == [[0, 2], [1, 3], [4]]
+    assert unseen_mode_fraction(chain_mode_groups(series, 1.1)) == 0.2
+    assert [g.tolist() for g in chain_mode_groups(series[[0, 2]], 1.1)] == [[0, 1]]
+
+
+def test_sum_of_cells_weights_errors_by_share():
+    parts = [_HalfResult(np.log(3.0), 0.1, 5, True, 2.0, 100, 0.5, 0.006, 0.004, 2),
+             _HalfResult(np.log(1.0), 0.2, 900, False, 9.0, 50, 0.01, 0.03, 0.01, 1)]
+    total = _sum_of_cells(parts, counted=np.array([True, False]))
+    assert np.isclose(total.log_z, np.log(4.0))
+    assert np.isclose(total.std**2, (3 / 4) ** 2 * 0.01 + (1 / 4) ** 2 * 0.04)
+    # The uncounted cell's sum still counts; its bridge iterations, tau and overlap do not gate the checks.
+    assert (total.n_iter, total.converged, total.tau, total.overlap, total.n_proposal) == (5, True, 2.0, 0.5, 150)
 
 
 def test_relabel_maps_preserve_the_mixture_posterior():
@@ -138,6 +208,9 @@ def test_bridge_iteration_and_iat():
     (dict(error_fraction=0), ValueError, "error_fraction"),
     (dict(trajectory_length=-1.0), ValueError, "trajectory_length must be positive"),
     (dict(dense_mass="yes"), ValueError, "dense_mass"),
+    (dict(mode_rhat=1.0), ValueError, "mode_rhat must be above 1, got 1.0"),
+    (dict(max_modes=0), ValueError, "max_modes must be an int >= 1, got 0"),
+    (dict(max_unseen_modes=1.5), ValueError, r"max_unseen_modes must be in \[0, 1\], got 1.5"),
     (dict(n_leapfrog=8), TypeError, r"unknown bridge setting\(s\) \['n_leapfrog'\]"),
     (dict(settings={"n_chains": 4}), TypeError, "BridgeSettings"),
     (dict(posterior_samples=np.zeros((5, 3))), ValueError, "posterior_samples"),
