@@ -28,7 +28,8 @@ distinct draws) leave the bridge, since one repeated point would weigh a whole
 chain's share; the ``stuck_chains`` check fails unless they sit below every
 density the other chains visited. The remaining chains are grouped by mode
 (pairwise split R-hat at most ``mode_rhat``, :mod:`._bridge_modes`). With 2 to
-``max_modes`` groups, each group gets its own proposal, every point belongs to
+``max_modes`` groups (and not for a mixture with ``K > 7``, whose label copies
+``log K!`` already counts), each group gets its own proposal, every point belongs to
 the cell of the proposal densest there, and ``Z`` is the sum of one bridge per
 cell, over the posterior draws in the cell and the proposal draws that fall in
 it. The relative number of chains per mode, which follows the modes' basins of
@@ -597,8 +598,8 @@ def _combined_std(halves, halves_agree):
 
 
 def _bridge_halves(rng, posterior, draws, log_p, groups, maps, n_eval_sampling, settings):
-    """Both halves' bridges (fit on one half in time, solve on the other), over the mode groups' cells when
-    there are 2 to ``max_modes`` groups and every cell holds enough draws, else over the pooled draws.
+    """Both halves' bridges (fit on one half in time, solve on the other), over the cells of ``groups`` when
+    given and every cell holds enough draws, else over the pooled draws.
 
     Returns the two :class:`_HalfResult`, ``"cells"`` or ``"pooled"``, and which groups count in the checks:
     all of them, except cells holding less than ``_NEGLIGIBLE_SHARE`` of ``Z`` in both halves (a chain stuck
@@ -607,7 +608,7 @@ def _bridge_halves(rng, posterior, draws, log_p, groups, maps, n_eval_sampling, 
     half = draws.shape[1] // 2
     first, second = (draws[:, :half], log_p[:, :half]), (draws[:, half:2 * half], log_p[:, half:2 * half])
     pairs = ((first, second), (second, first))
-    if groups is not None and 1 < len(groups) <= settings.max_modes:
+    if groups is not None:
         cells = [_cells_half(rng, posterior, fit[0], *other, groups, maps, n_eval_sampling, settings)
                  for fit, other in pairs]
         if all(parts is not None for parts in cells):
@@ -693,8 +694,10 @@ def bridge_log_evidence(model, X=None, y=None, *, posterior_samples=None, settin
     series = np.concatenate([draws, log_p[..., None]], axis=2)
     groups = chain_mode_groups(series, settings.mode_rhat) if posterior_samples is None else None
     n_eval_sampling = posterior.n_calls
-    halves, bridged_over, counted = _bridge_halves(rng, posterior, draws, log_p, groups, maps, n_eval_sampling,
-                                                   settings)
+    # Label copies of one mode are not separate mass when log K! already counts them (K > 7).
+    cells = groups is not None and 1 < len(groups) <= settings.max_modes and strategy != "log_k_factorial"
+    halves, bridged_over, counted = _bridge_halves(rng, posterior, draws, log_p, groups if cells else None, maps,
+                                                   n_eval_sampling, settings)
     diagnostics = _chain_checks(series, groups, counted, settings)
     if stuck_check is not None:
         diagnostics["stuck_chains"] = stuck_check

@@ -95,6 +95,18 @@ def test_any_partition_into_cells_sums_to_the_evidence(target):
     assert abs(res.log_evidence - target.exact_log_evidence()) < K_SIGMA * res.log_evidence_std
 
 
+def test_label_copies_counted_by_log_k_factorial_are_never_summed_over_cells():
+    # With K > 7 the K! label copies are counted by + log K!; cells over copies the chains found would count
+    # them again. mode_rhat just above 1 makes every chain a group of its own.
+    X = np.random.default_rng(0).normal(size=(40, 1)) * 3
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", EvidenceConvergenceWarning)
+        res = bridge_log_evidence(GaussianMixtureModel(8, 1), X, random_state=0, mode_rhat=1 + 1e-12, n_chains=4,
+                                  n_warmup=100, n_draws=200)
+    assert res.info["label_switching"] == "log_k_factorial" and res.info["mode_groups"] == [1, 1, 1, 1]
+    assert res.info["bridged_over"] == "pooled"
+
+
 def test_every_chain_alone_in_its_mode_fails_the_census():
     # A product of 8 two-peak factors has 256 modes: each chain finds its own, so many more are unseen.
     target = ProductTarget(TwoPeakFactor(), 8)
