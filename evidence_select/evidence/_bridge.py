@@ -88,7 +88,7 @@ __all__ = ["BridgeSettings", "bridge_log_evidence", "bridge_iteration", "bridge_
 logger = logging.getLogger(__name__)
 
 _MAX_PERMUTED_COMPONENTS = 7
-_MIN_CELL_DRAWS = 50  # posterior draws a cell needs for its own bridge
+_MIN_CELL_DRAWS = 50  # distinct draws to fit a group's proposal; posterior draws for a cell's bridge
 _NEGLIGIBLE_SHARE = 1e-3  # a cell with less of Z moves log Z by less than this (nats)
 
 
@@ -439,9 +439,10 @@ def _cells_half(rng, posterior, fit_draws, eval_draws, eval_log_p, groups, maps,
     One proposal per group is fitted to that group's ``fit_draws`` ``(n_chains, n_iter, d)``; each point belongs
     to the cell of the proposal densest there, and ``Z`` is the sum of one bridge per cell between
     ``p 1[cell]`` and its proposal, using every posterior draw in the cell (from any chain) and the proposal
-    draws that fall in it (the others count with ``p = 0``). Returns one :class:`_HalfResult` per cell, or None
-    when a group's fitting draws hold fewer than ``_MIN_CELL_DRAWS`` distinct points or a cell fewer than
-    ``_MIN_CELL_DRAWS`` posterior draws.
+    draws that fall in it (the others count with ``p = 0``); a cell holding fewer than ``_MIN_CELL_DRAWS``
+    posterior draws gets importance sampling from its proposal instead (:func:`_importance_cell`). Returns one
+    :class:`_HalfResult` per cell, or None when a group's fitting draws hold fewer than ``_MIN_CELL_DRAWS``
+    distinct points.
     """
     n_chains, n_iter, d = eval_draws.shape
     fits = [fit_draws[chains].reshape(-1, d) for chains in groups]
@@ -454,8 +455,6 @@ def _cells_half(rng, posterior, fit_draws, eval_draws, eval_log_p, groups, maps,
 
     log_q_eval = log_q_all(eval_draws.reshape(-1, d)).reshape(len(flows), n_chains, n_iter)
     cells = cell_of(log_q_eval)
-    if np.bincount(cells.ravel(), minlength=len(flows)).min() < _MIN_CELL_DRAWS:
-        return None
     cap = max(_proposal_cap(n_chains * n_iter, n_eval_sampling, settings) // len(flows), 2)
     parts = []
     for m, (flow, chains) in enumerate(zip(flows, groups)):
@@ -475,11 +474,32 @@ def _cells_half(rng, posterior, fit_draws, eval_draws, eval_log_p, groups, maps,
             series[inside] = f2_post  # a chain's draws outside the cell add nothing to its mean
             return integrated_autocorrelation_time(series[chains]) if n_iter >= 4 else 1.0
 
+        if np.count_nonzero(inside) < _MIN_CELL_DRAWS:
+            parts.append(_importance_cell(more(cap), len(flow.layers)))
+            continue
         log_r, std, n_bridge, converged, tau, l2, proposal_term, posterior_term = _solve_adaptive(
             l1, more, tau_of, cap, settings)
         parts.append(_HalfResult(log_r, std, n_bridge, converged, tau, len(l2), _overlap(l1, l2, log_r),
                                  proposal_term, posterior_term, len(flow.layers)))
     return parts
+
+
+def _importance_cell(l2, n_layers):
+    """A cell too few posterior draws reached: ``Z_m = E_q[p 1[cell] / q]`` from its proposal's draws alone.
+
+    ``l2`` is ``log p - log q`` at the draws (``-inf`` outside the cell). Its
+    error is the proposal term of Eq. (9) for importance sampling, and its
+    ``overlap`` the weights' effective sample size fraction (1 when ``q`` is
+    ``p`` restricted to the cell).
+    """
+    n = len(l2)
+    log_z = float(logsumexp(l2) - np.log(n))
+    if not np.isfinite(log_z):  # no proposal draw in the cell: nothing there the proposal can see
+        return _HalfResult(-np.inf, 0.0, 0, True, 1.0, n, 0.0, 0.0, 0.0, n_layers)
+    weights = np.exp(l2 - log_z)  # mean 1
+    proposal_term = float(np.var(weights) / n)
+    return _HalfResult(log_z, float(np.sqrt(proposal_term)), 0, True, 1.0, n, float(1.0 / (1.0 + np.var(weights))),
+                       proposal_term, 0.0, n_layers)
 
 
 def _cell_shares(parts):

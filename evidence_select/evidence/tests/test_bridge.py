@@ -15,7 +15,7 @@ from scipy.special import gammaln, logsumexp
 
 from evidence_select.datasets import make_linear_regression
 from evidence_select.evidence._bridge import (BridgeSettings, _combined_std, _drop_stuck_chains, _HalfResult,
-                                              _sum_of_cells, bridge_iteration, bridge_log_evidence,
+                                              _importance_cell, _sum_of_cells, bridge_iteration, bridge_log_evidence,
                                               mixture_relabel_maps)
 from evidence_select.evidence._bridge_modes import chain_mode_groups, unseen_mode_fraction
 from evidence_select.exceptions import EvidenceConvergenceWarning
@@ -146,6 +146,16 @@ def test_chain_mode_groups_link_through_shared_modes():
     assert [g.tolist() for g in chain_mode_groups(series, 1.1)] == [[0, 2], [1, 3], [4]]
     assert unseen_mode_fraction(chain_mode_groups(series, 1.1)) == 0.2
     assert [g.tolist() for g in chain_mode_groups(series[[0, 2]], 1.1)] == [[0, 1]]
+
+
+def test_importance_cell_estimates_the_mass_of_a_cell_without_posterior_draws():
+    # q = p = N(0, 1) and the cell is x > 0: Z_cell = 1/2, the weights are 2 or 0 (variance 1 about mean 1).
+    x = np.random.default_rng(0).normal(size=20_000)
+    cell = _importance_cell(np.where(x > 0, 0.0, -np.inf), n_layers=0)
+    assert np.isclose(cell.std, np.sqrt(1.0 / len(x)), rtol=0.05) and np.isclose(cell.overlap, 0.5, rtol=0.05)
+    assert abs(cell.log_z - np.log(0.5)) < K_SIGMA * cell.std
+    empty = _importance_cell(np.full(100, -np.inf), n_layers=0)
+    assert empty.log_z == -np.inf and empty.std == 0.0
 
 
 def test_sum_of_cells_weights_errors_by_share():
