@@ -25,22 +25,25 @@
 
 Modes the chains did not connect. Chains that never moved (a tenth or fewer
 distinct draws) leave the bridge, since one repeated point would weigh a whole
-chain's share; the ``stuck_chains`` check fails unless they sit below every
-density the other chains visited. The remaining chains are grouped by mode
-(pairwise split R-hat at most ``mode_rhat``, :mod:`._bridge_modes`). With 2 to
-``max_modes`` groups (and not for a mixture with ``K > 7``, whose label copies
-``log K!`` already counts), each group gets its own proposal, every point belongs to
-the cell of the proposal densest there, and ``Z`` is the sum of one bridge per
-cell, over the posterior draws in the cell and the proposal draws that fall in
-it. The relative number of chains per mode, which follows the modes' basins of
-attraction rather than their masses, then no longer matters; R-hat and ESS are
-checked within the groups. ``mode_census`` fails when more than
+chain's share, and fail the ``stuck_chains`` check. The remaining chains are
+grouped by mode (pairwise split R-hat at most ``mode_rhat``,
+:mod:`._bridge_modes`). With 2 to ``max_modes`` groups (and not for a mixture
+with ``K > 7``, whose label copies ``log K!`` already counts), each group gets
+its own proposal, every point belongs to the cell of the proposal densest
+there, and ``Z`` is the sum of one bridge per cell, over the posterior draws in
+the cell and the proposal draws that fall in it. The relative number of chains
+per mode, which follows the modes' basins of attraction rather than their
+masses, then no longer matters; R-hat and ESS are checked within the groups,
+and ``cells_separate`` asks that each group keep at least 90% of its draws in
+its own cell (else chains that explore parts of one mode without mixing would
+weigh those parts by their numbers). ``mode_census`` fails when more than
 ``max_unseen_modes`` of the chains are alone in their mode (the Good-Turing
 chance that another chain would find a mode none found). A mode no chain
 reached stays invisible: that is what many dispersed chains are for.
 
-Every failed check (R-hat, ESS, mode census, stuck chains, autocorrelation-time
-reliability, bridge iterations, proposal overlap, halves agreeing) raises
+Every failed check (R-hat, ESS, mode census, stuck chains, cells separate,
+autocorrelation-time reliability, bridge iterations, proposal overlap, halves
+agreeing) raises
 :class:`~evidence_select.exceptions.EvidenceConvergenceWarning` and sets
 ``EvidenceResult.converged`` to False; the checks are in
 ``EvidenceResult.diagnostics``.
@@ -89,6 +92,7 @@ logger = logging.getLogger(__name__)
 
 _MAX_PERMUTED_COMPONENTS = 7
 _MIN_CELL_DRAWS = 50  # distinct draws to fit a group's proposal; posterior draws for a cell's bridge
+_MIN_SEPARATION = 0.9  # share of each group's draws in its own cell for the cells to count as separate
 _NEGLIGIBLE_SHARE = 1e-3  # a cell with less of Z moves log Z by less than this (nats)
 
 
@@ -441,8 +445,12 @@ def _cells_half(rng, posterior, fit_draws, eval_draws, eval_log_p, groups, maps,
     ``p 1[cell]`` and its proposal, using every posterior draw in the cell (from any chain) and the proposal
     draws that fall in it (the others count with ``p = 0``); a cell holding fewer than ``_MIN_CELL_DRAWS``
     posterior draws gets importance sampling from its proposal instead (:func:`_importance_cell`). Returns one
-    :class:`_HalfResult` per cell, or None when a group's fitting draws hold fewer than ``_MIN_CELL_DRAWS``
-    distinct points.
+    :class:`_HalfResult` per cell and each group's share of its draws in its own cell, or None when a group's
+    fitting draws hold fewer than ``_MIN_CELL_DRAWS`` distinct points.
+
+    The sum is exact for any cells as long as the draws inside each cell follow ``p``. Chains that explore
+    different parts of one mode without mixing (a funnel's neck and mouth) break that where their cells
+    overlap, hence the separation check.
     """
     n_chains, n_iter, d = eval_draws.shape
     fits = [fit_draws[chains].reshape(-1, d) for chains in groups]
@@ -455,6 +463,8 @@ def _cells_half(rng, posterior, fit_draws, eval_draws, eval_log_p, groups, maps,
 
     log_q_eval = log_q_all(eval_draws.reshape(-1, d)).reshape(len(flows), n_chains, n_iter)
     cells = cell_of(log_q_eval)
+    # Each group's share of its own draws that fall in its own cell (1 when the cells separate the modes).
+    separation = np.array([np.mean(cells[chains] == m) for m, chains in enumerate(groups)])
     cap = max(_proposal_cap(n_chains * n_iter, n_eval_sampling, settings) // len(flows), 2)
     parts = []
     for m, (flow, chains) in enumerate(zip(flows, groups)):
@@ -481,7 +491,7 @@ def _cells_half(rng, posterior, fit_draws, eval_draws, eval_log_p, groups, maps,
             l1, more, tau_of, cap, settings)
         parts.append(_HalfResult(log_r, std, n_bridge, converged, tau, len(l2), _overlap(l1, l2, log_r),
                                  proposal_term, posterior_term, len(flow.layers)))
-    return parts
+    return parts, separation
 
 
 def _importance_cell(l2, n_layers):
@@ -549,23 +559,20 @@ def _posterior_draws(rng, model, posterior, posterior_samples, settings):
 
 
 def _drop_stuck_chains(draws, log_p):
-    """The chains that moved, and the ``stuck_chains`` check.
+    """The chains that moved, and the ``stuck_chains`` check (passed only when no chain is stuck).
 
     A chain is stuck when fewer than a tenth of its kept draws are distinct
-    (acceptance near 0: a place the sampler cannot leave, such as a far tail
-    with huge gradients). Its repeated point would weigh ``1 / n_chains`` of the
-    posterior draws, so it is left out of the bridge. The check passes when
-    every stuck chain sits below the lowest log density any moving chain
-    visited (a tail holding no mass the others could miss); a stuck chain
-    higher up may sit on a narrow mode nobody sampled, and fails it. With no
-    chain moving, every chain is kept.
+    (acceptance near 0: a place the sampler cannot leave, such as a funnel's
+    neck or a far tail with huge gradients). Its repeated point would weigh
+    ``1 / n_chains`` of the posterior draws, so it is left out of the bridge;
+    but the region that stopped it may hold mass the other chains never
+    reach, so the run is flagged. With no chain moving, every chain is kept.
     """
-    n_chains, n_iter, _ = draws.shape
-    stuck = np.array([len(np.unique(chain, axis=0)) < max(n_iter // 10, 2) for chain in draws])
+    stuck = np.array([len(np.unique(chain, axis=0)) < max(draws.shape[1] // 10, 2) for chain in draws])
+    check_entry = check(int(stuck.sum()), 0, not stuck.any())
     if not stuck.any() or stuck.all():
-        return draws, log_p, check(int(stuck.sum()), 0, not stuck.any())
-    in_tail = np.max(log_p[stuck]) < np.min(log_p[~stuck])
-    return draws[~stuck], log_p[~stuck], check(int(stuck.sum()), 0, bool(in_tail))
+        return draws, log_p, check_entry
+    return draws[~stuck], log_p[~stuck], check_entry
 
 
 def _chain_checks(series, groups, counted, settings):
@@ -621,9 +628,10 @@ def _bridge_halves(rng, posterior, draws, log_p, groups, maps, n_eval_sampling, 
     """Both halves' bridges (fit on one half in time, solve on the other), over the cells of ``groups`` when
     given and every cell holds enough draws, else over the pooled draws.
 
-    Returns the two :class:`_HalfResult`, ``"cells"`` or ``"pooled"``, and which groups count in the checks:
-    all of them, except cells holding less than ``_NEGLIGIBLE_SHARE`` of ``Z`` in both halves (a chain stuck
-    in such a mode moves ``log Z`` by less than that share, however badly it mixes).
+    Returns the two :class:`_HalfResult`, ``"cells"`` or ``"pooled"``, which groups count in the checks (all
+    of them, except cells holding less than ``_NEGLIGIBLE_SHARE`` of ``Z`` in both halves: a chain stuck in
+    such a mode moves ``log Z`` by less than that share, however badly it mixes) and the smallest share of a
+    counted group's draws in its own cell (None when pooled).
     """
     half = draws.shape[1] // 2
     first, second = (draws[:, :half], log_p[:, :half]), (draws[:, half:2 * half], log_p[:, half:2 * half])
@@ -631,12 +639,13 @@ def _bridge_halves(rng, posterior, draws, log_p, groups, maps, n_eval_sampling, 
     if groups is not None:
         cells = [_cells_half(rng, posterior, fit[0], *other, groups, maps, n_eval_sampling, settings)
                  for fit, other in pairs]
-        if all(parts is not None for parts in cells):
-            counted = np.max([_cell_shares(parts) for parts in cells], axis=0) >= _NEGLIGIBLE_SHARE
-            return [_sum_of_cells(parts, counted) for parts in cells], "cells", counted
+        if all(half is not None for half in cells):
+            counted = np.max([_cell_shares(parts) for parts, _ in cells], axis=0) >= _NEGLIGIBLE_SHARE
+            separation = float(min(np.min(sep[counted]) for _, sep in cells))
+            return [_sum_of_cells(parts, counted) for parts, _ in cells], "cells", counted, separation
     d = draws.shape[2]
     return ([_bridge_half(rng, posterior, fit[0].reshape(-1, d), *other, maps, n_eval_sampling, settings)
-             for fit, other in pairs], "pooled", None)
+             for fit, other in pairs], "pooled", None, None)
 
 
 def bridge_log_evidence(model, X=None, y=None, *, posterior_samples=None, settings=None, random_state=None,
@@ -666,7 +675,8 @@ def bridge_log_evidence(model, X=None, y=None, *, posterior_samples=None, settin
         ``log_evidence_std`` from Eq. (9) (widened when the halves disagree);
         ``diagnostics`` holds ``rhat``, ``ess_bulk``, ``bridge_iterations``,
         ``autocorrelation_time``, ``proposal_overlap`` and ``halves_agree``,
-        and for chains it ran itself ``mode_census`` and ``stuck_chains``;
+        and for chains it ran itself ``mode_census`` and ``stuck_chains`` (and
+        ``cells_separate`` when summed over cells);
         ``info`` the per-half estimates, errors, ``tau``, ``n_q``, flow layers,
         ``bridged_over`` (``"cells"`` or ``"pooled"``), ``mode_groups`` (chains
         per mode group) and the sampler's step size and acceptance.
@@ -716,9 +726,12 @@ def bridge_log_evidence(model, X=None, y=None, *, posterior_samples=None, settin
     n_eval_sampling = posterior.n_calls
     # Label copies of one mode are not separate mass when log K! already counts them (K > 7).
     cells = groups is not None and 1 < len(groups) <= settings.max_modes and strategy != "log_k_factorial"
-    halves, bridged_over, counted = _bridge_halves(rng, posterior, draws, log_p, groups if cells else None, maps,
-                                                   n_eval_sampling, settings)
+    halves, bridged_over, counted, separation = _bridge_halves(rng, posterior, draws, log_p,
+                                                               groups if cells else None, maps, n_eval_sampling,
+                                                               settings)
     diagnostics = _chain_checks(series, groups, counted, settings)
+    if separation is not None:
+        diagnostics["cells_separate"] = check(separation, _MIN_SEPARATION, separation >= _MIN_SEPARATION)
     if stuck_check is not None:
         diagnostics["stuck_chains"] = stuck_check
     if verbose:
