@@ -476,7 +476,8 @@ def _cells_half(rng, posterior, fit_draws, eval_draws, eval_log_p, groups, maps,
             log_q = log_q_all(draws)
             mine = cell_of(log_q) == m
             out = np.full(n, -np.inf)
-            out[mine] = posterior.value(draws[mine]) - log_q[m, mine]
+            if mine.any():  # a user's model need not accept an empty batch
+                out[mine] = posterior.value(draws[mine]) - log_q[m, mine]
             return out
 
         def tau_of(f2_post, inside=inside, chains=chains):
