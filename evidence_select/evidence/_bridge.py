@@ -79,7 +79,7 @@ from ..models._mixture import mixture_relabel_maps
 from ..utils._diagnostics import ess_bulk, integrated_autocorrelation_time, split_rhat
 from ..utils._gaussianize import (GaussianizationSettings, fit_gaussianization, gaussianization_log_density,
                                   gaussianization_sample)
-from ..utils._logspace import logsumexp
+from ..utils._logspace import ess_from_log_weights, logsumexp
 from ..utils._random import make_generator
 from ._ais import _check_data, _log_lik_and_grad, _log_lik_sum
 from ._bridge_modes import cell_of, chain_mode_groups, unseen_mode_fraction
@@ -507,9 +507,8 @@ def _importance_cell(l2, n_layers):
     log_z = float(logsumexp(l2) - np.log(n))
     if not np.isfinite(log_z):  # no proposal draw in the cell: nothing there the proposal can see
         return _HalfResult(-np.inf, 0.0, 0, True, 1.0, n, 0.0, 0.0, 0.0, n_layers)
-    weights = np.exp(l2 - log_z)  # mean 1
-    proposal_term = float(np.var(weights) / n)
-    return _HalfResult(log_z, float(np.sqrt(proposal_term)), 0, True, 1.0, n, float(1.0 / (1.0 + np.var(weights))),
+    proposal_term = float(np.var(np.exp(l2 - log_z)) / n)  # the weights' mean is 1
+    return _HalfResult(log_z, float(np.sqrt(proposal_term)), 0, True, 1.0, n, float(ess_from_log_weights(l2) / n),
                        proposal_term, 0.0, n_layers)
 
 
