@@ -3,10 +3,14 @@
 The bijection ``z = Psi(x)`` is a whitening affine layer followed by layers that
 each (i) find ``K`` orthonormal directions along which the samples look least
 Gaussian (largest sliced Wasserstein-1 distance between the projections and
-``N(0, 1)``, by projected gradient ascent over orthonormal frames) and (ii) map
+``N(0, 1)``, by projected gradient ascent over orthonormal frames; also for
+``K = n_params``, where a random frame's projections would look Gaussian by the
+central limit theorem and the layer would learn little) and (ii) map
 the samples' marginal along each direction to ``N(0, 1)`` with a monotone
 rational-quadratic spline (Durkan et al., "Neural spline flows", 2019) through
 knots of the smoothed (kernel) CDF, ``y = Phi^-1(F_kde(p))``, with linear tails.
+A direction whose distance is within sampling noise of zero
+(``noise_floor / sqrt(n)``) gets no spline: fitting it would add only noise.
 Components orthogonal to the directions are left alone, so each layer is
 invertible and its log-Jacobian is the sum of the splines' log-derivatives.
 This follows the Iterative Neural Transform of Jia and Seljak, "Normalizing
@@ -40,6 +44,8 @@ class GaussianizationSettings(NamedTuple):
     bandwidth_factor : float, multiplies Silverman's kernel bandwidth.
     n_search_steps : int, gradient steps of the direction search.
     validation_fraction : float in (0, 0.5), held-out share of the samples for stopping.
+    noise_floor : float, a direction gets a spline only when its W1 distance to N(0, 1) exceeds
+        ``noise_floor / sqrt(n)`` (the distance of a Gaussian sample of size n is of order ``1 / sqrt(n)``).
     """
 
     max_layers: int = 10
@@ -48,6 +54,7 @@ class GaussianizationSettings(NamedTuple):
     bandwidth_factor: float = 1.0
     n_search_steps: int = 20
     validation_fraction: float = 0.2
+    noise_floor: float = 2.0
 
 
 class _SplineLayer(NamedTuple):
@@ -156,21 +163,27 @@ def _orthonormal(matrix):
     return q * np.where(np.diag(r) < 0, -1.0, 1.0)
 
 
+def _quantile_residuals(proj):
+    """Each column's sorted-order residual against the ``N(0, 1)`` quantiles, in the samples' order."""
+    n = len(proj)
+    quantiles = ndtri((np.arange(n) + 0.5) / n)
+    order = np.argsort(proj, axis=0)
+    residual = np.empty_like(proj)
+    np.put_along_axis(residual, order, np.take_along_axis(proj, order, axis=0) - quantiles[:, None], axis=0)
+    return residual
+
+
 def _find_directions(rng, z, n_directions, n_steps, start_identity):
-    """Orthonormal ``(n_params, K)`` frame with large sliced W1 distance of projections to N(0, 1)."""
+    """Orthonormal ``(n_params, K)`` frame with large sliced W1 distance of projections to N(0, 1).
+
+    Returns the frame and each direction's W1 distance.
+    """
     n, d = z.shape
     frame = np.eye(d)[:, :n_directions] if start_identity else _orthonormal(rng.standard_normal((d, n_directions)))
-    quantiles = ndtri((np.arange(n) + 0.5) / n)
-    if n_directions == d:  # a full rotation: the sum over all directions is what the splines see
-        return frame
     for _ in range(n_steps):
-        proj = z @ frame
-        order = np.argsort(proj, axis=0)
-        residual = np.empty_like(proj)
-        np.put_along_axis(residual, order, np.take_along_axis(proj, order, axis=0) - quantiles[:, None], axis=0)
-        grad = z.T @ np.sign(residual) / n
+        grad = z.T @ np.sign(_quantile_residuals(z @ frame)) / n
         frame = _orthonormal(frame + grad)
-    return frame
+    return frame, np.mean(np.abs(_quantile_residuals(z @ frame)), axis=0)
 
 
 # -- transforms --------------------------------------------------------------------------
@@ -264,6 +277,8 @@ def _check_settings(settings, n, d):
         raise ValueError(f"validation_fraction must be in (0, 0.5), got {settings.validation_fraction!r}")
     if not settings.bandwidth_factor > 0:
         raise ValueError(f"bandwidth_factor must be positive, got {settings.bandwidth_factor!r}")
+    if not settings.noise_floor >= 0:
+        raise ValueError(f"noise_floor must be >= 0, got {settings.noise_floor!r}")
     if n < max(2 * d, 20):
         raise ValueError(f"Gaussianization needs at least max(2 n_params, 20) = {max(2 * d, 20)} samples, got {n}")
 
@@ -307,9 +322,13 @@ def fit_gaussianization(rng, samples, settings=GaussianizationSettings()):
     n_knots = settings.n_knots or int(np.clip(np.sqrt(len(train)), 20, 100))
     layers = []
     for index in range(settings.max_layers):
-        frame = _find_directions(rng, z_train, n_directions, settings.n_search_steps, start_identity=index == 0)
+        frame, distance = _find_directions(rng, z_train, n_directions, settings.n_search_steps,
+                                           start_identity=index == 0)
+        frame = frame[:, distance > settings.noise_floor / np.sqrt(len(z_train))]
+        if frame.shape[1] == 0:  # every direction already looks Gaussian
+            break
         proj = z_train @ frame
-        fits = [_fit_marginal(proj[:, k], n_knots, settings.bandwidth_factor) for k in range(n_directions)]
+        fits = [_fit_marginal(proj[:, k], n_knots, settings.bandwidth_factor) for k in range(frame.shape[1])]
         layer = _SplineLayer(frame, *(tuple(f[j] for f in fits) for j in range(3)))
         z_new_val, step = _layer_forward(layer, z_val)
         score = float(np.mean(_std_normal_log_pdf(z_new_val) + log_det_val + step))
