@@ -569,10 +569,8 @@ def _drop_stuck_chains(draws, log_p):
     reach, so the run is flagged. With no chain moving, every chain is kept.
     """
     stuck = np.array([len(np.unique(chain, axis=0)) < max(draws.shape[1] // 10, 2) for chain in draws])
-    check_entry = check(int(stuck.sum()), 0, not stuck.any())
-    if not stuck.any() or stuck.all():
-        return draws, log_p, check_entry
-    return draws[~stuck], log_p[~stuck], check_entry
+    kept = np.ones_like(stuck) if stuck.all() else ~stuck
+    return draws[kept], log_p[kept], check(int(stuck.sum()), 0, not stuck.any())
 
 
 def _chain_checks(series, groups, counted, settings):
@@ -639,7 +637,7 @@ def _bridge_halves(rng, posterior, draws, log_p, groups, maps, n_eval_sampling, 
     if groups is not None:
         cells = [_cells_half(rng, posterior, fit[0], *other, groups, maps, n_eval_sampling, settings)
                  for fit, other in pairs]
-        if all(half is not None for half in cells):
+        if all(result is not None for result in cells):
             counted = np.max([_cell_shares(parts) for parts, _ in cells], axis=0) >= _NEGLIGIBLE_SHARE
             separation = float(min(np.min(sep[counted]) for _, sep in cells))
             return [_sum_of_cells(parts, counted) for parts, _ in cells], "cells", counted, separation

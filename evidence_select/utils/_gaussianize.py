@@ -163,10 +163,8 @@ def _orthonormal(matrix):
     return q * np.where(np.diag(r) < 0, -1.0, 1.0)
 
 
-def _quantile_residuals(proj):
-    """Each column's sorted-order residual against the ``N(0, 1)`` quantiles, in the samples' order."""
-    n = len(proj)
-    quantiles = ndtri((np.arange(n) + 0.5) / n)
+def _quantile_residuals(proj, quantiles):
+    """Each column's sorted-order residual against the ``N(0, 1)`` ``quantiles``, in the samples' order."""
     order = np.argsort(proj, axis=0)
     residual = np.empty_like(proj)
     np.put_along_axis(residual, order, np.take_along_axis(proj, order, axis=0) - quantiles[:, None], axis=0)
@@ -180,10 +178,11 @@ def _find_directions(rng, z, n_directions, n_steps, start_identity):
     """
     n, d = z.shape
     frame = np.eye(d)[:, :n_directions] if start_identity else _orthonormal(rng.standard_normal((d, n_directions)))
+    quantiles = ndtri((np.arange(n) + 0.5) / n)
     for _ in range(n_steps):
-        grad = z.T @ np.sign(_quantile_residuals(z @ frame)) / n
+        grad = z.T @ np.sign(_quantile_residuals(z @ frame, quantiles)) / n
         frame = _orthonormal(frame + grad)
-    return frame, np.mean(np.abs(_quantile_residuals(z @ frame)), axis=0)
+    return frame, np.mean(np.abs(_quantile_residuals(z @ frame, quantiles)), axis=0)
 
 
 # -- transforms --------------------------------------------------------------------------
