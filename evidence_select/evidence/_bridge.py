@@ -38,8 +38,15 @@ and ``cells_separate`` asks that each group keep at least 90% of its draws in
 its own cell (else chains that explore parts of one mode without mixing would
 weigh those parts by their numbers). ``mode_census`` fails when more than
 ``max_unseen_modes`` of the chains are alone in their mode (the Good-Turing
-chance that another chain would find a mode none found). A mode no chain
-reached stays invisible: that is what many dispersed chains are for.
+chance that another chain would find a mode none found). With more than
+``max_modes`` groups (more modes than chains, as in a product of two-peak
+coordinates), ``mixing_rounds`` rounds of independence Metropolis from
+proposals fitted to all chains' draws (:mod:`._bridge_mixing`) connect the
+chains; their last round replaces the draws when it leaves at most
+``max_modes`` groups and no stuck chain, and the bridge's proposal is then the
+same mixture of the Gaussianization and the draws' marginal product. A mode
+no chain reached and no proposal reaches stays invisible: that is what many
+dispersed chains are for.
 
 Every failed check (R-hat, ESS, mode census, stuck chains, cells separate,
 autocorrelation-time reliability, bridge iterations, proposal overlap, halves
@@ -77,11 +84,11 @@ import numpy as np
 from ..kernels._adaptive_hmc import SamplerSettings, sample_chains
 from ..models._mixture import mixture_relabel_maps
 from ..utils._diagnostics import ess_bulk, integrated_autocorrelation_time, split_rhat
-from ..utils._gaussianize import (GaussianizationSettings, fit_gaussianization, gaussianization_log_density,
-                                  gaussianization_sample)
+from ..utils._gaussianize import GaussianizationSettings, fit_gaussianization
 from ..utils._logspace import ess_from_log_weights, logsumexp
 from ..utils._random import make_generator
 from ._ais import _check_data, _log_lik_and_grad, _log_lik_sum
+from ._bridge_mixing import FlowProposal, connect_modes, fit_mixture_proposal
 from ._bridge_modes import cell_of, chain_mode_groups, unseen_mode_fraction
 from ._result import EvidenceResult, check, warn_not_converged
 
@@ -145,6 +152,18 @@ class BridgeSettings(NamedTuple):
         Largest acceptable Good-Turing estimate of the chance that one more
         chain would find a mode no chain found (chains alone in their mode over
         all chains), in [0, 1].
+    mixing_rounds : int, default=3
+        When the chains sit in more than ``max_modes`` modes, rounds of
+        independence Metropolis from proposals fitted to their draws
+        (:mod:`._bridge_mixing`), ``n_draws`` steps per chain each, whose last
+        round replaces the draws; 0 keeps the HMC draws.
+    proposal : {"auto", "gaussianization", "mixture"}, default="auto"
+        The bridge's proposal: the iterative Gaussianization, or its mixture
+        with the draws' marginal product, weighted by each one's importance
+        efficiency (:func:`~._bridge_mixing.fit_mixture_proposal`). "auto"
+        takes the mixture for draws that independence Metropolis connected
+        (their modes may form a product no Gaussianization of a few clusters
+        would propose) and the Gaussianization otherwise.
     tol : float, default=1e-10
         Convergence tolerance of the bridge iteration on ``log Z``.
     max_iter : int, default=1000
@@ -170,11 +189,14 @@ class BridgeSettings(NamedTuple):
     mode_rhat: float = 1.1
     max_modes: int = 8
     max_unseen_modes: float = 0.1
+    mixing_rounds: int = 3
+    proposal: str = "auto"
     tol: float = 1e-10
     max_iter: int = 1000
 
 
-_INT_MIN = dict(n_chains=1, n_warmup=0, n_draws=8, max_leapfrog=1, max_proposal=2, max_iter=1, max_modes=1)
+_INT_MIN = dict(n_chains=1, n_warmup=0, n_draws=8, max_leapfrog=1, max_proposal=2, max_iter=1, max_modes=1,
+                mixing_rounds=0)
 _OPEN_UNIT = ("target_accept", "error_fraction", "evaluation_fraction")
 _POSITIVE = ("trajectory_length", "rhat_threshold", "tol", "min_draws_per_tau")
 _NON_NEGATIVE = ("min_ess", "min_overlap", "max_unseen_modes")
@@ -208,6 +230,8 @@ def _make_settings(settings, overrides):
         raise ValueError(f"mode_rhat must be above 1, got {settings.mode_rhat!r}")
     if settings.max_unseen_modes > 1.0:
         raise ValueError(f"max_unseen_modes must be in [0, 1], got {settings.max_unseen_modes!r}")
+    if settings.proposal not in ("auto", "gaussianization", "mixture"):
+        raise ValueError(f"proposal must be 'auto', 'gaussianization' or 'mixture', got {settings.proposal!r}")
     if settings.dense_mass not in (None, True, False):
         raise ValueError(f"dense_mass must be True, False or None, got {settings.dense_mass!r}")
     if not isinstance(settings.gaussianization, GaussianizationSettings):
@@ -363,11 +387,20 @@ def _canonical_labels(model, draws):
     return out
 
 
+def _fit_proposal(rng, posterior, fit_draws, settings):
+    """The bridge's proposal (``sample``, ``log_density``, ``layers``): the Gaussianization of ``fit_draws``, or
+    with ``settings.proposal == "mixture"`` its mixture with their marginal product
+    (:func:`~._bridge_mixing.fit_mixture_proposal`)."""
+    if settings.proposal == "mixture":
+        return fit_mixture_proposal(rng, posterior, fit_draws, settings.gaussianization)
+    return FlowProposal(fit_gaussianization(rng, fit_draws, settings.gaussianization))
+
+
 def _proposal_log_density(flow, maps, theta):
-    """``log q`` of the fitted flow, symmetrised over the relabelling maps when given."""
+    """``log q`` of the fitted proposal, symmetrised over the relabelling maps when given."""
     if maps is None:
-        return gaussianization_log_density(flow, theta)
-    values = np.stack([gaussianization_log_density(flow, theta @ A.T) for A in maps])
+        return flow.log_density(theta)
+    values = np.stack([flow.log_density(theta @ A.T) for A in maps])
     return logsumexp(values, axis=0) - np.log(len(maps))
 
 
@@ -421,12 +454,16 @@ def _proposal_cap(n_p, n_eval_sampling, settings):
 def _bridge_half(rng, posterior, fit_draws, eval_draws, eval_log_p, maps, n_eval_sampling, settings):
     """Gaussianize ``fit_draws``; bridge with ``eval_draws`` ``(n_chains, n_iter, d)`` and adaptive ``n_q``."""
     n_chains, n_iter, d = eval_draws.shape
-    flow = fit_gaussianization(rng, fit_draws, settings.gaussianization)
+    flow = _fit_proposal(rng, posterior, fit_draws, settings)
     l1 = eval_log_p.ravel() - _proposal_log_density(flow, maps, eval_draws.reshape(-1, d))
 
     def more(n):
-        draws = gaussianization_sample(flow, rng, n)
-        return posterior.value(draws) - _proposal_log_density(flow, maps, draws)
+        if maps is None:
+            draws, log_q = flow.sample_and_log_density(rng, n)
+        else:
+            draws = flow.sample(rng, n)
+            log_q = _proposal_log_density(flow, maps, draws)
+        return posterior.value(draws) - log_q
 
     def tau_of(f2_post):
         return integrated_autocorrelation_time(f2_post.reshape(n_chains, n_iter)) if n_iter >= 4 else 1.0
@@ -456,7 +493,7 @@ def _cells_half(rng, posterior, fit_draws, eval_draws, eval_log_p, groups, maps,
     fits = [fit_draws[chains].reshape(-1, d) for chains in groups]
     if any(len(np.unique(fit, axis=0)) < _MIN_CELL_DRAWS for fit in fits):
         return None  # chains that barely moved: a sampler failure (R-hat says so), not a mode to fit
-    flows = [fit_gaussianization(rng, fit, settings.gaussianization) for fit in fits]
+    flows = [_fit_proposal(rng, posterior, fit, settings) for fit in fits]
 
     def log_q_all(theta):
         return np.stack([_proposal_log_density(flow, maps, theta) for flow in flows])
@@ -472,7 +509,7 @@ def _cells_half(rng, posterior, fit_draws, eval_draws, eval_log_p, groups, maps,
         l1 = (eval_log_p - log_q_eval[m])[inside]
 
         def more(n, flow=flow, m=m):
-            draws = gaussianization_sample(flow, rng, n)
+            draws = flow.sample(rng, n)
             log_q = log_q_all(draws)
             mine = cell_of(log_q) == m
             out = np.full(n, -np.inf)
@@ -646,6 +683,52 @@ def _bridge_halves(rng, posterior, draws, log_p, groups, maps, n_eval_sampling, 
              for fit, other in pairs], "pooled", None, None)
 
 
+class _Chains(NamedTuple):
+    """Chains ready for the bridge: ``draws`` ``(n_chains, n_iter, d)``, ``log_p``, the ``stuck_chains`` check
+    (None for draws the caller passed), the ``series`` R-hat reads (draws and ``log p``) and the mode ``groups``."""
+
+    draws: np.ndarray
+    log_p: np.ndarray
+    stuck_check: dict
+    series: np.ndarray
+    groups: list
+
+
+def _chains_and_modes(model, draws, log_p, strategy, ran_chains, settings):
+    """:class:`_Chains`: draws in canonical labels, without stuck chains, and their mode groups.
+
+    For draws the caller passed (``ran_chains`` False) no chain is dropped and
+    there are no groups (their chains' starts are unknown).
+    """
+    if strategy == "symmetrised":
+        n_chains, n_iter, d = draws.shape
+        draws = _canonical_labels(model, draws.reshape(-1, d)).reshape(n_chains, n_iter, d)
+    stuck_check = None
+    if ran_chains:
+        draws, log_p, stuck_check = _drop_stuck_chains(draws, log_p)
+    series = np.concatenate([draws, log_p[..., None]], axis=2)
+    groups = chain_mode_groups(series, settings.mode_rhat) if ran_chains else None
+    return _Chains(draws, log_p, stuck_check, series, groups)
+
+
+def _mixed_chains(rng, model, posterior, chains, strategy, settings, info):
+    """The :class:`_Chains` after :func:`~._bridge_mixing.connect_modes` when that connected them, else ``chains``
+    (the HMC draws).
+
+    The mixed draws replace them when they form at most ``max_modes`` mode groups
+    and no chain is stuck (a proposal too poor for independence Metropolis
+    leaves chains at their start); otherwise the HMC draws stay and the mode
+    census flags the run as before. ``info`` records each round's acceptance
+    and whether the mixed draws were used.
+    """
+    mixed, mixed_log_p, acceptance = connect_modes(rng, posterior, chains.draws, chains.log_p,
+                                                   settings.mixing_rounds, settings.gaussianization)
+    candidate = _chains_and_modes(model, mixed, mixed_log_p, strategy, True, settings)
+    used = len(candidate.groups) <= settings.max_modes and candidate.stuck_check["passed"]
+    info.update(mixing_acceptance=acceptance, mixing_used=bool(used), mode_groups_before_mixing=len(chains.groups))
+    return candidate if used else chains
+
+
 def bridge_log_evidence(model, X=None, y=None, *, posterior_samples=None, settings=None, random_state=None,
                         verbose=0, **kwargs):
     """Gaussianized bridge-sampling estimate of ``log p(y | X)`` (or of a target's normaliser).
@@ -713,14 +796,13 @@ def bridge_log_evidence(model, X=None, y=None, *, posterior_samples=None, settin
     posterior = _Posterior(model, X, y)
     strategy, maps, log_correction = _label_strategy(model, settings.label_permutations)
     draws, log_p, sampler_info = _posterior_draws(rng, model, posterior, posterior_samples, settings)
-    if strategy == "symmetrised":
-        n_chains, n_iter, d = draws.shape
-        draws = _canonical_labels(model, draws.reshape(-1, d)).reshape(n_chains, n_iter, d)
-    stuck_check = None
-    if posterior_samples is None:
-        draws, log_p, stuck_check = _drop_stuck_chains(draws, log_p)
-    series = np.concatenate([draws, log_p[..., None]], axis=2)
-    groups = chain_mode_groups(series, settings.mode_rhat) if posterior_samples is None else None
+    ran_chains = posterior_samples is None
+    chains = _chains_and_modes(model, draws, log_p, strategy, ran_chains, settings)
+    if ran_chains and len(chains.groups) > settings.max_modes and settings.mixing_rounds:
+        chains = _mixed_chains(rng, model, posterior, chains, strategy, settings, sampler_info)
+    draws, log_p, stuck_check, series, groups = chains
+    if settings.proposal == "auto":
+        settings = settings._replace(proposal="mixture" if sampler_info.get("mixing_used") else "gaussianization")
     n_eval_sampling = posterior.n_calls
     # Label copies of one mode are not separate mass when log K! already counts them (K > 7).
     cells = groups is not None and 1 < len(groups) <= settings.max_modes and strategy != "log_k_factorial"

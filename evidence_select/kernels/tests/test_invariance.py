@@ -19,6 +19,7 @@ from scipy.special import gammaln
 from evidence_select.evidence import _ais
 from evidence_select.evidence._ais import AISConfig, ais_move
 from evidence_select.kernels._hmc import hmc_init, preconditioner_from_samples
+from evidence_select.kernels._independence import independence_metropolis
 from evidence_select.kernels._slice import constrained_slice_sample
 from evidence_select.kernels._tempered import TemperedTarget
 from evidence_select.models import Model
@@ -168,3 +169,34 @@ def test_constrained_slice_as_nested_sampling_uses_it(d):
     u2 = new[:, 0] ** 2 / np.sum(new**2, axis=1)
     assert stats.kstest(u2, stats.beta(0.5, (d - 1) / 2).cdf).pvalue > P_MIN
     assert np.mean(np.all(new != x, axis=1)) > 0.9
+
+
+def _independence_check(log_weight_of):
+    """KS p-value of the two-peak product after 5 independence Metropolis steps from exact draws, and the share
+    of chains that moved; ``log_weight_of(log_p, log_q)``. The proposal has Gaussian peaks of the wrong widths
+    and weights (0.3 / 0.7), so the kernel must correct for it."""
+    rng = np.random.default_rng(3)
+    n, d, steps, width, weight = 3000, 4, 5, 0.5, 0.3
+    x = rng.choice([-PEAK, PEAK], size=(n, d)) + SCALE * rng.standard_t(3, size=(n, d))
+    z = np.where(rng.uniform(size=(n, steps, d)) < weight, PEAK, -PEAK) + width * rng.standard_normal((n, steps, d))
+    peaks = [stats.norm(PEAK, width), stats.norm(-PEAK, width)]
+    log_q = lambda v: np.sum(np.logaddexp(np.log(weight) + peaks[0].logpdf(v),  # noqa: E731
+                                          np.log(1 - weight) + peaks[1].logpdf(v)), axis=-1)
+    z_log_p = _two_peak_log_density(z.reshape(-1, d)).reshape(n, steps)
+    x_log_p = _two_peak_log_density(x)
+    out = independence_metropolis(rng, x, x_log_p, log_weight_of(x_log_p, log_q(x)), z, z_log_p,
+                                  log_weight_of(z_log_p, log_q(z)))
+    exact = lambda v: 0.5 * stats.t(3).cdf((v - PEAK) / SCALE) + 0.5 * stats.t(3).cdf((v + PEAK) / SCALE)  # noqa
+    return stats.kstest(out.draws[:, -1].ravel(), exact).pvalue, np.mean(np.any(out.draws[:, -1] != x, axis=1))
+
+
+def test_independence_metropolis_leaves_a_multimodal_density_invariant():
+    pvalue, moved = _independence_check(lambda log_p, log_q: log_p - log_q)
+    assert pvalue > P_MIN
+    assert moved > 0.5
+
+
+def test_independence_metropolis_without_the_proposal_density_is_detected():
+    # Accepting on p(z) / p(x) alone, forgetting q, samples p * q instead of p.
+    pvalue, _ = _independence_check(lambda log_p, log_q: log_p)
+    assert pvalue < P_MIN

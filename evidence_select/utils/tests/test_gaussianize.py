@@ -9,9 +9,10 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from evidence_select.utils._gaussianize import (GaussianizationSettings, fit_gaussianization,
+from evidence_select.utils._gaussianize import (GaussianizationSettings, fit_gaussianization, fit_marginal_product,
                                                  gaussianization_forward, gaussianization_inverse,
-                                                 gaussianization_log_density, gaussianization_sample)
+                                                 gaussianization_log_density, gaussianization_sample,
+                                                 gaussianization_sample_and_log_density)
 
 
 def _banana(rng, n):
@@ -121,3 +122,29 @@ def test_bad_settings():
         fit_gaussianization(np.random.default_rng(0), x, GaussianizationSettings(noise_floor=-1.0))
     with pytest.raises(TypeError, match="GaussianizationSettings"):
         fit_gaussianization(np.random.default_rng(0), x, {"max_layers": 3})
+
+
+def test_marginal_product_keeps_narrow_separated_peaks_narrow():
+    # Two peaks of width 0.1, 6 apart, in each of two coordinates. Silverman's bandwidth, scaled by the
+    # standard deviation (~3), would smear each peak over several widths: 2.4 nats per point below the exact
+    # density. The cross-validated bandwidth keeps the fit within 0.15 nats of it.
+    rng = np.random.default_rng(0)
+
+    def draws(n):
+        return np.where(rng.uniform(size=(n, 2)) < 0.3, 3.0, -3.0) + 0.1 * rng.standard_normal((n, 2))
+
+    def exact_log_pdf(v):
+        peaks = 0.3 * np.exp(-0.5 * ((v - 3) / 0.1) ** 2) + 0.7 * np.exp(-0.5 * ((v + 3) / 0.1) ** 2)
+        return np.sum(np.log(peaks) - np.log(0.1) - 0.5 * np.log(2 * np.pi), axis=1)
+
+    model = fit_marginal_product(draws(4000))
+    test = draws(4000)
+    assert np.mean(exact_log_pdf(test) - gaussianization_log_density(model, test)) < 0.15
+
+
+def test_sample_and_log_density_agree_with_the_forward_pass(banana_flow):
+    # The density from the inverse pass (no forward pass) is the forward density at the same draws, tails
+    # included (draws beyond the end knots), and the draws are those gaussianization_sample makes.
+    x, log_q = gaussianization_sample_and_log_density(banana_flow, np.random.default_rng(5), 20_000)
+    assert np.array_equal(x, gaussianization_sample(banana_flow, np.random.default_rng(5), 20_000))
+    assert np.max(np.abs(log_q - gaussianization_log_density(banana_flow, x))) < 1e-8
