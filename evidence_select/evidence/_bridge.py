@@ -760,7 +760,11 @@ def bridge_log_evidence(model, X=None, y=None, *, posterior_samples=None, settin
         ``cells_separate`` when summed over cells);
         ``info`` the per-half estimates, errors, ``tau``, ``n_q``, flow layers,
         ``bridged_over`` (``"cells"`` or ``"pooled"``), ``mode_groups`` (chains
-        per mode group) and the sampler's step size and acceptance.
+        per mode group), the sampler's step size and acceptance and, when the
+        chains sat in more than ``max_modes`` groups, ``mixing_acceptance``
+        (per independence Metropolis round), ``mixing_used`` and
+        ``mode_groups_before_mixing``. ``settings["proposal"]`` says which
+        proposal the bridge used.
 
     Raises
     ------

@@ -10,10 +10,11 @@ draws and proposes from a mixture of them (:func:`fit_mixture_proposal`):
   which follows dependence between coordinates and the modes the chains found;
 - the product of the draws' marginals (:class:`DefensiveProduct`, kernel
   bandwidths by cross-validation between chains), which proposes every
-  combination of the coordinates' modes, also those no chain visited. In each coordinate a small share of it is a broad Gaussian, so that
-  it also reaches, now and then, a peak next to those the draws show (a
-  defensive mixture, Hesterberg 1995): when every chain sits in the same peak
-  of one coordinate, the fitted marginal alone would never propose the other.
+  combination of the coordinates' modes, also those no chain visited. In
+  each coordinate a small share of it is a broad Gaussian, so that it also
+  reaches, now and then, a peak next to those the draws show (a defensive
+  mixture, Hesterberg 1995): when every chain sits in the same peak of one
+  coordinate, the fitted marginal alone would never propose the other.
 
 Each density's weight in the mixture is the effective sample size of the
 importance weights ``p / q`` of a few hundred of its own draws (at least

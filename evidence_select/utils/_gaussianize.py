@@ -20,7 +20,13 @@ The density is ``q(x) = N(Psi(x); 0, I) |det dPsi/dx|``: exactly normalised for
 any fitted knots (a smooth bijection of ``R^d`` onto ``R^d``), which is what
 bridge sampling needs. Layers are added while the mean log density of held-out
 samples improves, which stops the fit before it chases the noise of a finite
-sample. The splines invert in closed form, so sampling is exact.
+sample. The splines invert in closed form, so sampling is exact, and the
+inverse pass also yields each draw's density
+(:func:`gaussianization_sample_and_log_density`).
+
+:func:`fit_marginal_product` is the one-layer special case along the
+coordinate axes with no whitening rotation: the product of the samples'
+marginals, whose kernel bandwidths are chosen by cross-validation.
 """
 
 from typing import NamedTuple
@@ -428,7 +434,9 @@ def fit_marginal_product(samples, settings=GaussianizationSettings()):
     n, d = samples.shape
     _check_settings(settings, n, d)
     mean, scale = samples.mean(axis=0), samples.std(axis=0)
-    scale = np.where(scale > 0, scale, 1.0)
+    if not np.all(scale > 0):
+        raise ValueError(f"coordinates {np.flatnonzero(~(scale > 0)).tolist()} of the samples do not vary: "
+                         "no marginal density to fit")
     z = (samples - mean) / scale
     n_knots = _default_knots(settings, n)
     fits = [_fit_marginal(z[:, k], n_knots, _cross_validated_bandwidth(z[:, k], settings.bandwidth_factor))

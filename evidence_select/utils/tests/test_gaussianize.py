@@ -148,3 +148,10 @@ def test_sample_and_log_density_agree_with_the_forward_pass(banana_flow):
     x, log_q = gaussianization_sample_and_log_density(banana_flow, np.random.default_rng(5), 20_000)
     assert np.array_equal(x, gaussianization_sample(banana_flow, np.random.default_rng(5), 20_000))
     assert np.max(np.abs(log_q - gaussianization_log_density(banana_flow, x))) < 1e-8
+
+
+def test_marginal_product_names_a_constant_coordinate():
+    x = np.random.default_rng(0).normal(size=(100, 3))
+    x[:, 1] = 2.0
+    with pytest.raises(ValueError, match=r"coordinates \[1\] of the samples do not vary"):
+        fit_marginal_product(x)
