@@ -718,15 +718,19 @@ def _mixed_chains(rng, model, posterior, chains, strategy, settings, info):
     The mixed draws replace them when they form at most ``max_modes`` mode groups
     and no chain is stuck (a proposal too poor for independence Metropolis
     leaves chains at their start); otherwise the HMC draws stay and the mode
-    census flags the run as before. ``info`` records each round's acceptance
-    and whether the mixed draws were used.
+    census flags the run as before. HMC chains that were stuck keep the
+    ``stuck_chains`` check failed either way: the region that stopped them
+    may hold mass the mixed chains never reach either. ``info`` records each
+    round's acceptance and whether the mixed draws were used.
     """
     mixed, mixed_log_p, acceptance = connect_modes(rng, posterior, chains.draws, chains.log_p,
                                                    settings.mixing_rounds, settings.gaussianization)
     candidate = _chains_and_modes(model, mixed, mixed_log_p, strategy, True, settings)
     used = len(candidate.groups) <= settings.max_modes and candidate.stuck_check["passed"]
     info.update(mixing_acceptance=acceptance, mixing_used=bool(used), mode_groups_before_mixing=len(chains.groups))
-    return candidate if used else chains
+    if not used:
+        return chains
+    return candidate if chains.stuck_check["passed"] else candidate._replace(stuck_check=chains.stuck_check)
 
 
 def bridge_log_evidence(model, X=None, y=None, *, posterior_samples=None, settings=None, random_state=None,

@@ -8,6 +8,7 @@ import pytest
 from evidence_select.evidence import _bridge
 from evidence_select.evidence._bridge import bridge_log_evidence
 from evidence_select.evidence._bridge_mixing import DefensiveProduct, fit_mixture_proposal
+from evidence_select.evidence._result import check
 from evidence_select.exceptions import EvidenceConvergenceWarning
 from evidence_select.models._calibration import ProductTarget, TwoPeakFactor
 from evidence_select.utils._gaussianize import GaussianizationSettings
@@ -87,3 +88,18 @@ def test_chains_that_independence_metropolis_cannot_connect_keep_their_hmc_draws
 def test_bad_mixing_settings(kwargs, match):
     with pytest.raises(ValueError, match=match):
         bridge_log_evidence(ProductTarget(TwoPeakFactor(), 2), **kwargs)
+
+
+def test_hmc_chains_that_were_stuck_keep_the_run_flagged_after_mixing(monkeypatch):
+    # Mixed draws that form one group replace the HMC draws, but a chain HMC left stuck says a region stopped
+    # it: the stuck_chains check stays failed.
+    rng = np.random.default_rng(0)
+    mixed = rng.normal(size=(4, 200, 2))
+    mixed_log_p = -0.5 * np.sum(mixed**2, axis=2)
+    monkeypatch.setattr(_bridge, "connect_modes", lambda *args: (mixed, mixed_log_p, [0.5]))
+    hmc = _bridge._Chains(mixed[:3, :, ::-1], mixed_log_p[:3], check(1, 0, False), None, [[0], [1], [2]])
+    info = {}
+    settings = _bridge._make_settings(None, dict(max_modes=2))
+    out = _bridge._mixed_chains(rng, ProductTarget(TwoPeakFactor(), 2), None, hmc, "none", settings, info)
+    assert info["mixing_used"] and len(out.groups) == 1 and np.array_equal(out.draws, mixed)
+    assert out.stuck_check == check(1, 0, False)
