@@ -137,6 +137,22 @@ def _rq_inverse(y, knots_x, knots_y, slopes):
 
 
 # -- fitting one marginal ------------------------------------------------------------------
+def _binned_kernel(values, h):
+    """The variance-keeping kernel estimate of ``values`` with bandwidth ``h``, binned: bin centres, their log
+    weights and the shrunk bandwidth.
+
+    The samples are shrunk towards their mean by ``1 / sqrt(1 + (h / sd)^2)``
+    and the bandwidth alike, so the estimate keeps the samples' variance. Bins
+    far narrower than ``h`` change it negligibly and cost ``O(n_bins)`` per
+    evaluation point.
+    """
+    sd, centre = float(np.std(values)), float(np.mean(values))
+    shrink = 1.0 / np.sqrt(1.0 + (h / sd) ** 2)
+    counts, edges = np.histogram(centre + (values - centre) * shrink, bins=_N_BINS)
+    centres = 0.5 * (edges[1:] + edges[:-1])[counts > 0]
+    return centres, np.log(counts[counts > 0] / len(values)), h * shrink
+
+
 def _fit_marginal(values, n_knots, bandwidth_factor):
     """Knots ``(x, y, slopes)`` of the spline mapping the kernel-smoothed CDF of ``values`` to N(0, 1).
 
@@ -146,18 +162,9 @@ def _fit_marginal(values, n_knots, bandwidth_factor):
     The tail slopes are secants over the outer tenth of the knots, so the tails
     are no lighter than the data's outer quantiles suggest.
     """
-    n = len(values)
-    sd = float(np.std(values))
-    centre = float(np.mean(values))
-    h = bandwidth_factor * 1.06 * sd * n ** (-0.2)
-    shrink = 1.0 / np.sqrt(1.0 + (h / sd) ** 2)
-    points = centre + (values - centre) * shrink
-    h = h * shrink
+    h = bandwidth_factor * 1.06 * float(np.std(values)) * len(values) ** (-0.2)
+    centres, log_w, h = _binned_kernel(values, h)
     knots = np.unique(np.quantile(values, np.linspace(0.0, 1.0, n_knots)))
-    # Binned kernel estimate: bins far narrower than h change it negligibly and cost O(n_bins) per knot.
-    counts, edges = np.histogram(points, bins=_N_BINS)
-    centres = 0.5 * (edges[1:] + edges[:-1])[counts > 0]
-    log_w = np.log(counts[counts > 0] / n)
     std = (knots[:, None] - centres[None, :]) / h
     log_cdf = logsumexp(log_ndtr(std) + log_w, axis=1)
     log_sf = logsumexp(log_ndtr(-std) + log_w, axis=1)
@@ -451,12 +458,7 @@ _CV_TEST_POINTS = 500
 
 def _kernel_log_pdf(train, h, at):
     """Log density at ``at`` of :func:`_fit_marginal`'s kernel estimate of ``train`` (shrunk, binned)."""
-    sd, centre = float(np.std(train)), float(np.mean(train))
-    shrink = 1.0 / np.sqrt(1.0 + (h / sd) ** 2)
-    counts, edges = np.histogram(centre + (train - centre) * shrink, bins=_N_BINS)
-    centres = 0.5 * (edges[1:] + edges[:-1])[counts > 0]
-    log_w = np.log(counts[counts > 0] / len(train))
-    h = h * shrink
+    centres, log_w, h = _binned_kernel(train, h)
     return logsumexp(-0.5 * ((at[:, None] - centres[None, :]) / h) ** 2 + log_w, axis=1) - np.log(h) - 0.5 * _LOG_2PI
 
 
