@@ -22,6 +22,13 @@
    the estimate is the mean of the two and its error the mean of their errors
    (an upper bound for any correlation between them). Two halves that disagree
    beyond their errors are a failed check and widen the error to cover both.
+5. **Sandwich.** The same ``log p - log q`` values give importance sampling
+   from ``q`` and reciprocal importance sampling from the posterior draws, a
+   stochastic lower and upper bound of ``log Z`` (:func:`_sandwich`), recorded
+   in ``info["log_evidence_bounds"]``. Eq. (9) holds only where ``q``
+   overlaps the posterior, so when the overlap or the bridge iteration fails
+   its check the error is widened until ``+- 3`` errors span the sandwich:
+   a bridge without overlap can sit anywhere between the loose bounds.
 
 Modes the chains did not connect. Chains that never moved (a tenth or fewer
 distinct draws) leave the bridge, since one repeated point would weigh a whole
@@ -324,6 +331,22 @@ def bridge_relative_error(l1, l2, log_r, tau=1.0):
     return proposal_term, posterior_term
 
 
+def _sandwich(l1, l2):
+    """Stochastic lower and upper bounds of ``log Z`` from the same ``log p - log q`` values as the bridge.
+
+    Importance sampling from ``q``, ``log mean(p / q)`` over proposal draws,
+    has ``E[p / q] <= Z``; reciprocal importance sampling from the posterior,
+    ``-log mean(q / p)`` over posterior draws, has ``E[q / p] <= 1 / Z``. By
+    Markov's inequality each bound overshoots ``log Z`` by more than ``t`` nats
+    with probability at most ``exp(-t)``, however poor the proposal and
+    however correlated the draws (the lower bound needs nothing of the
+    chains, the upper one only that they sample ``p``). With a poor proposal
+    both are loose, in their own direction, while the bridge between them may
+    be off by any amount.
+    """
+    return float(logsumexp(l2) - np.log(len(l2))), float(np.log(len(l1)) - logsumexp(-np.asarray(l1)))
+
+
 def _overlap(l1, l2, log_r):
     """``E_p[q / (p' + q)] + E_q[p' / (p' + q)]`` with ``p' = p / Z``: 1 for ``q = p'``, 0 when disjoint."""
     from scipy.special import expit
@@ -416,6 +439,8 @@ class _HalfResult(NamedTuple):
     proposal_term: float
     posterior_term: float
     n_layers: int
+    lower: float  # the sandwich of :func:`_sandwich`
+    upper: float
 
 
 def _solve_adaptive(l1, more, tau_of, n_q_max, settings):
@@ -471,7 +496,7 @@ def _bridge_half(rng, posterior, fit_draws, eval_draws, eval_log_p, maps, n_eval
     log_r, std, n_bridge, converged, tau, l2, proposal_term, posterior_term = _solve_adaptive(
         l1, more, tau_of, _proposal_cap(len(l1), n_eval_sampling, settings), settings)
     return _HalfResult(log_r, std, n_bridge, converged, tau, len(l2), _overlap(l1, l2, log_r),
-                       proposal_term, posterior_term, len(flow.layers))
+                       proposal_term, posterior_term, len(flow.layers), *_sandwich(l1, l2))
 
 
 def _cells_half(rng, posterior, fit_draws, eval_draws, eval_log_p, groups, maps, n_eval_sampling, settings):
@@ -528,7 +553,7 @@ def _cells_half(rng, posterior, fit_draws, eval_draws, eval_log_p, groups, maps,
         log_r, std, n_bridge, converged, tau, l2, proposal_term, posterior_term = _solve_adaptive(
             l1, more, tau_of, cap, settings)
         parts.append(_HalfResult(log_r, std, n_bridge, converged, tau, len(l2), _overlap(l1, l2, log_r),
-                                 proposal_term, posterior_term, len(flow.layers)))
+                                 proposal_term, posterior_term, len(flow.layers), *_sandwich(l1, l2)))
     return parts, separation
 
 
@@ -538,15 +563,17 @@ def _importance_cell(l2, n_layers):
     ``l2`` is ``log p - log q`` at the draws (``-inf`` outside the cell). Its
     error is the proposal term of Eq. (9) for importance sampling, and its
     ``overlap`` the weights' effective sample size fraction (1 when ``q`` is
-    ``p`` restricted to the cell).
+    ``p`` restricted to the cell). With too few posterior draws for
+    reciprocal importance sampling, the estimate stands for both ends of the
+    sandwich.
     """
     n = len(l2)
     log_z = float(logsumexp(l2) - np.log(n))
     if not np.isfinite(log_z):  # no proposal draw in the cell: nothing there the proposal can see
-        return _HalfResult(-np.inf, 0.0, 0, True, 1.0, n, 0.0, 0.0, 0.0, n_layers)
+        return _HalfResult(-np.inf, 0.0, 0, True, 1.0, n, 0.0, 0.0, 0.0, n_layers, -np.inf, -np.inf)
     proposal_term = float(np.var(np.exp(l2 - log_z)) / n)  # the weights' mean is 1
     return _HalfResult(log_z, float(np.sqrt(proposal_term)), 0, True, 1.0, n, float(ess_from_log_weights(l2) / n),
-                       proposal_term, 0.0, n_layers)
+                       proposal_term, 0.0, n_layers, log_z, log_z)
 
 
 def _cell_shares(parts):
@@ -568,7 +595,8 @@ def _sum_of_cells(parts, counted):
     return _HalfResult(float(logsumexp([p.log_z for p in parts])), float(np.sqrt(proposal_term + posterior_term)),
                        max(p.n_iter for p in kept), all(p.converged for p in kept), max(p.tau for p in kept),
                        sum(p.n_proposal for p in parts), min(p.overlap for p in kept), proposal_term,
-                       posterior_term, max(p.n_layers for p in parts))
+                       posterior_term, max(p.n_layers for p in parts), float(logsumexp([p.lower for p in parts])),
+                       float(logsumexp([p.upper for p in parts])))
 
 
 # -- public function ---------------------------------------------------------------------
@@ -657,6 +685,22 @@ def _combined_std(halves, halves_agree):
         return std
     candidates = [value for value in (std, abs(halves[0].log_z - halves[1].log_z)) if np.isfinite(value)]
     return float(max(candidates)) if candidates else float("inf")
+
+
+def _log_z_bounds(halves, log_correction):
+    """The widest sandwich of the halves (:func:`_sandwich`), as ``[lower, upper]`` of the reported ``log Z``."""
+    return [float(min(h.lower for h in halves) + log_correction), float(max(h.upper for h in halves) + log_correction)]
+
+
+def _spanning_std(std, log_z, bounds):
+    """``std`` widened so that ``log_z +- 3 std`` spans the finite ``bounds``.
+
+    Eq. (9) is a first-order error that holds only where the proposal overlaps
+    the posterior; without overlap the bridge can sit anywhere between the
+    sandwich's loose ends, so its error is taken to be at least that wide.
+    """
+    reach = [abs(b - log_z) for b in bounds if np.isfinite(b)]
+    return float(max([std] + [r / 3.0 for r in reach]))
 
 
 def _bridge_halves(rng, posterior, draws, log_p, groups, maps, n_eval_sampling, settings):
@@ -757,12 +801,15 @@ def bridge_log_evidence(model, X=None, y=None, *, posterior_samples=None, settin
     Returns
     -------
     result : EvidenceResult
-        ``log_evidence_std`` from Eq. (9) (widened when the halves disagree);
+        ``log_evidence_std`` from Eq. (9) (widened when the halves disagree,
+        and to span ``info["log_evidence_bounds"]`` when the proposal overlap
+        or the bridge iteration fails);
         ``diagnostics`` holds ``rhat``, ``ess_bulk``, ``bridge_iterations``,
         ``autocorrelation_time``, ``proposal_overlap`` and ``halves_agree``,
         and for chains it ran itself ``mode_census`` and ``stuck_chains`` (and
         ``cells_separate`` when summed over cells);
         ``info`` the per-half estimates, errors, ``tau``, ``n_q``, flow layers,
+        the stochastic bounds ``log_evidence_bounds`` (``[lower, upper]``),
         ``bridged_over`` (``"cells"`` or ``"pooled"``), ``mode_groups`` (chains
         per mode group), the sampler's step size and acceptance and, when the
         chains sat in more than ``max_modes`` groups, ``mixing_acceptance``
@@ -830,8 +877,12 @@ def bridge_log_evidence(model, X=None, y=None, *, posterior_samples=None, settin
     diagnostics.update(_bridge_checks(halves, half, settings))
     log_z = float(np.mean([h.log_z for h in halves])) + log_correction
     std = _combined_std(halves, diagnostics["halves_agree"]["passed"])
+    bounds = _log_z_bounds(halves, log_correction)
+    if not (diagnostics["proposal_overlap"]["passed"] and diagnostics["bridge_iterations"]["passed"]):
+        std = _spanning_std(std, log_z, bounds)
     converged = warn_not_converged("bridge", diagnostics)
     info = dict(halves=[h._asdict() for h in halves], label_switching=strategy, log_label_correction=log_correction,
+                log_evidence_bounds=bounds,
                 n_evaluations_sampling=n_eval_sampling, bridged_over=bridged_over,
                 mode_groups=None if groups is None else [len(g) for g in groups], **sampler_info)
     return EvidenceResult(log_z, std, "bridge", float(posterior.n_calls), int(posterior.n_calls * len(X)),

@@ -15,7 +15,7 @@ from scipy.special import gammaln, logsumexp
 
 from evidence_select.datasets import make_linear_regression
 from evidence_select.evidence._bridge import (BridgeSettings, _combined_std, _drop_stuck_chains, _HalfResult,
-                                              _importance_cell, _sum_of_cells, bridge_iteration, bridge_log_evidence,
+                                              _importance_cell, _sandwich, _sum_of_cells, bridge_iteration, bridge_log_evidence,
                                               mixture_relabel_maps)
 from evidence_select.evidence._bridge_modes import chain_mode_groups, unseen_mode_fraction
 from evidence_select.exceptions import EvidenceConvergenceWarning
@@ -161,13 +161,14 @@ def test_importance_cell_estimates_the_mass_of_a_cell_without_posterior_draws():
 
 
 def test_sum_of_cells_weights_errors_by_share():
-    parts = [_HalfResult(np.log(3.0), 0.1, 5, True, 2.0, 100, 0.5, 0.006, 0.004, 2),
-             _HalfResult(np.log(1.0), 0.2, 900, False, 9.0, 50, 0.01, 0.03, 0.01, 1)]
+    parts = [_HalfResult(np.log(3.0), 0.1, 5, True, 2.0, 100, 0.5, 0.006, 0.004, 2, np.log(2.0), np.log(5.0)),
+             _HalfResult(np.log(1.0), 0.2, 900, False, 9.0, 50, 0.01, 0.03, 0.01, 1, np.log(1.0), np.log(1.0))]
     total = _sum_of_cells(parts, counted=np.array([True, False]))
     assert np.isclose(total.log_z, np.log(4.0))
     assert np.isclose(total.std**2, (3 / 4) ** 2 * 0.01 + (1 / 4) ** 2 * 0.04)
     # The uncounted cell's sum still counts; its bridge iterations, tau and overlap do not gate the checks.
     assert (total.n_iter, total.converged, total.tau, total.overlap, total.n_proposal) == (5, True, 2.0, 0.5, 150)
+    assert np.allclose([total.lower, total.upper], np.log([3.0, 6.0]))  # bounds of a sum: the sums of the bounds
 
 
 def test_relabel_maps_preserve_the_mixture_posterior():
@@ -262,7 +263,7 @@ def test_mixture_with_known_unequal_weights_gets_no_label_correction():
 
 
 def _half(log_z, std):
-    return _HalfResult(log_z, std, 10, True, 1.0, 100, 0.5, 0.0, 0.0, 2)
+    return _HalfResult(log_z, std, 10, True, 1.0, 100, 0.5, 0.0, 0.0, 2, log_z, log_z)
 
 
 @pytest.mark.parametrize("stds, log_zs, agree, expected", [
@@ -276,3 +277,43 @@ def _half(log_z, std):
 def test_combined_error_is_finite_or_infinite_never_nan(stds, log_zs, agree, expected):
     std = _combined_std([_half(z, s) for z, s in zip(log_zs, stds)], agree)
     assert std == pytest.approx(expected)
+
+
+def test_sandwich_bounds_are_unbiased_for_z_and_its_inverse():
+    # p(x) = exp(-x^2 / 2), Z = sqrt(2 pi); q = N(0.3, 1.2^2) is off but keeps both weights' variances finite.
+    rng = np.random.default_rng(0)
+    log_z = 0.5 * np.log(2 * np.pi)
+    n, reps = 50, 2000
+    x_p, x_q = rng.normal(size=(reps, n)), rng.normal(0.3, 1.2, size=(reps, n))
+
+    def log_p_minus_log_q(x):
+        return -0.5 * x**2 + 0.5 * ((x - 0.3) / 1.2) ** 2 + np.log(1.2) + log_z
+
+    bounds = np.array([_sandwich(log_p_minus_log_q(a), log_p_minus_log_q(b)) for a, b in zip(x_p, x_q)])
+    z_ratio, inverse_ratio = np.exp(bounds[:, 0] - log_z), np.exp(log_z - bounds[:, 1])
+    # mean(p / q) over q's draws is unbiased for Z, mean(q / p) over p's draws for 1 / Z: to 4 standard errors.
+    for ratio in (z_ratio, inverse_ratio):
+        assert abs(ratio.mean() - 1.0) < K_SIGMA * ratio.std() / np.sqrt(reps)
+    # Hence, by Jensen, the lower one sits below log Z and the upper one above, on average.
+    assert bounds[:, 0].mean() < log_z < bounds[:, 1].mean()
+    assert _sandwich(np.full(3, -2.0), np.full(5, -2.0)) == (-2.0, -2.0)  # q = p / Z: both exact
+
+
+def test_error_spans_the_sandwich_when_the_proposal_does_not_overlap():
+    # A Gaussian proposal (no Gaussianization layers) for 16-d curved bananas: no overlap, and a bridge several
+    # nats low, far beyond Eq. (9)'s error, in halves that agree; the widened error spans the sandwich, which
+    # holds the exact value.
+    from evidence_select.models import calibration_cases
+    from evidence_select.utils._gaussianize import GaussianizationSettings
+
+    case = [c for c in calibration_cases(16, families=["banana"]) if c.dim == 16][0]
+    with pytest.warns(EvidenceConvergenceWarning, match="proposal_overlap"):
+        res = bridge_log_evidence(case.model, random_state=5, n_chains=4, n_warmup=200, n_draws=500,
+                                  gaussianization=GaussianizationSettings(max_layers=0))
+    lower, upper = res.info["log_evidence_bounds"]
+    eq9_std = np.mean([h["std"] for h in res.info["halves"]])
+    assert not res.diagnostics["proposal_overlap"]["passed"] and res.diagnostics["halves_agree"]["passed"]
+    assert lower < case.exact < upper
+    assert abs(res.log_evidence - case.exact) > K_SIGMA * eq9_std
+    assert abs(res.log_evidence - case.exact) < 3 * res.log_evidence_std
+    assert res.log_evidence_std == pytest.approx(max(res.log_evidence - lower, upper - res.log_evidence) / 3)
