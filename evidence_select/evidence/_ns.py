@@ -4,7 +4,9 @@ Live points are drawn from the prior; at each iteration the ``n_replace`` worst
 are removed at once and replaced by constrained-prior moves (Galilean steps,
 :mod:`evidence_select.kernels._galilean`, and slice moves,
 :mod:`evidence_select.kernels._slice`) started from distinct surviving live
-points. Removing the ``k`` lowest of ``n`` live points is the same as removing
+points, lengthened between iterations while the replacements remember where
+they started (:func:`replacement_memory`, :func:`adapt_move_length`).
+Removing the ``k`` lowest of ``n`` live points is the same as removing
 them one at a time with ``n, n-1, ..., n-k+1`` live points (the maximum order
 statistic of the survivors), so the expected log-volume decrements are
 ``1/n, 1/(n-1), ..., 1/(n-k+1)`` and the quadrature stays exact in
@@ -22,6 +24,7 @@ from typing import NamedTuple
 
 import numpy as np
 from scipy import stats
+from scipy.linalg import solve_triangular
 
 from ..kernels._galilean import GalileanInfo, adapt_galilean_step, galilean_sample
 from ..kernels._hmc import preconditioner_from_samples
@@ -136,6 +139,32 @@ def _rank_correlation(a, b):
     return float(np.sum(ra * rb) / denom) if denom > 0 else float("nan")
 
 
+def replacement_memory(start, new, centre, factor):
+    """How much of where the replacements started survives in where they ended (``nan`` without spread).
+
+    The pooled correlation ``sum(z_start * z_new) / sqrt(sum(z_start^2) sum(z_new^2))``
+    of the start and new positions, ``(n_replace, n_params)``, about ``centre``
+    in the frame whitened by ``factor`` (the other live points' covariance
+    factor). A replacement independent of its start (the constrained prior's
+    exact draw) gives ~0 up to noise of order ``1 / sqrt(n_replace n_params)``;
+    moves too short for the posterior's shape (along a curved ridge, say)
+    leave it well above 0, the live points cluster around their ancestors, and
+    ``log Z`` reads high while the insertion ranks stay uniform.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> start = np.random.default_rng(0).normal(size=(500, 2))
+    >>> round(replacement_memory(start, start, np.zeros(2), np.eye(2)), 3)
+    1.0
+    """
+    factor = np.diag(factor) if np.ndim(factor) == 1 else factor
+    z_start = solve_triangular(factor, (start - centre).T, lower=True)
+    z_new = solve_triangular(factor, (new - centre).T, lower=True)
+    denom = np.sqrt(np.sum(z_start**2) * np.sum(z_new**2))
+    return float(np.sum(z_start * z_new) / denom) if denom > 0 else float("nan")
+
+
 def insertion_rank_pvalue(ranks, n_others):
     """KS p-value of the insertion-rank test (Fowlie, Handley and Su, 2020).
 
@@ -235,6 +264,13 @@ class NSConfig:
         Simulated-volume replicates for the uncertainty.
     max_iterations : int, default=100000
         Cap on iterations of each run (reaching it fails the ``"iterations"`` check).
+    max_move_length : float, default=4.0
+        Largest factor by which the moves per replacement (Galilean and slice
+        steps alike) may grow, at least 1 (1: never). Between iterations the
+        factor grows by 1.25 while a running mean of :func:`replacement_memory`
+        exceeds ``MEMORY_TARGET`` (0.1) and shrinks back towards 1 below half
+        of it, so targets whose replacements forget their start at once cost
+        nothing more.
     """
 
     n_live: int = 250
@@ -249,6 +285,7 @@ class NSConfig:
     axis_fraction: float = 0.5
     n_simulations: int = 200
     max_iterations: int = 100_000
+    max_move_length: float = 4.0
 
     def __post_init__(self):
         set_ = lambda name, value: object.__setattr__(self, name, value)  # noqa: E731 (frozen dataclass)
@@ -271,6 +308,9 @@ class NSConfig:
         set_("axis_fraction", check_fraction(self.axis_fraction, "axis_fraction", high=1.0 + 1e-12, closed_low=True))
         set_("n_simulations", check_positive_int(self.n_simulations, "n_simulations", minimum=2))
         set_("max_iterations", check_positive_int(self.max_iterations, "max_iterations"))
+        if not (isinstance(self.max_move_length, (int, float)) and 1.0 <= self.max_move_length < np.inf):
+            raise ValueError(f"max_move_length must be a finite number >= 1, got {self.max_move_length!r}")
+        set_("max_move_length", float(self.max_move_length))
 
     def resolved(self, n_params):
         """A copy with the ``None`` defaults filled in for a model of ``n_params`` parameters."""
@@ -281,6 +321,16 @@ class NSConfig:
 
 MIN_INSERTION_PVALUE = 0.01
 MIN_RUNS_PVALUE = 0.01
+#: Above this mean :func:`replacement_memory` the run is flagged. Why 0.3: the default moves leave ~0.4 on
+#: curved ridges, enough for ``log Z`` to read a nat high in 32 dimensions, while moves lengthened until it
+#: is ~0.2 (:func:`adapt_move_length`) are not biased there (``benchmarks/bench_calibration.py``).
+MAX_REPLACEMENT_MEMORY = 0.3
+
+
+def mean_replacement_memory(runs):
+    """:func:`replacement_memory` averaged over every iteration of ``runs`` (``nan`` when none has a value)."""
+    memories = np.concatenate([r.memories for r in runs])
+    return float(np.nanmean(memories)) if np.any(np.isfinite(memories)) else float("nan")
 
 
 def _diagnostics(config, runs, run_log_z, run_std, n_params):
@@ -288,8 +338,10 @@ def _diagnostics(config, runs, run_log_z, run_std, n_params):
     ranks = np.concatenate([r.insertion_ranks for r in runs])
     p_insertion = insertion_rank_pvalue(ranks, config.n_live - config.n_replace)
     n_iterations = max(r.n_iterations for r in runs)
+    memory = mean_replacement_memory(runs)
     out = {
         "insertion_rank": check(p_insertion, MIN_INSERTION_PVALUE, not p_insertion < MIN_INSERTION_PVALUE),
+        "replacement_memory": check(memory, MAX_REPLACEMENT_MEMORY, not memory > MAX_REPLACEMENT_MEMORY),
         "iterations": check(n_iterations, config.max_iterations, all(r.finished for r in runs)),
         "live_points": check(config.n_live, n_params + 1, config.n_live > n_params),
     }
@@ -329,7 +381,7 @@ def nested_sampling_log_evidence(model, X, y=None, *, config=None, random_state=
         ``diagnostics``/``converged`` hold the checks below; ``info`` holds
         ``"std_simulated"``, ``"std_between_runs"``, ``"std_information"``
         (``sqrt(H / n_live)``), ``"information"``, ``"n_iterations"``,
-        ``"insertion_pvalue"`` and the moves' statistics (``"slice"``, ``"galilean"``,
+        ``"insertion_pvalue"``, ``"replacement_memory"``, ``"final_move_length"`` and the moves' statistics (``"slice"``, ``"galilean"``,
         ``"final_slice_width"``, ``"final_galilean_step"``); ``samples`` and
         ``log_weights`` are the dead and final live points with their posterior
         importance weights (logsumexp equals ``log_evidence``).
@@ -353,6 +405,11 @@ def nested_sampling_log_evidence(model, X, y=None, *, config=None, random_state=
     - ``"insertion_rank"``: the KS p-value of the ranks at which replacements
       land among the surviving live points (Fowlie, Handley and Su, "Nested
       sampling cross-checks using order statistics", 2020), at least 0.01;
+    - ``"replacement_memory"``: :func:`replacement_memory` averaged over the
+      iterations, at most 0.3: replacements that remember their start
+      positions leave the live points clustered and ``log Z`` high, which
+      the insertion ranks and the runs' agreement do not see (the moves
+      lengthen up to ``max_move_length`` times to keep it low);
     - ``"iterations"``: every run reached ``dlogz`` before ``max_iterations``;
     - ``"live_points"``: ``n_live > n_params``; with fewer, the live points'
       covariance that shapes the slice moves is rank-deficient, and separated
@@ -411,10 +468,12 @@ def nested_sampling_log_evidence(model, X, y=None, *, config=None, random_state=
                 std_simulated_runs=run_std, n_iterations=int(sum(r.n_iterations for r in runs)),
                 n_dead=len(dead_log_lik), final_slice_width=float(np.mean([r.scales.width for r in runs])),
                 final_galilean_step=float(np.mean([r.scales.step_size for r in runs])),
+                final_move_length=float(np.mean([r.scales.length for r in runs])),
                 slice=SliceInfo(*(int(t) for t in np.sum([r.slice_totals for r in runs], axis=0)))._asdict(),
                 galilean=GalileanInfo(*(int(t) for t in np.sum([r.galilean_totals for r in runs], axis=0)))._asdict(),
                 insertion_pvalue=diagnostics["insertion_rank"]["value"],
-                start_correlation=float(np.nanmean(start_corr)) if np.any(np.isfinite(start_corr)) else float("nan"))
+                start_correlation=float(np.nanmean(start_corr)) if np.any(np.isfinite(start_corr)) else float("nan"),
+                replacement_memory=diagnostics["replacement_memory"]["value"])
     n_calls = sum(r.n_calls for r in runs)
     return EvidenceResult(log_z, std, "ns", float(n_calls), int(n_calls * len(X)), time.perf_counter() - start_time,
                           asdict(config), samples, log_weights, info, diagnostics, converged)
@@ -436,6 +495,7 @@ class _Run(NamedTuple):
     scales: "_MoveScales"
     insertion_ranks: np.ndarray = np.empty(0, dtype=int)
     finished: bool = True
+    memories: np.ndarray = np.empty(0)  # replacement_memory per iteration
 
 
 def _remove_worst(live_log_lik, n_replace, log_volume):
@@ -475,6 +535,41 @@ class _MoveScales(NamedTuple):
 
     width: float  # slice bracket, in units of the whitening factor's scale
     step_size: float  # Galilean step, in whitened units
+    length: float = 1.0  # factor on the configured moves per replacement
+    memory: float = 0.0  # running mean of replacement_memory, which steers ``length``
+
+
+#: The running mean of :func:`replacement_memory` that lengthens the moves, and its weight on a new value (a
+#: mean over ~10 iterations: one iteration's value is noise of order 1 / sqrt(n_replace n_params)).
+MEMORY_TARGET = 0.1
+MEMORY_SMOOTHING = 0.1
+LENGTH_STEP = 1.25
+
+
+def adapt_move_length(scales, memory, max_length):
+    """``scales`` with the running memory updated by one iteration's ``memory`` and ``length`` adapted to it.
+
+    ``length`` grows by ``LENGTH_STEP`` (up to ``max_length``) while the running
+    memory exceeds ``MEMORY_TARGET`` and shrinks by it (down to 1) below half of
+    it. A ``nan`` memory (no spread to measure) changes nothing.
+
+    Examples
+    --------
+    >>> s = _MoveScales(1.0, 0.5)
+    >>> for _ in range(30):
+    ...     s = adapt_move_length(s, 0.5, max_length=4.0)
+    >>> round(s.length, 2), round(s.memory, 2)
+    (4.0, 0.48)
+    """
+    if not np.isfinite(memory):
+        return scales
+    running = (1.0 - MEMORY_SMOOTHING) * scales.memory + MEMORY_SMOOTHING * memory
+    length = scales.length
+    if running > MEMORY_TARGET:
+        length = min(length * LENGTH_STEP, max_length)
+    elif running < MEMORY_TARGET / 2:
+        length = max(length / LENGTH_STEP, 1.0)
+    return scales._replace(length=length, memory=running)
 
 
 def _replace_points(rng, model, likelihood, config, start, log_lik_min, factor, scales):
@@ -485,14 +580,15 @@ def _replace_points(rng, model, likelihood, config, start, log_lik_min, factor, 
     log_lik_fn, log_lik_and_grad_fn = likelihood
     position, log_prior, log_lik = start
     galilean = GalileanInfo(0, 0, 0, 0)
-    n_slice, axis_fraction = config.n_slice_steps, config.axis_fraction
+    n_slice, axis_fraction = int(round(config.n_slice_steps * scales.length)), config.axis_fraction
     if config.moves == "galilean":
         dense = factor if factor.ndim == 2 else np.diag(factor)
         position, log_prior, log_lik, galilean = galilean_sample(
             rng, position, log_prior, log_lik, log_lik_min, model.log_prior, log_lik_and_grad_fn, dense,
-            step_size=scales.step_size, n_steps=config.n_galilean_steps, trajectory_length=config.trajectory_length)
+            step_size=scales.step_size, n_steps=int(round(config.n_galilean_steps * scales.length)),
+            trajectory_length=config.trajectory_length)
         scales = scales._replace(step_size=adapt_galilean_step(scales.step_size, galilean))
-        n_slice, axis_fraction = int(round(config.axis_fraction * config.n_slice_steps)), 1.0
+        n_slice, axis_fraction = int(round(config.axis_fraction * n_slice)), 1.0
     position, log_prior, log_lik, sliced = constrained_slice_sample(
         rng, position, log_prior, log_lik, log_lik_min, model.log_prior, log_lik_fn, factor, width=scales.width,
         n_steps=n_slice, max_step_out=config.max_step_out, axis_fraction=axis_fraction)
@@ -510,7 +606,7 @@ def _ns_run(rng, model, likelihood, config, bar, verbose):
     live_log_prior = np.asarray(model.log_prior(live), dtype=float)
     live_log_lik = likelihood[0](live)
     n_calls = n_live
-    dead_points, dead_log_lik, dead_n_live, ranks, start_corr = [], [], [], [], []
+    dead_points, dead_log_lik, dead_n_live, ranks, start_corr, memories = [], [], [], [], [], []
     log_volume, log_z = 0.0, -np.inf
     scales = _MoveScales(width=np.sqrt(model.n_params), step_size=0.5)
     slice_totals, galilean_totals = np.zeros(4, dtype=np.int64), np.zeros(4, dtype=np.int64)
@@ -535,6 +631,9 @@ def _ns_run(rng, model, likelihood, config, bar, verbose):
         n_calls += sliced.n_likelihood_calls + galilean.n_likelihood_calls
         ranks.append(np.searchsorted(np.sort(live_log_lik[survivors]), new_log_lik))
         start_corr.append(_rank_correlation(live_log_lik[start], new_log_lik))
+        memories.append(replacement_memory(live[start], new, np.mean(live[others], axis=0), factor)
+                        if len(others) > 1 else np.nan)
+        scales = adapt_move_length(scales, memories[-1], config.max_move_length)
         slice_totals += np.array(sliced)
         galilean_totals += np.array(galilean)
         live[worst], live_log_prior[worst], live_log_lik[worst] = new, new_log_prior, new_log_lik
@@ -552,7 +651,7 @@ def _ns_run(rng, model, likelihood, config, bar, verbose):
             break
     return _Run(np.vstack(dead_points), np.concatenate(dead_log_lik), np.concatenate(dead_n_live), live, live_log_lik,
                 n_calls, iteration, slice_totals, galilean_totals, np.array(start_corr), scales,
-                np.concatenate(ranks), finished)
+                np.concatenate(ranks), finished, np.array(memories))
 
 
 def merge_ns_runs(runs):

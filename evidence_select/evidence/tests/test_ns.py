@@ -98,7 +98,9 @@ def test_exact_linear_evidence():
 @pytest.mark.parametrize("kwargs, match", [(dict(n_live=1), "n_live"), (dict(n_live=100, n_replace=60), "n_replace"),
                                            (dict(dlogz=0), "dlogz"), (dict(n_slice_steps=0), "n_slice_steps"),
                                            (dict(moves="hmc"), "moves"), (dict(n_galilean_steps=0), "n_galilean_steps"),
-                                           (dict(trajectory_length=0), "trajectory_length")])
+                                           (dict(trajectory_length=0), "trajectory_length"),
+                                           (dict(max_move_length=0.5), "max_move_length"),
+                                           (dict(max_move_length=np.inf), "max_move_length")])
 def test_bad_arguments(kwargs, match):
     with pytest.raises(ValueError, match=match):
         nested_sampling_log_evidence(GaussianTarget(np.zeros(2)), X_DUMMY, **kwargs)
@@ -125,14 +127,30 @@ def test_default_steps_decorrelate_replacements(moves):
     # start and new log L exposes it; each kernel's default step count removes it.
     target = correlated_gaussian_target(6, correlation=0.9)
     short = nested_sampling_log_evidence(target, X_DUMMY, n_live=100, moves="slice", n_slice_steps=1,
-                                         random_state=0)
+                                         max_move_length=1, random_state=0)
     res = nested_sampling_log_evidence(target, X_DUMMY, n_live=100, moves=moves, random_state=0)
     assert res.settings["n_slice_steps"] == 18 and res.settings["n_replace"] == 25
     assert res.settings["n_galilean_steps"] == 72
     assert short.info["start_correlation"] > 0.3
     assert abs(res.info["start_correlation"]) < 0.1
+    # The replacements' memory of their start positions says the same, and fails its check.
+    assert short.info["replacement_memory"] > 0.5 and not short.diagnostics["replacement_memory"]["passed"]
+    assert abs(res.info["replacement_memory"]) < 0.1 and res.info["final_move_length"] < 2  # little lengthening
     assert abs(res.log_evidence - target.exact_log_evidence()) < K_SIGMA * res.log_evidence_std
     assert (res.info["galilean"]["n_likelihood_calls"] > 0) == (moves == "galilean")
+
+
+def test_moves_lengthen_until_replacements_forget_their_start():
+    # Two slice steps per replacement remember their start (memory ~0.7 on this target); the moves then
+    # lengthen between iterations up to max_move_length, and the memory falls to 0.2 and below.
+    target = correlated_gaussian_target(6, correlation=0.9)
+    kwargs = dict(n_live=100, moves="slice", n_slice_steps=2, n_runs=1, random_state=0)
+    fixed = nested_sampling_log_evidence(target, X_DUMMY, max_move_length=1, **kwargs)
+    adapted = nested_sampling_log_evidence(target, X_DUMMY, max_move_length=16, **kwargs)
+    assert fixed.info["final_move_length"] == 1.0 and adapted.info["final_move_length"] > 4
+    assert adapted.info["replacement_memory"] < 0.2 < fixed.info["replacement_memory"]
+    assert adapted.diagnostics["replacement_memory"]["passed"]
+    assert abs(adapted.log_evidence - target.exact_log_evidence()) < K_SIGMA * adapted.log_evidence_std
 
 
 def test_merged_runs_are_unbiased_with_the_summed_live_count():
@@ -187,7 +205,8 @@ def test_default_run_passes_its_checks():
     target = correlated_gaussian_target(6, correlation=0.9)
     res = nested_sampling_log_evidence(target, X_DUMMY, random_state=0)
     assert res.settings["n_runs"] == 2 and res.converged
-    assert set(res.diagnostics) == {"insertion_rank", "iterations", "live_points", "runs_agreement"}
+    assert set(res.diagnostics) == {"insertion_rank", "replacement_memory", "iterations", "live_points",
+                                    "runs_agreement"}
     assert res.log_evidence_std == max(res.info["std_simulated"], res.info["std_between_runs"])
     assert abs(res.log_evidence - target.exact_log_evidence()) < K_SIGMA * res.log_evidence_std
 
