@@ -381,7 +381,8 @@ def nested_sampling_log_evidence(model, X, y=None, *, config=None, random_state=
         ``diagnostics``/``converged`` hold the checks below; ``info`` holds
         ``"std_simulated"``, ``"std_between_runs"``, ``"std_information"``
         (``sqrt(H / n_live)``), ``"information"``, ``"n_iterations"``,
-        ``"insertion_pvalue"``, ``"replacement_memory"``, ``"final_move_length"`` and the moves' statistics (``"slice"``, ``"galilean"``,
+        ``"insertion_pvalue"``, ``"replacement_memory"``, ``"final_move_length"``
+        and the moves' statistics (``"slice"``, ``"galilean"``,
         ``"final_slice_width"``, ``"final_galilean_step"``); ``samples`` and
         ``log_weights`` are the dead and final live points with their posterior
         importance weights (logsumexp equals ``log_evidence``).

@@ -15,8 +15,8 @@ from scipy.special import gammaln, logsumexp
 
 from evidence_select.datasets import make_linear_regression
 from evidence_select.evidence._bridge import (BridgeSettings, _combined_std, _drop_stuck_chains, _HalfResult,
-                                              _importance_cell, _sandwich, _sum_of_cells, bridge_iteration, bridge_log_evidence,
-                                              mixture_relabel_maps)
+                                              _importance_cell, _sandwich, _sum_of_cells, bridge_iteration,
+                                              bridge_log_evidence, mixture_relabel_maps)
 from evidence_select.evidence._bridge_modes import chain_mode_groups, unseen_mode_fraction
 from evidence_select.exceptions import EvidenceConvergenceWarning
 from evidence_select.models import GaussianMixtureModel, LinearGaussianModel
