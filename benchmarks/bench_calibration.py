@@ -11,6 +11,9 @@ Usage (one heavy job at a time on the shared machine)::
     # runs saved apart (e.g. NS up to 16 dimensions, AIS and bridge up to 64), merged; also the user guide's tables
     python benchmarks/bench_calibration.py --from-json benchmarks/results/calibration_ais_bridge.json,\
         benchmarks/results/calibration_ns.json --doc-table doc/user_guide/generated
+    # the user guide's tables again, from the runs they were built from (kept in the repository)
+    python benchmarks/bench_calibration.py --from-json "$(ls benchmarks/saved/calibration_*.json | paste -sd,)" \
+        --doc-table doc/user_guide/generated
     # a few families, one backend, dynesty (default settings) alongside
     python benchmarks/bench_calibration.py --cases funnel,banana --backends bridge --dynesty --max-dim 16
     # the held-out targets instead of the suite (writes calibration_held_out.json)
@@ -39,7 +42,10 @@ judged and summarised as above.
 
 Writes ``benchmarks/results/calibration.json`` (``calibration_held_out.json``
 with ``--held-out``; ``--output``) after every case, so a run cut short keeps
-what it measured.
+what it measured. ``benchmarks/results/`` is not under version control; the
+runs the user guide's tables are built from are copied to ``benchmarks/saved/``,
+which is, so a fresh clone can rebuild the tables without rerunning hours of
+NS.
 """
 
 import argparse
