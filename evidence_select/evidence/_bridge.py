@@ -92,7 +92,7 @@ from ..kernels._adaptive_hmc import SamplerSettings, sample_chains
 from ..models._mixture import mixture_relabel_maps
 from ..utils._diagnostics import ess_bulk, integrated_autocorrelation_time, split_rhat
 from ..utils._gaussianize import GaussianizationSettings, fit_gaussianization
-from ..utils._logspace import ess_from_log_weights, logsumexp
+from ..utils._logspace import ess_from_log_weights, log_mean_exp, logsumexp
 from ..utils._random import make_generator
 from ._ais import _check_data, _log_lik_and_grad, _log_lik_sum
 from ._bridge_mixing import FlowProposal, connect_modes, fit_mixture_proposal
@@ -344,7 +344,7 @@ def _sandwich(l1, l2):
     both are loose, in their own direction, while the bridge between them may
     be off by any amount.
     """
-    return float(logsumexp(l2) - np.log(len(l2))), float(np.log(len(l1)) - logsumexp(-np.asarray(l1)))
+    return float(log_mean_exp(l2)), float(-log_mean_exp(-np.asarray(l1)))
 
 
 def _overlap(l1, l2, log_r):
@@ -568,7 +568,7 @@ def _importance_cell(l2, n_layers):
     sandwich.
     """
     n = len(l2)
-    log_z = float(logsumexp(l2) - np.log(n))
+    log_z = float(log_mean_exp(l2))
     if not np.isfinite(log_z):  # no proposal draw in the cell: nothing there the proposal can see
         return _HalfResult(-np.inf, 0.0, 0, True, 1.0, n, 0.0, 0.0, 0.0, n_layers, -np.inf, -np.inf)
     proposal_term = float(np.var(np.exp(l2 - log_z)) / n)  # the weights' mean is 1

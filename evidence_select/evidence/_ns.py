@@ -314,9 +314,8 @@ class NSConfig:
         set_("axis_fraction", check_fraction(self.axis_fraction, "axis_fraction", high=1.0 + 1e-12, closed_low=True))
         set_("n_simulations", check_positive_int(self.n_simulations, "n_simulations", minimum=2))
         set_("max_iterations", check_positive_int(self.max_iterations, "max_iterations"))
-        if not (isinstance(self.max_move_length, (int, float)) and 1.0 <= self.max_move_length < np.inf):
-            raise ValueError(f"max_move_length must be a finite number >= 1, got {self.max_move_length!r}")
-        set_("max_move_length", float(self.max_move_length))
+        set_("max_move_length", check_fraction(self.max_move_length, "max_move_length", low=1.0, high=np.inf,
+                                               closed_low=True))
 
     def resolved(self, n_params):
         """A copy with the ``None`` defaults filled in for a model of ``n_params`` parameters."""
@@ -327,10 +326,11 @@ class NSConfig:
 
 MIN_INSERTION_PVALUE = 0.01
 MIN_RUNS_PVALUE = 0.01
-def mean_replacement_memory(runs):
-    """:func:`replacement_memory` averaged over every iteration of ``runs`` (``nan`` when none has a value)."""
-    memories = np.concatenate([r.memories for r in runs])
-    return float(np.nanmean(memories)) if np.any(np.isfinite(memories)) else float("nan")
+def _mean_over_iterations(runs, field):
+    """The per-iteration ``field`` of :class:`_Run` averaged over every iteration of ``runs`` (``nan`` when none
+    has a value)."""
+    values = np.concatenate([getattr(r, field) for r in runs])
+    return float(np.nanmean(values)) if np.any(np.isfinite(values)) else float("nan")
 
 
 def _diagnostics(config, runs, run_log_z, run_std, n_params):
@@ -457,7 +457,6 @@ def nested_sampling_log_evidence(model, X, y=None, *, config=None, random_state=
     std = std_simulated if n_runs == 1 else max(std_simulated, std_between_runs)
     diagnostics = _diagnostics(config, runs, run_log_z, run_std, model.n_params)
     converged = warn_not_converged("ns", diagnostics)
-    start_corr = np.concatenate([r.start_correlations for r in runs])
     info = dict(std_simulated=std_simulated, std_information=float(np.sqrt(information / (config.n_live * n_runs))),
                 information=information, std_between_runs=std_between_runs, log_evidence_runs=run_log_z.tolist(),
                 std_simulated_runs=run_std, n_iterations=int(sum(r.n_iterations for r in runs)),
@@ -467,8 +466,8 @@ def nested_sampling_log_evidence(model, X, y=None, *, config=None, random_state=
                 slice=SliceInfo(*(int(t) for t in np.sum([r.slice_totals for r in runs], axis=0)))._asdict(),
                 galilean=GalileanInfo(*(int(t) for t in np.sum([r.galilean_totals for r in runs], axis=0)))._asdict(),
                 insertion_pvalue=diagnostics["insertion_rank"]["value"],
-                start_correlation=float(np.nanmean(start_corr)) if np.any(np.isfinite(start_corr)) else float("nan"),
-                replacement_memory=mean_replacement_memory(runs))
+                start_correlation=_mean_over_iterations(runs, "start_correlations"),
+                replacement_memory=_mean_over_iterations(runs, "memories"))
     n_calls = sum(r.n_calls for r in runs)
     return EvidenceResult(log_z, std, "ns", float(n_calls), int(n_calls * len(X)), time.perf_counter() - start_time,
                           asdict(config), samples, log_weights, info, diagnostics, converged)
