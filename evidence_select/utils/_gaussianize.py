@@ -32,7 +32,7 @@ marginals, whose kernel bandwidths are chosen by cross-validation.
 from typing import NamedTuple
 
 import numpy as np
-from scipy.special import log_ndtr, logsumexp, ndtri, ndtri_exp
+from scipy.special import log_ndtr, logsumexp, ndtr, ndtri, ndtri_exp
 
 __all__ = ["GaussianizationSettings", "Gaussianization", "fit_gaussianization", "fit_marginal_product",
            "gaussianization_forward", "gaussianization_inverse", "gaussianization_log_density",
@@ -153,6 +153,33 @@ def _binned_kernel(values, h):
     return centres, np.log(counts[counts > 0] / len(values)), h * shrink
 
 
+def _log_kernel_sum(log_terms, weights):
+    """``log sum_j weights_j exp(log_terms_ij)`` per row: the row's largest term factored out, then a matrix
+    product (no underflow: that term contributes ``weights_j >= 1 / n`` times one)."""
+    top = np.max(log_terms, axis=1)
+    return top + np.log(np.exp(log_terms - top[:, None]) @ weights)
+
+
+_TAIL_PROBABILITY = 1e-6  # below it a kernel CDF is recomputed in log space (1 - cdf loses digits there)
+
+
+def _kernel_normal_scores(std, log_w):
+    """``Phi^-1`` of the binned kernel CDF at each row's points, ``std = (x_i - centre_j) / h``.
+
+    The CDF is summed in linear space (a matrix product); the few rows whose
+    CDF or survival probability is below ``_TAIL_PROBABILITY`` are summed
+    again in log space, where the complement would have lost its digits.
+    """
+    cdf = ndtr(std) @ np.exp(log_w)
+    y = np.where(cdf < 0.5, ndtri(cdf), -ndtri(1.0 - cdf))
+    tail = np.minimum(cdf, 1.0 - cdf) < _TAIL_PROBABILITY
+    if np.any(tail):
+        log_cdf = logsumexp(log_ndtr(std[tail]) + log_w, axis=1)
+        log_sf = logsumexp(log_ndtr(-std[tail]) + log_w, axis=1)
+        y[tail] = np.where(log_cdf < np.log(0.5), ndtri_exp(log_cdf), -ndtri_exp(log_sf))
+    return y
+
+
 def _fit_marginal(values, n_knots, bandwidth_factor):
     """Knots ``(x, y, slopes)`` of the spline mapping the kernel-smoothed CDF of ``values`` to N(0, 1).
 
@@ -166,10 +193,8 @@ def _fit_marginal(values, n_knots, bandwidth_factor):
     centres, log_w, h = _binned_kernel(values, h)
     knots = np.unique(np.quantile(values, np.linspace(0.0, 1.0, n_knots)))
     std = (knots[:, None] - centres[None, :]) / h
-    log_cdf = logsumexp(log_ndtr(std) + log_w, axis=1)
-    log_sf = logsumexp(log_ndtr(-std) + log_w, axis=1)
-    y = np.where(log_cdf < np.log(0.5), ndtri_exp(log_cdf), -ndtri_exp(log_sf))
-    log_pdf = logsumexp(-0.5 * std**2 + log_w, axis=1) - np.log(h) - 0.5 * _LOG_2PI
+    y = _kernel_normal_scores(std, log_w)
+    log_pdf = _log_kernel_sum(-0.5 * std**2, np.exp(log_w)) - np.log(h) - 0.5 * _LOG_2PI
     slopes = np.exp(log_pdf + 0.5 * y**2 + 0.5 * _LOG_2PI)
     keep = np.concatenate([[True], np.diff(y) > 1e-9 * (1.0 + np.abs(y[1:]))])
     knots, y, slopes = knots[keep], y[keep], slopes[keep]
@@ -186,11 +211,15 @@ def _orthonormal(matrix):
 
 
 def _quantile_residuals(proj, quantiles):
-    """Each column's sorted-order residual against the ``N(0, 1)`` ``quantiles``, in the samples' order."""
-    order = np.argsort(proj, axis=0)
-    residual = np.empty_like(proj)
-    np.put_along_axis(residual, order, np.take_along_axis(proj, order, axis=0) - quantiles[:, None], axis=0)
-    return residual
+    """Each column's sorted-order residual against the ``N(0, 1)`` ``quantiles``, in the samples' order.
+
+    Sorted as rows of the transpose: each direction's projections contiguous, which sorts ~1.5x faster.
+    """
+    rows = np.ascontiguousarray(proj.T)
+    order = np.argsort(rows, axis=1)
+    residual = np.empty_like(rows)
+    np.put_along_axis(residual, order, np.take_along_axis(rows, order, axis=1) - quantiles, axis=1)
+    return residual.T
 
 
 def _find_directions(rng, z, n_directions, n_steps, start_identity):
@@ -208,25 +237,25 @@ def _find_directions(rng, z, n_directions, n_steps, start_identity):
 
 
 # -- transforms --------------------------------------------------------------------------
-def _layer_forward(layer, z):
-    proj = z @ layer.directions
-    new = np.empty_like(proj)
+def _layer_map(layer, z, spline):
+    """``z`` with its projections on the layer's directions replaced by ``spline`` of them, and the summed
+    log-derivatives. The projections are held as rows (each direction's values contiguous for the spline)."""
+    proj = layer.directions.T @ z.T
+    mapped = np.empty_like(proj)
     log_det = np.zeros(len(z))
-    for k in range(proj.shape[1]):
-        new[:, k], log_deriv = _rq_forward(proj[:, k], layer.knots_x[k], layer.knots_y[k], layer.slopes[k])
+    for k in range(len(proj)):
+        mapped[k], log_deriv = spline(proj[k], layer.knots_x[k], layer.knots_y[k], layer.slopes[k])
         log_det += log_deriv
-    return z + (new - proj) @ layer.directions.T, log_det
+    return z + (mapped - proj).T @ layer.directions.T, log_det
+
+
+def _layer_forward(layer, z):
+    return _layer_map(layer, z, _rq_forward)
 
 
 def _layer_inverse(layer, z):
     """The layer's inverse at ``z`` and the forward map's log-Jacobian at the result."""
-    proj = z @ layer.directions
-    old = np.empty_like(proj)
-    log_det = np.zeros(len(z))
-    for k in range(proj.shape[1]):
-        old[:, k], log_deriv = _rq_inverse(proj[:, k], layer.knots_x[k], layer.knots_y[k], layer.slopes[k])
-        log_det += log_deriv
-    return z + (old - proj) @ layer.directions.T, log_det
+    return _layer_map(layer, z, _rq_inverse)
 
 
 def _std_normal_log_pdf(z):
@@ -314,8 +343,8 @@ def gaussianization_sample_and_log_density(model, rng, n_samples):
 
 def _spline_layer(z, frame, n_knots, bandwidth_factor):
     """A layer mapping the marginals of ``z`` along the columns of ``frame`` to N(0, 1)."""
-    proj = z @ frame
-    fits = [_fit_marginal(proj[:, k], n_knots, bandwidth_factor) for k in range(frame.shape[1])]
+    proj = frame.T @ z.T  # each direction's projections contiguous
+    fits = [_fit_marginal(values, n_knots, bandwidth_factor) for values in proj]
     return _SplineLayer(frame, *(tuple(f[j] for f in fits) for j in range(3)))
 
 
@@ -459,7 +488,8 @@ _CV_TEST_POINTS = 500
 def _kernel_log_pdf(train, h, at):
     """Log density at ``at`` of :func:`_fit_marginal`'s kernel estimate of ``train`` (shrunk, binned)."""
     centres, log_w, h = _binned_kernel(train, h)
-    return logsumexp(-0.5 * ((at[:, None] - centres[None, :]) / h) ** 2 + log_w, axis=1) - np.log(h) - 0.5 * _LOG_2PI
+    return _log_kernel_sum(-0.5 * ((at[:, None] - centres[None, :]) / h) ** 2, np.exp(log_w)) - np.log(h) \
+        - 0.5 * _LOG_2PI
 
 
 def _cross_validated_bandwidth(values, bandwidth_factor):

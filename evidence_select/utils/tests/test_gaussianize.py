@@ -7,12 +7,13 @@ their own standard errors.
 
 import numpy as np
 import pytest
-from scipy import stats
+from scipy import special, stats
 
 from evidence_select.utils._gaussianize import (GaussianizationSettings, fit_gaussianization, fit_marginal_product,
                                                  gaussianization_forward, gaussianization_inverse,
                                                  gaussianization_log_density, gaussianization_sample,
                                                  gaussianization_sample_and_log_density)
+from evidence_select.utils._gaussianize import _kernel_normal_scores
 
 
 def _banana(rng, n):
@@ -155,3 +156,19 @@ def test_marginal_product_names_a_constant_coordinate():
     x[:, 1] = 2.0
     with pytest.raises(ValueError, match=r"coordinates \[1\] of the samples do not vary"):
         fit_marginal_product(x)
+
+
+@pytest.mark.parametrize("offset", [0.0, 6.0, 40.0])
+def test_kernel_normal_scores_match_the_log_space_sum(offset):
+    """The kernel CDF summed in linear space (with the tails summed again in log space) gives the normal scores of
+    the log-space sum, also where the survival probability is far below double precision's epsilon."""
+    rng = np.random.default_rng(3)
+    centres = np.sort(rng.normal(size=300))
+    log_w = np.log(rng.dirichlet(np.ones(300)))
+    points = np.linspace(-4.0, 4.0, 41) + offset
+    std = (points[:, None] - centres[None, :]) / 0.2
+    log_cdf = special.logsumexp(special.log_ndtr(std) + log_w, axis=1)
+    log_sf = special.logsumexp(special.log_ndtr(-std) + log_w, axis=1)
+    expected = np.where(log_cdf < np.log(0.5), special.ndtri_exp(log_cdf), -special.ndtri_exp(log_sf))
+    # Linear space resolves a survival probability s >= 1e-6 to a few eps, i.e. the score to ~4 eps / phi(y) < 2e-10.
+    np.testing.assert_allclose(_kernel_normal_scores(std, log_w), expected, rtol=0, atol=1e-9)
