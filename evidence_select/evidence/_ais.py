@@ -16,9 +16,12 @@ reported error is the spread of the groups' estimates.
 
 Schedules:
 
-- ``"adaptive"`` (Alg. 6): the next increment solves ``CESS(Delta) = target_ess``
-  by bisection on ``Delta`` in ``(0, 1 - lambda]``, taking the whole remaining
-  step when it keeps the CESS above target. ``CESS = (sum_i W_i w_i)^2 /
+- ``"adaptive"`` (Alg. 6): each group's next increment solves
+  ``CESS(Delta) = target_ess`` (the mean over the *other* groups), by bisection
+  on ``Delta`` in ``(0, 1 - lambda]``, taking the whole remaining step when it
+  keeps the CESS above target. An increment chosen from the particles it
+  reweights biases their ``Z``, and one shared by all groups biases them
+  together, where their spread cannot see it. ``CESS = (sum_i W_i w_i)^2 /
   sum_i W_i w_i^2`` is the conditional ESS (Zhou, Johansen and Aston, 2016) of
   the incremental weights ``w_i = L_i^Delta`` under the normalised current
   weights ``W_i``, as a fraction of ``n_chains``; with equal ``W`` it is Eq. (3.42).
@@ -248,6 +251,25 @@ def _next_group_tempering(tempering, log_weights, log_lik, target_ess, n_rounds=
     return 1.0 if delta >= remaining else tempering + delta
 
 
+def _next_temperings(tempering, log_weights, log_lik, target_ess):
+    """Each group's next ``lambda``, shape ``(n_groups,)`` (1 stays 1), from the *other* groups' particles.
+
+    An increment chosen from the particles it then reweights biases their
+    ``log Z`` (the adaptive-SMC bias), and a schedule fitted to all groups at
+    once moves every group's estimate the same way, which their spread cannot
+    show (on a 64-d product of two-peak densities all groups of a run can sit
+    on the same side of the truth). Chosen from the other groups only, each
+    group's increment is independent of its own particles, as its mass matrix
+    is. One group has no others and uses its own.
+    """
+    n_groups = len(tempering)
+    new = np.ones(n_groups)
+    for g in np.flatnonzero(tempering < 1.0):
+        others = np.arange(n_groups) != g if n_groups > 1 else np.ones(1, bool)
+        new[g] = _next_group_tempering(tempering[g], log_weights[others], log_lik[others], target_ess)
+    return new
+
+
 def _corr1(a, b):
     """Across-particle correlation of two scalar summaries (0 if either is constant or not finite)."""
     ok = np.isfinite(a) & np.isfinite(b)
@@ -340,25 +362,31 @@ def ais_move(rng, state, target, log_weights, n_folds, step_size, config):
 class _Trace:
     """Per-temperature records of one AIS run (schedule, acceptance, ESS, resampling)."""
 
-    def __init__(self):
-        self.temperatures, self.acceptance, self.cess, self.n_steps = [0.0], [], [], []
+    def __init__(self, n_groups):
+        self.temperatures, self.acceptance, self.cess, self.n_steps = [np.zeros(n_groups)], [], [], []
         self.min_group_ess, self.n_resampled, self.drift = [], 0, []
+        self.n_group_temperatures = 0  # (group, temperature) pairs with an increment
 
 
-def _reweight_and_resample(rng, state, log_weights, log_z_banked, log_lik, delta, config, trace, last):
-    """Weight increment ``delta log L`` (Eq. 3.37), then systematic resampling of the low-ESS groups.
+def _reweight_and_resample(rng, state, log_weights, log_z_banked, log_lik, delta, config, trace, done):
+    """Weight increments ``delta_g log L`` (Eq. 3.37), then systematic resampling of the low-ESS groups that are
+    not ``done`` (reached ``lambda = 1``). ``delta`` and ``done`` have one entry per group.
 
     A resampled group banks the log-mean of its weights, so ``exp(log Z_g)`` stays unbiased.
     """
     n_groups, n_group = log_weights.shape
-    trace.cess.append(_group_cess(normalize_log_weights(log_weights, axis=1), log_lik, delta))
+    moving = delta > 0
+    normalised = normalize_log_weights(log_weights, axis=1)
+    trace.cess.append(float(np.mean([_group_cess(normalised[g:g + 1], log_lik[g:g + 1], delta[g])
+                                     for g in np.flatnonzero(moving)])))
     with np.errstate(invalid="ignore"):
-        increment = delta * log_lik
+        increment = np.where(moving[:, None], delta[:, None] * log_lik, 0.0)
     log_weights = log_weights + np.where(np.isnan(increment), -np.inf, increment)
     ess = ess_from_log_weights(log_weights, axis=1)
-    trace.min_group_ess.append(float(np.min(ess)))
-    low = np.flatnonzero(ess / n_group < config.resample_ess) if config.resample_ess > 0 else np.array([], int)
-    if not last and len(low):
+    trace.min_group_ess.append(float(np.min(ess[moving])))
+    trace.n_group_temperatures += int(np.sum(moving))
+    low = np.flatnonzero((ess / n_group < config.resample_ess) & ~done) if config.resample_ess > 0 else []
+    if len(low):
         log_z_banked[low] += log_mean_exp(log_weights[low], axis=1)
         ancestors = np.arange(n_groups * n_group).reshape(n_groups, n_group)
         ancestors[low] = systematic_resample(rng, log_weights[low]) + (low * n_group)[:, None]
@@ -374,8 +402,12 @@ def _ais_run(rng, model, X, y, config, bar):
     Each group is an SMC sampler (AIS with resampling): its log-weights are
     reset after systematic resampling within the group, and the log-mean of its
     weights before the reset is banked in ``log_z_banked``, so ``exp(log Z_g)``
-    stays an unbiased estimate of ``Z`` per group. Groups share the schedule and
-    step size; each group's mass matrix comes from the other groups.
+    stays an unbiased estimate of ``Z`` per group. Each group follows its own
+    adaptive schedule, chosen from the other groups' particles
+    (:func:`_next_temperings`); a group that reached
+    ``lambda = 1`` keeps moving there, with unchanged weights, until the last
+    one arrives. Groups share the step size; each group's mass matrix comes
+    from the other groups.
     """
     n_groups, n_group = config.n_repeats, config.n_group
     target = TemperedTarget(model, X, y, 0.0)
@@ -383,24 +415,24 @@ def _ais_run(rng, model, X, y, config, bar):
     log_weights = np.zeros((n_groups, n_group))
     log_z_banked = np.zeros(n_groups)
     fixed = sigmoid_schedule(config.n_temperatures, config.sigmoid_delta) if config.schedule == "sigmoid" else None
-    tempering, step_size, trace = 0.0, config.step_size, _Trace()
-    while tempering < 1.0:
+    tempering, step_size, trace = np.zeros(n_groups), config.step_size, _Trace(n_groups)
+    while np.any(tempering < 1.0):
         t = len(trace.temperatures)
         log_lik = state.aux[:, 1].reshape(n_groups, n_group)
         log_lik = np.where(np.isnan(log_lik), -np.inf, log_lik)  # a NaN likelihood is a zero-likelihood chain
         if fixed is not None:
-            new_tempering = float(fixed[t])
+            new_tempering = np.full(n_groups, float(fixed[t]))
         else:
-            new_tempering = _next_group_tempering(tempering, log_weights, log_lik, config.target_ess)
-            if t >= config.max_temperatures and new_tempering < 1.0:
+            new_tempering = _next_temperings(tempering, log_weights, log_lik, config.target_ess)
+            if t >= config.max_temperatures and np.any(new_tempering < 1.0):
                 raise RuntimeError(f"AIS needed more than max_temperatures={config.max_temperatures} temperatures "
-                                   f"(reached lambda={tempering:.3g}); lower target_ess or raise the cap")
+                                   f"(reached lambda={np.min(tempering):.3g}); lower target_ess or raise the cap")
         state, log_weights = _reweight_and_resample(rng, state, log_weights, log_z_banked, log_lik,
                                                     new_tempering - tempering, config, trace, new_tempering >= 1.0)
         tempering = new_tempering
         trace.temperatures.append(tempering)
-        # Kernel for f_tempering; its settings were fixed before this temperature's moves.
-        target.tempering = tempering
+        # Kernel for f_tempering (each group's own); its settings were fixed before this temperature's moves.
+        target.tempering = np.repeat(tempering, n_group)
         log_density, grad, _ = target.combine(state.aux)
         state = state._replace(log_density=log_density, grad_log_density=grad)
         pooled = normalize_log_weights(log_weights, axis=1).ravel()
@@ -412,7 +444,7 @@ def _ais_run(rng, model, X, y, config, bar):
         if len(rates):
             step_size = adapt_step_size(step_size, rates, target=config.target_accept)
         if bar is not None:
-            bar.update(tempering - bar.n)
+            bar.update(float(np.min(tempering)) - bar.n)
     log_z_groups = log_z_banked + log_mean_exp(log_weights, axis=1)
     return state, log_weights, log_z_groups, target.n_evaluations, trace, step_size
 
@@ -428,15 +460,14 @@ MAX_DRIFT_Z = 2.5
 
 def _diagnostics(config, trace, log_z_groups):
     """Convergence checks of one AIS run (see :func:`ais_log_evidence`, Notes)."""
-    n_temperatures = len(trace.temperatures) - 1
     acceptance = np.asarray(trace.acceptance, dtype=float)
     mean_acceptance = float(np.nanmean(acceptance)) if np.any(np.isfinite(acceptance)) else float("nan")
     min_ess = float(np.min(trace.min_group_ess))
     spread = float(np.std(log_z_groups, ddof=1)) if len(log_z_groups) > 1 else float("nan")
-    resampled = trace.n_resampled / (n_temperatures * config.n_repeats)
+    resampled = trace.n_resampled / trace.n_group_temperatures
     # Drift of log L during the moves, combined over the second half of the path (where a lagging
     # population loses the most evidence) as sum(z) / sqrt(n): about N(0, 1) at equilibrium.
-    late = np.asarray(trace.drift)[np.asarray(trace.temperatures[1:]) > 0.5]
+    late = np.asarray(trace.drift)[np.min(np.array(trace.temperatures[1:]), axis=1) > 0.5]  # every group past 0.5
     drift_z = float(np.sum(late) / np.sqrt(len(late))) if len(late) else 0.0
     return {
         "ess_per_temperature": check(min_ess, max(MIN_GROUP_ESS, 0.1 * config.n_group),
@@ -491,7 +522,8 @@ def ais_log_evidence(model, X, y=None, *, config=None, random_state=None, verbos
         group, the weight-based ``sqrt(1/ESS - 1/n)``, which ignores resampling and
         is only a lower bound). ``diagnostics`` and ``converged`` hold the checks
         below; ``info`` adds ``"std_repeats"``, ``"std_weights"``,
-        ``"log_evidence_repeats"``, the schedule, acceptance rates, the smallest
+        ``"log_evidence_repeats"``, the schedule (``"temperatures"``, one row per
+        temperature step and one column per group), acceptance rates, the smallest
         group ESS, the CESS and the ``log L`` drift (in standard errors) at each
         temperature, HMC steps per temperature and
         resampling counts. ``samples``/``log_weights`` are the final particles and

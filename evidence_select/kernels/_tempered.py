@@ -21,8 +21,9 @@ class TemperedTarget:
     ----------
     model : Model
     X, y : the data (``y`` may be None)
-    tempering : float
-        ``lambda`` in ``[0, 1]``; may be changed between kernel applications.
+    tempering : float or ndarray of shape (n,)
+        ``lambda`` in ``[0, 1]``, or one per position (positions in groups on
+        their own schedules); may be changed between kernel applications.
 
     Attributes
     ----------
@@ -62,5 +63,5 @@ class TemperedTarget:
         with np.errstate(invalid="ignore"):
             log_density = aux[:, 0] + lam * aux[:, 1]
         log_density = np.where(np.isnan(log_density), -np.inf, log_density)
-        grad = aux[:, 2: 2 + d] + lam * aux[:, 2 + d:]
+        grad = aux[:, 2: 2 + d] + np.reshape(lam, (-1, 1)) * aux[:, 2 + d:]
         return log_density, grad, aux

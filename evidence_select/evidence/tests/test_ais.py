@@ -78,6 +78,18 @@ def test_sigmoid_schedule_and_repeats():
 
 
 @FEW_CHAINS
+def test_each_group_follows_its_own_adaptive_schedule():
+    """Groups choose their increments from their own particles: a schedule shared by all groups couples their
+    estimates (their spread then understates the error), and would make the columns equal."""
+    res = ais_log_evidence(BimodalTarget(3, separation=1.0, scale=0.1), X_DUMMY, n_chains=64, n_repeats=4,
+                           random_state=0)
+    schedules = res.info["temperatures"]
+    assert schedules.shape == (res.info["n_temperatures"] + 1, 4)
+    assert np.all(schedules[0] == 0.0) and np.all(schedules[-1] == 1.0) and np.all(np.diff(schedules, axis=0) >= 0)
+    assert len({tuple(column) for column in schedules.T}) == 4
+
+
+@FEW_CHAINS
 def test_chain_count_rounded_up_to_whole_groups():
     res = ais_log_evidence(GaussianTarget(np.zeros(2), cov=0.1), X_DUMMY, n_chains=20, n_repeats=8, random_state=0)
     assert res.settings["n_chains"] == 24 and res.samples.shape == (24, 2)
