@@ -213,7 +213,7 @@ def _orthonormal(matrix):
 def _quantile_residuals(proj, quantiles):
     """Each column's sorted-order residual against the ``N(0, 1)`` ``quantiles``, in the samples' order.
 
-    Sorted as rows of the transpose: each direction's projections contiguous, which sorts ~1.5x faster.
+    Sorted as rows of the transpose: each direction's projections contiguous, which sorts faster.
     """
     rows = np.ascontiguousarray(proj.T)
     order = np.argsort(rows, axis=1)
