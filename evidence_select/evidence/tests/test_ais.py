@@ -79,8 +79,9 @@ def test_sigmoid_schedule_and_repeats():
 
 @FEW_CHAINS
 def test_each_group_follows_its_own_adaptive_schedule():
-    """Groups choose their increments from their own particles: a schedule shared by all groups couples their
-    estimates (their spread then understates the error), and would make the columns equal."""
+    """Each group takes its increments from the other groups' particles, so the groups' schedules differ: one
+    schedule shared by all groups couples their estimates (their spread then understates the error) and would make
+    the columns equal."""
     res = ais_log_evidence(BimodalTarget(3, separation=1.0, scale=0.1), X_DUMMY, n_chains=64, n_repeats=4,
                            random_state=0)
     schedules = res.info["temperatures"]
