@@ -365,7 +365,6 @@ class _Trace:
     def __init__(self, n_groups):
         self.temperatures, self.acceptance, self.cess, self.n_steps = [np.zeros(n_groups)], [], [], []
         self.min_group_ess, self.n_resampled, self.drift = [], 0, []
-        self.n_group_temperatures = 0  # (group, temperature) pairs with an increment
 
 
 def _reweight_and_resample(rng, state, log_weights, log_z_banked, log_lik, delta, config, trace, done):
@@ -384,7 +383,6 @@ def _reweight_and_resample(rng, state, log_weights, log_z_banked, log_lik, delta
     log_weights = log_weights + np.where(np.isnan(increment), -np.inf, increment)
     ess = ess_from_log_weights(log_weights, axis=1)
     trace.min_group_ess.append(float(np.min(ess[moving])))
-    trace.n_group_temperatures += int(np.sum(moving))
     low = np.flatnonzero((ess / n_group < config.resample_ess) & ~done) if config.resample_ess > 0 else []
     if len(low):
         log_z_banked[low] += log_mean_exp(log_weights[low], axis=1)
@@ -464,10 +462,11 @@ def _diagnostics(config, trace, log_z_groups):
     mean_acceptance = float(np.nanmean(acceptance)) if np.any(np.isfinite(acceptance)) else float("nan")
     min_ess = float(np.min(trace.min_group_ess))
     spread = float(np.std(log_z_groups, ddof=1)) if len(log_z_groups) > 1 else float("nan")
-    resampled = trace.n_resampled / trace.n_group_temperatures
+    schedules = np.array(trace.temperatures)  # (temperature steps + 1, groups)
+    resampled = trace.n_resampled / np.sum(np.diff(schedules, axis=0) > 0)  # per (group, increment)
     # Drift of log L during the moves, combined over the second half of the path (where a lagging
     # population loses the most evidence) as sum(z) / sqrt(n): about N(0, 1) at equilibrium.
-    late = np.asarray(trace.drift)[np.min(np.array(trace.temperatures[1:]), axis=1) > 0.5]  # every group past 0.5
+    late = np.asarray(trace.drift)[np.min(schedules[1:], axis=1) > 0.5]  # every group past 0.5
     drift_z = float(np.sum(late) / np.sqrt(len(late))) if len(late) else 0.0
     return {
         "ess_per_temperature": check(min_ess, max(MIN_GROUP_ESS, 0.1 * config.n_group),
