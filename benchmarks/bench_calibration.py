@@ -245,6 +245,8 @@ def parse_args(argv=None):
     parser.add_argument("--backends", default=",".join(BACKENDS), help="comma-separated subset of ns,ais,bridge")
     parser.add_argument("--cases", default="", help="comma-separated substrings of case names (e.g. funnel,_d16)")
     parser.add_argument("--seeds", type=int, default=3)
+    parser.add_argument("--first-seed", type=int, default=0,
+                        help="seeds first-seed .. first-seed + seeds - 1 (to add seeds to a saved run)")
     parser.add_argument("--max-dim", type=int, default=64)
     parser.add_argument("--dynesty", action="store_true", help="also run dynesty with its default settings")
     parser.add_argument("--held-out", action="store_true",
@@ -271,8 +273,8 @@ def parse_args(argv=None):
 def load_saved(paths):
     """Rows and backends of saved (possibly partial) runs, merged case by case (e.g. NS and AIS run apart).
 
-    A later file's runs of a backend on a case replace an earlier file's runs of that backend on that
-    case (a re-run after a fix), so no case is counted twice.
+    A later file's run of a backend on a case with a seed replaces an earlier file's run of that backend,
+    case and seed (a re-run after a fix), so no run is counted twice; other seeds add up (``--first-seed``).
     """
     import json
 
@@ -284,8 +286,8 @@ def load_saved(paths):
         methods += [m for m in out["backends"] if m not in methods]
         for row in out["rows"]:
             merged = rows.setdefault(row["case"], dict(row, runs=[]))
-            rerun = {r["method"] for r in row["runs"]}
-            merged["runs"] = [r for r in merged["runs"] if r["method"] not in rerun] + list(row["runs"])
+            rerun = {(r["method"], r["seed"]) for r in row["runs"]}
+            merged["runs"] = [r for r in merged["runs"] if (r["method"], r["seed"]) not in rerun] + list(row["runs"])
     return list(rows.values()), methods
 
 
@@ -304,7 +306,7 @@ def main(argv=None):
     path = os.path.join(RESULTS_DIR, args.output)
     for case in cases:
         row = dict(case=case.name, family=case.family, dim=case.dim, exact=case.exact, runs=[])
-        for seed in range(args.seeds):
+        for seed in range(args.first_seed, args.first_seed + args.seeds):
             for method in args.backends:
                 row["runs"].append(run_backend(case, method, seed))
             if args.dynesty:

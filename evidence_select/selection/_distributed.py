@@ -12,10 +12,14 @@ needs to update its evidences and history.
   candidate's previous future there, so nothing moves), and gathers only the
   small summaries. :class:`ResidentCandidates` fetches the fitted candidates
   themselves on first access (predictions, pickling, ``estimators_[k]``).
+  Candidates are placed round-robin; a call whose measured task times leave
+  one worker busy well past the others (:func:`rebalanced_homes`) moves a
+  candidate to a less loaded worker, where its next task fetches it once.
 """
 
 import copy
 import itertools
+import time
 import uuid
 from collections.abc import Mapping, Sequence
 from typing import NamedTuple
@@ -38,6 +42,7 @@ class CandidateSummary(NamedTuple):
     log_evidence_std: float
     new_records: list  # the candidate's ChunkRecords of this call
     result: object  # the reference backend's EvidenceResult, None for "sgais"
+    seconds: float = 0.0  # wall time of the candidate's update in its worker (the placement's cost estimate)
 
 
 class AdvanceTask(NamedTuple):
@@ -63,6 +68,7 @@ def _advance(estimator, task, backend_seed, history_length):
     count, and joblib workers, dask workers and the main process have
     different defaults.
     """
+    tic = time.perf_counter()
     estimator = copy.deepcopy(estimator)
     getattr(estimator, task.method)(*((task.X,) if task.y is None else (task.X, task.y)), **task.fit_params)
     result = None
@@ -75,7 +81,8 @@ def _advance(estimator, task, backend_seed, history_length):
             result = log_evidence(model, task.X_all, task.y_all, method=task.backend, random_state=backend_seed,
                                   **task.backend_params)
     summary = CandidateSummary(float(estimator.log_evidence_), float(estimator.log_evidence_std_),
-                               list(estimator.evidence_history_[history_length:]), result)
+                               list(estimator.evidence_history_[history_length:]), result,
+                               time.perf_counter() - tic)
     return estimator, summary
 
 
@@ -141,7 +148,7 @@ def _place(client, candidates, names):
 def _advance_on_dask(candidates, task, backend_seeds, history_lengths, names):
     client = dask_client()
     if isinstance(candidates, ResidentCandidates) and candidates.client is client:
-        futures, homes = candidates.futures, candidates.workers
+        futures, homes = candidates.futures, candidates.homes_for_next_call()
     else:
         futures, homes = _place(client, list(candidates), names)
     # The chunk goes once to each worker that holds a candidate; reference backends also need all rows seen.
@@ -159,7 +166,64 @@ def _advance_on_dask(candidates, task, backend_seeds, history_lengths, names):
         new_futures.append(client.submit(_first, pair, key=f"candidate-{names[k]}-{call}", **pinned))
         summary_futures.append(client.submit(_second, pair, key=f"summary-{names[k]}-{call}", **pinned))
     summaries = client.gather(summary_futures)
-    return ResidentCandidates(client, new_futures, homes), summaries
+    seconds = [summary.seconds for summary in summaries]
+    if isinstance(candidates, ResidentCandidates) and candidates.client is client:
+        seconds = [before + now for before, now in zip(candidates.seconds, seconds)]
+    return ResidentCandidates(client, new_futures, homes, seconds), summaries
+
+
+#: A move must shorten the busiest worker's share of the time so far by at least this fraction: each move sends
+#: a candidate's whole state (its reservoir) to another worker once, and measured times are noisy.
+_MIN_REBALANCE_GAIN = 0.05
+
+
+def rebalanced_homes(homes, seconds, workers):
+    """The candidates' homes after at most one exchange that shortens the busiest worker's time per call.
+
+    ``homes[k]`` is candidate ``k``'s worker and ``seconds[k]`` its update time
+    (summed over the calls so far); ``workers`` the cluster's current workers. A candidate whose worker
+    left goes to the least loaded one. Then, between the busiest worker and the
+    least busy one, the move of one candidate or the swap of two that leaves the
+    smallest maximum load is made, if that maximum is at least
+    ``_MIN_REBALANCE_GAIN`` below the present one. One exchange per call keeps
+    transfers rare: on a stream whose candidates' costs are steady the homes
+    settle after a few calls and stay.
+
+    Examples
+    --------
+    >>> rebalanced_homes(["a", "b", "a", "b"], [2.0, 3.0, 5.0, 7.0], ["a", "b"])  # 7 | 10 -> 8 | 9
+    ['b', 'a', 'a', 'b']
+    >>> rebalanced_homes(["a", "b"], [2.0, 9.0], ["a", "b"])  # nothing shortens the longer one
+    ['a', 'b']
+    """
+    homes = list(homes)
+    load = dict.fromkeys(workers, 0.0)
+    for home, cost in zip(homes, seconds):
+        if home in load:
+            load[home] += cost
+    for k, home in enumerate(homes):
+        if home not in load:  # its worker left the cluster
+            homes[k] = min(load, key=load.get)
+            load[homes[k]] += seconds[k]
+    busiest, idlest = max(load, key=load.get), min(load, key=load.get)
+    others = max((value for worker, value in load.items() if worker not in (busiest, idlest)), default=0.0)
+    leaving = [k for k, home in enumerate(homes) if home == busiest]
+    # Exchanges (k leaves the busiest worker, j leaves the idlest one or None), by the maximum load they leave.
+    exchanges = [(k, j) for k in leaving for j in [None] + [j for j, home in enumerate(homes) if home == idlest]]
+    if busiest == idlest or not exchanges:
+        return homes
+
+    def max_load_after(exchange):
+        k, j = exchange
+        shift = seconds[k] - (0.0 if j is None else seconds[j])
+        return max(load[busiest] - shift, load[idlest] + shift, others)
+
+    k, j = min(exchanges, key=max_load_after)
+    if max_load_after((k, j)) <= (1.0 - _MIN_REBALANCE_GAIN) * load[busiest]:
+        homes[k] = idlest
+        if j is not None:
+            homes[j] = busiest
+    return homes
 
 
 def _advance_with_data(estimator, task, data, backend_seed, history_length):
@@ -190,13 +254,25 @@ class ResidentCandidates(Sequence):
         One per candidate, each held by its worker.
     workers : list of str
         The worker address of each candidate.
+    seconds : list of float, optional
+        Each candidate's update time summed over the calls on these workers,
+        from which the next call's homes are balanced
+        (:meth:`homes_for_next_call`). The sum, not the last call: a stream's
+        cost comes in bursts (a first chunk, a restart) that every candidate
+        meets in the same call, each in proportion to its own cost.
     """
 
-    def __init__(self, client, futures, workers):
+    def __init__(self, client, futures, workers, seconds=None):
         self.client = client
         self.futures = futures
         self.workers = workers
+        self.seconds = list(seconds) if seconds is not None else [0.0] * len(futures)
         self._fetched = None
+
+    def homes_for_next_call(self):
+        """Where each candidate's next update runs: :func:`rebalanced_homes` of the times so far."""
+        workers = sorted(self.client.scheduler_info(n_workers=-1)["workers"])
+        return rebalanced_homes(self.workers, self.seconds, workers)
 
     def __len__(self):
         return len(self.futures)

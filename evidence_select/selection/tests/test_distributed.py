@@ -147,6 +147,36 @@ def test_dask_candidates_stay_on_their_workers(client, data):
     assert len(_candidate_keys_sent(client)) == 2
 
 
+def test_rebalanced_homes_exchange_candidates_only_when_it_pays():
+    # Round-robin put the two slow candidates on one worker: 10 + 10 against 1 + 1 seconds per call.
+    assert _distributed.rebalanced_homes(["a", "b", "a", "b"], [10.0, 1.0, 10.0, 1.0], ["a", "b"]) == \
+        ["b", "a", "a", "b"]  # a swap: 11 | 11
+    assert _distributed.rebalanced_homes(["a", "b", "b"], [6.0, 3.0, 3.0], ["a", "b"]) == ["a", "b", "b"]  # balanced
+    assert _distributed.rebalanced_homes(["a", "a"], [3.0, 3.0], ["a", "b"]) == ["b", "a"]  # a move: 6 | 0 -> 3 | 3
+    # Within the hysteresis: 10 | 9.6 could become 9.8 | 9.8, not worth sending a state.
+    assert _distributed.rebalanced_homes(["a", "b", "a"], [9.8, 9.6, 0.2], ["a", "b"]) == ["a", "b", "a"]
+    assert _distributed.rebalanced_homes(["gone", "b"], [1.0, 1.0], ["a", "b"]) == ["a", "b"]  # its worker left
+
+
+def _four_candidates(**params):
+    return _selector(**params).set_params(estimators=[(f"s2={v:g}", BayesianLinearRegressor(noise_variance=v, **FAST))
+                                                      for v in (0.5, 1.0, 2.0, 4.0)])
+
+
+def test_dask_rebalances_slow_candidates_with_the_same_results(client, data):
+    selector = _four_candidates(parallel="dask").partial_fit(data.X[:CHUNK], data.y[:CHUNK])
+    homes = list(selector.estimators_.workers)
+    assert homes[0] == homes[2] != homes[1] == homes[3]  # round-robin
+    # As if candidates 0 and 2 were ten times slower: the next call swaps one of them with a fast one.
+    selector.estimators_.seconds = [10.0, 1.0, 10.0, 1.0]
+    client.run(lambda dask_worker: dask_worker.transfer_outgoing_log.clear())
+    selector.partial_fit(data.X[CHUNK:], data.y[CHUNK:])
+    moved = list(selector.estimators_.workers)
+    assert moved[0] != moved[2] and moved[1] != moved[3]
+    assert len(_candidate_keys_sent(client)) == 2  # the two swapped states, once each
+    _assert_same_results(_stream(_four_candidates(n_jobs=1), data), selector)
+
+
 def test_dask_selector_pickles_and_resumes_with_joblib(client, data):
     resident = _selector(parallel="dask").partial_fit(data.X[:CHUNK], data.y[:CHUNK])
     restored = pickle.loads(pickle.dumps(resident))
