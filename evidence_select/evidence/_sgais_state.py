@@ -265,6 +265,11 @@ class ChunkRecord(NamedTuple):
     mode_log_evidence: float = float("nan")
     mode_log_evidence_std: float = float("nan")
 
+    def __deepcopy__(self, memo):
+        # Numbers and strings only, so the record is its own deep copy. Estimators are deep-copied on every
+        # selector update; walking each record's fields would make that cost grow with the stream.
+        return self
+
 
 class Particles(NamedTuple):
     """The particle system of all replicate groups (groups stacked as in :class:`SGAISState`).

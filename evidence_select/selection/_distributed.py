@@ -58,6 +58,17 @@ class AdvanceTask(NamedTuple):
     backend_params: dict
 
 
+def _private_copy(estimator):
+    """A deep copy of ``estimator`` whose ``evidence_history_`` list is copied but its records shared.
+
+    Records are immutable, and a history grows by one per chunk: copying it
+    element by element would make every update's cost grow with the stream.
+    """
+    history = getattr(estimator, "evidence_history_", None)
+    memo = {id(history): list(history)} if isinstance(history, list) else {}
+    return copy.deepcopy(estimator, memo)
+
+
 def _advance(estimator, task, backend_seed, history_length):
     """Advance a deep copy of ``estimator`` by ``task``; return ``(copy, CandidateSummary)``.
 
@@ -69,7 +80,7 @@ def _advance(estimator, task, backend_seed, history_length):
     different defaults.
     """
     tic = time.perf_counter()
-    estimator = copy.deepcopy(estimator)
+    estimator = _private_copy(estimator)
     getattr(estimator, task.method)(*((task.X,) if task.y is None else (task.X, task.y)), **task.fit_params)
     result = None
     if task.backend != "sgais":

@@ -300,3 +300,22 @@ def test_reference_backends_recompute_on_all_data(backend, params):
     # 5 standard errors plus 0.3 nats keeps the false-failure rate negligible for the seeded run.
     assert np.all(np.abs(selector.log_evidences_ - exact) < 5 * selector.log_evidence_stds_ + 0.3)
     assert selector.best_index_ == 0
+
+
+def test_updates_copy_a_candidate_without_walking_its_history():
+    # Each update works on a private copy of every candidate; the history grows by a record per chunk, so a copy
+    # that walked it would make each update's cost grow with the stream. Records are shared, the list is not.
+    import copy
+
+    from evidence_select.selection._distributed import _private_copy
+
+    data = make_linear_regression(600, random_state=0)
+    reg = BayesianLinearRegressor(**FAST, random_state=0).fit(data.X, data.y)
+    record = reg.evidence_history_[0]
+    assert copy.deepcopy(record) is record
+    twin = _private_copy(reg)
+    assert twin.evidence_history_ is not reg.evidence_history_
+    assert all(a is b for a, b in zip(twin.evidence_history_, reg.evidence_history_))
+    assert twin.sgais_state_.reservoir.X is not reg.sgais_state_.reservoir.X
+    twin.partial_fit(data.X[:100], data.y[:100])
+    assert len(reg.evidence_history_) == 6 and len(twin.evidence_history_) == 7
