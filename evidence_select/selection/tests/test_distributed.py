@@ -121,7 +121,7 @@ def test_longest_first_orders_by_the_last_chunk_time():
     assert _distributed.longest_first(candidates) == [3, 1, 0, 2]  # ties keep list order
 
 
-@pytest.mark.parametrize("backend", ["sgais", "ais"])
+@pytest.mark.parametrize("backend", ["sgais", "ais", "ns", "bridge"])
 def test_dask_resident_candidates_match_n_jobs_1(backend, client, data):
     resident = _stream(_selector(backend, parallel="dask"), data)
     _assert_same_results(_stream(_selector(backend, n_jobs=1), data), resident)
