@@ -18,7 +18,13 @@ Usage::
 2. ``mixture``: the issue's case, 4 ``BayesianMixture`` candidates (K = 2, 3,
    5, 7) on the paper's mixture data, 4500 rows in chunks of 500 (``--quick``:
    1500). Targets: ``n_jobs=2`` <= 0.6x and dask (2 workers, 1 thread each)
-   <= 0.65x the ``n_jobs=1`` wall.
+   <= 0.65x the ``n_jobs=1`` wall. The machine's own limit is measured too: one
+   mixture fit run next to a copy of itself, against alone.
+3. ``shipping``: what joblib's copies cost. 4 linear candidates streamed to
+   ``--shipping-rows`` rows (their reservoirs full), then one more call with
+   chunks of 500, 5000 and 50000 rows on each executor (3 repeats, best): time
+   per row against ``n_jobs=1``. Each joblib call sends every candidate's state
+   (reservoir included) to a worker and back; dask keeps them where they are.
 
 Every configuration's log evidences are compared bit for bit with ``n_jobs=1``
 ("identical"). Wall-time ratios only mean something on a quiet machine: the
@@ -110,6 +116,34 @@ def linear_candidates(n):
 
 def mixture_candidates():
     return [(f"K={k}", BayesianMixture(k)) for k in (2, 3, 5, 7)]
+
+
+def shipping(executors, n_rows, chunks=(500, 5000, 50000), repeats=3):
+    """Time per row of one call with chunks of ``chunks`` rows after ``n_rows`` rows, per executor."""
+    import copy
+
+    data = make_linear_regression(n_rows + max(chunks), random_state=0)
+    warm = EvidenceModelSelector(linear_candidates(4), random_state=0, n_jobs=1)
+    for start in range(0, n_rows, 5000):
+        warm.partial_fit(data.X[start:start + 5000], data.y[start:start + 5000])
+    rows, reference = [], {}
+    for executor in executors:
+        with executor:
+            for chunk in chunks:
+                X, y = data.X[n_rows:n_rows + chunk], data.y[n_rows:n_rows + chunk]
+                best = np.inf
+                for _ in range(repeats):
+                    selector = copy.deepcopy(warm).set_params(**executor.params())
+                    selector.partial_fit(X[:10], y[:10])  # places the candidates (dask) or starts the workers
+                    tic = time.perf_counter()
+                    selector.partial_fit(X, y)
+                    best = min(best, time.perf_counter() - tic)
+                reference.setdefault(chunk, best)
+                rows.append(dict(executor=executor.name, rows_seen=n_rows, chunk=chunk, ms_per_call=1e3 * best,
+                                 us_per_row=1e6 * best / chunk, ratio=best / reference[chunk]))
+                print(f"| {executor.name} | {n_rows} | {chunk} | {1e3 * best:.1f} | {1e6 * best / chunk:.2f} | "
+                      f"{best / reference[chunk]:.2f} |", flush=True)
+    return rows
 
 
 def grid(executors, counts, n_rows):
@@ -208,7 +242,10 @@ def print_row(row):
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true")
-    parser.add_argument("--only", nargs="+", choices=["grid", "mixture"], default=["grid", "mixture"])
+    parser.add_argument("--only", nargs="+", choices=["grid", "mixture", "shipping"],
+                        default=["grid", "mixture", "shipping"])
+    parser.add_argument("--shipping-rows", type=int, default=100_000,
+                        help="rows streamed before the shipping study's timed call")
     parser.add_argument("--repeats", type=int, default=1, help="rounds of the mixture case (median reported)")
     parser.add_argument("--output", default=RESULTS)
     args = parser.parse_args(argv)
@@ -228,6 +265,12 @@ def main(argv=None):
         out["side_by_side_slowdown"] = side_by_side_slowdown(make_mixture(1500, random_state=1).X)
         print(f"\nmachine: a mixture fit run next to a copy of itself takes {out['side_by_side_slowdown']:.2f}x its "
               f"CPU time alone, so no 2-worker run can beat {out['side_by_side_slowdown'] / 2:.2f}x the n_jobs=1 wall")
+    if "shipping" in args.only:
+        print("\nShipping: one call of 4 linear candidates after their reservoirs filled\n")
+        print("| executor | rows seen | chunk | ms per call | us per row | / n_jobs=1 |")
+        print("|---|---|---|---|---|---|")
+        out["shipping"] = shipping([executors[0], executors[1], executors[3]],
+                                   20_000 if args.quick else args.shipping_rows)
     out["load_average_end"] = os.getloadavg()
     print(f"\nload average at end {', '.join(f'{v:.2f}' for v in out['load_average_end'])} on {os.cpu_count()} cores")
     save_json(args.output, out)

@@ -12,9 +12,10 @@ needs to update its evidences and history.
   candidate's previous future there, so nothing moves), and gathers only the
   small summaries. :class:`ResidentCandidates` fetches the fitted candidates
   themselves on first access (predictions, pickling, ``estimators_[k]``).
-  Candidates are placed round-robin; a call whose measured task times leave
-  one worker busy well past the others (:func:`rebalanced_homes`) moves a
-  candidate to a less loaded worker, where its next task fetches it once.
+  Candidates are placed round-robin; when their update times so far leave
+  one worker busy well past another, a call first moves one candidate or swaps
+  two (:func:`rebalanced_homes`), and each moved candidate's next task fetches
+  it once.
 """
 
 import copy
@@ -147,21 +148,23 @@ def dask_client():
 
 
 def _place(client, candidates, names):
-    """Scatter local candidates round-robin over the workers; return their futures and workers."""
+    """Scatter local candidates round-robin over the workers; return their futures, homes and the workers."""
     workers = sorted(client.scheduler_info(n_workers=-1)["workers"])
     if not workers:
         raise ValueError("the dask cluster has no workers")
     homes = list(itertools.islice(itertools.cycle(workers), len(candidates)))
-    futures = [client.scatter(est, workers=[home], hash=False) for est, home in zip(candidates, homes)]
-    return futures, homes
+    futures = [client.scatter((est, None), workers=[home], hash=False) for est, home in zip(candidates, homes)]
+    return futures, homes, workers
 
 
 def _advance_on_dask(candidates, task, backend_seeds, history_lengths, names):
     client = dask_client()
-    if isinstance(candidates, ResidentCandidates) and candidates.client is client:
-        futures, homes = candidates.futures, candidates.homes_for_next_call()
+    resident = isinstance(candidates, ResidentCandidates) and candidates.client is client
+    if resident:
+        futures, workers = candidates.futures, candidates.cluster_workers
+        homes = rebalanced_homes(candidates.workers, candidates.seconds, workers)
     else:
-        futures, homes = _place(client, list(candidates), names)
+        futures, homes, workers = _place(client, list(candidates), names)
     # The chunk goes once to each worker that holds a candidate; reference backends also need all rows seen.
     names_present = [key for key in ("X", "y", "X_all", "y_all") if getattr(task, key) is not None]
     arrays = client.scatter([getattr(task, key) for key in names_present], workers=sorted(set(homes)),
@@ -169,18 +172,20 @@ def _advance_on_dask(candidates, task, backend_seeds, history_lengths, names):
     scattered = dict(zip(names_present, arrays))
     remote_task = task._replace(X=None, y=None, X_all=None, y_all=None)  # the data travel as futures
     call = uuid.uuid4().hex[:12]
+    # Each resident value is a pair (candidate, its last summary): one task per candidate advances it, and a
+    # second on the same worker reads the summary off, so only the summaries travel.
     new_futures, summary_futures = [], []
     for k, (future, home, seed, start) in enumerate(zip(futures, homes, backend_seeds, history_lengths)):
         pinned = dict(workers=[home], allow_other_workers=False, pure=False)
-        pair = client.submit(_advance_with_data, future, remote_task, scattered, seed, start,
-                             key=f"advance-{names[k]}-{call}", **pinned)
-        new_futures.append(client.submit(_first, pair, key=f"candidate-{names[k]}-{call}", **pinned))
-        summary_futures.append(client.submit(_second, pair, key=f"summary-{names[k]}-{call}", **pinned))
+        new_futures.append(client.submit(_advance_with_data, future, remote_task, scattered, seed, start,
+                                         key=f"candidate-{names[k]}-{call}", **pinned))
+        summary_futures.append(client.submit(_summary, new_futures[-1], key=f"summary-{names[k]}-{call}",
+                                             **pinned))
     summaries = client.gather(summary_futures)
     seconds = [summary.seconds for summary in summaries]
-    if isinstance(candidates, ResidentCandidates) and candidates.client is client:
+    if resident:
         seconds = [before + now for before, now in zip(candidates.seconds, seconds)]
-    return ResidentCandidates(client, new_futures, homes, seconds), summaries
+    return ResidentCandidates(client, new_futures, homes, seconds, workers), summaries
 
 
 #: A move must shorten the busiest worker's share of the time so far by at least this fraction: each move sends
@@ -189,16 +194,16 @@ _MIN_REBALANCE_GAIN = 0.05
 
 
 def rebalanced_homes(homes, seconds, workers):
-    """The candidates' homes after at most one exchange that shortens the busiest worker's time per call.
+    """The candidates' homes after at most one exchange that shortens the busiest worker's load.
 
     ``homes[k]`` is candidate ``k``'s worker and ``seconds[k]`` its update time
-    (summed over the calls so far); ``workers`` the cluster's current workers. A candidate whose worker
-    left goes to the least loaded one. Then, between the busiest worker and the
-    least busy one, the move of one candidate or the swap of two that leaves the
-    smallest maximum load is made, if that maximum is at least
-    ``_MIN_REBALANCE_GAIN`` below the present one. One exchange per call keeps
-    transfers rare: on a stream whose candidates' costs are steady the homes
-    settle after a few calls and stay.
+    summed over the calls so far (its load); ``workers`` the cluster's workers
+    when the candidates were placed. Between the busiest worker and the least
+    busy one, the move of one
+    candidate or the swap of two that leaves the smallest maximum load is made,
+    if that maximum is at least ``_MIN_REBALANCE_GAIN`` below the present one.
+    One exchange per call keeps transfers rare: on a stream whose candidates'
+    costs are steady the homes settle after a few calls and stay.
 
     Examples
     --------
@@ -210,12 +215,7 @@ def rebalanced_homes(homes, seconds, workers):
     homes = list(homes)
     load = dict.fromkeys(workers, 0.0)
     for home, cost in zip(homes, seconds):
-        if home in load:
-            load[home] += cost
-    for k, home in enumerate(homes):
-        if home not in load:  # its worker left the cluster
-            homes[k] = min(load, key=load.get)
-            load[homes[k]] += seconds[k]
+        load[home] += cost
     busiest, idlest = max(load, key=load.get), min(load, key=load.get)
     others = max((value for worker, value in load.items() if worker not in (busiest, idlest)), default=0.0)
     leaving = [k for k, home in enumerate(homes) if home == busiest]
@@ -237,17 +237,14 @@ def rebalanced_homes(homes, seconds, workers):
     return homes
 
 
-def _advance_with_data(estimator, task, data, backend_seed, history_length):
-    """:func:`_advance` on a worker: ``data`` holds the scattered arrays (dask resolves them to values)."""
-    return _advance(estimator, task._replace(**data), backend_seed, history_length)
+def _advance_with_data(resident, task, data, backend_seed, history_length):
+    """:func:`_advance` on a worker of the candidate in the ``resident`` pair; ``data`` holds the scattered
+    arrays (dask resolves them to values). Returns the next pair ``(candidate, CandidateSummary)``."""
+    return _advance(resident[0], task._replace(**data), backend_seed, history_length)
 
 
-def _first(pair):
-    return pair[0]
-
-
-def _second(pair):
-    return pair[1]
+def _summary(resident):
+    return resident[1]
 
 
 class ResidentCandidates(Sequence):
@@ -262,35 +259,35 @@ class ResidentCandidates(Sequence):
     ----------
     client : distributed.Client
     futures : list of distributed.Future
-        One per candidate, each held by its worker.
+        One per candidate, each held by its worker: the pair (candidate, its
+        last :class:`CandidateSummary`, None before its first update there).
     workers : list of str
         The worker address of each candidate.
-    seconds : list of float, optional
+    seconds : list of float
         Each candidate's update time summed over the calls on these workers,
-        from which the next call's homes are balanced
-        (:meth:`homes_for_next_call`). The sum, not the last call: a stream's
-        cost comes in bursts (a first chunk, a restart) that every candidate
-        meets in the same call, each in proportion to its own cost.
+        from which the next call's homes are balanced (:func:`rebalanced_homes`).
+        The sum, not the last call: a stream's cost comes in bursts (a first
+        chunk, a restart) that every candidate meets in the same call, each in
+        proportion to its own cost.
+    cluster_workers : list of str
+        The cluster's workers when the candidates were placed (asking the
+        scheduler on every call would cost a round trip).
     """
 
-    def __init__(self, client, futures, workers, seconds=None):
+    def __init__(self, client, futures, workers, seconds, cluster_workers):
         self.client = client
         self.futures = futures
         self.workers = workers
-        self.seconds = list(seconds) if seconds is not None else [0.0] * len(futures)
+        self.seconds = list(seconds)
+        self.cluster_workers = list(cluster_workers)
         self._fetched = None
-
-    def homes_for_next_call(self):
-        """Where each candidate's next update runs: :func:`rebalanced_homes` of the times so far."""
-        workers = sorted(self.client.scheduler_info(n_workers=-1)["workers"])
-        return rebalanced_homes(self.workers, self.seconds, workers)
 
     def __len__(self):
         return len(self.futures)
 
     def __getitem__(self, index):
         if self._fetched is None:
-            self._fetched = self.client.gather(self.futures)
+            self._fetched = [candidate for candidate, _ in self.client.gather(self.futures)]
         return self._fetched[index]
 
     def __reduce__(self):
