@@ -108,12 +108,38 @@ def advance_candidates(candidates, task, backend_seeds, history_lengths, *, para
     if isinstance(candidates, ResidentCandidates):  # switching from dask back to joblib: fetch once
         candidates = list(candidates)
     order = longest_first(candidates)
-    dispatched = Parallel(n_jobs=n_jobs)(delayed(_advance)(candidates[i], task, backend_seeds[i], history_lengths[i])
+    shipped = [_with_recent_history(est, start) for est, start in zip(candidates, history_lengths)]
+    dispatched = Parallel(n_jobs=n_jobs)(delayed(_advance)(shipped[i][0], task, backend_seeds[i], shipped[i][1])
                                          for i in order)
     outputs = [None] * len(candidates)
-    for i, output in zip(order, dispatched):
-        outputs[i] = output
+    for i, (advanced, summary) in zip(order, dispatched):
+        outputs[i] = (_with_full_history(advanced, candidates[i], shipped[i]), summary)
     return [est for est, _ in outputs], [summary for _, summary in outputs]
+
+
+#: Records of its history a candidate takes to a joblib job: its collapse check reads the last
+#: ``DEGENERATE_CHUNKS`` (10), and the records before them would be pickled both ways on every call, a cost that
+#: grows with the stream.
+_SHIPPED_RECORDS = 16
+
+
+def _with_recent_history(estimator, history_length):
+    """``(candidate, history_length)`` to dispatch: a shallow copy holding only the last records of a long
+    history, and its history length as the job will see it."""
+    history = getattr(estimator, "evidence_history_", None)
+    if not isinstance(history, list) or len(history) <= _SHIPPED_RECORDS:
+        return estimator, history_length
+    light = copy.copy(estimator)
+    light.evidence_history_ = history[-_SHIPPED_RECORDS:]
+    return light, history_length - (len(history) - _SHIPPED_RECORDS)
+
+
+def _with_full_history(advanced, original, shipped):
+    """``advanced`` (from the shipped copy) with the records the shipped copy left behind put back in front."""
+    dropped = len(getattr(original, "evidence_history_", [])) - len(getattr(shipped[0], "evidence_history_", []))
+    if dropped > 0:
+        advanced.evidence_history_ = original.evidence_history_[:dropped] + advanced.evidence_history_
+    return advanced
 
 
 def longest_first(candidates):

@@ -319,3 +319,35 @@ def test_updates_copy_a_candidate_without_walking_its_history():
     assert twin.sgais_state_.reservoir.X is not reg.sgais_state_.reservoir.X
     twin.partial_fit(data.X[:100], data.y[:100])
     assert len(reg.evidence_history_) == 6 and len(twin.evidence_history_) == 7
+
+
+def test_joblib_jobs_take_only_recent_history_and_the_selector_keeps_all_of_it(monkeypatch):
+    # A job receives a candidate with its last records only (pickling the whole history both ways on every
+    # call would cost more as the stream grows); the selector's candidates keep every record.
+    from evidence_select.estimators._base import DEGENERATE_CHUNKS
+    from evidence_select.selection import _distributed
+
+    assert _distributed._SHIPPED_RECORDS >= DEGENERATE_CHUNKS
+    monkeypatch.setattr(_distributed, "_SHIPPED_RECORDS", 3)
+    lengths_seen = []
+    advance = _distributed._advance
+
+    def recording_advance(estimator, *args):
+        lengths_seen.append(len(getattr(estimator, "evidence_history_", [])))
+        return advance(estimator, *args)
+
+    monkeypatch.setattr(_distributed, "_advance", recording_advance)
+    data = make_linear_regression(1000, random_state=0)
+    selector = _linear_selector(random_state=0)
+    for start in range(0, 1000, 100):
+        selector.partial_fit(data.X[start:start + 100], data.y[start:start + 100])
+    assert max(lengths_seen) == 3
+    reference = _linear_selector(random_state=0)
+    monkeypatch.setattr(_distributed, "_SHIPPED_RECORDS", 10**9)
+    for start in range(0, 1000, 100):
+        reference.partial_fit(data.X[start:start + 100], data.y[start:start + 100])
+    for est, full in zip(selector.estimators_, reference.estimators_):
+        assert len(est.evidence_history_) == 10
+        np.testing.assert_equal([r._replace(seconds=0) for r in est.evidence_history_],  # all but wall times
+                                [r._replace(seconds=0) for r in full.evidence_history_])
+    np.testing.assert_array_equal(selector.log_evidences_, reference.log_evidences_)
