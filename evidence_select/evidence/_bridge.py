@@ -11,10 +11,10 @@
    normalised density ``q``, is fitted to the first half.
 3. **Optimal bridge.** With ``p`` the unnormalised posterior, ``n_p`` draws of
    the second half and ``n_q`` draws of ``q``, the ratio ``r = Z`` solves
-   Meng and Wong's score equation (the excerpt's Eq. 3), iterated in log space
-   (:func:`bridge_iteration`). Its relative mean-square error is the excerpt's
-   Eq. (9), whose posterior term carries the integrated autocorrelation time of
-   ``f2`` along the chains. ``n_q`` follows the excerpt's adaptive rule: start
+   Meng and Wong's score equation (the excerpt's Eq. 3), solved by a bracketed
+   root search (:func:`solve_bridge_equation`). Its relative mean-square error
+   is the excerpt's Eq. (9), whose posterior term carries the integrated
+   autocorrelation time of ``f2`` along the chains. ``n_q`` follows the excerpt's adaptive rule: start
    at ``n_p``, then grow so that the proposal's share of Eq. (9) is
    ``error_fraction``, with at most ``evaluation_fraction`` of all likelihood
    evaluations spent on proposal draws.
@@ -26,8 +26,8 @@
    from ``q`` and reciprocal importance sampling from the posterior draws, a
    stochastic lower and upper bound of ``log Z`` (:func:`_sandwich`), recorded
    in ``info["log_evidence_bounds"]``. Eq. (9) holds only where ``q``
-   overlaps the posterior, so when the overlap or the bridge iteration fails
-   its check the error is widened until ``+- 3`` errors span the sandwich:
+   overlaps the posterior, so when the overlap or the bridge equation's solve
+   fails its check the error is widened until ``+- 3`` errors span the sandwich:
    a bridge without overlap can sit anywhere between the loose bounds.
 
 Modes the chains did not connect. Chains that never moved (a tenth or fewer
@@ -87,6 +87,8 @@ import time
 from typing import NamedTuple
 
 import numpy as np
+from scipy.optimize import brentq
+from scipy.special import expit
 
 from ..kernels._adaptive_hmc import SamplerSettings, sample_chains
 from ..models._mixture import mixture_relabel_maps
@@ -99,7 +101,7 @@ from ._bridge_mixing import FlowProposal, connect_modes, fit_mixture_proposal
 from ._bridge_modes import cell_of, chain_mode_groups, unseen_mode_fraction
 from ._result import EvidenceResult, check, warn_not_converged
 
-__all__ = ["BridgeSettings", "bridge_log_evidence", "bridge_iteration", "bridge_relative_error",
+__all__ = ["BridgeSettings", "bridge_log_evidence", "solve_bridge_equation", "bridge_relative_error",
            "mixture_relabel_maps", "integrated_autocorrelation_time"]
 
 logger = logging.getLogger(__name__)
@@ -172,9 +174,9 @@ class BridgeSettings(NamedTuple):
         (their modes may form a product no Gaussianization of a few clusters
         would propose) and the Gaussianization otherwise.
     tol : float, default=1e-10
-        Convergence tolerance of the bridge iteration on ``log Z``.
+        Tolerance of the bridge equation's root search on ``log Z``.
     max_iter : int, default=1000
-        Iterations of the bridge equation before it counts as not converged.
+        Iterations of the bridge equation's root search before it counts as not converged.
     """
 
     n_chains: int = 16
@@ -248,48 +250,80 @@ def _make_settings(settings, overrides):
 
 
 # -- the bridge equation and its error -----------------------------------------------------
-def bridge_iteration(log_ratio_post, log_ratio_prop, tol=1e-10, max_iter=1000):
-    """Solve Meng and Wong's optimal bridge equation for ``log r`` in log space.
+def solve_bridge_equation(log_ratio_post, log_ratio_prop, tol=1e-10, max_iter=1000):
+    """Solve Meng and Wong's optimal bridge equation for ``log r`` by a bracketed root search.
+
+    The equation is the score of the logistic regression that tells posterior
+    from proposal draws: with ``x = log r``, ``a = log(n_p / n_q)``,
+
+    ``h(x) = sum_p expit(x - a - l1_i) - sum_q expit(l2_j + a - x) = 0``,
+
+    which Meng and Wong's fixed-point iteration also solves. ``h`` rises
+    strictly from ``-n_q`` to ``n_p``, so the root is unique, and Brent's
+    method on a bracket grown from the importance-sampling estimate reaches it
+    in a few tens of evaluations, however little the proposal overlaps the
+    posterior; the fixed-point iteration's steps shrink with the overlap and
+    may stop far from the root.
 
     Parameters
     ----------
     log_ratio_post : ndarray of shape (n_p,)
         ``log p - log q`` at posterior draws (``p`` unnormalised, ``q`` normalised).
     log_ratio_prop : ndarray of shape (n_q,)
-        ``log p - log q`` at proposal draws.
+        ``log p - log q`` at proposal draws (``-inf`` where ``p = 0``).
     tol : float, default=1e-10
-        Convergence tolerance on ``log r``.
+        Absolute tolerance on ``log r``.
     max_iter : int, default=1000
+        Most iterations of the root search.
 
     Returns
     -------
     log_r : float
         ``log Z_p`` (``q`` being normalised).
     n_iter : int
+        Iterations of the bracket growth and the root search.
     converged : bool
+        False when no sign change was found (no finite root: e.g. every
+        proposal draw has ``p = 0``) or the search ran out of iterations.
 
     Examples
     --------
     >>> import numpy as np
-    >>> log_r, n_iter, converged = bridge_iteration(np.full(5, -2.0), np.full(7, -2.0))
+    >>> log_r, n_iter, converged = solve_bridge_equation(np.full(5, -2.0), np.full(7, -2.0))
     >>> round(log_r, 6), converged
     (-2.0, True)
     """
     l1 = np.asarray(log_ratio_post, dtype=float)
     l2 = np.asarray(log_ratio_prop, dtype=float)
-    n1, n2 = len(l1), len(l2)
-    log_s1, log_s2 = np.log(n1 / (n1 + n2)), np.log(n2 / (n1 + n2))
-    # Start between the importance-sampling and reciprocal-importance estimates.
+    shift = np.log(len(l1) / len(l2))
+    post_offset, prop_offset = l1 + shift, l2 + shift
+
+    def score(x):
+        return float(np.sum(expit(x - post_offset)) - np.sum(expit(prop_offset - x)))
+
     finite = l2[np.isfinite(l2)]
-    log_r = float(np.median(l1)) if len(finite) == 0 else float(logsumexp(finite) - np.log(n2))
-    for n_iter in range(1, max_iter + 1):
-        log_num = logsumexp(l2 - np.logaddexp(log_s1 + l2, log_s2 + log_r)) - np.log(n2)
-        log_den = logsumexp(-np.logaddexp(log_s1 + l1, log_s2 + log_r)) - np.log(n1)
-        new = float(log_num - log_den)
-        if abs(new - log_r) < tol:
-            return new, n_iter, True
-        log_r = new
-    return log_r, max_iter, False
+    start = float(np.median(l1)) if len(finite) == 0 else float(logsumexp(finite) - np.log(len(l2)))
+    if len(finite) == 0 or not np.any(l1 < np.inf):
+        return start, 0, False  # one of the sums vanishes everywhere: no finite root
+    bracket, n_grow = _bracket_root(score, start, max_iter)
+    if bracket is None:
+        return start, n_grow, False
+    root, info = brentq(score, *bracket, xtol=tol, maxiter=max(max_iter - n_grow, 1), full_output=True,
+                        disp=False)
+    return float(root), n_grow + info.iterations, bool(info.converged)
+
+
+def _bracket_root(score, start, max_iter):
+    """``((lo, hi), n_steps)`` around the root of an increasing ``score``, stepping away from ``start`` with
+    doubling steps; ``(None, n_steps)`` when the steps run out first."""
+    direction = -1.0 if score(start) > 0 else 1.0
+    x, step = start, 1.0
+    for n_steps in range(1, max_iter + 1):
+        new = x + direction * step
+        if direction * score(new) >= 0:  # crossed (or reached) the root
+            return (min(x, new), max(x, new)), n_steps
+        x, step = new, 2.0 * step
+    return None, max_iter
 
 
 def _f_terms(l1, l2, log_r):
@@ -453,7 +487,7 @@ def _solve_adaptive(l1, more, tau_of, n_q_max, settings):
     """
     l2 = more(min(len(l1), n_q_max))
     for _ in range(2):  # the adaptive rule, then the final solve
-        log_r, n_bridge, converged = bridge_iteration(l1, l2, settings.tol, settings.max_iter)
+        log_r, n_bridge, converged = solve_bridge_equation(l1, l2, settings.tol, settings.max_iter)
         f2_post, _ = _f_terms(l1, l2, log_r)
         tau = tau_of(f2_post)
         proposal_term, posterior_term = bridge_relative_error(l1, l2, log_r, tau)

@@ -15,7 +15,7 @@ from scipy.special import gammaln, logsumexp
 
 from evidence_select.datasets import make_linear_regression
 from evidence_select.evidence._bridge import (BridgeSettings, _combined_std, _drop_stuck_chains, _HalfResult,
-                                              _importance_cell, _sandwich, _sum_of_cells, bridge_iteration,
+                                              _importance_cell, _sandwich, _sum_of_cells, solve_bridge_equation,
                                               bridge_log_evidence, mixture_relabel_maps)
 from evidence_select.evidence._bridge_modes import chain_mode_groups, unseen_mode_fraction
 from evidence_select.exceptions import EvidenceConvergenceWarning
@@ -211,19 +211,37 @@ def test_mixture_symmetrised_proposal_counts_all_label_modes():
     assert abs(res.log_evidence - _mixture_brute_force_log_evidence(X[:, 0])) < K_SIGMA * res.log_evidence_std
 
 
-def test_bridge_iteration_and_iat():
+def test_bridge_equation_and_iat():
     rng = np.random.default_rng(0)
     # p = 3 * N(0, 1), q = N(0, 1.2^2): log p - log q = log 3 + log N(x;0,1) - log N(x;0,1.44).
     def log_ratio(x):
         return np.log(3.0) - 0.5 * x**2 + 0.5 * x**2 / 1.44 + np.log(1.2)
 
-    log_r, _, converged = bridge_iteration(log_ratio(rng.normal(size=4000)), log_ratio(1.2 * rng.normal(size=4000)))
+    log_r, _, converged = solve_bridge_equation(log_ratio(rng.normal(size=4000)), log_ratio(1.2 * rng.normal(size=4000)))
     assert converged and abs(log_r - np.log(3.0)) < 0.02
     ar = np.zeros((4, 5000))
     noise = rng.normal(size=ar.shape)
     for t in range(1, ar.shape[1]):
         ar[:, t] = 0.8 * ar[:, t - 1] + noise[:, t]
     assert 6.0 < integrated_autocorrelation_time(ar) < 12.0  # exact: (1 + 0.8) / (1 - 0.8) = 9
+
+
+def test_bridge_equation_solved_where_the_fixed_point_iteration_crawls():
+    # Proposal draws ~60 nats below the posterior draws in log p - log q: Meng and Wong's fixed-point iteration
+    # stops after 1000 iterations ~6 nats short of the root; the bracketed search reaches it.
+    from scipy.special import expit
+
+    rng = np.random.default_rng(3)
+    l1, l2 = rng.normal(0.0, 5.0, 4000), rng.normal(-60.0, 5.0, 40000)
+    log_r, n_iter, converged = solve_bridge_equation(l1, l2)
+    shift = np.log(len(l1) / len(l2))
+
+    def score(x):
+        return np.sum(expit(x - shift - l1)) - np.sum(expit(l2 + shift - x))
+
+    assert converged and n_iter < 100
+    assert score(log_r - 1e-8) < 0 < score(log_r + 1e-8)  # the score equation's root to 1e-8 nats
+    assert solve_bridge_equation(np.full(3, 1.0), np.full(4, -np.inf))[2] is False  # no proposal draw has p > 0
 
 
 @pytest.mark.parametrize("kwargs, error, match", [
@@ -301,8 +319,8 @@ def test_sandwich_bounds_are_unbiased_for_z_and_its_inverse():
 
 def test_error_spans_the_sandwich_when_the_proposal_does_not_overlap():
     # A Gaussian proposal (no Gaussianization layers) for 16-d curved bananas: no overlap, and a bridge several
-    # nats low, far beyond Eq. (9)'s error, in halves that agree; the widened error spans the sandwich, which
-    # holds the exact value.
+    # nats low, a miss by the suite's criterion (beyond 3 of Eq. (9)'s errors), in halves that agree; the
+    # widened error spans the sandwich, which holds the exact value.
     from evidence_select.models import calibration_cases
     from evidence_select.utils._gaussianize import GaussianizationSettings
 
@@ -314,6 +332,6 @@ def test_error_spans_the_sandwich_when_the_proposal_does_not_overlap():
     eq9_std = np.mean([h["std"] for h in res.info["halves"]])
     assert not res.diagnostics["proposal_overlap"]["passed"] and res.diagnostics["halves_agree"]["passed"]
     assert lower < case.exact < upper
-    assert abs(res.log_evidence - case.exact) > K_SIGMA * eq9_std
+    assert abs(res.log_evidence - case.exact) > 3 * eq9_std
     assert abs(res.log_evidence - case.exact) < 3 * res.log_evidence_std
     assert res.log_evidence_std == pytest.approx(max(res.log_evidence - lower, upper - res.log_evidence) / 3)
