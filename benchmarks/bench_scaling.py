@@ -25,6 +25,8 @@ Usage::
    chunks of 500, 5000 and 50000 rows on each executor (3 repeats, best): time
    per row against ``n_jobs=1``. Each joblib call sends every candidate's state
    (reservoir included) to a worker and back; dask keeps them where they are.
+   The timed call always goes to the workers: the grid shows what a user gets,
+   where the selector runs calls that the workers do not speed up in-process.
 
 Every configuration's log evidences are compared bit for bit with ``n_jobs=1``
 ("identical"). Wall-time ratios only mean something on a quiet machine: the
@@ -46,6 +48,7 @@ from _common import run_metadata, save_json  # noqa: E402  (benchmarks/; also pu
 
 from evidence_select import BayesianLinearRegressor, BayesianMixture, EvidenceModelSelector  # noqa: E402
 from evidence_select.datasets import make_linear_regression, make_mixture  # noqa: E402
+from evidence_select.selection._distributed import JoblibPayoff  # noqa: E402
 
 CHUNK = 500
 RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results", "scaling.json")
@@ -135,6 +138,9 @@ def shipping(executors, n_rows, chunks=(500, 5000, 50000), repeats=3):
                 for _ in range(repeats):
                     selector = copy.deepcopy(warm).set_params(**executor.params())
                     selector.partial_fit(X[:10], y[:10])  # places the candidates (dask) or starts the workers
+                    # The study measures the copies: the timed call goes to the workers even where the selector
+                    # would run it in this process (an untried JoblibPayoff: see use_joblib_workers).
+                    selector._joblib_payoff = JoblibPayoff()
                     tic = time.perf_counter()
                     selector.partial_fit(X, y)
                     best = min(best, time.perf_counter() - tic)

@@ -5,7 +5,10 @@ candidates with a :class:`CandidateSummary` each, which is all the selector
 needs to update its evidences and history.
 
 - ``parallel="joblib"``: every call ships each candidate to a joblib job and
-  back (loky workers pickle it both ways).
+  back (loky workers pickle it both ways). A call runs in this process
+  instead, one candidate after another, when the last call's update times and
+  the overhead the workers' last call measured predict that the workers would
+  take longer (cheap candidates, small chunks: :func:`use_joblib_workers`).
 - ``parallel="dask"``: each candidate lives on one dask worker for the whole
   stream. A call scatters the chunk once to the workers that hold candidates,
   runs each candidate's update as a task pinned to its worker (the input is the
@@ -25,13 +28,14 @@ import uuid
 from collections.abc import Mapping, Sequence
 from typing import NamedTuple
 
-from joblib import Parallel, delayed
+from joblib import Parallel, delayed, effective_n_jobs
 
 from ..evidence._api import log_evidence
 from ..utils._threads import single_threaded_blas
 
-__all__ = ["CandidateSummary", "ResidentCandidates", "ResidentNamedCandidates", "advance_candidates", "longest_first",
-           "dask_client", "PARALLEL_OPTIONS"]
+__all__ = ["CandidateSummary", "JoblibPayoff", "ResidentCandidates", "ResidentNamedCandidates", "advance_candidates",
+           "after_joblib_call", "longest_first", "parallel_seconds", "use_joblib_workers", "dask_client",
+           "PARALLEL_OPTIONS"]
 
 PARALLEL_OPTIONS = ("joblib", "dask")
 
@@ -98,23 +102,86 @@ def _advance(estimator, task, backend_seed, history_length):
     return estimator, summary
 
 
-def advance_candidates(candidates, task, backend_seeds, history_lengths, *, parallel, n_jobs, names):
-    """Advance every candidate by ``task``; return ``(fitted, summaries)``.
+class JoblibPayoff(NamedTuple):
+    """What the joblib workers cost a selector's recent calls (:func:`use_joblib_workers`)."""
 
-    ``fitted`` is a list (joblib) or a :class:`ResidentCandidates` (dask).
+    overhead: float = None  # seconds a call on the workers took beyond its updates' parallel time; None: untried
+    calls_since_workers: int = 0  # calls run in this process since the workers' last call
+    last_seconds: tuple = ()  # the candidates' update times in the last call
+
+
+#: Calls in this process after which the workers are tried again whatever the prediction: their overhead can
+#: change (a warm pool costs less than the first call's start-up; larger reservoirs cost more to ship).
+_MAX_CALLS_IN_PROCESS = 64
+
+
+def parallel_seconds(seconds, n_workers):
+    """Wall time of updates taking ``seconds`` each on ``n_workers`` workers with no overhead: the longer of
+    their even share and the longest update."""
+    return max(sum(seconds) / n_workers, max(seconds, default=0.0))
+
+
+def use_joblib_workers(payoff, n_workers):
+    """Whether the next call should go to the joblib workers, predicted from the last call.
+
+    Run here, one after another, the next call's updates should take about as
+    long as the last call's (``payoff.last_seconds``) summed; on
+    the workers, about :func:`parallel_seconds` plus the overhead the workers'
+    last call measured (shipping the candidates both ways, scheduling). The
+    workers are used when that is shorter, when they were never tried, and
+    after ``_MAX_CALLS_IN_PROCESS`` calls here.
+
+    Examples
+    --------
+    >>> use_joblib_workers(JoblibPayoff(overhead=0.05, last_seconds=(0.002, 0.002)), n_workers=2)
+    False
+    >>> use_joblib_workers(JoblibPayoff(overhead=0.05, last_seconds=(1.5, 0.9)), n_workers=2)
+    True
+    """
+    if payoff.overhead is None or payoff.calls_since_workers >= _MAX_CALLS_IN_PROCESS:
+        return True
+    return payoff.overhead + parallel_seconds(payoff.last_seconds, n_workers) < sum(payoff.last_seconds)
+
+
+def after_joblib_call(payoff, on_workers, wall, seconds, n_workers):
+    """The :class:`JoblibPayoff` after a call of ``wall`` seconds whose updates took ``seconds``."""
+    seconds = tuple(float(t) for t in seconds)
+    if not on_workers:
+        return payoff._replace(calls_since_workers=payoff.calls_since_workers + 1, last_seconds=seconds)
+    return JoblibPayoff(max(wall - parallel_seconds(seconds, n_workers), 0.0), 0, seconds)
+
+
+def advance_candidates(candidates, task, backend_seeds, history_lengths, *, parallel, n_jobs, names,
+                       payoff=JoblibPayoff()):
+    """Advance every candidate by ``task``; return ``(fitted, summaries, payoff)``.
+
+    ``fitted`` is a list (joblib) or a :class:`ResidentCandidates` (dask);
+    ``payoff`` what the joblib workers cost so far (:class:`JoblibPayoff`,
+    for :func:`use_joblib_workers`; passed through on dask). Which process runs an update does not change its
+    result.
     """
     if parallel == "dask":
-        return _advance_on_dask(candidates, task, backend_seeds, history_lengths, names)
+        fitted, summaries = _advance_on_dask(candidates, task, backend_seeds, history_lengths, names)
+        return fitted, summaries, payoff
     if isinstance(candidates, ResidentCandidates):  # switching from dask back to joblib: fetch once
         candidates = list(candidates)
     order = longest_first(candidates)
     shipped = [_with_recent_history(est, start) for est, start in zip(candidates, history_lengths)]
-    dispatched = Parallel(n_jobs=n_jobs)(delayed(_advance)(shipped[i][0], task, backend_seeds[i], shipped[i][1])
-                                         for i in order)
+    jobs = [delayed(_advance)(shipped[i][0], task, backend_seeds[i], shipped[i][1]) for i in order]
+    n_workers = min(effective_n_jobs(n_jobs), len(candidates))
+    on_workers = n_workers > 1 and use_joblib_workers(payoff, n_workers)
+    tic = time.perf_counter()
+    if on_workers:
+        dispatched = Parallel(n_jobs=n_jobs)(jobs)
+    else:
+        dispatched = [function(*args, **kwargs) for function, args, kwargs in jobs]
+    if n_workers > 1:
+        payoff = after_joblib_call(payoff, on_workers, time.perf_counter() - tic,
+                                   [summary.seconds for _, summary in dispatched], n_workers)
     outputs = [None] * len(candidates)
     for i, (advanced, summary) in zip(order, dispatched):
         outputs[i] = (_with_full_history(advanced, candidates[i], shipped[i]), summary)
-    return [est for est, _ in outputs], [summary for _, summary in outputs]
+    return [est for est, _ in outputs], [summary for _, summary in outputs], payoff
 
 
 #: Records of its history a candidate takes to a joblib job: its collapse check reads the last

@@ -16,7 +16,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from ..evidence._sgais import ChunkRecord
 from ..utils import make_generator
 from ..utils._validation import StrOptions, check_is_fitted, validate_data
-from ._distributed import PARALLEL_OPTIONS, AdvanceTask, ResidentNamedCandidates, advance_candidates
+from ._distributed import PARALLEL_OPTIONS, AdvanceTask, JoblibPayoff, ResidentNamedCandidates, advance_candidates
 from ._averaging import (log_model_prior, log_model_probabilities, mix_log_density, mix_normal, mix_proba,
                          model_probability_std)
 from ._summary import format_summary, selection_results
@@ -165,7 +165,12 @@ class EvidenceModelSelector(MetaEstimatorMixin, BaseEstimator):
         None means 1 unless in a :func:`joblib.parallel_config` context.
         Results do not depend on it. The candidates whose last chunk took
         longest start first, so that with fewer workers than candidates the
-        slowest does not run on alone at the end of a call.
+        slowest does not run on alone at the end of a call. A call runs in
+        this process instead, one candidate after another, when the last
+        call's update times and the workers' measured overhead (shipping each
+        candidate's state both ways) predict that the workers would be slower
+        (cheap candidates, small chunks); the workers are tried again at least
+        every 64 calls.
     parallel : {"joblib", "dask"}, default="joblib"
         ``"joblib"``: each call ships every candidate to a joblib job and back.
         ``"dask"``: the candidates live on the workers of the current
@@ -493,8 +498,10 @@ class EvidenceModelSelector(MetaEstimatorMixin, BaseEstimator):
         n_before = 0 if first_call else self.n_samples_seen_
         history_lengths = self._candidate_history_lengths(first_call, candidates)
         task = AdvanceTask(method, X, y, fit_params, backend, X_all, y_all, backend_params)
-        fitted, summaries = advance_candidates(candidates, task, backend_seeds, history_lengths,
-                                               parallel=self.parallel, n_jobs=self.n_jobs, names=names)
+        payoff = JoblibPayoff() if first_call else getattr(self, "_joblib_payoff", JoblibPayoff())
+        fitted, summaries, payoff = advance_candidates(candidates, task, backend_seeds, history_lengths,
+                                                       parallel=self.parallel, n_jobs=self.n_jobs, names=names,
+                                                       payoff=payoff)
         results = [summary.result for summary in summaries]
 
         if backend == "sgais":
@@ -514,6 +521,7 @@ class EvidenceModelSelector(MetaEstimatorMixin, BaseEstimator):
                                   else ResidentNamedCandidates(names, fitted))
         self._n_candidate_records = [start + len(summary.new_records)
                                      for start, summary in zip(history_lengths, summaries)]
+        self._joblib_payoff = payoff
         self.log_evidences_ = log_evidences
         self.log_evidence_stds_ = log_evidence_stds
         self.log_model_probabilities_ = log_probabilities

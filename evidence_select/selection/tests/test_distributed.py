@@ -95,8 +95,14 @@ def test_reference_backends_run_with_one_blas_thread(monkeypatch, data):
     assert threads == [1, 1]
 
 
+@pytest.fixture
+def always_workers(monkeypatch):
+    """Every call with n_jobs > 1 on the joblib workers, however cheap (see test_cheap_calls_run_in_process...)."""
+    monkeypatch.setattr(_distributed, "use_joblib_workers", lambda payoff, n_workers: True)
+
+
 @pytest.mark.parametrize("backend", ["sgais", "ais", "ns", "bridge"])
-def test_results_do_not_depend_on_n_jobs(backend, data):
+def test_results_do_not_depend_on_n_jobs(backend, data, always_workers):
     # Every backend: the same seeds per candidate and a one-thread BLAS in the main process and the loky workers.
     sequential = _stream(_selector(backend, n_jobs=1), data)
     parallel = _stream(_selector(backend, n_jobs=2), data)
@@ -104,11 +110,48 @@ def test_results_do_not_depend_on_n_jobs(backend, data):
 
 
 @pytest.mark.parametrize("n_jobs", [1, 2])
-def test_dispatch_order_does_not_change_results(monkeypatch, data, n_jobs):
+def test_dispatch_order_does_not_change_results(monkeypatch, data, n_jobs, always_workers):
     # Candidates are dispatched longest first; results must come back to their own candidates whatever the order.
     expected = _stream(_selector(n_jobs=1), data)
     monkeypatch.setattr(_distributed, "longest_first", lambda candidates: list(range(len(candidates)))[::-1])
     _assert_same_results(expected, _stream(_selector(n_jobs=n_jobs), data))
+
+
+def test_cheap_calls_run_in_process_and_the_workers_are_tried_again(monkeypatch):
+    # Workers whose overhead never pays (a call's wall time injected at 1 s): the first call goes to the
+    # workers, the next 64 run here, then the workers are tried again; results as with n_jobs=1, bit for bit.
+    data = make_linear_regression(67 * 10, n_features=2, random_state=3)
+    real_parallel, worker_calls, calls = _distributed.Parallel, [], [0]
+
+    def counting_parallel(*args, **kwargs):
+        worker_calls.append(calls[0])
+        return real_parallel(*args, **kwargs)
+
+    real_after = _distributed.after_joblib_call
+    monkeypatch.setattr(_distributed, "Parallel", counting_parallel)
+    monkeypatch.setattr(_distributed, "after_joblib_call",
+                        lambda payoff, on_workers, wall, seconds, n: real_after(payoff, on_workers, 1.0, seconds, n))
+    sequential, parallel = _selector(n_jobs=1), _selector(n_jobs=2)
+    for start in range(0, 670, 10):
+        calls[0] += 1
+        sequential.partial_fit(data.X[start:start + 10], data.y[start:start + 10])
+        parallel.partial_fit(data.X[start:start + 10], data.y[start:start + 10])
+    assert worker_calls == [1, 66]
+    assert parallel._joblib_payoff.calls_since_workers == 1
+    _assert_same_results(sequential, parallel)
+
+
+def test_joblib_workers_are_used_when_they_are_predicted_to_pay():
+    payoff = _distributed.JoblibPayoff
+    assert _distributed.use_joblib_workers(payoff(), 2)  # never tried
+    # Two updates of 0.4 s: 0.8 s here, 0.4 s + overhead on 2 workers.
+    assert _distributed.use_joblib_workers(payoff(0.3, 5, (0.4, 0.4)), 2)
+    assert not _distributed.use_joblib_workers(payoff(0.5, 5, (0.4, 0.4)), 2)
+    assert not _distributed.use_joblib_workers(payoff(0.3, 5, (0.7, 0.1)), 2)  # the longest update bounds the wall
+    assert _distributed.use_joblib_workers(payoff(0.5, 64, (0.4, 0.4)), 2)  # tried again after 64 calls here
+    after = _distributed.after_joblib_call(payoff(0.5, 3, ()), True, wall=1.0, seconds=[0.6, 0.2, 0.4], n_workers=2)
+    assert after == payoff(pytest.approx(0.4), 0, (0.6, 0.2, 0.4))  # 1.0 s against max(1.2 / 2, 0.6)
+    assert _distributed.after_joblib_call(after, False, 9.0, [0.1], 2) == payoff(after.overhead, 1, (0.1,))
 
 
 def test_longest_first_orders_by_the_last_chunk_time():

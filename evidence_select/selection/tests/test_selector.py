@@ -13,6 +13,7 @@ from sklearn.preprocessing import StandardScaler
 from evidence_select import (BayesianLinearRegressor, BayesianLogisticClassifier, BayesianMixture,
                              EvidenceModelSelector, log_evidence, partial_fit_pipeline)
 from evidence_select.datasets import make_linear_regression, make_mixture, make_softmax_classification
+from evidence_select.selection import _distributed
 from evidence_select.selection._averaging import (log_model_prior, log_model_probabilities, mix_log_density,
                                                   mix_normal, model_probability_std)
 
@@ -153,7 +154,9 @@ def test_finds_true_noise_variance_like_the_exact_evidence():
     assert np.all(np.abs(selector.log_evidences_ - exact) < 5 * selector.log_evidence_stds_ + 1.0)
 
 
-def test_identical_results_for_any_n_jobs_and_backend():
+def test_identical_results_for_any_n_jobs_and_backend(monkeypatch):
+    # Every call on the workers (cheap calls would otherwise run in this process: use_joblib_workers).
+    monkeypatch.setattr(_distributed, "use_joblib_workers", lambda payoff, n_workers: True)
     X = make_mixture(400, random_state=5).X
     reference = _mixture_selector(random_state=7).partial_fit(X[:200]).partial_fit(X[200:])
     parallel = _mixture_selector(random_state=7, n_jobs=2).partial_fit(X[:200]).partial_fit(X[200:])
@@ -325,7 +328,6 @@ def test_joblib_jobs_take_only_recent_history_and_the_selector_keeps_all_of_it(m
     # A job receives a candidate with its last records only (pickling the whole history both ways on every
     # call would cost more as the stream grows); the selector's candidates keep every record.
     from evidence_select.estimators._base import DEGENERATE_CHUNKS
-    from evidence_select.selection import _distributed
 
     assert _distributed._SHIPPED_RECORDS >= DEGENERATE_CHUNKS
     monkeypatch.setattr(_distributed, "_SHIPPED_RECORDS", 3)
