@@ -28,13 +28,14 @@ import uuid
 from collections.abc import Mapping, Sequence
 from typing import NamedTuple
 
+import numpy as np
 from joblib import Parallel, delayed, effective_n_jobs
 
 from ..evidence._api import log_evidence
 from ..utils._threads import single_threaded_blas
 
 __all__ = ["CandidateSummary", "JoblibPayoff", "ResidentCandidates", "ResidentNamedCandidates", "advance_candidates",
-           "after_joblib_call", "longest_first", "parallel_seconds", "use_joblib_workers", "dask_client",
+           "after_joblib_call", "aligned", "longest_first", "parallel_seconds", "use_joblib_workers", "dask_client",
            "PARALLEL_OPTIONS"]
 
 PARALLEL_OPTIONS = ("joblib", "dask")
@@ -333,7 +334,22 @@ def rebalanced_homes(homes, seconds, workers):
 def _advance_with_data(resident, task, data, backend_seed, history_length):
     """:func:`_advance` on a worker of the candidate in the ``resident`` pair; ``data`` holds the scattered
     arrays (dask resolves them to values). Returns the next pair ``(candidate, CandidateSummary)``."""
+    data = {key: aligned(value) for key, value in data.items()}
     return _advance(resident[0], task._replace(**data), backend_seed, history_length)
+
+
+def aligned(array):
+    """``array``, or an aligned copy of it when its data are not aligned for its type.
+
+    Dask deserialises a scattered array in place in its message frame, at any
+    byte offset; numpy and BLAS then take other code paths (``X.T @ X`` leaves
+    BLAS for numpy's own loop), whose sums differ in the last bit from those on
+    the same values aligned, as the calling process has them: results would
+    then depend on where a candidate runs.
+    """
+    if isinstance(array, np.ndarray) and not array.flags.aligned:
+        return np.array(array, copy=True)
+    return array
 
 
 def _summary(resident):

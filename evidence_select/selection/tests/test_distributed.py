@@ -170,6 +170,35 @@ def test_dask_resident_candidates_match_n_jobs_1(backend, client, data):
     _assert_same_results(_stream(_selector(backend, n_jobs=1), data), resident)
 
 
+class AlignmentRecordingRegressor(BayesianLinearRegressor):
+    """Records whether each chunk reached ``partial_fit`` aligned (a module-level class, so workers import it)."""
+
+    def partial_fit(self, X, y, **params):
+        self.chunks_aligned_ = getattr(self, "chunks_aligned_", []) + [X.flags.aligned and y.flags.aligned]
+        return super().partial_fit(X, y, **params)
+
+
+def test_scattered_chunks_reach_the_updates_aligned(client, data):
+    # Dask deserialises a scattered chunk at any byte offset of its message frame; unaligned, X.T @ X leaves BLAS
+    # and sums differently in the last bit, so results would depend on the worker (seen with 16 candidates).
+    selector = _selector(parallel="dask").set_params(
+        estimators=[("a", AlignmentRecordingRegressor(**FAST)), ("b", AlignmentRecordingRegressor(**FAST))])
+    _stream(selector, data)
+    assert [est.chunks_aligned_ for est in selector.estimators_] == [[True, True], [True, True]]
+
+
+def test_aligned_copies_only_unaligned_arrays():
+    values = np.random.default_rng(0).normal(size=(500, 11))
+    raw = np.frombuffer(memoryview(bytearray(values.nbytes + 8))[3:3 + values.nbytes], dtype=np.uint8)
+    raw[:] = values.view(np.uint8).ravel()
+    unaligned = raw.view(np.float64).reshape(values.shape)  # the same values, 3 bytes off a float's boundary
+    assert not unaligned.flags.aligned
+    assert not np.array_equal(unaligned.T @ unaligned, values.T @ values)  # why it matters
+    fixed = _distributed.aligned(unaligned)
+    assert fixed.flags.aligned and np.array_equal(fixed.T @ fixed, values.T @ values)
+    assert _distributed.aligned(values) is values
+
+
 def test_dask_candidates_stay_on_their_workers(client, data):
     selector = _selector(parallel="dask")
     selector.partial_fit(data.X[:CHUNK], data.y[:CHUNK])  # places the candidates (one scatter each)
