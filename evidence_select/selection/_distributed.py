@@ -126,11 +126,11 @@ def use_joblib_workers(payoff, n_workers):
     """Whether the next call should go to the joblib workers, predicted from the last call.
 
     Run here, one after another, the next call's updates should take about as
-    long as the last call's (``payoff.last_seconds``) summed; on
-    the workers, about :func:`parallel_seconds` plus the overhead the workers'
-    last call measured (shipping the candidates both ways, scheduling). The
-    workers are used when that is shorter, when they were never tried, and
-    after ``_MAX_CALLS_IN_PROCESS`` calls here.
+    long as the last call's (``payoff.last_seconds``) summed; on the workers,
+    about :func:`parallel_seconds` plus the overhead the workers' last call
+    measured (shipping the candidates both ways, scheduling). The workers are
+    used when that is shorter, when they were never tried, and after
+    ``_MAX_CALLS_IN_PROCESS`` calls here.
 
     Examples
     --------
@@ -157,9 +157,9 @@ def advance_candidates(candidates, task, backend_seeds, history_lengths, *, para
     """Advance every candidate by ``task``; return ``(fitted, summaries, payoff)``.
 
     ``fitted`` is a list (joblib) or a :class:`ResidentCandidates` (dask);
-    ``payoff`` what the joblib workers cost so far (:class:`JoblibPayoff`,
-    for :func:`use_joblib_workers`; passed through on dask). Which process runs an update does not change its
-    result.
+    ``payoff`` what the joblib workers cost so far (:class:`JoblibPayoff`, for
+    :func:`use_joblib_workers`; passed through on dask). Which process runs an
+    update does not change its result.
     """
     if parallel == "dask":
         fitted, summaries = _advance_on_dask(candidates, task, backend_seeds, history_lengths, names)
