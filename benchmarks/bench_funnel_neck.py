@@ -23,7 +23,7 @@ import numpy as np
 from scipy import special, stats
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _common import RESULTS_DIR, run_metadata, save_json  # noqa: E402  (benchmarks/; also puts the checkout on the path)
+from _common import RESULTS_DIR, run_metadata, save_json  # noqa: E402  (benchmarks/; puts the checkout on the path)
 from _held_out_targets import held_out_case  # noqa: E402
 
 from evidence_select import log_evidence  # noqa: E402

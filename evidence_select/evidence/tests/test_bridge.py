@@ -15,8 +15,8 @@ from scipy.special import gammaln, logsumexp
 
 from evidence_select.datasets import make_linear_regression
 from evidence_select.evidence._bridge import (BridgeSettings, _combined_std, _drop_stuck_chains, _HalfResult,
-                                              _importance_cell, _sandwich, _sum_of_cells, solve_bridge_equation,
-                                              bridge_log_evidence, mixture_relabel_maps)
+                                              _importance_cell, _sandwich, _sum_of_cells, bridge_log_evidence,
+                                              mixture_relabel_maps, solve_bridge_equation)
 from evidence_select.evidence._bridge_modes import chain_mode_groups, unseen_mode_fraction
 from evidence_select.exceptions import EvidenceConvergenceWarning
 from evidence_select.models import GaussianMixtureModel, LinearGaussianModel
@@ -217,7 +217,8 @@ def test_bridge_equation_and_iat():
     def log_ratio(x):
         return np.log(3.0) - 0.5 * x**2 + 0.5 * x**2 / 1.44 + np.log(1.2)
 
-    log_r, _, converged = solve_bridge_equation(log_ratio(rng.normal(size=4000)), log_ratio(1.2 * rng.normal(size=4000)))
+    posterior_draws, proposal_draws = rng.normal(size=4000), 1.2 * rng.normal(size=4000)
+    log_r, _, converged = solve_bridge_equation(log_ratio(posterior_draws), log_ratio(proposal_draws))
     assert converged and abs(log_r - np.log(3.0)) < 0.02
     ar = np.zeros((4, 5000))
     noise = rng.normal(size=ar.shape)
