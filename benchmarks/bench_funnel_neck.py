@@ -20,35 +20,34 @@ import sys
 import warnings
 
 import numpy as np
-from scipy import special, stats
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from _common import RESULTS_DIR, run_metadata, save_json  # noqa: E402  (benchmarks/; puts the checkout on the path)
 from _held_out_targets import held_out_case  # noqa: E402
 
 from evidence_select import log_evidence  # noqa: E402
+from evidence_select.utils._logspace import normalize_log_weights  # noqa: E402
 
 QUANTILES = (0.01, 0.16, 0.5, 0.84)
 
 
-def exact_v_quantiles(model, quantiles=QUANTILES):
-    """Quantiles of the posterior's log-scale coordinate ``v``: ``N(v; 0, s^2)`` times each other coordinate's box
-    mass ``erf(B e^{-v/2} / sqrt 2)``, on a fine grid."""
+def weighted_quantiles(values, log_weights, quantiles=QUANTILES):
+    """Quantiles of ``values`` weighted by ``exp(log_weights)``, interpolated in their cumulative weight."""
+    order = np.argsort(values)
+    cdf = np.cumsum(np.exp(normalize_log_weights(np.asarray(log_weights, dtype=float)[order])))
+    return np.interp(quantiles, cdf, np.asarray(values)[order])
+
+
+def exact_v_quantiles(model):
+    """Quantiles of the posterior's log-scale coordinate ``v`` (:meth:`Funnel.log_scale_marginal` on a fine grid)."""
     grid = np.linspace(-model.half_width, model.half_width, 8001)
-    log_density = (stats.norm.logpdf(grid, 0.0, model.scale_sd)
-                   + (model.dim - 1) * np.log(special.erf(model.half_width * np.exp(-0.5 * grid) / np.sqrt(2))))
-    cdf = np.cumsum(np.exp(log_density - log_density.max()))
-    return np.interp(quantiles, cdf / cdf[-1], grid)
+    return weighted_quantiles(grid, model.log_scale_marginal(grid))
 
 
-def sampled_v_quantiles(model, result, quantiles=QUANTILES):
+def sampled_v_quantiles(model, result):
     """Quantiles of ``v`` over the result's draws, weighted by ``result.log_weights`` when it has them."""
     v = model.to_box(result.samples)[:, 0]
-    log_weights = np.zeros(len(v)) if result.log_weights is None else np.asarray(result.log_weights, dtype=float)
-    weights = np.exp(log_weights - np.max(log_weights))
-    order = np.argsort(v)
-    cdf = np.cumsum(weights[order]) / np.sum(weights)
-    return np.interp(quantiles, cdf, v[order])
+    return weighted_quantiles(v, np.zeros(len(v)) if result.log_weights is None else result.log_weights)
 
 
 def run(method, dim, seed):
