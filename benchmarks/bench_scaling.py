@@ -19,7 +19,9 @@ Usage::
    5, 7) on the paper's mixture data, 4500 rows in chunks of 500 (``--quick``:
    1500). Targets: ``n_jobs=2`` <= 0.6x and dask (2 workers, 1 thread each)
    <= 0.65x the ``n_jobs=1`` wall. The machine's own limit is measured too: one
-   mixture fit run next to a copy of itself, against alone.
+   mixture fit run next to a copy of itself, against alone. A last row runs dask
+   with the workers' statistical profiler off (``distributed.worker.profile.enabled``),
+   which is what dask's own per-task machinery costs these Python-heavy updates.
 3. ``shipping``: what joblib's copies cost. 4 linear candidates streamed to
    ``--shipping-rows`` rows (their reservoirs full), then one more call with
    chunks of 500, 5000 and 50000 rows on each executor (3 repeats, best): time
@@ -67,20 +69,28 @@ def cpu_seconds():
 
 
 class Executor:
-    """One way of running the candidates: joblib with ``n_jobs``, or dask with a LocalCluster of ``n_workers``."""
+    """One way of running the candidates: joblib with ``n_jobs``, or dask with a LocalCluster of ``n_workers``.
 
-    def __init__(self, kind, n_workers):
-        self.kind, self.n_workers = kind, n_workers
-        self.name = f"{kind} x{n_workers}"
+    ``worker_profiler=False`` starts the dask workers without their statistical profiler (dask's default samples
+    the running task's stack every 10 ms), to measure what it costs our updates.
+    """
+
+    def __init__(self, kind, n_workers, worker_profiler=True):
+        self.kind, self.n_workers, self.worker_profiler = kind, n_workers, worker_profiler
+        self.name = f"{kind} x{n_workers}" + ("" if worker_profiler else ", worker profiler off")
         self._cluster = self._client = None
 
     def __enter__(self):
         if self.kind == "dask":
+            import dask
             from distributed import Client, LocalCluster
 
-            self._cluster = LocalCluster(n_workers=self.n_workers, threads_per_worker=1, processes=True,
-                                         dashboard_address=None)
-            self._client = Client(self._cluster)
+            with dask.config.set({"distributed.worker.profile.enabled": self.worker_profiler}):
+                self._cluster = LocalCluster(n_workers=self.n_workers, threads_per_worker=1, processes=True,
+                                             dashboard_address=None)
+                self._client = Client(self._cluster)
+            enabled = self._client.run(lambda: dask.config.get("distributed.worker.profile.enabled"))
+            assert set(enabled.values()) == {self.worker_profiler}, enabled  # the workers got the setting
         return self
 
     def __exit__(self, *exc):
@@ -266,7 +276,8 @@ def main(argv=None):
                            5000 if args.quick else 20000)
     if "mixture" in args.only:
         print_header("4 BayesianMixture candidates (targets: joblib x2 <= 0.6, dask x2 <= 0.65)")
-        out["mixture"] = mixture([executors[0], executors[1], executors[3]], 1500 if args.quick else 4500,
+        no_profiler = Executor("dask", 2, worker_profiler=False)
+        out["mixture"] = mixture([executors[0], executors[1], executors[3], no_profiler], 1500 if args.quick else 4500,
                                  args.repeats)
         out["side_by_side_slowdown"] = side_by_side_slowdown(make_mixture(1500, random_state=1).X)
         print(f"\nmachine: a mixture fit run next to a copy of itself takes {out['side_by_side_slowdown']:.2f}x its "

@@ -20,6 +20,7 @@ from ..utils import make_generator
 from ..utils._progress import progress_bar
 from ..utils._threads import single_threaded_blas
 from ..utils._validation import Interval, StrOptions, check_is_fitted
+from ..utils._warnings import warn
 
 __all__ = ["BaseSGAISEstimator", "FeatureScaleWarning"]
 
@@ -90,21 +91,21 @@ def warn_if_badly_scaled(X, estimator_name, model=None):
     bad = np.flatnonzero((rms > FEATURE_SCALE_LIMIT) | ((rms > 0) & (rms < 1.0 / FEATURE_SCALE_LIMIT)))
     cure = "standardise X (e.g. sklearn.preprocessing.StandardScaler) or adapt the prior scales"
     if len(bad):
-        warnings.warn(f"{estimator_name}: feature(s) {bad[:10].tolist()} have root-mean-square "
-                      f"{', '.join(f'{v:.3g}' for v in rms[bad[:10]])} (far from 1); the priors assume "
-                      f"standardised features, so the evidence can be slow or inaccurate to estimate: {cure}",
-                      FeatureScaleWarning, stacklevel=5)
+        warn(f"{estimator_name}: feature(s) {bad[:10].tolist()} have root-mean-square "
+             f"{', '.join(f'{v:.3g}' for v in rms[bad[:10]])} (far from 1); the priors assume "
+             f"standardised features, so the evidence can be slow or inaccurate to estimate: {cure}",
+             FeatureScaleWarning)
         return
     ratio = information_ratio(model, X)
     if ratio is None:
         return
     params = np.flatnonzero(ratio > INFORMATION_LIMIT)
     if len(params):
-        warnings.warn(f"{estimator_name}: one row informs some parameters {ratio.max():.3g} times more than "
-                      f"their prior (prior variance / per-row posterior variance > {INFORMATION_LIMIT:g}; "
-                      f"parameter(s) {params[:10].tolist()}): the features' "
-                      f"scale contradicts the prior scale, and the online evidence is then typically far too low "
-                      f"with a small error bar: {cure}", FeatureScaleWarning, stacklevel=5)
+        warn(f"{estimator_name}: one row informs some parameters {ratio.max():.3g} times more than "
+             f"their prior (prior variance / per-row posterior variance > {INFORMATION_LIMIT:g}; "
+             f"parameter(s) {params[:10].tolist()}): the features' "
+             f"scale contradicts the prior scale, and the online evidence is then typically far too low "
+             f"with a small error bar: {cure}", FeatureScaleWarning)
 
 
 def column_scales(X, y=None):
@@ -247,10 +248,10 @@ class BaseSGAISEstimator(BaseEstimator):
         """
         recent = history[-DEGENERATE_CHUNKS:]
         if len(recent) == DEGENERATE_CHUNKS and all(record.ess < DEGENERATE_ESS for record in recent):
-            warnings.warn(f"{type(self).__name__}: the importance weights of a particle group have been on one "
-                          f"particle (ESS < {DEGENERATE_ESS}) for the last {DEGENERATE_CHUNKS} chunks; the evidence "
-                          "rests on that particle: enable resampling (resample_threshold > 0) or use more particles",
-                          SamplerDegeneracyWarning, stacklevel=3)
+            warn(f"{type(self).__name__}: the importance weights of a particle group have been on one "
+                 f"particle (ESS < {DEGENERATE_ESS}) for the last {DEGENERATE_CHUNKS} chunks; the evidence "
+                 "rests on that particle: enable resampling (resample_threshold > 0) or use more particles",
+                 SamplerDegeneracyWarning)
 
     def _stream(self, state, X, y, undo_log):
         """Yield ``(state, record)`` per chunk of at most ``batch_size`` rows."""

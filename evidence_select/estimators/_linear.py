@@ -1,6 +1,5 @@
 """BayesianLinearRegressor: the online shell of the linear-Gaussian model."""
 
-import warnings
 from numbers import Real
 
 import numpy as np
@@ -8,6 +7,7 @@ from sklearn.base import RegressorMixin
 
 from ..models import LinearEvidenceStats, LinearGaussianModel
 from ..utils._validation import Interval, check_is_fitted, validate_data
+from ..utils._warnings import warn
 from ._base import BaseSGAISEstimator, FeatureScaleWarning
 
 __all__ = ["BayesianLinearRegressor"]
@@ -220,10 +220,9 @@ class BayesianLinearRegressor(RegressorMixin, BaseSGAISEstimator):
         if conflict > CONFLICT_LIMIT:
             problems.append(f"the posterior mean lies {conflict:.3g} prior standard deviations from the prior mean")
         if problems:
-            warnings.warn(f"BayesianLinearRegressor: {' and '.join(problems)}; the online evidence is then typically "
-                          "far too low with a small error bar: standardise y (e.g. y = (y - y.mean()) / y.std()) and "
-                          "X, or set noise_variance and the prior scales to the data's scale", FeatureScaleWarning,
-                          stacklevel=4)
+            warn(f"BayesianLinearRegressor: {' and '.join(problems)}; the online evidence is then typically "
+                 "far too low with a small error bar: standardise y (e.g. y = (y - y.mean()) / y.std()) and "
+                 "X, or set noise_variance and the prior scales to the data's scale", FeatureScaleWarning)
 
     def fit(self, X, y):
         """Forget any past data and stream ``(X, y)`` in ``batch_size`` chunks.

@@ -75,7 +75,7 @@ def _sgais_on_model(model, X, y, random_state, **settings):
     config = SGAISConfig(**settings)
     with single_threaded_blas():
         state = sgais_stream(np.random.default_rng(random_state), model, config, X, y)
-        state, _ = check_against_mode(state, model, 0, "log_evidence(method='sgais')", stacklevel=4)
+        state, _ = check_against_mode(state, model, 0, "log_evidence(method='sgais')")
     return state, config
 
 

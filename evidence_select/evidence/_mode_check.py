@@ -15,7 +15,6 @@ likelihood evaluation per row and draw, so it runs only while the rows are few
 """
 
 import math
-import warnings
 from typing import NamedTuple
 
 import numpy as np
@@ -24,6 +23,7 @@ from scipy import optimize, stats
 from ..exceptions import EvidenceConvergenceWarning
 from ..kernels._reservoir import reservoir_data
 from ..utils import log_mean_exp, logsumexp, make_generator
+from ..utils._warnings import warn
 from ._sgais_policy import crossed_checkpoint
 from ._sgais_state import evidence_estimate
 
@@ -166,7 +166,7 @@ def _checkable(model, state):
     return getattr(model, "n_mode_symmetries", 1) <= MAX_MODE_SYMMETRIES
 
 
-def check_against_mode(state, model, n_seen_before, estimator_name, stacklevel=6):
+def check_against_mode(state, model, n_seen_before, estimator_name):
     """Check an online state's evidence against its posterior's best mode after a chunk.
 
     ``n_seen_before`` is the rows seen before the chunk. The check runs for a
@@ -180,8 +180,7 @@ def check_against_mode(state, model, n_seen_before, estimator_name, stacklevel=6
     :data:`MODE_GAP_SIGMAS` combined standard deviations the gap is kept as
     ``SGAISState.mode_gap_variance`` (``log_evidence_std`` includes it) and an
     :class:`EvidenceConvergenceWarning` names the cure; a later check that
-    passes clears it. ``stacklevel`` points the warning at the user's call (the
-    default: through an estimator's ``fit``).
+    passes clears it. The warning names the user's line that called.
 
     Returns
     -------
@@ -205,12 +204,12 @@ def check_against_mode(state, model, n_seen_before, estimator_name, stacklevel=6
     gap = check.log_evidence - log_z
     failed = gap > MODE_GAP_SIGMAS * math.hypot(std, check.std)
     if failed:
-        warnings.warn(
+        warn(
             f"{estimator_name}: importance sampling at the best posterior mode that optimisation finds on the "
             f"{n_seen} rows gives log Z = {check.log_evidence:.2f} +/- {check.std:.2g}, {gap:.2f} nats above "
             f"the SGAIS estimate {log_z:.2f} +/- {std:.2g}: the particles missed posterior mass (e.g. a better "
             "cluster configuration). The reported standard error now includes the gap; ChunkRecord."
             "mode_log_evidence records the check. Cure: more n_mcmc_steps or n_particles, or a reference evidence "
             "on the rows (log_evidence with method='ais' and more n_chains and n_mcmc_steps than its defaults)",
-            EvidenceConvergenceWarning, stacklevel=stacklevel)
+            EvidenceConvergenceWarning)
     return state._replace(mode_gap_variance=gap**2 if failed else 0.0), check

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..exceptions import EvidenceConvergenceWarning
+from ..utils._warnings import warn
 
 __all__ = ["EvidenceResult", "check", "failed_checks", "warn_not_converged"]
 
@@ -81,8 +82,8 @@ def failed_checks(diagnostics):
     return [name for name, entry in diagnostics.items() if not entry["passed"]]
 
 
-def warn_not_converged(method, diagnostics, stacklevel=3):
-    """Warn, naming every failed check; return the verdict (True if all passed).
+def warn_not_converged(method, diagnostics):
+    """Warn at the user's line, naming every failed check; return the verdict (True if all passed).
 
     Parameters
     ----------
@@ -90,8 +91,6 @@ def warn_not_converged(method, diagnostics, stacklevel=3):
         The evidence method, for the message.
     diagnostics : dict
         ``name -> check(value, threshold, passed)``.
-    stacklevel : int, default=3
-        Passed to :func:`warnings.warn` (3 points at the caller of the backend).
 
     Returns
     -------
@@ -111,6 +110,5 @@ def warn_not_converged(method, diagnostics, stacklevel=3):
     if failed:
         details = "; ".join(f"{name} = {diagnostics[name]['value']!r} (threshold {diagnostics[name]['threshold']!r})"
                             for name in failed)
-        warnings.warn(f"the {method!r} evidence may be wrong: failed {details}", EvidenceConvergenceWarning,
-                      stacklevel=stacklevel)
+        warn(f"the {method!r} evidence may be wrong: failed {details}", EvidenceConvergenceWarning)
     return not failed

@@ -117,7 +117,6 @@ integrator="sghmc", exact_move_rows=0`` (:data:`PAPER_SETTINGS`, without the rep
 
 import math
 import time
-import warnings
 from typing import NamedTuple
 
 import numpy as np
@@ -125,6 +124,7 @@ import numpy as np
 from ..kernels._reservoir import reservoir_insert
 from ..exceptions import EvidenceConvergenceWarning
 from ..utils import ess_from_log_weights, log_mean_exp, make_generator
+from ..utils._warnings import warn
 from ._sgais_moves import MoveTarget, chunk_context, pooled_step_scales
 from ._sgais_policy import (RESERVOIR_OUTGROWN, SHIFT_UNCURED, ChunkMode, excursion, excursion_due, growth_checkpoint,
                             growth_restart_due, initial_mode, merge_independent_runs, per_row_spread,
@@ -242,14 +242,14 @@ def _warn_degraded(record, skipped_restart, policy):
         cure = next((cure for opening, cure in _CURES.items() if reason.startswith(opening)),
                     "Cure: a larger surprise_budget")
     if record.degraded and not policy.already_degraded:  # later chunks of a degraded run: in their records only
-        warnings.warn(f"SGAIS: the chunk ending at row {record.n_samples_seen} surprised the particles, but "
-                      f"{record.degraded}; its evidence is not guaranteed and log_evidence_std was widened by "
-                      f"{record.log_evidence_widening:.3g} nats (later degraded chunks are flagged in "
-                      f"ChunkRecord.degraded and widened too). {cure}", EvidenceConvergenceWarning, stacklevel=3)
+        warn(f"SGAIS: the chunk ending at row {record.n_samples_seen} surprised the particles, but "
+             f"{record.degraded}; its evidence is not guaranteed and log_evidence_std was widened by "
+             f"{record.log_evidence_widening:.3g} nats (later degraded chunks are flagged in "
+             f"ChunkRecord.degraded and widened too). {cure}", EvidenceConvergenceWarning)
     if skipped_restart:
-        warnings.warn(f"SGAIS: the periodic restart at row {record.n_samples_seen} was skipped: "
-                      f"{policy.restart_blocked}; a mode the particles missed would go unnoticed. {cure}",
-                      EvidenceConvergenceWarning, stacklevel=3)
+        warn(f"SGAIS: the periodic restart at row {record.n_samples_seen} was skipped: "
+             f"{policy.restart_blocked}; a mode the particles missed would go unnoticed. {cure}",
+             EvidenceConvergenceWarning)
 
 
 def _warn_population_bias(record, log_evidence_variance_before):
@@ -260,13 +260,13 @@ def _warn_population_bias(record, log_evidence_variance_before):
     """
     if (-record.population_bias >= POPULATION_BIAS_WARNING
             > 0.5 * population_log_variance(log_evidence_variance_before)):
-        warnings.warn(
+        warn(
             f"SGAIS: after {record.n_samples_seen} rows the groups' importance weights put the log evidence's "
             f"log-variance at {-2 * record.population_bias:.3g}, so log_evidence reads low by at least "
             f"{-record.population_bias:.3g} nats from the finite particle population (the lognormal value; heavy-"
             "tailed weights make it larger, and it grows with the stream). ChunkRecord.population_bias tracks it. "
             "Cure: more n_particles (the bias falls as 1/n_particles) or a target_ess closer to 1",
-            EvidenceConvergenceWarning, stacklevel=3)
+            EvidenceConvergenceWarning)
 
 
 def _warn_collapsed_lineages(record, n_seen_before, n_particles):
@@ -278,7 +278,7 @@ def _warn_collapsed_lineages(record, n_seen_before, n_particles):
     groups' increment variance follows chunk by chunk.
     """
     if n_seen_before == 0 and record.n_lineages < lineage_threshold(n_particles):
-        warnings.warn(
+        warn(
             f"SGAIS: resampling on the first {record.n_samples_seen} rows left every replicate group's particles "
             f"descending from at most {record.n_lineages} of its {n_particles} starting particles, so each group's "
             "evidence rests on a few annealing paths from the prior; neither the importance weights nor the "
@@ -286,7 +286,7 @@ def _warn_collapsed_lineages(record, n_seen_before, n_particles):
             "ChunkRecord.n_lineages records it. Cure: check the evidence against a reference backend on these rows "
             "(log_evidence with method='ais' and more n_chains and n_mcmc_steps than its defaults); more n_particles "
             "or n_mcmc_steps make the miss smaller, but log_evidence_std may still not cover it",
-            EvidenceConvergenceWarning, stacklevel=3)
+            EvidenceConvergenceWarning)
 
 
 def degraded_widening(progress, n_chunk, n_seen, n_stored):

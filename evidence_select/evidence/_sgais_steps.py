@@ -10,12 +10,12 @@ invariant (:mod:`._sgais_moves`). Every function returns new arrays; the
 per-step counters are an immutable :class:`StepCounts`.
 """
 
-import warnings
 import numpy as np
 
 from ..kernels._resampling import systematic_resample
 from ..kernels._schedule import next_tempering_increment
 from ..utils import ess_from_log_weights, logsumexp
+from ..utils._warnings import warn
 from ._sgais_moves import move
 from ._sgais_state import Particles, SamplerDegeneracyWarning, StepCounts
 
@@ -108,8 +108,8 @@ def choose_increment(log_weights, log_lik, remaining, target_ess, cap_message=No
     the unbiasedness notes of :mod:`._sgais`).
     """
     if cap_message is not None:
-        warnings.warn(f"{cap_message}; taking the remaining step at once (the particle system may be degenerate: "
-                      "consider more particles or a lower learning_rate)", SamplerDegeneracyWarning, stacklevel=5)
+        warn(f"{cap_message}; taking the remaining step at once (the particle system may be degenerate: "
+             "consider more particles or a lower learning_rate)", SamplerDegeneracyWarning)
         return remaining
     return next_tempering_increment(log_weights, log_lik, remaining, target_ess)
 

@@ -25,6 +25,7 @@ import copy
 import itertools
 import time
 import uuid
+import warnings
 from collections.abc import Mapping, Sequence
 from typing import NamedTuple
 
@@ -33,10 +34,11 @@ from joblib import Parallel, delayed, effective_n_jobs
 
 from ..evidence._api import log_evidence
 from ..utils._threads import single_threaded_blas
+from ..utils._warnings import warn
 
 __all__ = ["CandidateSummary", "JoblibPayoff", "ResidentCandidates", "ResidentNamedCandidates", "advance_candidates",
-           "after_joblib_call", "aligned", "longest_first", "parallel_seconds", "use_joblib_workers", "dask_client",
-           "PARALLEL_OPTIONS"]
+           "after_joblib_call", "aligned", "longest_first", "parallel_seconds", "relay_warnings", "use_joblib_workers",
+           "dask_client", "PARALLEL_OPTIONS"]
 
 PARALLEL_OPTIONS = ("joblib", "dask")
 
@@ -49,6 +51,7 @@ class CandidateSummary(NamedTuple):
     new_records: list  # the candidate's ChunkRecords of this call
     result: object  # the reference backend's EvidenceResult, None for "sgais"
     seconds: float = 0.0  # wall time of the candidate's update in its worker (the placement's cost estimate)
+    warnings: tuple = ()  # (category, message) of every warning the update raised, in order (relay_warnings)
 
 
 class AdvanceTask(NamedTuple):
@@ -87,20 +90,40 @@ def _advance(estimator, task, backend_seed, history_length):
     """
     tic = time.perf_counter()
     estimator = _private_copy(estimator)
-    getattr(estimator, task.method)(*((task.X,) if task.y is None else (task.X, task.y)), **task.fit_params)
-    result = None
-    if task.backend != "sgais":
-        model = getattr(estimator, "model_", None)
-        if model is None:
-            raise TypeError(f"backend={task.backend!r} needs candidates that expose their model as `model_` after "
-                            f"fitting (evidence_select estimators do); {type(estimator).__name__} does not")
-        with single_threaded_blas():
-            result = log_evidence(model, task.X_all, task.y_all, method=task.backend, random_state=backend_seed,
-                                  **task.backend_params)
+    # Recorded, all of them, wherever this runs: a worker's warnings would otherwise reach only its stderr or log,
+    # past the user's filters. The selector raises them again in the calling process (relay_warnings).
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        getattr(estimator, task.method)(*((task.X,) if task.y is None else (task.X, task.y)), **task.fit_params)
+        result = None if task.backend == "sgais" else _reference_evidence(estimator, task, backend_seed)
     summary = CandidateSummary(float(estimator.log_evidence_), float(estimator.log_evidence_std_),
                                list(estimator.evidence_history_[history_length:]), result,
-                               time.perf_counter() - tic)
+                               time.perf_counter() - tic, tuple((w.category, str(w.message)) for w in caught))
     return estimator, summary
+
+
+def _reference_evidence(estimator, task, backend_seed):
+    """The reference backend's :class:`EvidenceResult` for the fitted ``estimator``'s model on all rows seen."""
+    model = getattr(estimator, "model_", None)
+    if model is None:
+        raise TypeError(f"backend={task.backend!r} needs candidates that expose their model as `model_` after "
+                        f"fitting (evidence_select estimators do); {type(estimator).__name__} does not")
+    with single_threaded_blas():
+        return log_evidence(model, task.X_all, task.y_all, method=task.backend, random_state=backend_seed,
+                            **task.backend_params)
+
+
+def relay_warnings(names, summaries):
+    """Raise the candidates' recorded warnings here, each at the user's line and naming its candidate.
+
+    The candidate's name goes at the end of the message, so that filters on a
+    message's opening (``warnings.filterwarnings("ignore", "SGAIS: after")``)
+    match as they would on the estimator alone. The user's filters decide: an
+    ``"error"`` filter raises here, before the selector commits the call.
+    """
+    for name, summary in zip(names, summaries):
+        for category, message in summary.warnings:
+            warn(f"{message} [candidate {name!r}]", category)
 
 
 class JoblibPayoff(NamedTuple):

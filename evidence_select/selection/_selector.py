@@ -16,7 +16,8 @@ from sklearn.utils.multiclass import check_classification_targets
 from ..evidence._sgais import ChunkRecord
 from ..utils import make_generator
 from ..utils._validation import StrOptions, check_is_fitted, validate_data
-from ._distributed import PARALLEL_OPTIONS, AdvanceTask, JoblibPayoff, ResidentNamedCandidates, advance_candidates
+from ._distributed import (PARALLEL_OPTIONS, AdvanceTask, JoblibPayoff, ResidentNamedCandidates, advance_candidates,
+                           relay_warnings)
 from ._averaging import (log_model_prior, log_model_probabilities, mix_log_density, mix_normal, mix_proba,
                          model_probability_std)
 from ._summary import format_summary, selection_results
@@ -502,6 +503,7 @@ class EvidenceModelSelector(MetaEstimatorMixin, BaseEstimator):
         fitted, summaries, payoff = advance_candidates(candidates, task, backend_seeds, history_lengths,
                                                        parallel=self.parallel, n_jobs=self.n_jobs, names=names,
                                                        payoff=payoff)
+        relay_warnings(names, summaries)
         results = [summary.result for summary in summaries]
 
         if backend == "sgais":

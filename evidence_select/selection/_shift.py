@@ -48,7 +48,8 @@ def shift_stream(phase_sizes=PAPER_PHASES, *, shuffle=False, random_state=0):
         raise ValueError(f"phase_sizes must be positive with at most {PAPER_PHASES[:2]} rows in the first two "
                          f"phases; got {phase_sizes}")
     full = make_shift_stream(SHIFT_CHANGE_POINTS[1] + n3, random_state=random_state)
-    rows = np.concatenate([np.arange(n1), SHIFT_CHANGE_POINTS[0] + np.arange(n2), SHIFT_CHANGE_POINTS[1] + np.arange(n3)])
+    rows = np.concatenate([np.arange(n1), SHIFT_CHANGE_POINTS[0] + np.arange(n2),
+                           SHIFT_CHANGE_POINTS[1] + np.arange(n3)])
     X, n_clusters = full.X[rows], full.n_clusters[rows]
     change_points = [n1, n1 + n2]
     if shuffle:

@@ -5,6 +5,7 @@ The dask tests start a real ``LocalCluster`` (2 worker processes, 1 thread each)
 """
 
 import pickle
+import warnings
 from types import SimpleNamespace
 
 import numpy as np
@@ -13,6 +14,7 @@ from threadpoolctl import threadpool_info, threadpool_limits
 
 from evidence_select import BayesianLinearRegressor, EvidenceModelSelector
 from evidence_select.datasets import make_linear_regression
+from evidence_select.estimators import FeatureScaleWarning
 from evidence_select.selection import _distributed
 
 distributed = pytest.importorskip("distributed")
@@ -258,3 +260,36 @@ def test_dask_selector_pickles_and_resumes_with_joblib(client, data):
     resident.partial_fit(data.X[CHUNK:], data.y[CHUNK:])  # continues on the workers
     _assert_same_results(local, resident)
     np.testing.assert_array_equal(local.predict(data.X[:5]), resident.predict(data.X[:5]))
+
+
+@pytest.fixture(params=["n_jobs=1", "n_jobs=2", "dask"])
+def executor(request, monkeypatch):
+    """Selector parameters for each place a candidate can run (joblib workers forced for n_jobs=2)."""
+    if request.param == "dask":
+        request.getfixturevalue("client")
+        return dict(parallel="dask")
+    monkeypatch.setattr(_distributed, "use_joblib_workers", lambda payoff, n_workers: True)
+    return dict(n_jobs=int(request.param[-1]))
+
+
+def test_candidates_warnings_reach_the_caller_wherever_they_run(executor, data):
+    # A feature of scale 1e4 makes each candidate warn in its own process; the caller gets every warning, at its
+    # own line, naming the candidate (a worker's warnings used to reach only its stderr or log).
+    X = data.X * [1.0, 1e4]
+    with pytest.warns(FeatureScaleWarning) as caught:
+        _selector(**executor).partial_fit(X[:CHUNK], data.y[:CHUNK])
+    relayed = [w for w in caught if issubclass(w.category, FeatureScaleWarning)]
+    assert sorted(str(w.message).rsplit(" [", 1)[1] for w in relayed) == ["candidate 's2=0.5']", "candidate 's2=2']"]
+    assert {w.filename for w in relayed} == {__file__}
+
+
+def test_an_error_filter_on_a_candidates_warning_leaves_the_selector_as_it_was(executor, data):
+    selector = _selector(**executor).partial_fit(data.X[:CHUNK], data.y[:CHUNK])
+    before = selector.log_evidences_.copy()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", FeatureScaleWarning)
+        with pytest.raises(FeatureScaleWarning, match=r"\[candidate 's2=0.5'\]"):
+            selector.partial_fit(data.X[CHUNK:] * [1.0, 1e4], data.y[CHUNK:])
+    assert selector.n_samples_seen_ == CHUNK
+    np.testing.assert_array_equal(selector.log_evidences_, before)
+    assert selector.estimators_[0].n_samples_seen_ == CHUNK
