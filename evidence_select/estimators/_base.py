@@ -15,6 +15,7 @@ from sklearn.base import BaseEstimator
 from ..evidence._sgais import (SamplerDegeneracyWarning, SGAISConfig, evidence_estimate, particle_log_weights,
                                sgais_init, sgais_update)
 from ..evidence._mode_check import check_against_mode
+from ..evidence._sgais_checks import DEGENERATE_CHUNKS, DEGENERATE_ESS, failed_evidence_checks
 from ..kernels._reservoir import reservoir_undo
 from ..utils import make_generator
 from ..utils._progress import progress_bar
@@ -38,11 +39,6 @@ INFORMATION_LIMIT = 1e3
 #: call that ran the data-scale checks skips them: the checks fit the rows (as costly as annealing a small chunk),
 #: and data on the scale of rows already checked would give the same verdict. The first call always runs them.
 SCALE_RECHECK_FACTOR = 2.0
-
-
-#: ``SamplerDegeneracyWarning`` when the ESS stayed below ``DEGENERATE_ESS`` (fewer than two effective
-#: particles: the weight sits on about one particle in some group) for the last ``DEGENERATE_CHUNKS`` chunks.
-DEGENERATE_ESS, DEGENERATE_CHUNKS = 2.0, 10
 
 
 class FeatureScaleWarning(UserWarning):
@@ -304,6 +300,16 @@ class BaseSGAISEstimator(BaseEstimator):
     def n_samples_seen_(self):
         """Number of samples streamed so far."""
         return self._state().n_samples_seen
+
+    @property
+    def evidence_checks_(self):
+        """Names of the checks that flag ``log_evidence_`` as possibly wrong (tuple of str, empty when none).
+
+        Each is a warning the stream raised: ``degraded``, ``posterior_mode``,
+        ``population_bias``, ``lineages``, ``fallback`` or ``collapsed_weights``
+        (:mod:`evidence_select.evidence._sgais_checks` says what each means).
+        """
+        return failed_evidence_checks(self._state(), self.evidence_history_, self.sgais_config_.n_particles)
 
     def _state(self):
         if "sgais_state_" not in vars(self):

@@ -83,6 +83,10 @@ class BayesianLogisticClassifier(ClassifierMixin, BaseSGAISEstimator):
     log_evidence_std_ : float
         Its standard error: the larger of the replicate groups' spread and the
         accumulated importance-weight variance.
+    evidence_checks_ : tuple of str
+        Names of the checks that flag ``log_evidence_`` as possibly wrong
+        (each raised its warning during the stream), empty when none; see
+        :ref:`limitations`.
     n_samples_seen_ : int
         Number of samples streamed.
     evidence_history_ : list of ChunkRecord

@@ -151,6 +151,10 @@ class BayesianMixture(DensityMixin, BaseSGAISEstimator):
         Its standard error: the larger of the replicate groups' spread and the
         accumulated importance-weight variance, widened by the gap to a failed
         posterior-mode check (Notes).
+    evidence_checks_ : tuple of str
+        Names of the checks that flag ``log_evidence_`` as possibly wrong
+        (each raised its warning during the stream), empty when none; see
+        :ref:`limitations`.
     n_samples_seen_ : int
         Number of samples streamed.
     evidence_history_ : list of ChunkRecord

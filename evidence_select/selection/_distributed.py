@@ -33,6 +33,7 @@ import numpy as np
 from joblib import Parallel, delayed, effective_n_jobs
 
 from ..evidence._api import log_evidence
+from ..evidence._result import failed_checks
 from ..utils._threads import single_threaded_blas
 from ..utils._warnings import warn
 
@@ -52,6 +53,7 @@ class CandidateSummary(NamedTuple):
     result: object  # the reference backend's EvidenceResult, None for "sgais"
     seconds: float = 0.0  # wall time of the candidate's update in its worker (the placement's cost estimate)
     warnings: tuple = ()  # (category, message) of every warning the update raised, in order (relay_warnings)
+    checks: tuple = ()  # names of the checks that flag its evidence (evidence_checks_, or the backend's failed ones)
 
 
 class AdvanceTask(NamedTuple):
@@ -96,9 +98,11 @@ def _advance(estimator, task, backend_seed, history_length):
         warnings.simplefilter("always")
         getattr(estimator, task.method)(*((task.X,) if task.y is None else (task.X, task.y)), **task.fit_params)
         result = None if task.backend == "sgais" else _reference_evidence(estimator, task, backend_seed)
+    checks = (tuple(getattr(estimator, "evidence_checks_", ())) if result is None
+              else tuple(failed_checks(result.diagnostics)))
     summary = CandidateSummary(float(estimator.log_evidence_), float(estimator.log_evidence_std_),
                                list(estimator.evidence_history_[history_length:]), result,
-                               time.perf_counter() - tic, tuple((w.category, str(w.message)) for w in caught))
+                               time.perf_counter() - tic, tuple((w.category, str(w.message)) for w in caught), checks)
     return estimator, summary
 
 

@@ -16,6 +16,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from ..evidence._sgais import ChunkRecord
 from ..utils import make_generator
 from ..utils._validation import StrOptions, check_is_fitted, validate_data
+from ..evidence._sgais_checks import with_chunk_checks
 from ._distributed import (PARALLEL_OPTIONS, AdvanceTask, JoblibPayoff, ResidentNamedCandidates, advance_candidates,
                            relay_warnings)
 from ._averaging import (log_model_prior, log_model_probabilities, mix_log_density, mix_normal, mix_proba,
@@ -197,6 +198,12 @@ class EvidenceModelSelector(MetaEstimatorMixin, BaseEstimator):
         Log evidence of each candidate on all data seen so far.
     log_evidence_stds_ : ndarray of shape (n_candidates,)
         Their standard errors.
+    evidence_checks_ : list of tuple of str
+        For each candidate, the names of the checks that flag its evidence as
+        possibly wrong (empty when none): the estimator's ``evidence_checks_``
+        with ``backend="sgais"`` (a chunk's check, once raised, stays), the
+        reference backend's failed diagnostics otherwise. ``summary()`` adds
+        them as a column when any candidate has one.
     log_model_probabilities_ : ndarray of shape (n_candidates,)
         Log posterior model probabilities.
     model_probabilities_ : ndarray of shape (n_candidates,)
@@ -526,6 +533,7 @@ class EvidenceModelSelector(MetaEstimatorMixin, BaseEstimator):
         self._joblib_payoff = payoff
         self.log_evidences_ = log_evidences
         self.log_evidence_stds_ = log_evidence_stds
+        self.evidence_checks_ = self._evidence_checks(summaries, backend, first_call)
         self.log_model_probabilities_ = log_probabilities
         self.model_probabilities_ = np.exp(log_probabilities)
         self.model_probabilities_std_ = model_probability_std(self.model_probabilities_, log_evidence_stds)
@@ -573,6 +581,14 @@ class EvidenceModelSelector(MetaEstimatorMixin, BaseEstimator):
             return [0] * len(candidates)
         stored = getattr(self, "_n_candidate_records", None)
         return list(stored) if stored is not None else [len(est.evidence_history_) for est in candidates]
+
+    def _evidence_checks(self, summaries, backend, first_call):
+        """Each candidate's failed checks after this call: a reference backend's own, or the SGAIS candidate's
+        together with the chunk checks its earlier calls raised (a job sees only the recent records)."""
+        if backend != "sgais" or first_call:
+            return [tuple(summary.checks) for summary in summaries]
+        earlier = getattr(self, "evidence_checks_", [()] * len(summaries))  # selectors pickled before this existed
+        return [with_chunk_checks(summary.checks, before) for summary, before in zip(summaries, earlier)]
 
     @staticmethod
     def _aligned_records(new, log_prior):
@@ -724,8 +740,9 @@ class EvidenceModelSelector(MetaEstimatorMixin, BaseEstimator):
         ``log_evidence_per_datum`` (divided by ``n_samples_seen_``),
         ``log_model_probability`` and its standard error
         ``log_model_probability_std``, ``model_probability`` and
-        ``model_probability_std``, ``backend`` and ``rank`` (1 for the most
-        probable). :meth:`summary` prints it.
+        ``model_probability_std``, ``backend``, ``rank`` (1 for the most
+        probable) and ``checks`` (the names in ``evidence_checks_``, joined by
+        commas; empty when none). :meth:`summary` prints it.
 
         Returns
         -------
@@ -734,7 +751,7 @@ class EvidenceModelSelector(MetaEstimatorMixin, BaseEstimator):
         check_is_fitted(self, "estimators_")
         return selection_results(list(self.named_estimators_), self.log_evidences_, self.log_evidence_stds_,
                                  self.log_model_probabilities_, self.model_probabilities_std_,
-                                 self.n_samples_seen_, self.backend)
+                                 self.n_samples_seen_, self.backend, getattr(self, "evidence_checks_", None))
 
     def summary(self, order="rank"):
         """The results as an aligned text table, best candidate first.

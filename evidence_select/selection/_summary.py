@@ -53,7 +53,7 @@ def log_probability_std(probabilities, log_evidence_stds):
 
 
 def selection_results(names, log_evidences, log_evidence_stds, log_model_probabilities, model_probability_std,
-                      n_samples_seen, backend):
+                      n_samples_seen, backend, checks=None):
     """The table of a selector's results, one row per candidate in the candidates' order.
 
     Parameters
@@ -65,6 +65,8 @@ def selection_results(names, log_evidences, log_evidence_stds, log_model_probabi
         Delta-method standard errors of the probabilities.
     n_samples_seen : int
     backend : str
+    checks : list of tuple of str, optional
+        Each candidate's failed checks (none when omitted).
 
     Returns
     -------
@@ -72,9 +74,11 @@ def selection_results(names, log_evidences, log_evidence_stds, log_model_probabi
         ``name``, ``log_evidence``, ``log_evidence_std``,
         ``log_evidence_per_datum``, ``log_model_probability``,
         ``log_model_probability_std``, ``model_probability``,
-        ``model_probability_std``, ``backend`` and ``rank`` (1 for the most
-        probable candidate; ties share the smaller rank, as in ``cv_results_``).
+        ``model_probability_std``, ``backend``, ``rank`` (1 for the most
+        probable candidate; ties share the smaller rank, as in ``cv_results_``)
+        and ``checks`` (the failed checks joined by ", ", or "").
     """
+    checks = [()] * len(names) if checks is None else checks
     log_p = np.asarray(log_model_probabilities, dtype=float)
     probabilities = np.exp(log_p)
     # Competition ranking ("1224"), like scikit-learn's rank_test_score.
@@ -91,6 +95,7 @@ def selection_results(names, log_evidences, log_evidence_stds, log_model_probabi
         "model_probability_std": np.asarray(model_probability_std, dtype=float),
         "backend": np.array([backend] * len(names), dtype=object),
         "rank": rank,
+        "checks": np.array([", ".join(names_failed) for names_failed in checks], dtype=object),
     }
 
 
@@ -166,7 +171,8 @@ def format_summary(results, *, order="rank"):
     Returns
     -------
     text : str
-        One header line and one line per candidate.
+        One header line and one line per candidate; a last column ``checks``
+        names the failed checks where any candidate has one.
 
     Examples
     --------
@@ -178,6 +184,16 @@ def format_summary(results, *, order="rank"):
        1  a               -100.00     0.50    -2.0000  0.731 +/- 0.14   sgais
        2  b               -101.00     0.50    -2.0200  0.2689 +/- 0.14  sgais
        3  c               -900.00     0.50   -18.0000  < 1e-347         sgais
+
+    Failed checks add a column:
+
+    >>> results = selection_results(["a", "b"], np.array([-100.0, -101.0]), np.array([0.5, 0.5]),
+    ...                             np.array([-0.3133, -1.3133]), np.array([0.14, 0.14]), 50, "sgais",
+    ...                             [(), ("population_bias", "lineages")])
+    >>> print(format_summary(results))
+    rank  candidate  log evidence  +/- std  per datum  probability      backend  checks
+       1  a               -100.00     0.50    -2.0000  0.731 +/- 0.14   sgais
+       2  b               -101.00     0.50    -2.0200  0.2689 +/- 0.14  sgais    population_bias, lineages
     """
     if order not in ("rank", "input"):
         raise ValueError(f"order must be 'rank' or 'input'; got {order!r}")
@@ -188,10 +204,14 @@ def format_summary(results, *, order="rank"):
                         for k in rows]
     width_name = max([len("candidate")] + [len(str(results["name"][k])) for k in rows])
     width_p = max([len("probability")] + [len(text) for text in probability_text])
+    checks = results.get("checks", [""] * len(results["name"]))
+    width_backend = max([len("backend")] + [len(str(results["backend"][k])) for k in rows])
+    check_column = any(checks[k] for k in rows)
     lines = [f"{'rank':>4}  {'candidate':<{width_name}}  {'log evidence':>12}  {'+/- std':>7}  {'per datum':>9}  "
-             f"{'probability':<{width_p}}  backend"]
+             f"{'probability':<{width_p}}  {'backend':<{width_backend}}" + ("  checks" if check_column else "")]
     for k, text in zip(rows, probability_text):
         lines.append(f"{results['rank'][k]:>4}  {str(results['name'][k]):<{width_name}}  "
                      f"{results['log_evidence'][k]:>12.2f}  {results['log_evidence_std'][k]:>7.2f}  "
-                     f"{results['log_evidence_per_datum'][k]:>9.4f}  {text:<{width_p}}  {results['backend'][k]}")
+                     f"{results['log_evidence_per_datum'][k]:>9.4f}  {text:<{width_p}}  "
+                     f"{str(results['backend'][k]):<{width_backend}}" + (f"  {checks[k]}" if check_column else ""))
     return "\n".join(line.rstrip() for line in lines)

@@ -293,3 +293,17 @@ def test_an_error_filter_on_a_candidates_warning_leaves_the_selector_as_it_was(e
     assert selector.n_samples_seen_ == CHUNK
     np.testing.assert_array_equal(selector.log_evidences_, before)
     assert selector.estimators_[0].n_samples_seen_ == CHUNK
+
+
+@pytest.mark.filterwarnings("ignore::evidence_select.EvidenceConvergenceWarning",
+                            "ignore::evidence_select.SamplerDegeneracyWarning")
+def test_failed_checks_outlive_the_records_a_job_carries(executor, data):
+    # Two particles cannot keep three lineages: the first chunk fails the lineage check. A joblib job carries only
+    # the last 16 records, so after 20 chunks only the selector's own memory of the check keeps it.
+    candidates = [("tiny", BayesianLinearRegressor(n_particles=2, batch_size=10, random_state=0)),
+                  ("fine", BayesianLinearRegressor(**FAST))]
+    selector = EvidenceModelSelector(candidates, random_state=0, **executor)
+    for start in range(0, N_ROWS, 10):
+        selector.partial_fit(data.X[start:start + 10], data.y[start:start + 10])
+    assert "lineages" in selector.evidence_checks_[0]
+    assert selector.evidence_checks_ == [est.evidence_checks_ for est in selector.estimators_]

@@ -12,7 +12,7 @@ from evidence_select.selection._summary import format_probability, format_summar
 
 FAST = {"n_particles": 5, "n_replicates": 2, "n_mcmc_steps": 2, "batch_size": 100}
 COLUMNS = ["name", "log_evidence", "log_evidence_std", "log_evidence_per_datum", "log_model_probability",
-           "log_model_probability_std", "model_probability", "model_probability_std", "backend", "rank"]
+           "log_model_probability_std", "model_probability", "model_probability_std", "backend", "rank", "checks"]
 
 
 @pytest.fixture(scope="module")
@@ -35,6 +35,7 @@ def test_results_are_columns_by_candidate_name(fitted):
     np.testing.assert_array_equal(results["model_probability_std"], fitted.model_probabilities_std_)
     np.testing.assert_allclose(results["log_evidence_per_datum"], fitted.log_evidences_ / 300)
     assert set(results["backend"]) == {"sgais"}
+    assert results["checks"].tolist() == [", ".join(checks) for checks in fitted.evidence_checks_]
     # rank 1 is the best candidate, and the ranks follow the probabilities
     assert results["rank"][fitted.best_index_] == 1
     assert np.all(np.diff(results["model_probability"][np.argsort(results["rank"])]) <= 0)
