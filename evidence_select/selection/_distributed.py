@@ -25,7 +25,6 @@ import copy
 import itertools
 import time
 import uuid
-import warnings
 from collections.abc import Mapping, Sequence
 from typing import NamedTuple
 
@@ -35,7 +34,7 @@ from joblib import Parallel, delayed, effective_n_jobs
 from ..evidence._api import log_evidence
 from ..evidence._result import failed_checks
 from ..utils._threads import single_threaded_blas
-from ..utils._warnings import warn
+from ..utils._warnings import recorded_warnings, warn
 
 __all__ = ["CandidateSummary", "JoblibPayoff", "ResidentCandidates", "ResidentNamedCandidates", "advance_candidates",
            "after_joblib_call", "aligned", "longest_first", "parallel_seconds", "relay_warnings", "use_joblib_workers",
@@ -94,8 +93,7 @@ def _advance(estimator, task, backend_seed, history_length):
     estimator = _private_copy(estimator)
     # Recorded, all of them, wherever this runs: a worker's warnings would otherwise reach only its stderr or log,
     # past the user's filters. The selector raises them again in the calling process (relay_warnings).
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
+    with recorded_warnings() as caught:
         getattr(estimator, task.method)(*((task.X,) if task.y is None else (task.X, task.y)), **task.fit_params)
         result = None if task.backend == "sgais" else _reference_evidence(estimator, task, backend_seed)
     checks = (tuple(getattr(estimator, "evidence_checks_", ())) if result is None

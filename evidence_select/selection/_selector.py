@@ -14,9 +14,9 @@ from sklearn.utils.metaestimators import available_if
 from sklearn.utils.multiclass import check_classification_targets
 
 from ..evidence._sgais import ChunkRecord
+from ..evidence._sgais_checks import with_chunk_checks
 from ..utils import make_generator
 from ..utils._validation import StrOptions, check_is_fitted, validate_data
-from ..evidence._sgais_checks import with_chunk_checks
 from ._distributed import (PARALLEL_OPTIONS, AdvanceTask, JoblibPayoff, ResidentNamedCandidates, advance_candidates,
                            relay_warnings)
 from ._averaging import (log_model_prior, log_model_probabilities, mix_log_density, mix_normal, mix_proba,

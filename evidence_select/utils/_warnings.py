@@ -9,9 +9,15 @@ lines on most of them. :func:`warn` walks out of the package instead.
 
 import os
 import sys
+import threading
 import warnings
+from contextlib import contextmanager
 
-__all__ = ["warn", "user_stacklevel"]
+__all__ = ["recorded_warnings", "warn", "user_stacklevel"]
+
+# warnings.catch_warnings swaps process-wide state (the filters and the function that shows a warning), so two
+# threads inside it at once would record each other's warnings and leave the wrong state behind.
+_RECORDING = threading.Lock()
 
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 _TESTS = os.sep + "tests" + os.sep
@@ -48,3 +54,23 @@ def warn(message, category):
     True
     """
     warnings.warn(message, category, stacklevel=user_stacklevel(2) + 1)
+
+
+@contextmanager
+def recorded_warnings():
+    """Record every warning raised inside the block, whatever the filters, into the yielded list.
+
+    Threads take turns (joblib's threading backend, a dask worker with several
+    threads): :func:`warnings.catch_warnings` is not thread-safe.
+
+    Examples
+    --------
+    >>> import warnings
+    >>> with recorded_warnings() as caught:
+    ...     warnings.warn("kept", UserWarning)
+    >>> [str(w.message) for w in caught]
+    ['kept']
+    """
+    with _RECORDING, warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        yield caught

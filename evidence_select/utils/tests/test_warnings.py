@@ -44,3 +44,29 @@ def test_user_stacklevel_counts_the_package_frames(monkeypatch):
 def test_test_modules_count_as_user_code():
     assert not _warnings._inside_package(__file__)
     assert _warnings._inside_package(_warnings.__file__)
+
+
+def test_threads_recording_warnings_keep_their_own_and_the_process_state():
+    # Thread "a" records, waits, then warns; thread "b" starts recording meanwhile. catch_warnings alone would
+    # hand b's list to a's warning and leave a stale recorder installed for the whole process afterwards.
+    import threading
+    import time
+
+    shown_before, filters_before = warnings.showwarning, list(warnings.filters)
+    caught = {}
+
+    def record(name, pause):
+        with _warnings.recorded_warnings() as mine:
+            time.sleep(pause)
+            warnings.warn(f"from {name}", UserWarning)
+            time.sleep(0.2)
+        caught[name] = [str(w.message) for w in mine]
+
+    threads = [threading.Thread(target=record, args=("a", 0.2)), threading.Thread(target=record, args=("b", 0.0))]
+    threads[0].start()
+    time.sleep(0.05)
+    threads[1].start()
+    for thread in threads:
+        thread.join()
+    assert caught == {"a": ["from a"], "b": ["from b"]}
+    assert warnings.showwarning is shown_before and warnings.filters == filters_before
