@@ -5,6 +5,10 @@ and line of the frame ``stacklevel`` names. The package's warnings come from
 different depths on different paths (``fit``, ``partial_fit``, a selector, a
 joblib job, ``log_evidence``), so a fixed ``stacklevel`` names one of our own
 lines on most of them. :func:`warn` walks out of the package instead.
+
+A job in another process (a joblib or dask worker) has no user's line and no
+user's filters: :func:`recorded_warnings` keeps its warnings, for the calling
+process to raise again.
 """
 
 import os
@@ -17,7 +21,7 @@ __all__ = ["recorded_warnings", "warn", "user_stacklevel"]
 
 # warnings.catch_warnings swaps process-wide state (the filters and the function that shows a warning), so two
 # threads inside it at once would record each other's warnings and leave the wrong state behind.
-_RECORDING = threading.Lock()
+_RECORDING = threading.RLock()  # reentrant: a recorded block may record inside (nesting is safe in one thread)
 
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 _TESTS = os.sep + "tests" + os.sep
