@@ -9,8 +9,9 @@ from ..models import Model
 from ._exact import exact_log_evidence
 from ._mode_check import check_against_mode
 from ..utils._threads import single_threaded_blas
-from ._result import EvidenceResult
+from ._result import EvidenceResult, failed_checks
 from ._sgais import SGAISConfig, evidence_estimate, sgais_stream
+from ._sgais_checks import evidence_diagnostics
 
 __all__ = ["log_evidence", "METHODS", "no_data"]
 
@@ -157,10 +158,12 @@ def log_evidence(estimator_or_model, X=None, y=None, *, method, random_state=Non
         est.fit(X, y) if y is not None else est.fit(X)
         state = est.sgais_state_
         n_rows = est.n_samples_seen_
+        diagnostics = evidence_diagnostics(state, est.evidence_history_, est.sgais_config_.n_particles)
         return EvidenceResult(est.log_evidence_, est.log_evidence_std_, "sgais",
                               state.n_datum_evaluations / max(n_rows, 1), state.n_datum_evaluations,
                               time.perf_counter() - tic, settings=est.get_params(), samples=est.particles_,
-                              log_weights=est.log_weights_, info={"evidence_history": est.evidence_history_})
+                              log_weights=est.log_weights_, info={"evidence_history": est.evidence_history_},
+                              diagnostics=diagnostics, converged=not failed_checks(diagnostics))
     model, X, y = (estimator_or_model, *_model_data(X, y)) if is_model \
         else _model_and_data(estimator_or_model, X, y)
     if method == "exact":
@@ -169,7 +172,9 @@ def log_evidence(estimator_or_model, X=None, y=None, *, method, random_state=Non
     if method == "sgais":
         state, config = _sgais_on_model(model, X, y, random_state, **method_kwargs)
         log_z, std = evidence_estimate(state)
+        diagnostics = evidence_diagnostics(state, [], config.n_particles)  # the stream keeps no records
         return EvidenceResult(log_z, std, "sgais", state.n_datum_evaluations / max(len(X), 1),
                               state.n_datum_evaluations, time.perf_counter() - tic, settings=config._asdict(),
-                              samples=state.particles, log_weights=state.log_weights.ravel())
+                              samples=state.particles, log_weights=state.log_weights.ravel(),
+                              diagnostics=diagnostics, converged=not failed_checks(diagnostics))
     return _reference_backend(method)(model, X, y, random_state=random_state, verbose=verbose, **method_kwargs)

@@ -41,7 +41,9 @@ class EvidenceResult:
     diagnostics : dict
         Convergence checks, each ``name -> {"value": ..., "threshold": ...,
         "passed": bool}`` (e.g. ``"rhat"``, ``"ess"``, ``"bridge_iterations"``,
-        ``"insertion_test"``). Empty for ``method="exact"``.
+        ``"insertion_test"``; for ``"sgais"`` the online checks of
+        :mod:`~evidence_select.evidence._sgais_checks`, such as
+        ``"population_bias"``). Empty for ``method="exact"``.
     converged : bool
         True when every check in ``diagnostics`` passed. A False verdict has
         already raised :class:`~evidence_select.exceptions.EvidenceConvergenceWarning`.

@@ -29,10 +29,13 @@ estimator's ``evidence_checks_``, a selector's ``checks`` column):
 raised; the others describe the current state, and clear when it recovers.
 """
 
+import math
+
+from ._result import check, failed_checks
 from ._sgais_state import POPULATION_BIAS_WARNING, lineage_threshold, population_log_variance
 
-__all__ = ["CHUNK_CHECKS", "CHECK_NAMES", "DEGENERATE_CHUNKS", "DEGENERATE_ESS", "failed_evidence_checks",
-           "with_chunk_checks"]
+__all__ = ["CHUNK_CHECKS", "CHECK_NAMES", "DEGENERATE_CHUNKS", "DEGENERATE_ESS", "evidence_diagnostics",
+           "failed_evidence_checks", "with_chunk_checks"]
 
 #: Collapsed weights: the ESS stayed below ``DEGENERATE_ESS`` (fewer than two effective particles: the weight
 #: sits on about one particle in some group) for the last ``DEGENERATE_CHUNKS`` chunks.
@@ -44,8 +47,12 @@ CHECK_NAMES = ("degraded", "posterior_mode", "population_bias", "lineages", "fal
 CHUNK_CHECKS = ("degraded", "lineages", "fallback")
 
 
-def failed_evidence_checks(state, history, n_particles):
-    """Names of the checks that flag ``state``'s evidence, in the order of this module's list.
+def evidence_diagnostics(state, history, n_particles):
+    """The checks of ``state``'s evidence as a diagnostics dict, ``name -> check(value, threshold, passed)``.
+
+    The format of :attr:`~._result.EvidenceResult.diagnostics`, in the order
+    of this module's list; a check that needs records the history does not
+    hold passes.
 
     Parameters
     ----------
@@ -59,19 +66,29 @@ def failed_evidence_checks(state, history, n_particles):
 
     Returns
     -------
-    names : tuple of str
-        Empty when every check passes.
+    diagnostics : dict
     """
-    failed = {
-        "degraded": state.n_degraded_chunks > 0 or any(record.degraded for record in history),
-        "posterior_mode": state.mode_gap_variance > 0,
-        "population_bias": 0.5 * population_log_variance(state.log_evidence_variance) >= POPULATION_BIAS_WARNING,
-        "lineages": _first_chunk_collapsed(state, history, n_particles),
-        "fallback": any(record.fallback for record in history),
-        "collapsed_weights": len(history) >= DEGENERATE_CHUNKS
-                             and all(record.ess < DEGENERATE_ESS for record in history[-DEGENERATE_CHUNKS:]),
+    degraded = int(max(state.n_degraded_chunks, sum(bool(record.degraded) for record in history)))
+    gap = math.sqrt(state.mode_gap_variance)
+    bias = 0.5 * population_log_variance(state.log_evidence_variance)
+    complete = bool(history) and len(history) == state.n_chunks
+    lineages = int(history[0].n_lineages) if complete else None  # 0: a record that predates the count
+    threshold = lineage_threshold(n_particles)
+    fallbacks = sum(bool(record.fallback) for record in history)
+    collapsed = sum(bool(record.ess < DEGENERATE_ESS) for record in history[-DEGENERATE_CHUNKS:])
+    return {
+        "degraded": check(degraded, 0, degraded == 0),
+        "posterior_mode": check(gap, 0.0, gap == 0.0),
+        "population_bias": check(bias, POPULATION_BIAS_WARNING, bias < POPULATION_BIAS_WARNING),
+        "lineages": check(lineages, threshold, not lineages or lineages >= threshold),
+        "fallback": check(fallbacks, 0, fallbacks == 0),
+        "collapsed_weights": check(collapsed, DEGENERATE_CHUNKS, collapsed < DEGENERATE_CHUNKS),
     }
-    return tuple(name for name in CHECK_NAMES if failed[name])
+
+
+def failed_evidence_checks(state, history, n_particles):
+    """Names of the checks that flag ``state``'s evidence (:func:`evidence_diagnostics`); empty when none."""
+    return tuple(failed_checks(evidence_diagnostics(state, history, n_particles)))
 
 
 def with_chunk_checks(current, earlier):
@@ -84,10 +101,3 @@ def with_chunk_checks(current, earlier):
     """
     return tuple(name for name in CHECK_NAMES if name in current or (name in CHUNK_CHECKS and name in earlier))
 
-
-def _first_chunk_collapsed(state, history, n_particles):
-    """Whether the first chunk (annealed from the prior) left too few lineages; False unless ``history`` holds
-    every chunk, or for records that predate the count (``n_lineages == 0``)."""
-    if not history or len(history) != state.n_chunks:
-        return False
-    return 0 < history[0].n_lineages < lineage_threshold(n_particles)

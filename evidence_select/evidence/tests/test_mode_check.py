@@ -119,6 +119,7 @@ def test_log_evidence_of_a_model_checks_the_final_state(sorted_iris):
             result = log_evidence(GaussianMixtureModel(3, 4), sorted_iris, method="sgais", random_state=seed,
                                   batch_size=100, n_mcmc_steps=2, initial_mcmc_factor=1)
         flagged = [w for w in caught if "best posterior mode" in str(w.message)]
+        assert result.diagnostics["posterior_mode"]["passed"] == (not flagged)  # the verdict keeps the warning
         for warning in flagged:
             assert warning.filename == __file__
             gap = float(re.search(r"([0-9.]+) nats above", str(warning.message)).group(1))

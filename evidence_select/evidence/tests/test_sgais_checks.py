@@ -4,9 +4,11 @@ import warnings
 
 import pytest
 
-from evidence_select import BayesianLinearRegressor, BayesianMixture, EvidenceModelSelector
+from evidence_select import BayesianLinearRegressor, BayesianMixture, EvidenceModelSelector, log_evidence
 from evidence_select.datasets import make_linear_regression, make_mixture
-from evidence_select.evidence._sgais_checks import CHUNK_CHECKS, failed_evidence_checks
+from evidence_select.evidence._result import failed_checks
+from evidence_select.evidence._sgais_checks import CHECK_NAMES, CHUNK_CHECKS, failed_evidence_checks
+from evidence_select.evidence._sgais_state import POPULATION_BIAS_WARNING
 
 #: The opening words of each check's warning.
 WARNING_OF_CHECK = {"population_bias": "finite particle population", "lineages": "starting particles",
@@ -87,3 +89,17 @@ def test_a_reference_backend_reports_its_failed_diagnostics():
                                          random_state=0).fit(data.X, data.y)
     assert "rhat" in selector.evidence_checks_[0]
     assert "rhat" in selector.summary().splitlines()[1]
+
+
+@pytest.mark.filterwarnings("ignore::evidence_select.EvidenceConvergenceWarning")
+def test_log_evidence_by_sgais_carries_the_checks_in_its_verdict():
+    # The functional API's result: the checks as diagnostics, converged=False when one fails, on both paths.
+    data = make_linear_regression(20_000, random_state=0)
+    flagged = log_evidence(BayesianLinearRegressor(n_particles=4), data.X, data.y, method="sgais", random_state=0)
+    assert not flagged.converged and not flagged.diagnostics["population_bias"]["passed"]
+    assert flagged.diagnostics["population_bias"]["value"] >= POPULATION_BIAS_WARNING
+    model = BayesianLinearRegressor()._make_model(data.X.shape[1])
+    on_model = log_evidence(model, data.X, data.y, method="sgais", random_state=0, n_particles=4)
+    assert not on_model.converged and "population_bias" in failed_checks(on_model.diagnostics)
+    clean = log_evidence(BayesianLinearRegressor(), data.X[:1000], data.y[:1000], method="sgais", random_state=0)
+    assert clean.converged and set(clean.diagnostics) == set(CHECK_NAMES)
