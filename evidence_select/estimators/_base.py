@@ -15,7 +15,7 @@ from sklearn.base import BaseEstimator
 from ..evidence._sgais import (SamplerDegeneracyWarning, SGAISConfig, evidence_estimate, particle_log_weights,
                                sgais_init, sgais_update)
 from ..evidence._mode_check import check_against_mode
-from ..evidence._sgais_checks import DEGENERATE_CHUNKS, DEGENERATE_ESS, failed_evidence_checks
+from ..evidence._sgais_checks import DEGENERATE_CHUNKS, DEGENERATE_ESS, collapsed_chunks, failed_evidence_checks
 from ..kernels._reservoir import reservoir_undo
 from ..utils import make_generator
 from ..utils._progress import progress_bar
@@ -242,8 +242,7 @@ class BaseSGAISEstimator(BaseEstimator):
         with ``resample_threshold=0`` (the paper's setting) a collapse persists and the evidence rests on
         one particle per group.
         """
-        recent = history[-DEGENERATE_CHUNKS:]
-        if len(recent) == DEGENERATE_CHUNKS and all(record.ess < DEGENERATE_ESS for record in recent):
+        if collapsed_chunks(history) == DEGENERATE_CHUNKS:
             warn(f"{type(self).__name__}: the importance weights of a particle group have been on one "
                  f"particle (ESS < {DEGENERATE_ESS}) for the last {DEGENERATE_CHUNKS} chunks; the evidence "
                  "rests on that particle: enable resampling (resample_threshold > 0) or use more particles",

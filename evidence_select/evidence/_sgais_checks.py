@@ -34,8 +34,8 @@ import math
 from ._result import check, failed_checks
 from ._sgais_state import POPULATION_BIAS_WARNING, lineage_threshold, population_log_variance
 
-__all__ = ["CHUNK_CHECKS", "CHECK_NAMES", "DEGENERATE_CHUNKS", "DEGENERATE_ESS", "evidence_diagnostics",
-           "failed_evidence_checks", "with_chunk_checks"]
+__all__ = ["CHUNK_CHECKS", "CHECK_NAMES", "DEGENERATE_CHUNKS", "DEGENERATE_ESS", "collapsed_chunks",
+           "evidence_diagnostics", "failed_evidence_checks", "with_chunk_checks"]
 
 #: Collapsed weights: the ESS stayed below ``DEGENERATE_ESS`` (fewer than two effective particles: the weight
 #: sits on about one particle in some group) for the last ``DEGENERATE_CHUNKS`` chunks.
@@ -68,14 +68,14 @@ def evidence_diagnostics(state, history, n_particles):
     -------
     diagnostics : dict
     """
-    degraded = int(max(state.n_degraded_chunks, sum(bool(record.degraded) for record in history)))
+    degraded = int(state.n_degraded_chunks)  # counted by the engine: no pass over the history
     gap = math.sqrt(state.mode_gap_variance)
     bias = 0.5 * population_log_variance(state.log_evidence_variance)
     complete = bool(history) and len(history) == state.n_chunks
     lineages = int(history[0].n_lineages) if complete else None  # 0: a record that predates the count
     threshold = lineage_threshold(n_particles)
     fallbacks = sum(bool(record.fallback) for record in history)
-    collapsed = sum(bool(record.ess < DEGENERATE_ESS) for record in history[-DEGENERATE_CHUNKS:])
+    collapsed = collapsed_chunks(history)
     return {
         "degraded": check(degraded, 0, degraded == 0),
         "posterior_mode": check(gap, 0.0, gap == 0.0),
@@ -84,6 +84,12 @@ def evidence_diagnostics(state, history, n_particles):
         "fallback": check(fallbacks, 0, fallbacks == 0),
         "collapsed_weights": check(collapsed, DEGENERATE_CHUNKS, collapsed < DEGENERATE_CHUNKS),
     }
+
+
+def collapsed_chunks(history):
+    """How many of the last ``DEGENERATE_CHUNKS`` records ended with an ESS below ``DEGENERATE_ESS``: all of them
+    fail the ``collapsed_weights`` check (and raise the estimators' SamplerDegeneracyWarning)."""
+    return sum(bool(record.ess < DEGENERATE_ESS) for record in history[-DEGENERATE_CHUNKS:])
 
 
 def failed_evidence_checks(state, history, n_particles):
