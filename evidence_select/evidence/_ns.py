@@ -160,11 +160,17 @@ def replacement_memory(start, new, centre, factor):
     >>> round(replacement_memory(start, start, np.zeros(2), np.eye(2)), 3)
     1.0
     """
+    terms = _memory_terms(start, new, centre, factor)
+    return float(np.mean(terms)) if terms is not None else float("nan")
+
+
+def _memory_terms(start, new, centre, factor):
+    """Per-replacement terms whose mean is :func:`replacement_memory` (None without spread)."""
     factor = np.diag(factor) if np.ndim(factor) == 1 else factor
     z_start = solve_triangular(factor, (start - centre).T, lower=True)
     z_new = solve_triangular(factor, (new - centre).T, lower=True)
     denom = np.sqrt(np.sum(z_start**2) * np.sum(z_new**2))
-    return float(np.sum(z_start * z_new) / denom) if denom > 0 else float("nan")
+    return len(start) * np.sum(z_start * z_new, axis=0) / denom if denom > 0 else None
 
 
 def insertion_rank_pvalue(ranks, n_others):
@@ -333,8 +339,11 @@ def _mean_over_iterations(runs, field):
     return float(np.nanmean(values)) if np.any(np.isfinite(values)) else float("nan")
 
 
-def _diagnostics(config, runs, run_log_z, run_std, n_params):
-    """Convergence checks of a set of NS runs (see :func:`nested_sampling_log_evidence`, Notes)."""
+def _diagnostics(config, runs, run_log_z, run_std, n_params, memory_removed):
+    """Convergence checks of a set of NS runs (see :func:`nested_sampling_log_evidence`, Notes).
+
+    ``memory_removed`` holds the runs' probes, :func:`memory_removed_by_longer_moves`, concatenated.
+    """
     ranks = np.concatenate([r.insertion_ranks for r in runs])
     p_insertion = insertion_rank_pvalue(ranks, config.n_live - config.n_replace)
     n_iterations = max(r.n_iterations for r in runs)
@@ -350,6 +359,11 @@ def _diagnostics(config, runs, run_log_z, run_std, n_params):
         chi2 = float(np.sum(weights * (run_log_z - mean) ** 2))
         p_runs = float(stats.chi2.sf(chi2, len(runs) - 1))
         out["runs_agreement"] = check(p_runs, MIN_RUNS_PVALUE, p_runs >= MIN_RUNS_PVALUE)
+    if len(memory_removed) > 1:
+        removed = float(np.mean(memory_removed))
+        noise = float(np.std(memory_removed, ddof=1) / np.sqrt(len(memory_removed)))
+        threshold = max(MAX_MEMORY_REMOVED, PROBE_SIGMAS * noise)
+        out["move_memory"] = check(removed, threshold, removed <= threshold)
     return out
 
 
@@ -433,11 +447,16 @@ def nested_sampling_log_evidence(model, X, y=None, *, config=None, random_state=
         return log_lik_and_grad(model, theta, X, y)
 
     bar = progress_bar(verbose, total=None, desc="NS", leave=False)
+    likelihood = (log_lik_fn, log_lik_and_grad_fn)
+    # The probe draws from its own generator (spawning leaves rng's state alone): the runs' estimates and errors
+    # are the same with it as without.
+    probe_rng = rng.spawn(1)[0]
     with single_threaded_blas():
-        runs = [_ns_run(rng, model, (log_lik_fn, log_lik_and_grad_fn), config, bar, verbose)
-                for _ in range(config.n_runs)]
+        runs = [_ns_run(rng, model, likelihood, config, bar, verbose) for _ in range(config.n_runs)]
+        probes = [memory_removed_by_longer_moves(probe_rng, model, likelihood, config, run) for run in runs]
     if bar is not None:
         bar.close()
+    memory_removed = np.concatenate([removed for removed, _ in probes])
     if config.n_runs == 1:
         run = runs[0]
         dead_log_lik, dead_n_live, live_log_lik = run.dead_log_lik, run.dead_n_live, run.live_log_lik
@@ -455,7 +474,7 @@ def nested_sampling_log_evidence(model, X, y=None, *, config=None, random_state=
     n_runs = config.n_runs
     std_between_runs = float(np.std(run_log_z, ddof=1) / np.sqrt(n_runs)) if n_runs > 1 else float("nan")
     std = std_simulated if n_runs == 1 else max(std_simulated, std_between_runs)
-    diagnostics = _diagnostics(config, runs, run_log_z, run_std, model.n_params)
+    diagnostics = _diagnostics(config, runs, run_log_z, run_std, model.n_params, memory_removed)
     converged = warn_not_converged("ns", diagnostics)
     info = dict(std_simulated=std_simulated, std_information=float(np.sqrt(information / (config.n_live * n_runs))),
                 information=information, std_between_runs=std_between_runs, log_evidence_runs=run_log_z.tolist(),
@@ -467,8 +486,9 @@ def nested_sampling_log_evidence(model, X, y=None, *, config=None, random_state=
                 galilean=GalileanInfo(*(int(t) for t in np.sum([r.galilean_totals for r in runs], axis=0)))._asdict(),
                 insertion_pvalue=diagnostics["insertion_rank"]["value"],
                 start_correlation=_mean_over_iterations(runs, "start_correlations"),
-                replacement_memory=_mean_over_iterations(runs, "memories"))
-    n_calls = sum(r.n_calls for r in runs)
+                replacement_memory=_mean_over_iterations(runs, "memories"),
+                memory_removed=float(np.mean(memory_removed)) if len(memory_removed) else float("nan"))
+    n_calls = sum(r.n_calls for r in runs) + sum(calls for _, calls in probes)
     return EvidenceResult(log_z, std, "ns", float(n_calls), int(n_calls * len(X)), time.perf_counter() - start_time,
                           asdict(config), samples, log_weights, info, diagnostics, converged)
 
@@ -588,6 +608,60 @@ def _replace_points(rng, model, likelihood, config, start, log_lik_min, factor, 
         n_steps=n_slice, max_step_out=config.max_step_out, axis_fraction=axis_fraction)
     scales = scales._replace(width=adapt_slice_width(scales.width, sliced))
     return (position, log_prior, log_lik), sliced, galilean, scales
+
+
+#: The end-of-run probe (:func:`memory_removed_by_longer_moves`): at most this many final live points (at most
+#: half of them), and the factor on the run's final moves per replacement that it compares them with.
+PROBE_POINTS = 125
+PROBE_LENGTH = 4.0
+#: The ``"move_memory"`` check fails when moves ``PROBE_LENGTH`` times longer remove more than this much of the
+#: replacements' memory of their start, and more than ``PROBE_SIGMAS`` standard errors of the probe's own noise.
+MAX_MEMORY_REMOVED = 0.1
+PROBE_SIGMAS = 4.0
+
+
+def memory_removed_by_longer_moves(rng, model, likelihood, config, run):
+    """Per-point memory of their start that longer moves remove, probed at a run's final live points.
+
+    Copies of ``min(PROBE_POINTS, n_live // 2)`` final live points move under
+    the run's last likelihood level with the run's final moves, then on for
+    ``PROBE_LENGTH - 1`` times as many; the result holds, per point, its
+    :func:`replacement_memory` term after the short moves minus its term after
+    the long ones (their mean is the memory the longer moves remove). Moves too
+    short for a curved ridge or a thin direction leave memory that longer ones
+    remove, and ``log Z`` reads high; a replacement that stays in its start's
+    mode of a multimodal posterior, as it should, keeps its memory however far
+    it moves. The run's own memory cannot tell the two apart; this can. The
+    whitening comes from the final live points that are not moved, as in the
+    run. ``rng`` should be the probe's own: the run is left as it was.
+
+    Returns
+    -------
+    removed : ndarray of shape (n_probe,)
+        Empty when the live points have no spread to measure.
+    n_calls : int
+        Likelihood evaluations the probe made.
+    """
+    live, log_lik = run.live, run.live_log_lik
+    n_probe = min(PROBE_POINTS, len(live) // 2)
+    order = rng.permutation(len(live))
+    start, others = order[:n_probe], order[n_probe:]
+    if n_probe < 2 or len(others) < 2:
+        return np.empty(0), 0
+    factor = _whitening_factor(live[others])
+    centre = np.mean(live[others], axis=0)
+    bound = np.nextafter(np.min(log_lik), -np.inf)  # every start lies strictly above it
+    points = (live[start], np.asarray(model.log_prior(live[start]), dtype=float), log_lik[start])
+    short, sliced, galilean, _ = _replace_points(rng, model, likelihood, config, points, bound, factor, run.scales)
+    n_calls = sliced.n_likelihood_calls + galilean.n_likelihood_calls
+    longer = run.scales._replace(length=run.scales.length * (PROBE_LENGTH - 1.0))
+    long, sliced, galilean, _ = _replace_points(rng, model, likelihood, config, short, bound, factor, longer)
+    n_calls += sliced.n_likelihood_calls + galilean.n_likelihood_calls
+    terms_short = _memory_terms(live[start], short[0], centre, factor)
+    terms_long = _memory_terms(live[start], long[0], centre, factor)
+    if terms_short is None or terms_long is None:
+        return np.empty(0), n_calls
+    return terms_short - terms_long, n_calls
 
 
 def _ns_run(rng, model, likelihood, config, bar, verbose):

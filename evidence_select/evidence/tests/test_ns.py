@@ -14,6 +14,7 @@ from evidence_select.evidence._ns import (NSConfig, insertion_rank_pvalue, neste
                                          ns_quadrature, simulate_ns_log_evidence)
 from evidence_select.exceptions import EvidenceConvergenceWarning
 from evidence_select.models import LinearGaussianModel
+from evidence_select.models._calibration import BananaTarget, ProductTarget, TwoPeakFactor
 from evidence_select.models._targets import BoxGaussianTarget, GaussianTarget, correlated_gaussian_target
 
 K_SIGMA = 4.0
@@ -153,6 +154,41 @@ def test_moves_lengthen_until_replacements_forget_their_start():
     assert abs(adapted.log_evidence - target.exact_log_evidence()) < K_SIGMA * adapted.log_evidence_std
 
 
+@pytest.mark.slow
+def test_move_memory_check_flags_short_moves_on_a_curved_ridge_but_not_modes():
+    # On the 8-d banana the default moves keep memory of their start that moves 4 times longer remove (the
+    # probe reads ~0.33 against a threshold of ~0.15), and on the rotated banana in 32 and 64 dimensions the
+    # same short moves read log Z high beyond the error (benchmarks/bench_calibration.py); the check must
+    # flag them. On the product of two-peak densities the moves stay in their start's peaks however long
+    # they run (memory ~0.7, removed ~0): a mode, not a short move, so the check passes. The probe has its
+    # own generator, so the estimate is the one the run gives without it (the mocked probe below).
+    from evidence_select.evidence import _ns
+
+    banana, peaks = BananaTarget(8), ProductTarget(TwoPeakFactor(), 8)
+    with pytest.warns(EvidenceConvergenceWarning, match="move_memory"):
+        curved = nested_sampling_log_evidence(banana, X_DUMMY, random_state=0)
+    assert not curved.converged and curved.info["memory_removed"] > 0.2
+    assert curved.diagnostics["move_memory"]["value"] > curved.diagnostics["move_memory"]["threshold"]
+    modes = nested_sampling_log_evidence(peaks, X_DUMMY, random_state=0)
+    assert modes.diagnostics["move_memory"]["passed"] and modes.info["replacement_memory"] > 0.3
+    assert abs(modes.info["memory_removed"]) < _ns.MAX_MEMORY_REMOVED
+    # The cure the guide names, moves that lengthen until they forget (to 4 times here), passes.
+    longer = nested_sampling_log_evidence(banana, X_DUMMY, max_move_length=4, random_state=0)
+    assert longer.info["final_move_length"] == 4.0 and longer.diagnostics["move_memory"]["passed"]
+
+
+def test_the_move_memory_probe_leaves_the_estimate_alone(monkeypatch):
+    from evidence_select.evidence import _ns
+
+    target = correlated_gaussian_target(4, correlation=0.9)
+    probed = nested_sampling_log_evidence(target, X_DUMMY, n_live=60, random_state=3)
+    monkeypatch.setattr(_ns, "memory_removed_by_longer_moves", lambda *args: (np.empty(0), 0))
+    unprobed = nested_sampling_log_evidence(target, X_DUMMY, n_live=60, random_state=3)
+    assert probed.log_evidence == unprobed.log_evidence and probed.log_evidence_std == unprobed.log_evidence_std
+    assert "move_memory" in probed.diagnostics and "move_memory" not in unprobed.diagnostics
+    assert probed.n_likelihood_calls > unprobed.n_likelihood_calls
+
+
 def test_merged_runs_are_unbiased_with_the_summed_live_count():
     # Four exact-volume runs of 5 live points merged must behave as one run of 20: unbiased over 200
     # repetitions, and with the simulated std calibrated. Booking the merged points with one run's
@@ -205,7 +241,7 @@ def test_default_run_passes_its_checks():
     target = correlated_gaussian_target(6, correlation=0.9)
     res = nested_sampling_log_evidence(target, X_DUMMY, random_state=0)
     assert res.settings["n_runs"] == 2 and res.converged
-    assert set(res.diagnostics) == {"insertion_rank", "iterations", "live_points", "runs_agreement"}
+    assert set(res.diagnostics) == {"insertion_rank", "iterations", "live_points", "runs_agreement", "move_memory"}
     assert res.log_evidence_std == max(res.info["std_simulated"], res.info["std_between_runs"])
     assert abs(res.log_evidence - target.exact_log_evidence()) < K_SIGMA * res.log_evidence_std
 
