@@ -279,7 +279,8 @@ class NSConfig:
         exceeds ``MEMORY_TARGET`` (0.1) and shrinks back towards 1 below half
         of it. Worth raising (e.g. to 4) for a curved or badly conditioned
         posterior with one mode in many dimensions, where the default moves
-        remember their start and ``log Z`` can read high. Not the default:
+        remember their start and ``log Z`` can read high (the ``"move_memory"``
+        check fails there). Not the default:
         on a multimodal posterior a replacement stays in its start's mode,
         as it should, and that reads as memory too, so the moves would
         lengthen at a cost and no gain.
@@ -395,6 +396,7 @@ def nested_sampling_log_evidence(model, X, y=None, *, config=None, random_state=
         (``sqrt(H / n_live)``), ``"information"``, ``"n_iterations"``,
         ``"insertion_pvalue"``, ``"replacement_memory"`` (:func:`replacement_memory`
         averaged over the iterations; read it with ``max_move_length``),
+        ``"memory_removed"`` (the ``"move_memory"`` check's value),
         ``"final_move_length"`` and the moves' statistics (``"slice"``, ``"galilean"``,
         ``"final_slice_width"``, ``"final_galilean_step"``); ``samples`` and
         ``log_weights`` are the dead and final live points with their posterior
@@ -424,7 +426,18 @@ def nested_sampling_log_evidence(model, X, y=None, *, config=None, random_state=
       covariance that shapes the slice moves is rank-deficient, and separated
       modes are easily lost for good;
     - ``"runs_agreement"`` (``n_runs >= 2``): the chi-square p-value of the runs'
-      estimates against their simulated errors, at least 0.01.
+      estimates against their simulated errors, at least 0.01;
+    - ``"move_memory"``: the memory of their start that moves ``PROBE_LENGTH``
+      times longer remove, probed at each run's final live points
+      (:func:`memory_removed_by_longer_moves`), at most 0.1 (or 4 of the
+      probe's standard errors, when its noise is larger). Moves too short for a
+      curved ridge or a thin direction leave the live points clustered around
+      their ancestors, and ``log Z`` reads high while the runs agree and the
+      insertion ranks stay uniform; moves that stay in their start's mode of a
+      multimodal posterior pass. Cure: ``max_move_length=4``, or more
+      ``n_galilean_steps``/``n_slice_steps``. The probe costs a few iterations'
+      moves and has its own random stream, so the estimate and its error are
+      those of the runs alone.
 
     Examples
     --------
