@@ -160,7 +160,7 @@ def test_move_memory_check_flags_short_moves_on_a_curved_ridge_but_not_modes():
     # probe reads ~0.33 against a threshold of ~0.15), and on the rotated banana in 32 and 64 dimensions the
     # same short moves read log Z high beyond the error (benchmarks/bench_calibration.py); the check must
     # flag them. On the product of two-peak densities the moves stay in their start's peaks however long
-    # they run (memory ~0.7, removed ~0): a mode, not a short move, so the check passes. The probe has its
+    # they run (memory ~0.5, removed ~0): a mode, not a short move, so the check passes. The probe has its
     # own generator, so the estimate is the one the run gives without it (the mocked probe below).
     from evidence_select.evidence import _ns
 
@@ -172,7 +172,7 @@ def test_move_memory_check_flags_short_moves_on_a_curved_ridge_but_not_modes():
     modes = nested_sampling_log_evidence(peaks, X_DUMMY, random_state=0)
     assert modes.diagnostics["move_memory"]["passed"] and modes.info["replacement_memory"] > 0.3
     assert abs(modes.info["memory_removed"]) < _ns.MAX_MEMORY_REMOVED
-    # The cure the guide names, moves that lengthen until they forget (to 4 times here), passes.
+    # The cure the guide names, moves that lengthen (to 4 times here), passes at this dimension.
     longer = nested_sampling_log_evidence(banana, X_DUMMY, max_move_length=4, random_state=0)
     assert longer.info["final_move_length"] == 4.0 and longer.diagnostics["move_memory"]["passed"]
 
