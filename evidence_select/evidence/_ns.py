@@ -492,18 +492,23 @@ def nested_sampling_log_evidence(model, X, y=None, *, config=None, random_state=
     info = dict(std_simulated=std_simulated, std_information=float(np.sqrt(information / (config.n_live * n_runs))),
                 information=information, std_between_runs=std_between_runs, log_evidence_runs=run_log_z.tolist(),
                 std_simulated_runs=run_std, n_iterations=int(sum(r.n_iterations for r in runs)),
-                n_dead=len(dead_log_lik), final_slice_width=float(np.mean([r.scales.width for r in runs])),
+                n_dead=len(dead_log_lik), insertion_pvalue=diagnostics["insertion_rank"]["value"],
+                **_move_info(runs, memory_removed))
+    n_calls = sum(r.n_calls for r in runs) + sum(calls for _, calls in probes)
+    return EvidenceResult(log_z, std, "ns", float(n_calls), int(n_calls * len(X)), time.perf_counter() - start_time,
+                          asdict(config), samples, log_weights, info, diagnostics, converged)
+
+
+def _move_info(runs, memory_removed):
+    """The replacement moves' entries of the result's ``info``: final scales, totals and memory, over ``runs``."""
+    return dict(final_slice_width=float(np.mean([r.scales.width for r in runs])),
                 final_galilean_step=float(np.mean([r.scales.step_size for r in runs])),
                 final_move_length=float(np.mean([r.scales.length for r in runs])),
                 slice=SliceInfo(*(int(t) for t in np.sum([r.slice_totals for r in runs], axis=0)))._asdict(),
                 galilean=GalileanInfo(*(int(t) for t in np.sum([r.galilean_totals for r in runs], axis=0)))._asdict(),
-                insertion_pvalue=diagnostics["insertion_rank"]["value"],
                 start_correlation=_mean_over_iterations(runs, "start_correlations"),
                 replacement_memory=_mean_over_iterations(runs, "memories"),
                 memory_removed=float(np.mean(memory_removed)) if len(memory_removed) else float("nan"))
-    n_calls = sum(r.n_calls for r in runs) + sum(calls for _, calls in probes)
-    return EvidenceResult(log_z, std, "ns", float(n_calls), int(n_calls * len(X)), time.perf_counter() - start_time,
-                          asdict(config), samples, log_weights, info, diagnostics, converged)
 
 
 class _Run(NamedTuple):
