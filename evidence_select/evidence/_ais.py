@@ -43,7 +43,7 @@ result carries convergence checks (``EvidenceResult.diagnostics``).
 
 import logging
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 
 import numpy as np
 
@@ -456,8 +456,64 @@ MIN_GROUPS = 4
 MAX_DRIFT_Z = 2.5
 
 
-def _diagnostics(config, trace, log_z_groups):
-    """Convergence checks of one AIS run (see :func:`ais_log_evidence`, Notes)."""
+#: The ``"longer_moves"`` check (:func:`drift_under_longer_moves`): the final particles make this many times the
+#: run's transitions per temperature more at ``lambda = 1``, and the weighted mean change of their ``log L``, in its
+#: standard errors, must stay within ``MAX_PROBE_DRIFT_Z`` either way.
+PROBE_LENGTH = 5
+MAX_PROBE_DRIFT_Z = 3.0
+
+
+def drift_under_longer_moves(rng, model, X, y, state, log_weights, step_size, config):
+    """How far the final population's ``log L`` moves when its moves at ``lambda = 1`` go on longer.
+
+    Copies of the final particles make ``PROBE_LENGTH * n_mcmc_steps`` more
+    transitions of the run's own kernel (:func:`ais_move`: its last step size,
+    each group's mass matrix from the other groups) at ``lambda = 1``. At
+    equilibrium the weighted mean of ``log L`` stays where it was, up to noise.
+    A population that lags behind its target because the moves reach part of it
+    too slowly (a funnel's neck) keeps climbing, and its ``Z`` reads low while
+    its groups agree and each temperature's own drift stays within noise.
+    ``rng`` should be the probe's own: the run is left as it was.
+
+    Parameters
+    ----------
+    rng : numpy.random.Generator
+    model : Model
+    X, y : the data, as the run had them
+    state : HMCState
+        The run's final particles, their densities evaluated at ``lambda = 1``.
+    log_weights : ndarray of shape (n_repeats, n_group)
+        Their final log-weights within each group.
+    step_size : float
+        The run's final step size.
+    config : AISConfig
+
+    Returns
+    -------
+    z : float
+        The weighted mean change of ``log L`` in its standard errors, each group
+        weighted equally.
+    change : float
+        The same change in nats.
+    n_calls : int
+        Likelihood evaluations the probe made.
+    """
+    length = PROBE_LENGTH * max(config.n_mcmc_steps, 1)
+    target = TemperedTarget(model, X, y, 1.0)
+    pooled = normalize_log_weights(log_weights, axis=1).ravel()
+    before = state.aux[:, 1]
+    moved, _ = ais_move(rng, state, target, pooled, max(config.n_repeats, 2), step_size,
+                        replace(config, n_mcmc_steps=length, max_mcmc_steps=length))
+    after = moved.aux[:, 1]
+    weights = np.exp(pooled - np.max(pooled))
+    ok = np.isfinite(after - before)
+    change = float(np.sum(weights[ok] * (after - before)[ok]) / np.sum(weights[ok])) if np.any(ok) else 0.0
+    return _drift(before, after, pooled), change, target.n_evaluations
+
+
+def _diagnostics(config, trace, log_z_groups, probe_z):
+    """Convergence checks of one AIS run (see :func:`ais_log_evidence`, Notes); ``probe_z`` is
+    :func:`drift_under_longer_moves`'s ``z``."""
     acceptance = np.asarray(trace.acceptance, dtype=float)
     mean_acceptance = float(np.nanmean(acceptance)) if np.any(np.isfinite(acceptance)) else float("nan")
     min_ess = float(np.min(trace.min_group_ess))
@@ -477,6 +533,7 @@ def _diagnostics(config, trace, log_z_groups):
                             config.n_mcmc_steps == 0 or mean_acceptance >= MIN_ACCEPTANCE),
         "error_from_groups": check(config.n_repeats, MIN_GROUPS, config.n_repeats >= MIN_GROUPS),
         "stationarity": check(drift_z, MAX_DRIFT_Z, abs(drift_z) <= MAX_DRIFT_Z),
+        "longer_moves": check(probe_z, MAX_PROBE_DRIFT_Z, abs(probe_z) <= MAX_PROBE_DRIFT_Z),
     }
 
 
@@ -524,7 +581,8 @@ def ais_log_evidence(model, X, y=None, *, config=None, random_state=None, verbos
         ``"log_evidence_repeats"``, the schedule (``"temperatures"``, one row per
         temperature step and one column per group), acceptance rates, the smallest
         group ESS, the CESS and the ``log L`` drift (in standard errors) at each
-        temperature, HMC steps per temperature and
+        temperature, HMC steps per temperature, ``"longer_moves_change"`` (the
+        ``"longer_moves"`` probe's mean change of ``log L``, in nats) and
         resampling counts. ``samples``/``log_weights`` are the final particles and
         log-weights (``log mean exp`` of them is ``log_evidence``).
 
@@ -563,7 +621,17 @@ def ais_log_evidence(model, X, y=None, *, config=None, random_state=None, verbos
       combined over the temperatures above ``lambda = 0.5`` (``sum z / sqrt(n)``),
       at most 2.5 in absolute value. A population that lags behind the path (moves
       that cannot reach part of the target) climbs at every temperature and reads
-      ``Z`` low.
+      ``Z`` low;
+    - ``"longer_moves"``: the same drift after copies of the final particles make
+      ``PROBE_LENGTH`` (5) times a temperature's transitions more at ``lambda = 1``
+      (:func:`drift_under_longer_moves`), at most 3 standard errors either way. A
+      lag too slow for any one temperature's moves to show (a funnel's neck that
+      the moves enter rarely) still shows over a longer stretch; ``Z`` then reads
+      low by up to nats while the groups agree. More ``n_mcmc_steps`` and
+      ``n_leapfrog`` shrink the lag; for a funnel-shaped posterior use NS. The
+      probe costs ``PROBE_LENGTH`` times one temperature's moves (counted in
+      ``n_likelihood_calls``) and has its own random stream, so the estimate and
+      its error are those of the run alone.
 
     Neal, "Annealed importance sampling" (2001); the thesis "Evidence
     Estimation Using Stochastic Likelihood Approximations", Sec. 3.3,
@@ -588,9 +656,15 @@ def ais_log_evidence(model, X, y=None, *, config=None, random_state=None, verbos
     X, y = check_data(X, y)
     config = merge_settings(AISConfig, config, settings, "AIS")
     rng = make_generator(random_state)
+    # The probe draws from its own generator (spawning leaves rng's state alone): the estimate and its error are
+    # the same with it as without.
+    probe_rng = rng.spawn(1)[0]
     bar = progress_bar(verbose, total=1.0, desc="AIS", leave=False)
     with single_threaded_blas():
         state, log_weights_groups, log_z_groups, n_calls, trace, final_step = _ais_run(rng, model, X, y, config, bar)
+        probe_z, probe_change, probe_calls = drift_under_longer_moves(probe_rng, model, X, y, state,
+                                                                      log_weights_groups, final_step, config)
+    n_calls += probe_calls
     if bar is not None:
         bar.close()
     log_z = float(log_mean_exp(log_z_groups))
@@ -598,7 +672,7 @@ def ais_log_evidence(model, X, y=None, *, config=None, random_state=None, verbos
     log_weights = (log_weights_groups - log_mean_exp(log_weights_groups, axis=1)[:, None]
                    + log_z_groups[:, None]).ravel()
     std, std_repeats, std_weights = _error(config, log_z_groups, log_weights)
-    diagnostics = _diagnostics(config, trace, log_z_groups)
+    diagnostics = _diagnostics(config, trace, log_z_groups, probe_z)
     converged = warn_not_converged("ais", diagnostics)
     logger.info("AIS: log Z = %.4f +/- %.4f with %d temperatures, %d group resamplings", log_z, std,
                 len(trace.temperatures) - 1, trace.n_resampled)
@@ -607,6 +681,7 @@ def ais_log_evidence(model, X, y=None, *, config=None, random_state=None, verbos
                 temperatures=np.array(trace.temperatures), acceptance=np.array(trace.acceptance),
                 cess=np.array(trace.cess), min_group_ess=np.array(trace.min_group_ess), final_step_size=final_step,
                 n_resampled=trace.n_resampled, n_steps=np.array(trace.n_steps),
-                ess_groups=ess_from_log_weights(log_weights_groups, axis=1), drift=np.array(trace.drift))
+                ess_groups=ess_from_log_weights(log_weights_groups, axis=1), drift=np.array(trace.drift),
+                longer_moves_change=probe_change)
     return EvidenceResult(log_z, std, "ais", float(n_calls), int(n_calls * len(X)), time.perf_counter() - start_time,
                           asdict(config), state.position, log_weights, info, diagnostics, converged)

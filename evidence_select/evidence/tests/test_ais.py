@@ -16,10 +16,11 @@ import pytest
 from evidence_select.datasets import make_linear_regression
 from threadpoolctl import threadpool_limits
 
+from evidence_select.evidence import _ais as ais_module
 from evidence_select.evidence._ais import AISConfig, ais_log_evidence, next_tempering, sigmoid_schedule
 from evidence_select.evidence._result import EvidenceResult
 from evidence_select.exceptions import EvidenceConvergenceWarning
-from evidence_select.models import LinearGaussianModel
+from evidence_select.models import FunnelTarget, LinearGaussianModel
 from evidence_select.models._targets import (BimodalTarget, BoxGaussianTarget, GaussianTarget,
                                              correlated_gaussian_target)
 
@@ -148,6 +149,31 @@ def test_misspecified_runs_are_not_converged(kwargs, failed):
     with pytest.warns(EvidenceConvergenceWarning, match=failed):
         res = ais_log_evidence(target, X_DUMMY, random_state=0, **{"n_chains": 160, **kwargs})
     assert not res.converged and not res.diagnostics[failed]["passed"]
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_longer_moves_flag_a_population_that_lags_in_a_funnel(seed):
+    # Two transitions per temperature cannot follow a 16-d funnel into its neck: the population lags, and longer
+    # moves at lambda = 1 carry its log L up by several standard errors. Seed 2 reads -0.6 +/- 0.2 with every
+    # other check passing, so without the probe it would be a confident miss.
+    target = FunnelTarget(16)
+    with pytest.warns(EvidenceConvergenceWarning, match="longer_moves"):
+        res = ais_log_evidence(target, np.zeros((1, 0)), n_mcmc_steps=2, random_state=seed)
+    assert not res.diagnostics["longer_moves"]["passed"] and res.info["longer_moves_change"] > 0
+
+
+@FEW_CHAINS
+def test_longer_moves_probe_leaves_the_estimate_alone(monkeypatch):
+    # The probe draws from its own generator: the run's estimate, error and particles are what they are without it.
+    target = GaussianTarget(np.full(4, 0.3), cov=0.05)
+    with_probe = ais_log_evidence(target, X_DUMMY, n_chains=64, random_state=3)
+    monkeypatch.setattr(ais_module, "drift_under_longer_moves", lambda *args: (0.0, 0.0, 0))
+    without = ais_log_evidence(target, X_DUMMY, n_chains=64, random_state=3)
+    assert with_probe.log_evidence == without.log_evidence
+    assert with_probe.log_evidence_std == without.log_evidence_std
+    np.testing.assert_array_equal(with_probe.samples, without.samples)
+    assert with_probe.n_likelihood_calls > without.n_likelihood_calls  # the probe's calls are counted
+    assert with_probe.diagnostics["longer_moves"]["passed"]
 
 
 @FEW_CHAINS
