@@ -207,9 +207,11 @@ class BaseSGAISEstimator(BaseEstimator):
         return self
 
     def _check_posterior_mode(self, state, record, n_seen_before):
-        """The chunk's posterior-mode check (:func:`check_against_mode`, when due): the state with its
-        widening and the record with its result."""
-        state, check = check_against_mode(state, self.model_, n_seen_before, type(self).__name__)
+        """The chunk's posterior-mode check (:func:`check_against_mode`, when due: at a row checkpoint or after
+        a restart or excursion): the state with its widening and the record with its result."""
+        surprised = record.n_replayed > 0 or record.n_reheat_steps > 0
+        state, check = check_against_mode(state, self.model_, n_seen_before, type(self).__name__,
+                                          surprised=surprised)
         if check is None:
             return state, record
         return state, record._replace(log_evidence_std=evidence_estimate(state)[1],

@@ -190,7 +190,7 @@ class BayesianMixture(DensityMixin, BaseSGAISEstimator):
     mode, found by EM and a quasi-Newton search and importance-sampled
     (:func:`~evidence_select.evidence._mode_check.check_against_mode`; after
     the chunks that cross 100, 141, 200, 282, ... rows, a factor ``sqrt(2)``
-    apart). A run reading more than
+    apart, and after each chunk that ran a restart or an excursion). A run reading more than
     two standard deviations below that mode's mass raises an
     :class:`~evidence_select.EvidenceConvergenceWarning` and its error bar grows
     by the gap; ``ChunkRecord.mode_log_evidence`` records each check.

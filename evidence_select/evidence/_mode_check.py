@@ -22,7 +22,7 @@ from scipy import optimize, stats
 
 from ..exceptions import EvidenceConvergenceWarning
 from ..kernels._reservoir import reservoir_data
-from ..utils import log_mean_exp, logsumexp, make_generator
+from ..utils import logsumexp, make_generator
 from ..utils._warnings import warn
 from ._sgais_policy import crossed_checkpoint
 from ._sgais_state import evidence_estimate
@@ -46,7 +46,7 @@ MODE_GAP_SIGMAS = 2.0
 #: Draws of the importance sampler, k-means++ starts of the mode search, the t proposal's degrees of freedom
 #: and the factor on its scale (heavier tails than the posterior's, so the weights stay bounded).
 MODE_CHECK_DRAWS = 4000
-MODE_CHECK_STARTS = 8
+MODE_CHECK_STARTS = 16
 _DF, _INFLATE = 5.0, 1.2
 _DRAW_BLOCK = 200  # draws per likelihood block (memory: block x rows x components)
 _HESSIAN_STEP = 1e-5
@@ -140,9 +140,15 @@ def mode_importance_log_evidence(model, X, y, rng, *, n_draws=MODE_CHECK_DRAWS, 
     proposal = stats.multivariate_t(loc=mode, shape=_INFLATE * scale, df=_DF)
     log_weights = np.concatenate([_block_log_weights(model, X, y, rng, proposal, symmetries, size)
                                   for size in np.diff(np.r_[0:n_draws:_DRAW_BLOCK, n_draws])])
-    log_z = log_mean_exp(log_weights)
-    ratios = np.exp(log_weights - log_weights.max())
-    return ModeEvidence(float(log_z), float(ratios.std() / ratios.mean() / math.sqrt(len(ratios))))
+    top = float(np.max(log_weights))
+    if not np.isfinite(top):
+        return ModeEvidence(top, float("nan"))
+    # Exactly rounded sums: numpy's vectorised reductions can differ in the last bit with the array's memory
+    # alignment, and a check's numbers must be the same whichever thread or worker ran it.
+    ratios = np.exp(log_weights - top)
+    mean = math.fsum(ratios) / len(ratios)
+    std = math.sqrt(math.fsum((ratios - mean) ** 2) / len(ratios))
+    return ModeEvidence(top + math.log(mean), std / mean / math.sqrt(len(ratios)))
 
 
 def _block_log_weights(model, X, y, rng, proposal, symmetries, size):
@@ -166,14 +172,18 @@ def _checkable(model, state):
     return getattr(model, "n_mode_symmetries", 1) <= MAX_MODE_SYMMETRIES
 
 
-def check_against_mode(state, model, n_seen_before, estimator_name):
+def check_against_mode(state, model, n_seen_before, estimator_name, *, surprised=False):
     """Check an online state's evidence against its posterior's best mode after a chunk.
 
     ``n_seen_before`` is the rows seen before the chunk. The check runs for a
     model with ``mode_starts`` and at most :data:`MAX_MODE_SYMMETRIES` label
     symmetries, while every row is stored and there are at most
     :data:`MODE_CHECK_ROWS`, after the chunks that cross a checkpoint
-    ``floor(MODE_CHECK_UNIT * MODE_CHECK_GROWTH**j)``. The chunks alone decide
+    ``floor(MODE_CHECK_UNIT * MODE_CHECK_GROWTH**j)`` and after the chunks that
+    ``surprised`` the particles (a restart or an excursion ran): a chunk whose
+    rows the particles did not foresee, such as a cluster arriving late, is
+    where they most likely settle in a poorer configuration, and the check
+    costs little next to the replay it follows. The chunks alone decide
     (``fit`` and ``partial_fit`` over the same chunks check the same ones). Its
     generator is a copy of the state's, so the run's own draws do not change.
     When ``log Z`` reads below the mode's value by more than
@@ -190,7 +200,7 @@ def check_against_mode(state, model, n_seen_before, estimator_name):
         None when no check ran.
     """
     n_seen = state.n_samples_seen
-    due = crossed_checkpoint(n_seen_before, n_seen, MODE_CHECK_UNIT, MODE_CHECK_GROWTH)
+    due = surprised or crossed_checkpoint(n_seen_before, n_seen, MODE_CHECK_UNIT, MODE_CHECK_GROWTH)
     if not due or not _checkable(model, state):
         return state, None
     X, y = reservoir_data(state.reservoir)

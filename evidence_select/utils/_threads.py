@@ -9,6 +9,7 @@ the softmax gradient. Streaming therefore runs under a one-thread BLAS limit.
 
 import contextlib
 import functools
+import threading
 
 from threadpoolctl import ThreadpoolController
 
@@ -27,13 +28,23 @@ def _blas_libraries():
     return tuple(lib for lib in _controller().lib_controllers if lib.user_api == "blas")
 
 
+# The limit is process-wide, so threads that stream side by side (joblib's threading backend) share one: the first
+# to enter sets it, the last to leave restores it. Without the count, a thread that left first would restore the
+# threads under one still inside, whose matrix products would then sum in another order (other last bits).
+_lock = threading.Lock()
+_holders = 0
+_restore = []
+
+
 @contextlib.contextmanager
 def single_threaded_blas():
-    """Context manager limiting BLAS to one thread (restored on exit).
+    """Context manager limiting BLAS to one thread (restored when the last holder exits).
 
     Entered once per ``partial_fit`` call, so it talks to the BLAS libraries
     directly and leaves those already at one thread alone (threadpoolctl's
-    generic limiter costs about 0.1 ms, 1% of a 500-row linear update).
+    generic limiter costs about 0.1 ms, 1% of a 500-row linear update). It may
+    be entered from several threads at once, and nested: BLAS stays at one
+    thread until every holder has left.
 
     Returns
     -------
@@ -49,12 +60,20 @@ def single_threaded_blas():
     >>> float(product[0, 0])
     50.0
     """
-    changed = [(lib, threads) for lib, threads in ((lib, lib.get_num_threads()) for lib in _blas_libraries())
-               if threads != 1]
-    for lib, _ in changed:
-        lib.set_num_threads(1)
+    global _holders, _restore
+    with _lock:
+        if _holders == 0:
+            _restore = [(lib, threads) for lib, threads in ((lib, lib.get_num_threads()) for lib in _blas_libraries())
+                        if threads != 1]
+            for lib, _ in _restore:
+                lib.set_num_threads(1)
+        _holders += 1
     try:
         yield
     finally:
-        for lib, threads in changed:
-            lib.set_num_threads(threads)
+        with _lock:
+            _holders -= 1
+            if _holders == 0:
+                for lib, threads in _restore:
+                    lib.set_num_threads(threads)
+                _restore = []
