@@ -11,6 +11,8 @@ Usage::
     python benchmarks/bench_real.py --from-json benchmarks/results/real.json --doc-table doc/user_guide/generated
     python benchmarks/bench_real.py --mixtures --output real_mixtures.json \
         --doc-table doc/user_guide/generated --doc-name real_data_mixtures.rst   # the mixture cases only
+    python benchmarks/bench_real.py --held-out --output real_held_out.json \
+        --doc-table doc/user_guide/generated --doc-name real_data_held_out.rst   # the held-out cases only
 
 Prints a markdown table and writes ``benchmarks/results/real.json``.
 
@@ -33,9 +35,17 @@ Cases (features standardised unless the case says "unscaled"; chunks of 100 rows
   against two heavy AIS runs (1600 chains, 48 moves per temperature), the converged
   ones pooled by their mean ``Z`` (see ``MIXTURE_AIS`` and ``pooled_ais``).
 
+Held-out cases (``--held-out``, names ``ho_*``; not in the default run): digit subsets no
+other case uses, never used to tune a default, each streamed shuffled and with its
+classes arriving one after another (a late shift): ``BayesianLogisticClassifier`` on
+4 vs 9 (prior scales 1 and 3, the latter nearly separable) and on 3/5/8 (softmax), and
+``BayesianMixture`` with K = 3 on the first two principal components of digits 0/1/6 and
+K = 4 on the first three of 0/1/6/7 (constant pixel columns dropped, columns standardised).
+
 Reference for the classifiers: AIS (100 chains) and bridge sampling on the full data;
 where they agree within ``max(3 x combined std, 0.5)`` the bridge value is used, otherwise
-AIS, and the verdict says "backends disagree". References are cached in
+the one whose own convergence checks passed (AIS when both or neither did), and the
+verdict says "backends disagree". References are cached in
 ``benchmarks/results/real_references.json`` keyed by case data and model.
 A case is *ok* when ``|SGAIS - reference| <= max(3 sigma, 2 nats)`` with
 ``sigma = hypot(reported std, reference std)``, or when a warning was emitted.
@@ -66,6 +76,10 @@ MIXTURE_AIS_SEEDS = (0, 1)
 MIXTURE_DATA = ("iris_X", "wine_X", "bc5_X", "diabetes_target", "digits_pca2")
 MIXTURE_COMPONENTS = {"iris_X": (1, 2, 3), "wine_X": (1, 2), "bc5_X": (1, 2), "diabetes_target": (1, 2, 3),
                       "digits_pca2": (1, 2)}
+#: Held-out data: digit classes of the classifier cases, and (classes, principal components) of the mixture cases,
+#: whose rows come sorted by class (their "file" order: one cluster after another).
+HELD_OUT_CLASSES = {"digits49": (4, 9), "digits358": (3, 5, 8)}
+HELD_OUT_DENSITY = {"digits016_pca2": ((0, 1, 6), 2), "digits0167_pca3": ((0, 1, 6, 7), 3)}
 
 
 # -- data ----------------------------------------------------------------------------------
@@ -105,6 +119,8 @@ def load_case_data(name):
         return _standardise(X), (_standardise(y) if name == "diabetes" else y.astype(float))
     if name in MIXTURE_DATA:
         return _density_data(name), None
+    if name in HELD_OUT_CLASSES or name in HELD_OUT_DENSITY:
+        return _held_out_digits(name)
     raise ValueError(f"unknown data set {name!r}")
 
 
@@ -120,6 +136,21 @@ def _density_data(name):
     if name == "diabetes_target":
         return _standardise(datasets.load_diabetes().target[:, None])
     return _standardise(PCA(2, random_state=0).fit_transform(datasets.load_digits().data))
+
+
+def _held_out_digits(name):
+    """A held-out digit subset: ``(X, y)`` for a classifier, ``(X, None)`` sorted by class for a mixture."""
+    from sklearn import datasets
+    from sklearn.decomposition import PCA
+
+    X, y = datasets.load_digits(return_X_y=True)
+    classes, n_components = HELD_OUT_DENSITY.get(name, (HELD_OUT_CLASSES.get(name), None))
+    keep = np.isin(y, classes)
+    X, y = X[keep], np.searchsorted(classes, y[keep])
+    if n_components is None:
+        return _standardise(X[:, X.std(axis=0) > 0]), y
+    by_class = np.argsort(y, kind="stable")
+    return _standardise(PCA(n_components, random_state=0).fit_transform(X))[by_class], None
 
 
 def all_cases():
@@ -139,6 +170,23 @@ def all_cases():
             for order in ("file", "shuffled", "sorted"):
                 cases[f"mix_k{k}_{data_name}_{order}"] = (data_name, order, dict(kind="mixture", n_components=k),
                                                          "exact" if k == 1 else "mixture_ais")
+    return cases
+
+
+def held_out_cases():
+    """The held-out cases (``--held-out``), in the form of :func:`all_cases`."""
+    cases = {}
+    for scale in (1, 3):
+        for order in ("shuffled", "sorted"):
+            cases[f"ho_digits49_s{scale}_{order}"] = ("digits49", order, dict(kind="classifier", prior_scale=scale),
+                                                    "backends")
+    for order in ("shuffled", "sorted"):
+        cases[f"ho_digits358_{order}"] = ("digits358", order, dict(kind="classifier", prior_scale=1), "backends")
+    for data_name, (classes, _) in HELD_OUT_DENSITY.items():
+        k = len(classes)
+        for order, label in (("shuffled", "shuffled"), ("file", "classes_late")):
+            cases[f"ho_mix_k{k}_{data_name}_{label}"] = (data_name, order, dict(kind="mixture", n_components=k),
+                                                        "mixture_ais")
     return cases
 
 
@@ -174,10 +222,22 @@ def compute_reference(data_name, spec, ref_kind):
                 for method, settings in (("ais", dict(n_chains=AIS_CHAINS)), ("bridge", {}))}
     pairs = pairwise_agreement({m: (b["value"], b["std"]) for m, b in backends.items()})
     agree = all(p["agree"] for p in pairs)
-    # Bridge sampling is the more precise of two that agree; where they disagree, AIS (many chains, adaptive
-    # schedule, no posterior-shape assumption) is the one used and the table flags the case.
-    chosen = backends["bridge" if agree else "ais"]
+    chosen = backends[_reference_backend(backends, agree)]
     return dict(value=chosen["value"], std=chosen["std"], backends=backends, agree=agree, pairs=pairs)
+
+
+def _reference_backend(backends, agree):
+    """Which of the ``"ais"`` and ``"bridge"`` runs is the reference.
+
+    Bridge sampling is the more precise of two that agree. Where they disagree, the one whose own checks passed;
+    AIS (many chains, adaptive schedule, no posterior-shape assumption) when both or neither did. The table
+    flags the case either way.
+    """
+    if agree:
+        return "bridge"
+    if backends["bridge"]["converged"] and not backends["ais"]["converged"]:
+        return "bridge"
+    return "ais"
 
 
 def _backend_run(est, X, y, method, seed, settings):
@@ -302,6 +362,7 @@ def main(argv=None):
     parser.add_argument("--recompute", action="store_true", help="recompute the cached references")
     parser.add_argument("--cases", default=None, help="comma-separated case names (default: all or the quick set)")
     parser.add_argument("--mixtures", action="store_true", help="only the BayesianMixture cases (mix_k*)")
+    parser.add_argument("--held-out", action="store_true", help="only the held-out cases (ho_*)")
     parser.add_argument("--seeds", type=int, default=None)
     parser.add_argument("--output", default=os.path.join(RESULTS_DIR, "real.json"),
                         help="where to write the runs (a bare file name goes to benchmarks/results/)")
@@ -335,8 +396,9 @@ def main(argv=None):
 def run_cases(parser, args):
     """Run the chosen cases' seeds: one summary row per case (runs included, printed as it completes), and the
     references."""
-    cases = all_cases()
-    chosen = args.cases.split(",") if args.cases else (QUICK_CASES if args.quick else list(cases))
+    cases = all_cases() | held_out_cases()
+    default = held_out_cases() if args.held_out else (QUICK_CASES if args.quick else all_cases())
+    chosen = args.cases.split(",") if args.cases else list(default)
     if args.mixtures:
         chosen = [name for name in chosen if name.startswith("mix_")]
     unknown = sorted(set(chosen) - set(cases))
