@@ -68,10 +68,30 @@ def _negative_log_joint(model, X, y):
     return value_and_grad
 
 
-def _best_mode(objective, starts):
-    """The lowest of the quasi-Newton minima reached from ``starts`` (None if none is finite)."""
-    best = None
+#: Starts whose objective values (negative log joint, nats) lie this close are taken for one fit.
+_SAME_FIT = 1e-3
+
+
+def _distinct_starts(objective, starts):
+    """``starts`` with one kept per distinct fit (objective values within ``_SAME_FIT``), in their order.
+
+    EM from different k-means++ starts mostly converges to the same few fits, up to a relabelling that leaves
+    the objective unchanged; refining each copy again would find the same minimum.
+    """
+    values, kept = [], []
     for start in starts:
+        with np.errstate(all="ignore"):
+            value = float(objective(start)[0])
+        if np.isfinite(value) and all(abs(value - other) > _SAME_FIT for other in values):
+            values.append(value)
+            kept.append(start)
+    return kept
+
+
+def _best_mode(objective, starts):
+    """The lowest of the quasi-Newton minima reached from the distinct ``starts`` (None if none is finite)."""
+    best = None
+    for start in _distinct_starts(objective, starts):
         with np.errstate(all="ignore"):
             result = optimize.minimize(objective, start, jac=True, method="L-BFGS-B",
                                        options={"maxiter": 2000, "gtol": 1e-8})
