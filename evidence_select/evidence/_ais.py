@@ -276,6 +276,19 @@ def _corr1(a, b):
     return start_correlation(a[ok, None], b[ok, None]) if np.sum(ok) > 1 else 0.0
 
 
+def _weighted_change(before, after, log_weights):
+    """``(mean, se)``: the weighted mean change of ``log L`` from ``before`` to ``after`` and its standard error
+    (``(0, 0)`` with fewer than two finite changes)."""
+    diff = after - before
+    ok = np.isfinite(diff) & np.isfinite(log_weights)
+    if np.sum(ok) < 2:
+        return 0.0, 0.0
+    w = np.exp(log_weights[ok] - np.max(log_weights[ok]))
+    w /= w.sum()
+    mean = float(np.sum(w * diff[ok]))
+    return mean, float(np.sqrt(np.sum(w**2 * (diff[ok] - mean) ** 2)))
+
+
 def _drift(before, after, log_weights):
     """Weighted mean change of ``log L`` over one temperature's moves, in its standard errors.
 
@@ -284,14 +297,7 @@ def _drift(before, after, log_weights):
     reach part of it, such as a funnel's neck) climbs in ``log L`` at every
     temperature, and its ``Z`` is too low.
     """
-    diff = after - before
-    ok = np.isfinite(diff) & np.isfinite(log_weights)
-    if np.sum(ok) < 2:
-        return 0.0
-    w = np.exp(log_weights[ok] - np.max(log_weights[ok]))
-    w /= w.sum()
-    mean = float(np.sum(w * diff[ok]))
-    se = float(np.sqrt(np.sum(w**2 * (diff[ok] - mean) ** 2)))
+    mean, se = _weighted_change(before, after, log_weights)
     return mean / se if se > 0 else 0.0
 
 
@@ -504,11 +510,8 @@ def drift_under_longer_moves(rng, model, X, y, state, log_weights, step_size, co
     before = state.aux[:, 1]
     moved, _ = ais_move(rng, state, target, pooled, max(config.n_repeats, 2), step_size,
                         replace(config, n_mcmc_steps=length, max_mcmc_steps=length))
-    after = moved.aux[:, 1]
-    weights = np.exp(pooled - np.max(pooled))
-    ok = np.isfinite(after - before)
-    change = float(np.sum(weights[ok] * (after - before)[ok]) / np.sum(weights[ok])) if np.any(ok) else 0.0
-    return _drift(before, after, pooled), change, target.n_evaluations
+    change, se = _weighted_change(before, moved.aux[:, 1], pooled)
+    return (change / se if se > 0 else 0.0), change, target.n_evaluations
 
 
 def _diagnostics(config, trace, log_z_groups, probe_z):
