@@ -6,6 +6,7 @@ at the very end, so a failing call leaves the estimator exactly as it was.
 """
 
 import logging
+import math
 import warnings
 from numbers import Integral, Real
 
@@ -14,7 +15,7 @@ from sklearn.base import BaseEstimator
 
 from ..evidence._sgais import (SamplerDegeneracyWarning, SGAISConfig, evidence_estimate, particle_log_weights,
                                sgais_init, sgais_update)
-from ..evidence._mode_check import check_against_mode
+from ..evidence._mode_check import apply_mode_check, check_against_mode
 from ..evidence._sgais_checks import DEGENERATE_CHUNKS, DEGENERATE_ESS, collapsed_chunks, failed_evidence_checks
 from ..kernels._reservoir import reservoir_undo
 from ..utils import make_generator
@@ -203,6 +204,7 @@ class BaseSGAISEstimator(BaseEstimator):
             raise
         self.sgais_state_ = state
         self.evidence_history_ = history
+        self.__dict__.pop("_end_check_", None)  # the check of the state the attributes reported before this call
         self._warn_if_collapsed(history)
         return self
 
@@ -216,6 +218,25 @@ class BaseSGAISEstimator(BaseEstimator):
             return state, record
         return state, record._replace(log_evidence_std=evidence_estimate(state)[1],
                                       mode_log_evidence=check.log_evidence, mode_log_evidence_std=check.std)
+
+    def _reported_state(self):
+        """The state whose evidence the fitted attributes report: the streamed state, checked against the
+        posterior's best mode (:func:`apply_mode_check`) when its last chunk was not.
+
+        The chunks' own checks run at row checkpoints, so up to a factor ``MODE_CHECK_GROWTH`` of rows at the
+        end of a stream (a cluster that arrived there) would go unchecked. This check runs when the evidence is
+        first read after a call, on the state as it is, not recorded in the history and not kept in the state
+        that later chunks continue from: ``fit`` and a ``partial_fit`` loop over the same chunks still report
+        the same numbers, and reading them does not change what later calls compute. Cached per state.
+        """
+        state = self._state()
+        cached = self.__dict__.get("_end_check_")
+        if cached is None or cached[0] is not state:
+            history = self.evidence_history_
+            checked = (state if not history or not math.isnan(history[-1].mode_log_evidence)
+                       else apply_mode_check(state, self.model_, type(self).__name__)[0])
+            cached = self._end_check_ = (state, checked)
+        return cached[1]
 
     def _check_data_scale(self, X, y):
         """Warn (:class:`FeatureScaleWarning`) when the data's scale contradicts the model's priors."""
@@ -290,12 +311,13 @@ class BaseSGAISEstimator(BaseEstimator):
     @property
     def log_evidence_(self):
         """Log evidence of all data seen so far (float)."""
-        return evidence_estimate(self._state())[0]
+        return evidence_estimate(self._reported_state())[0]
 
     @property
     def log_evidence_std_(self):
-        """Standard error of ``log_evidence_``: the larger of the replicate spread and the weight-based estimate."""
-        return evidence_estimate(self._state())[1]
+        """Standard error of ``log_evidence_``: the larger of the replicate spread and the weight-based estimate,
+        widened by any gap to a failed check (a degraded chunk, the posterior's best mode)."""
+        return evidence_estimate(self._reported_state())[1]
 
     @property
     def n_samples_seen_(self):
@@ -310,7 +332,7 @@ class BaseSGAISEstimator(BaseEstimator):
         ``population_bias``, ``lineages``, ``fallback`` or ``collapsed_weights``
         (:mod:`evidence_select.evidence._sgais_checks` says what each means).
         """
-        return failed_evidence_checks(self._state(), self.evidence_history_, self.sgais_config_.n_particles)
+        return failed_evidence_checks(self._reported_state(), self.evidence_history_, self.sgais_config_.n_particles)
 
     def _state(self):
         if "sgais_state_" not in vars(self):

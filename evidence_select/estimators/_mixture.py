@@ -190,10 +190,14 @@ class BayesianMixture(DensityMixin, BaseSGAISEstimator):
     mode, found by EM and a quasi-Newton search and importance-sampled
     (:func:`~evidence_select.evidence._mode_check.check_against_mode`; after
     the chunks that cross 100, 141, 200, 282, ... rows, a factor ``sqrt(2)``
-    apart, and after each chunk that ran a restart or an excursion). A run reading more than
-    two standard deviations below that mode's mass raises an
+    apart, and after each chunk that ran a restart or an excursion). When the
+    evidence is read after a call whose last chunk was not checked, the state
+    it reports is checked then (once per state; not recorded in the history,
+    and later chunks continue from the unchecked state, so reading changes
+    nothing they compute). A run reading more than two standard deviations
+    below that mode's mass raises an
     :class:`~evidence_select.EvidenceConvergenceWarning` and its error bar grows
-    by the gap; ``ChunkRecord.mode_log_evidence`` records each check.
+    by the gap; ``ChunkRecord.mode_log_evidence`` records the chunks' checks.
 
     References
     ----------

@@ -7,7 +7,7 @@ from sklearn.base import clone
 
 from ..models import Model
 from ._exact import exact_log_evidence
-from ._mode_check import check_against_mode
+from ._mode_check import apply_mode_check
 from ..utils._threads import single_threaded_blas
 from ._result import EvidenceResult, failed_checks
 from ._sgais import SGAISConfig, evidence_estimate, sgais_stream
@@ -71,12 +71,12 @@ def _model_and_data(estimator, X, y):
 
 def _sgais_on_model(model, X, y, random_state, **settings):
     """The engine's stream over the rows, then the posterior-mode check of its final state (the estimators check
-    at row checkpoints instead; see :func:`~._mode_check.check_against_mode`)."""
+    at row checkpoints and when their evidence is read; see :func:`~._mode_check.apply_mode_check`)."""
     X = np.asarray(X, dtype=float)
     config = SGAISConfig(**settings)
     with single_threaded_blas():
         state = sgais_stream(np.random.default_rng(random_state), model, config, X, y)
-        state, _ = check_against_mode(state, model, 0, "log_evidence(method='sgais')")
+        state, _ = apply_mode_check(state, model, "log_evidence(method='sgais')")
     return state, config
 
 

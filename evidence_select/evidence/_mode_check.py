@@ -27,7 +27,8 @@ from ..utils._warnings import warn
 from ._sgais_policy import crossed_checkpoint
 from ._sgais_state import evidence_estimate
 
-__all__ = ["ModeEvidence", "mode_importance_log_evidence", "check_against_mode", "MODE_CHECK_ROWS",
+__all__ = ["ModeEvidence", "mode_importance_log_evidence", "check_against_mode", "mode_check_due",
+           "apply_mode_check", "MODE_CHECK_ROWS",
            "MODE_GAP_SIGMAS"]
 
 #: Rows seen up to which the online estimators check (all of them must be stored), and their checkpoints
@@ -192,25 +193,25 @@ def _checkable(model, state):
     return getattr(model, "n_mode_symmetries", 1) <= MAX_MODE_SYMMETRIES
 
 
-def check_against_mode(state, model, n_seen_before, estimator_name, *, surprised=False):
-    """Check an online state's evidence against its posterior's best mode after a chunk.
+def mode_check_due(n_seen_before, n_seen, *, surprised=False):
+    """Whether the chunk that took the rows seen from ``n_seen_before`` to ``n_seen`` is checked.
 
-    ``n_seen_before`` is the rows seen before the chunk. The check runs for a
-    model with ``mode_starts`` and at most :data:`MAX_MODE_SYMMETRIES` label
-    symmetries, while every row is stored and there are at most
-    :data:`MODE_CHECK_ROWS`, after the chunks that cross a checkpoint
-    ``floor(MODE_CHECK_UNIT * MODE_CHECK_GROWTH**j)`` and after the chunks that
-    ``surprised`` the particles (a restart or an excursion ran): a chunk whose
-    rows the particles did not foresee, such as a cluster arriving late, is
-    where they most likely settle in a poorer configuration, and the check
-    costs little next to the replay it follows. The chunks alone decide
-    (``fit`` and ``partial_fit`` over the same chunks check the same ones). Its
-    generator is a copy of the state's, so the run's own draws do not change.
-    When ``log Z`` reads below the mode's value by more than
-    :data:`MODE_GAP_SIGMAS` combined standard deviations the gap is kept as
-    ``SGAISState.mode_gap_variance`` (``log_evidence_std`` includes it) and an
-    :class:`EvidenceConvergenceWarning` names the cure; a later check that
-    passes clears it. The warning names the user's line that called.
+    After the chunks that cross a checkpoint ``floor(MODE_CHECK_UNIT *
+    MODE_CHECK_GROWTH**j)`` and after the chunks that ``surprised`` the
+    particles (a restart or an excursion ran): a chunk whose rows the particles
+    did not foresee, such as a cluster arriving late, is where they most likely
+    settle in a poorer configuration, and the check costs little next to the
+    replay it follows. The chunks alone decide, so ``fit`` and ``partial_fit``
+    over the same chunks check the same ones.
+    """
+    return surprised or crossed_checkpoint(n_seen_before, n_seen, MODE_CHECK_UNIT, MODE_CHECK_GROWTH)
+
+
+def check_against_mode(state, model, n_seen_before, estimator_name, *, surprised=False):
+    """Check an online state's evidence against its posterior's best mode after a chunk, when due.
+
+    ``n_seen_before`` is the rows seen before the chunk; :func:`mode_check_due`
+    decides whether the chunk is checked, :func:`apply_mode_check` checks it.
 
     Returns
     -------
@@ -219,10 +220,34 @@ def check_against_mode(state, model, n_seen_before, estimator_name, *, surprised
     check : ModeEvidence or None
         None when no check ran.
     """
-    n_seen = state.n_samples_seen
-    due = surprised or crossed_checkpoint(n_seen_before, n_seen, MODE_CHECK_UNIT, MODE_CHECK_GROWTH)
-    if not due or not _checkable(model, state):
+    if not mode_check_due(n_seen_before, state.n_samples_seen, surprised=surprised):
         return state, None
+    return apply_mode_check(state, model, estimator_name)
+
+
+def apply_mode_check(state, model, estimator_name):
+    """Check an online state's evidence against its posterior's best mode, now.
+
+    The check runs for a model with ``mode_starts`` and at most
+    :data:`MAX_MODE_SYMMETRIES` label symmetries, while every row is stored and
+    there are at most :data:`MODE_CHECK_ROWS`. Its generator is a copy of the
+    state's, so the run's own draws do not change, and checking the same state
+    twice gives the same numbers. When ``log Z`` reads below the mode's value by
+    more than :data:`MODE_GAP_SIGMAS` combined standard deviations the gap is
+    kept as ``SGAISState.mode_gap_variance`` (``log_evidence_std`` includes it)
+    and an :class:`EvidenceConvergenceWarning` names the cure; a check that
+    passes clears it. The warning names the user's line that called.
+
+    Returns
+    -------
+    state : SGAISState
+        With ``mode_gap_variance`` updated when the check ran.
+    check : ModeEvidence or None
+        None when no check ran (the state cannot be checked, or no mode was found).
+    """
+    if not _checkable(model, state):
+        return state, None
+    n_seen = state.n_samples_seen
     X, y = reservoir_data(state.reservoir)
     try:
         check = mode_importance_log_evidence(model, X, y, make_generator(state.rng))
@@ -238,8 +263,9 @@ def check_against_mode(state, model, n_seen_before, estimator_name, *, surprised
             f"{estimator_name}: importance sampling at the best posterior mode that optimisation finds on the "
             f"{n_seen} rows gives log Z = {check.log_evidence:.2f} +/- {check.std:.2g}, {gap:.2f} nats above "
             f"the SGAIS estimate {log_z:.2f} +/- {std:.2g}: the particles missed posterior mass (e.g. a better "
-            "cluster configuration). The reported standard error now includes the gap; ChunkRecord."
-            "mode_log_evidence records the check. Cure: more n_mcmc_steps or n_particles, or a reference evidence "
+            "cluster configuration). The reported standard error now includes the gap and evidence_checks_ names "
+            "'posterior_mode'; ChunkRecord.mode_log_evidence records the checks made after chunks. Cure: more "
+            "n_mcmc_steps or n_particles, or a reference evidence "
             "on the rows (log_evidence with method='ais' and more n_chains and n_mcmc_steps than its defaults)",
             EvidenceConvergenceWarning)
     return state._replace(mode_gap_variance=gap**2 if failed else 0.0), check

@@ -135,3 +135,56 @@ def test_log_evidence_of_a_model_checks_the_final_state(sorted_iris):
             assert result.log_evidence_std >= gap
         flagged_runs += bool(flagged)
     assert flagged_runs >= 1
+
+
+def _without_chunk_checks(monkeypatch):
+    """No check after any chunk: only the one when the evidence is read can run."""
+    monkeypatch.setattr("evidence_select.estimators._base.check_against_mode", lambda state, *args, **kw: (state, None))
+
+
+def test_reading_the_evidence_checks_a_last_chunk_the_stream_did_not(sorted_iris, monkeypatch):
+    """The stuck seed of sorted iris with the chunks' checks switched off: the first read of the evidence checks
+    the final state, warns at the reading line, widens the reported error over the gap and names the check,
+    but records nothing in the history and keeps nothing in the state later chunks continue from. A second
+    read reuses the check (no second warning, same numbers)."""
+    _without_chunk_checks(monkeypatch)
+    est, flagged = _fit(sorted_iris, 2)
+    assert flagged == [] and all(np.isnan(r.mode_log_evidence) for r in est.evidence_history_)
+    streamed_std = est.evidence_history_[-1].log_evidence_std
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        value, std, checks = est.log_evidence_, est.log_evidence_std_, est.evidence_checks_
+    flagged = [w for w in caught if "best posterior mode" in str(w.message)]
+    assert len(flagged) == 1 and flagged[0].filename == __file__
+    gap = float(re.search(r"([0-9.]+) nats above", str(flagged[0].message)).group(1))
+    assert gap > 5.0 and std >= gap > streamed_std and "posterior_mode" in checks
+    assert value == est.evidence_history_[-1].log_evidence and est.sgais_state_.mode_gap_variance == 0.0
+    with warnings.catch_warnings(record=True) as again:
+        warnings.simplefilter("always")
+        assert (est.log_evidence_, est.log_evidence_std_) == (value, std)
+    assert again == []
+
+
+def test_reading_the_evidence_between_calls_changes_nothing_later(sorted_iris, monkeypatch):
+    """The stuck seed's 150 rows, then 50 more in a second call, with and without reading the evidence in
+    between: the read's check fails (the reported error widens), yet the second call's chunks, state and
+    reported numbers are the same either way."""
+    _without_chunk_checks(monkeypatch)
+    more = sorted_iris[::3]
+
+    def stream(read_between):
+        est = BayesianMixture(3, batch_size=100, random_state=2)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            est.partial_fit(sorted_iris)
+            if read_between:
+                assert "posterior_mode" in est.evidence_checks_
+                assert est.log_evidence_std_ > 5.0 > est.evidence_history_[-1].log_evidence_std
+            est.partial_fit(more)
+            return est, (est.log_evidence_, est.log_evidence_std_)
+
+    (read, read_numbers), (unread, unread_numbers) = stream(True), stream(False)
+    np.testing.assert_array_equal(read.particles_, unread.particles_)
+    assert [r.log_evidence_std for r in read.evidence_history_] == [r.log_evidence_std
+                                                                     for r in unread.evidence_history_]
+    assert read_numbers == unread_numbers
