@@ -151,7 +151,7 @@ class BaseSGAISEstimator(BaseEstimator):
         "step_size_schedule": [StrOptions({"tempered", "data"})],
         "integrator": [StrOptions({"baoab", "sghmc"})],
         "reservoir_size": [Interval(Integral, 1, None, closed="left")],
-        "exact_move_rows": [Interval(Integral, 0, None, closed="left")],
+        "exact_move_rows": [Interval(Integral, 0, None, closed="left"), None],
         "random_state": ["random_state"],
         "verbose": ["verbose"],
     }

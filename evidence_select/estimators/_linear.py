@@ -93,11 +93,13 @@ class BayesianLinearRegressor(RegressorMixin, BaseSGAISEstimator):
     integrator : {"baoab", "sghmc"}, default="baoab"
         Langevin discretisation: BAOAB (exact for Gaussian targets, so no bias
         accumulates over a long stream) or the paper's SGHMC update, Eq. (3).
-    exact_move_rows : int, default=1000
-        While every row seen is stored in the reservoir and there are at most this
-        many, particles are drawn afresh from the exact tempered posterior (a
-        Gaussian here) instead of moving by SGHMC (see :ref:`the SGAIS guide
-        <sgais-exact-moves>`); 0 never does.
+    exact_move_rows : int or None, default=None
+        Up to this many rows seen (None: any number), particles are drawn afresh
+        from the exact tempered posterior (a Gaussian here) instead of moving by
+        SGHMC (see :ref:`the SGAIS guide <sgais-exact-moves>`); 0 never does. The
+        draws need only the summed statistics ``[x, 1, y]^T [x, 1, y]`` of the
+        rows seen, which the state keeps, so they cost the same at any ``n``,
+        follow a shifting stream exactly and carry no SGHMC bias.
     reservoir_size : int, default=100000
         Maximum number of past rows kept for mini-batches (Vitter's Algorithm R).
     random_state : int, Generator, RandomState or None, default=None
@@ -181,7 +183,7 @@ class BayesianLinearRegressor(RegressorMixin, BaseSGAISEstimator):
                  n_particles=40, n_replicates=2, batch_size=500, learning_rate=0.1, friction=0.2, n_mcmc_steps=5,
                  initial_mcmc_factor=2, target_ess=0.9, resample_threshold=0.5, control_variates=True,
                  step_size_schedule="tempered",
-                 integrator="baoab", reservoir_size=100_000, exact_move_rows=1000, random_state=None, verbose=0):
+                 integrator="baoab", reservoir_size=100_000, exact_move_rows=None, random_state=None, verbose=0):
         self.noise_variance = noise_variance
         self.prior_scale = prior_scale
         self.intercept_scale = intercept_scale

@@ -58,6 +58,9 @@ engine adapts these choices to the particles; for each:
   with is fixed while it moves; the step comes from earlier acceptance
   rates, an adaptive choice of kernel from the population: consistent, like the
   schedule;
+- *exact draws* (a conjugate model, in the exact kernel's place): the kernel
+  ``K(theta, .) = target``, exactly invariant; from every past row's summed
+  statistics where the model offers that (the linear model, at any ``n``);
 - *the global moves' proposals* (mixtures: refits drawn from the particle
   population): Metropolis-Hastings with the exact tempered target while the
   reservoir holds every past row, so invariant for the population they were
@@ -203,7 +206,9 @@ def sgais_update(state, X, y, model, config):
                            state.degraded_variance + widening**2,
                            state.n_degraded_chunks + bool(progress.degraded),
                            state.increment_variance + increment_spread(state.log_evidence, particles.log_evidence),
-                           state.mode_gap_variance)
+                           state.mode_gap_variance,
+                           None if context.past_statistics is None else context.past_statistics
+                           + context.chunk_statistics)
     record = chunk_record(state, new_state, counts, n_replayed, time.perf_counter() - tic)
     record = record._replace(degraded=progress.degraded, log_evidence_widening=widening,
                              fallback=_fallbacks(counts, skipped, policy), n_lineages=n_lineages)

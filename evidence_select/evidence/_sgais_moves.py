@@ -16,7 +16,9 @@ returns ``(particles, counts, past_log_lik)``:
   target costs no more than a few mini-batch gradients there;
 - :func:`exact_draw_kernel`: in its place, for a model that can sample its
   tempered posterior exactly (``sample_tempered_posterior``: the conjugate
-  linear-Gaussian model), independent draws from the target;
+  linear-Gaussian model), independent draws from the target; where the draws
+  need only the rows' summed statistics, the state keeps the past rows' sum
+  (:func:`past_statistics_of`) and they run at any ``n``, stored rows or not;
 - :func:`sghmc_kernel`: otherwise SGHMC (paper Eq. 3-4) or BAOAB on the
   potential whose past-data gradient is a reservoir mini-batch scaled by
   ``n / |B|``, with the control variates of :mod:`._sgais_reference`, at a cost
@@ -45,7 +47,8 @@ from ._sgais_reference import past_grad_sum
 from ._sgais_state import StepCounts
 
 __all__ = ["ChunkContext", "MoveTarget", "GradientBlock", "chunk_context", "move", "move_kernels", "sghmc_kernel",
-           "exact_hmc_kernel", "exact_draw_kernel", "offers_exact_draws", "offers_gradient_statistics", "jump_kernel",
+           "exact_hmc_kernel", "exact_draw_kernel", "offers_exact_draws", "offers_gradient_statistics",
+           "offers_statistics_draws", "past_statistics_of", "jump_kernel",
            "past_log_likelihood", "jump_log_acceptance"]
 
 
@@ -82,6 +85,7 @@ class ChunkContext(NamedTuple):
     scales: tuple  # (chunk_scales, past_scales, max_step), each (n_params,) or None
     exact_step: np.ndarray  # (n_groups,) exact HMC's adapted leapfrog steps, carried between moves; None: SGHMC
     chunk_statistics: np.ndarray = None  # the chunk's gradient_statistics, for models that offer them
+    past_statistics: np.ndarray = None  # every past row's summed gradient_statistics (see past_statistics_of)
 
 
 class MoveTarget(NamedTuple):
@@ -107,10 +111,27 @@ def chunk_context(state, X, y, model, config):
     prior_variances = getattr(model, "prior_variances", None)
     max_step = None if prior_variances is None else config.learning_rate * np.asarray(prior_variances, dtype=float)
     n_groups = state.log_weights.shape[0]
+    past_statistics = past_statistics_of(state, model, chunk_statistics)
     exact_step = (np.full(n_groups, EXACT_INITIAL_STEP)
-                  if uses_exact_moves(config, state.n_samples_seen, n_chunk, state.reservoir.n_stored) else None)
+                  if uses_exact_moves(config, state, n_chunk, past_statistics is not None) else None)
     return ChunkContext(model, config, X, y, state.n_samples_seen, n_groups, state.reservoir,
-                        block, use_cv, (chunk_scales, past_scales, max_step), exact_step, chunk_statistics)
+                        block, use_cv, (chunk_scales, past_scales, max_step), exact_step, chunk_statistics,
+                        past_statistics)
+
+
+def past_statistics_of(state, model, chunk_statistics):
+    """The summed ``gradient_statistics`` of every row seen before the chunk, where the model draws exactly from
+    them (:func:`offers_statistics_draws`), else None.
+
+    Zeros before the first chunk; None for a state that does not carry them
+    (pickled before the engine kept them), whose exact moves then need the
+    rows themselves.
+    """
+    if chunk_statistics is None or not offers_statistics_draws(model):
+        return None
+    if state.n_samples_seen == 0:
+        return np.zeros_like(chunk_statistics)
+    return getattr(state, "past_statistics", None)
 
 
 def _gradient_block(X, y, n_batch, n_seen, rows):
@@ -139,9 +160,16 @@ def offers_gradient_statistics(model):
     return _defined_for_likelihood(model, "gradient_statistics")
 
 
-def uses_exact_moves(config, n_seen, n_chunk, n_stored):
-    """Whether a chunk's particles move by :func:`exact_hmc_kernel`: every row seen is stored, within the budget."""
-    return n_stored == n_seen and n_seen + n_chunk <= config.exact_move_rows
+def uses_exact_moves(config, state, n_chunk, from_statistics=False):
+    """Whether a chunk's particles move exactly (:func:`exact_draw_kernel` or :func:`exact_hmc_kernel`).
+
+    Within ``config.exact_move_rows`` rows (None: any number), when every row
+    seen is stored or the exact draws come from the past rows' summed
+    statistics (``from_statistics``), which cost the same at any ``n``.
+    """
+    n_seen = state.n_samples_seen
+    within = config.exact_move_rows is None or n_seen + n_chunk <= config.exact_move_rows
+    return within and (from_statistics or state.reservoir.n_stored == n_seen)
 
 
 def move_kernels(context, target):
@@ -152,7 +180,7 @@ def move_kernels(context, target):
     """
     if context.exact_step is None:
         local = sghmc_kernel
-    elif offers_exact_draws(context.model):
+    elif context.past_statistics is not None or offers_exact_draws(context.model):
         local = exact_draw_kernel
     else:
         local = exact_hmc_kernel
@@ -170,6 +198,13 @@ def offers_exact_draws(model):
     a posterior that is no longer its own, and keeps exact HMC.
     """
     return _defined_for_likelihood(model, "sample_tempered_posterior")
+
+
+def offers_statistics_draws(model):
+    """Whether ``model`` draws its tempered posterior exactly from summed ``gradient_statistics``
+    (``sample_tempered_posterior_from_statistics``, written for its likelihood as in :func:`offers_exact_draws`)."""
+    return (offers_gradient_statistics(model)
+            and _defined_for_likelihood(model, "sample_tempered_posterior_from_statistics"))
 
 
 def _defined_for_likelihood(model, member):
@@ -374,21 +409,29 @@ def exact_hmc_kernel(rng, context, particles, target):
 
 
 def exact_draw_kernel(rng, context, particles, target):
-    """Independent exact draws from ``target``, by the model's ``sample_tempered_posterior`` (a conjugate model).
+    """Independent exact draws from ``target`` (a conjugate model's tempered posterior).
 
     Runs where :func:`exact_hmc_kernel` would (:func:`uses_exact_moves`), for
     models that can sample their tempered posterior exactly (the linear-Gaussian
     model). The draw is the kernel ``K(theta, .) = target``: invariant, and
-    mixed in one step, at the cost of one pass over the rows. The references are
-    left as they are.
+    mixed in one step. From the chunk's and the past rows' summed statistics
+    where the model offers ``sample_tempered_posterior_from_statistics`` (no
+    pass over rows, so at any ``n``), else by ``sample_tempered_posterior`` over
+    the chunk and the stored past rows. The references are left as they are.
     """
-    data_X, data_y, weights = _exact_rows(context, target)
-    theta = np.asarray(context.model.sample_tempered_posterior(rng, len(particles.theta), data_X, data_y, weights),
-                       dtype=float)
+    if context.past_statistics is not None:
+        statistics = target.tempering * context.chunk_statistics + target.past_power * context.past_statistics
+        theta = context.model.sample_tempered_posterior_from_statistics(rng, len(particles.theta), statistics)
+        n_evaluations = 0  # no pass over rows: the chunk's statistics were summed once, the past's kept
+    else:
+        data_X, data_y, weights = _exact_rows(context, target)
+        theta = context.model.sample_tempered_posterior(rng, len(particles.theta), data_X, data_y, weights)
+        n_evaluations = len(data_X)
+    theta = np.asarray(theta, dtype=float)
     if theta.shape != particles.theta.shape:
         raise ValueError(f"{type(context.model).__name__}.sample_tempered_posterior returned shape {theta.shape}, "
                          f"expected {particles.theta.shape}")
-    return particles._replace(theta=theta), StepCounts(n_evaluations=len(data_X)), None
+    return particles._replace(theta=theta), StepCounts(n_evaluations=n_evaluations), None
 
 
 def _exact_rows(context, target):

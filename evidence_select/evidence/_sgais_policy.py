@@ -94,7 +94,9 @@ def surprise_policy(config, state, n_chunk):
     own cost, at most ``max_annealing_steps / 2`` steps). In a run with no
     surprise trigger, a shift (:func:`shift_detected`) past the exact moves'
     rows restarts on the same terms (``restart_on_shift``), and is degraded
-    whether it restarted or not.
+    whether it restarted or not. A chunk whose particles draw exactly from every
+    past row's summed statistics (the linear model) needs no cure at any ``n``:
+    nothing degrades it.
     """
     n_seen, reservoir = state.n_samples_seen, state.reservoir
     past_exact = reservoir.n_stored == n_seen
@@ -111,9 +113,11 @@ def surprise_policy(config, state, n_chunk):
                     f"{config.surprise_budget} times the stream's own annealing)")
     # With no surprise trigger configured, past the exact moves' rows, SGHMC may not follow a shift and nothing
     # else would: the shift detection then watches these chunks too.
+    # Exact draws from every past row's summed statistics follow any shift at any n: nothing to cure or degrade.
+    draws_exact = (getattr(state, "past_statistics", None) is not None
+                   and uses_exact_moves(config, state, n_chunk, from_statistics=True))
     uncured = (config.reheat_after_steps is None and config.surprise_threshold is None
-               and not config.restart_on_surprise
-               and not uses_exact_moves(config, n_seen, n_chunk, reservoir.n_stored))
+               and not config.restart_on_surprise and not uses_exact_moves(config, state, n_chunk, draws_exact))
     # Such a shift restarts when it can: a replay in random order sees no shift, and the pooled evidence loses
     # at most log 2 to the in-order run that did not follow it. The chunk is degraded either way: after the
     # restart the posterior may keep moving (a model the shift made misspecified), the in-order SGHMC chunks
@@ -138,8 +142,9 @@ def surprise_policy(config, state, n_chunk):
     log_z_per_row = float(log_mean_exp(state.log_evidence)) / n_seen if n_seen else None
     return SurprisePolicy(config.surprise_threshold, config.reheat_after_steps, config.restart_on_surprise,
                           can_restart, restart_on_shift, can_excurse, config.restart_growth, n_seen > n_chunk, mode,
-                          reason, restart_blocked, past_exact, not past_exact or uncured, log_z_per_row,
-                          state.n_degraded_chunks > 0 and not past_exact)
+                          "" if draws_exact else reason, restart_blocked, past_exact,
+                          not draws_exact and (not past_exact or uncured), log_z_per_row,
+                          not draws_exact and state.n_degraded_chunks > 0 and not past_exact)
 
 
 def surprised_on_arrival(policy, spread):

@@ -73,7 +73,10 @@ class SGAISConfig(NamedTuple):
     overrun of one restart or excursion). ``exact_move_rows``: while every row
     seen (chunk included) is stored and there are at most this many, particles
     move by Metropolis-corrected HMC on the exact tempered target instead of SGHMC
-    (:func:`~._sgais_moves.exact_hmc_kernel`); 0 never does. ``restart_on_shift``: in
+    (:func:`~._sgais_moves.exact_hmc_kernel`), or by exact draws where the model
+    offers them; 0 never does, None sets no limit. A model that draws from its
+    rows' summed statistics (:func:`~._sgais_moves.offers_statistics_draws`)
+    needs no stored rows for them. ``restart_on_shift``: in
     a run with no surprise trigger configured, a chunk past those rows that shifts
     (:func:`~._sgais_policy.shift_detected`) restarts while every row seen is stored
     and the budget covers it; it is flagged (degraded) either way.
@@ -101,7 +104,7 @@ class SGAISConfig(NamedTuple):
     restart_on_surprise: bool = False
     restart_growth: float = None
     surprise_budget: float = 4.0
-    exact_move_rows: int = 1000
+    exact_move_rows: int = 1000  # None: no limit
     restart_on_shift: bool = True
 
 
@@ -138,6 +141,7 @@ class SGAISState(NamedTuple):
     n_degraded_chunks: int = 0  # chunks whose evidence the engine could not guarantee
     increment_variance: float = 0.0  # sum over chunks of the groups' mean log-evidence increment's variance
     mode_gap_variance: float = 0.0  # squared gap to the last failed posterior-mode check (0 if it passed or none ran)
+    past_statistics: np.ndarray = None  # summed gradient_statistics of every row seen, where the model draws from them
 
 
 class ChunkRecord(NamedTuple):

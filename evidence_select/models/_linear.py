@@ -169,8 +169,27 @@ class LinearGaussianModel(Model):
         """
         X, y = np.asarray(X, dtype=float), np.asarray(y, dtype=float)
         moments = self._weighted_moments(X, y, np.broadcast_to(np.asarray(weights, dtype=float), (len(X),)))
+        return self.sample_tempered_posterior_from_statistics(rng, n_samples, moments)
+
+    def sample_tempered_posterior_from_statistics(self, rng, n_samples, statistics):
+        """:meth:`sample_tempered_posterior` from the rows' weighted :meth:`gradient_statistics`, summed.
+
+        ``statistics`` is ``sum_j w_j [a_j, y_j]^T [a_j, y_j]``: the tempered
+        posterior depends on the rows only through it, so SGAIS keeps the sum over
+        every row seen and draws exactly at any ``n`` with no pass over the rows.
+
+        Parameters
+        ----------
+        rng : numpy.random.Generator
+        n_samples : int
+        statistics : ndarray of shape (n_params + 1, n_params + 1)
+
+        Returns
+        -------
+        theta : ndarray of shape (n_samples, n_params)
+        """
         n_design = self.n_params
-        factor, mean = _posterior_factor(self, moments[:n_design, :n_design], moments[:n_design, -1])
+        factor, mean = _posterior_factor(self, statistics[:n_design, :n_design], statistics[:n_design, -1])
         # With precision L L^T, L^-T z for z ~ N(0, I) has covariance (L L^T)^-1.
         deviations = solve_triangular(factor[0], rng.standard_normal((n_design, n_samples)), lower=True, trans="T")
         return mean + deviations.T

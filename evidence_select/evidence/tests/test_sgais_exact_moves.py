@@ -1,5 +1,7 @@
 """The engine's exact HMC kernel: when it runs, and that it leaves the exact tempered posterior invariant."""
 
+from types import SimpleNamespace
+
 import numpy as np
 import pytest
 
@@ -16,15 +18,41 @@ from evidence_select.kernels._reservoir import reservoir_init, reservoir_insert
 from evidence_select.models import LinearGaussianModel
 
 
-@pytest.mark.parametrize("n_seen, n_chunk, n_stored, budget, expected", [
-    (0, 500, 0, 2000, True),  # the first chunk
-    (1500, 500, 1500, 2000, True),  # the chunk that reaches the budget
-    (1500, 501, 1500, 2000, False),  # past the budget
-    (1500, 500, 1000, 2000, False),  # the reservoir lost rows: the past is no longer exact
-    (0, 500, 0, 0, False),  # switched off
+@pytest.mark.parametrize("n_seen, n_chunk, n_stored, budget, from_statistics, expected", [
+    (0, 500, 0, 2000, False, True),  # the first chunk
+    (1500, 500, 1500, 2000, False, True),  # the chunk that reaches the budget
+    (1500, 501, 1500, 2000, False, False),  # past the budget
+    (1500, 500, 1000, 2000, False, False),  # the reservoir lost rows: the past is no longer exact
+    (1500, 500, 1000, 2000, True, True),  # ... unless the draws come from every past row's summed statistics
+    (1500, 501, 1500, 2000, True, False),  # which still keep to the budget
+    (10**6, 500, 1000, None, True, True),  # no budget
+    (0, 500, 0, 0, True, False),  # switched off
 ])
-def test_exact_moves_only_while_every_row_is_stored_and_within_budget(n_seen, n_chunk, n_stored, budget, expected):
-    assert uses_exact_moves(SGAISConfig(exact_move_rows=budget), n_seen, n_chunk, n_stored) is expected
+def test_exact_moves_only_while_the_past_is_exact_and_within_budget(n_seen, n_chunk, n_stored, budget,
+                                                                      from_statistics, expected):
+    state = SimpleNamespace(n_samples_seen=n_seen, reservoir=SimpleNamespace(n_stored=n_stored))
+    assert uses_exact_moves(SGAISConfig(exact_move_rows=budget), state, n_chunk, from_statistics) is expected
+
+
+def test_the_state_keeps_the_summed_statistics_of_every_row_seen():
+    """Past the reservoir's 300 rows the kept sum is still every row's: the exact draws rest on it."""
+    data = make_linear_regression(1000, random_state=0)
+    est = BayesianLinearRegressor(batch_size=128, reservoir_size=300, random_state=0).fit(data.X, data.y)
+    expected = est.model_.gradient_statistics(data.X, data.y)
+    np.testing.assert_allclose(est.sgais_state_.past_statistics, expected, rtol=1e-12)
+    assert est.sgais_state_.reservoir.n_stored == 300
+
+
+def test_a_state_without_the_summed_statistics_moves_by_sghmc_past_the_reservoir():
+    """A state pickled before the engine kept the sum: past the reservoir its chunks cannot draw exactly (the
+    stored rows are a subsample), so they move by SGHMC, and the state goes on without a sum."""
+    data = make_linear_regression(700, random_state=0)
+    est = BayesianLinearRegressor(batch_size=100, reservoir_size=300, random_state=0).fit(data.X[:600], data.y[:600])
+    est.sgais_state_ = est.sgais_state_._replace(past_statistics=None)
+    context = _sgais_moves.chunk_context(est.sgais_state_, data.X[600:], data.y[600:], est.model_, est.sgais_config_)
+    assert context.past_statistics is None and context.exact_step is None
+    est.partial_fit(data.X[600:], data.y[600:])
+    assert est.sgais_state_.past_statistics is None and np.isfinite(est.log_evidence_)
 
 
 def _tempered_posterior(model, past, chunk, tempering):
@@ -133,6 +161,7 @@ def test_moves_that_stay_correlated_are_recorded(monkeypatch):
     this well-conditioned linear stream decorrelates, and nothing is counted. The linear model's exact draws are
     switched off, so its exact moves are HMC's."""
     monkeypatch.delattr(LinearGaussianModel, "sample_tempered_posterior")
+    monkeypatch.delattr(LinearGaussianModel, "sample_tempered_posterior_from_statistics")
     data = make_linear_regression(300, random_state=0)
 
     def counted():
