@@ -102,16 +102,18 @@ def chunk_context(state, X, y, model, config):
     n_chunk = len(X)
     n_batch = min(config.batch_size, state.reservoir.n_stored)
     chunk_statistics = model.gradient_statistics(X, y) if offers_gradient_statistics(model) else None
+    past_statistics = past_statistics_of(state, model, chunk_statistics)
     block = _gradient_block(X, y, n_batch, state.n_samples_seen, rows=chunk_statistics is None)
     use_cv = config.control_variates and state.reference is not None and n_batch > 0
-    chunk_scales = _checked_step_scales(model, X, state.particles.shape[1])
+    # SGHMC's step scales, unless no chunk of the stream will move by SGHMC (exact draws at any n).
+    sghmc_never = past_statistics is not None and config.exact_move_rows is None
+    chunk_scales = None if sghmc_never else _checked_step_scales(model, X, state.particles.shape[1])
     past_scales = state.step_scales if state.n_samples_seen else None
     # The data-scaled step must not outrun the prior's own curvature (features of scale 1e-6 give step
     # scales ~1e12, and the prior term alone then diverges).
     prior_variances = getattr(model, "prior_variances", None)
     max_step = None if prior_variances is None else config.learning_rate * np.asarray(prior_variances, dtype=float)
     n_groups = state.log_weights.shape[0]
-    past_statistics = past_statistics_of(state, model, chunk_statistics)
     exact_step = (np.full(n_groups, EXACT_INITIAL_STEP)
                   if uses_exact_moves(config, state, n_chunk, past_statistics is not None) else None)
     return ChunkContext(model, config, X, y, state.n_samples_seen, n_groups, state.reservoir,
