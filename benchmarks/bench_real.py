@@ -40,7 +40,9 @@ other case uses, never used to tune a default, each streamed shuffled and with i
 classes arriving one after another (a late shift): ``BayesianLogisticClassifier`` on
 4 vs 9 (prior scales 1 and 3, the latter nearly separable) and on 3/5/8 (softmax), and
 ``BayesianMixture`` with K = 3 on the first two principal components of digits 0/1/6 and
-K = 4 on the first three of 0/1/6/7 (constant pixel columns dropped, columns standardised).
+K = 4 on the first three of 0/1/6/7 (constant pixel columns dropped, columns standardised), and
+``BayesianLinearRegressor`` (exact references) on the digits' first principal component against the
+next eleven and on wine's alcohol against its other columns.
 
 Reference for the classifiers: AIS (100 chains) and bridge sampling on the full data;
 where they agree within ``max(3 x combined std, 0.5)`` the bridge value is used, otherwise
@@ -80,6 +82,9 @@ MIXTURE_COMPONENTS = {"iris_X": (1, 2, 3), "wine_X": (1, 2), "bc5_X": (1, 2), "d
 #: whose rows come sorted by class (their "file" order: one cluster after another).
 HELD_OUT_CLASSES = {"digits49": (4, 9), "digits358": (3, 5, 8)}
 HELD_OUT_DENSITY = {"digits016_pca2": ((0, 1, 6), 2), "digits0167_pca3": ((0, 1, 6, 7), 3)}
+#: Held-out regressions (exact references), rows sorted by class in their "file" order: the first principal
+#: component of the digits on the next eleven, and wine's alcohol on its other columns.
+HELD_OUT_REGRESSION = ("digits_pc1", "wine_alcohol")
 
 
 # -- data ----------------------------------------------------------------------------------
@@ -121,6 +126,8 @@ def load_case_data(name):
         return _density_data(name), None
     if name in HELD_OUT_CLASSES or name in HELD_OUT_DENSITY:
         return _held_out_digits(name)
+    if name in HELD_OUT_REGRESSION:
+        return _held_out_regression(name)
     raise ValueError(f"unknown data set {name!r}")
 
 
@@ -151,6 +158,22 @@ def _held_out_digits(name):
         return _standardise(X[:, X.std(axis=0) > 0]), y
     by_class = np.argsort(y, kind="stable")
     return _standardise(PCA(n_components, random_state=0).fit_transform(X))[by_class], None
+
+
+def _held_out_regression(name):
+    """A held-out regression ``(X, y)``, standardised, its rows sorted by class (stable)."""
+    from sklearn import datasets
+    from sklearn.decomposition import PCA
+
+    if name == "digits_pc1":
+        pixels, label = datasets.load_digits(return_X_y=True)
+        components = _standardise(PCA(12, random_state=0).fit_transform(pixels))
+        X, y = components[:, 1:], components[:, 0]
+    else:
+        wine = datasets.load_wine()
+        X, y, label = _standardise(wine.data[:, 1:]), _standardise(wine.data[:, 0]), wine.target
+    by_class = np.argsort(label, kind="stable")
+    return X[by_class], y[by_class]
 
 
 def all_cases():
@@ -187,6 +210,9 @@ def held_out_cases():
         for order, label in (("shuffled", "shuffled"), ("file", "classes_late")):
             cases[f"ho_mix_k{k}_{data_name}_{label}"] = (data_name, order, dict(kind="mixture", n_components=k),
                                                         "mixture_ais")
+    for data_name in HELD_OUT_REGRESSION:
+        for order, label in (("shuffled", "shuffled"), ("file", "classes_late")):
+            cases[f"ho_lin_{data_name}_{label}"] = (data_name, order, dict(kind="regressor"), "exact")
     return cases
 
 
