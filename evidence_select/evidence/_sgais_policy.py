@@ -111,11 +111,11 @@ def surprise_policy(config, state, n_chunk):
     can_excurse = past_exact and budget > 0
     budget_spent = (f"the surprise budget is spent (restarts and excursions may cost surprise_budget="
                     f"{config.surprise_budget} times the stream's own annealing)")
-    # With no surprise trigger configured, past the exact moves' rows, SGHMC may not follow a shift and nothing
-    # else would: the shift detection then watches these chunks too.
     # Exact draws from every past row's summed statistics follow any shift at any n: nothing to cure or degrade.
     draws_exact = (getattr(state, "past_statistics", None) is not None
                    and uses_exact_moves(config, state, n_chunk, from_statistics=True))
+    # With no surprise trigger configured, past the exact moves' rows, SGHMC may not follow a shift and nothing
+    # else would: the shift detection then watches these chunks too.
     uncured = (config.reheat_after_steps is None and config.surprise_threshold is None
                and not config.restart_on_surprise and not uses_exact_moves(config, state, n_chunk, draws_exact))
     # Such a shift restarts when it can: a replay in random order sees no shift, and the pooled evidence loses
