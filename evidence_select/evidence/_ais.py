@@ -277,8 +277,8 @@ def _corr1(a, b):
 
 
 def _weighted_change(before, after, log_weights):
-    """``(mean, se)``: the weighted mean change of ``log L`` from ``before`` to ``after`` and its standard error
-    (``(0, 0)`` with fewer than two finite changes)."""
+    """``(mean, z)``: the weighted mean change of ``log L`` from ``before`` to ``after``, and that mean in its
+    standard errors (``(0, 0)`` with fewer than two finite changes, ``z = 0`` when they are all equal)."""
     diff = after - before
     ok = np.isfinite(diff) & np.isfinite(log_weights)
     if np.sum(ok) < 2:
@@ -286,7 +286,8 @@ def _weighted_change(before, after, log_weights):
     w = np.exp(log_weights[ok] - np.max(log_weights[ok]))
     w /= w.sum()
     mean = float(np.sum(w * diff[ok]))
-    return mean, float(np.sqrt(np.sum(w**2 * (diff[ok] - mean) ** 2)))
+    se = float(np.sqrt(np.sum(w**2 * (diff[ok] - mean) ** 2)))
+    return mean, (mean / se if se > 0 else 0.0)
 
 
 def _drift(before, after, log_weights):
@@ -297,8 +298,7 @@ def _drift(before, after, log_weights):
     reach part of it, such as a funnel's neck) climbs in ``log L`` at every
     temperature, and its ``Z`` is too low.
     """
-    mean, se = _weighted_change(before, after, log_weights)
-    return mean / se if se > 0 else 0.0
+    return _weighted_change(before, after, log_weights)[1]
 
 
 def _take(state, index):
@@ -510,8 +510,8 @@ def drift_under_longer_moves(rng, model, X, y, state, log_weights, step_size, co
     before = state.aux[:, 1]
     moved, _ = ais_move(rng, state, target, pooled, max(config.n_repeats, 2), step_size,
                         replace(config, n_mcmc_steps=length, max_mcmc_steps=length))
-    change, se = _weighted_change(before, moved.aux[:, 1], pooled)
-    return (change / se if se > 0 else 0.0), change, target.n_evaluations
+    change, z = _weighted_change(before, moved.aux[:, 1], pooled)
+    return z, change, target.n_evaluations
 
 
 def _diagnostics(config, trace, log_z_groups, probe_z):

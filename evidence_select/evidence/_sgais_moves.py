@@ -133,7 +133,7 @@ def past_statistics_of(state, model, chunk_statistics):
         return None
     if state.n_samples_seen == 0:
         return np.zeros_like(chunk_statistics)
-    return getattr(state, "past_statistics", None)
+    return state.past_statistics
 
 
 def _gradient_block(X, y, n_batch, n_seen, rows):
@@ -431,8 +431,9 @@ def exact_draw_kernel(rng, context, particles, target):
         n_evaluations = len(data_X)
     theta = np.asarray(theta, dtype=float)
     if theta.shape != particles.theta.shape:
-        raise ValueError(f"{type(context.model).__name__}.sample_tempered_posterior returned shape {theta.shape}, "
-                         f"expected {particles.theta.shape}")
+        raise ValueError(f"{type(context.model).__name__}'s exact draws (sample_tempered_posterior"
+                         f"{'_from_statistics' if context.past_statistics is not None else ''}) returned shape "
+                         f"{theta.shape}, expected {particles.theta.shape}")
     return particles._replace(theta=theta), StepCounts(n_evaluations=n_evaluations), None
 
 

@@ -28,7 +28,7 @@ from ..kernels._reservoir import reservoir_data
 from ..kernels._resampling import systematic_resample
 from ..utils import log_mean_exp, make_generator
 from ..utils._diagnostics import mean_and_squared_error
-from ._sgais_moves import MoveTarget, past_log_likelihood, uses_exact_moves
+from ._sgais_moves import MoveTarget, past_log_likelihood
 from ._sgais_state import Particles, StepCounts
 from ._sgais_steps import choose_increment, tempering_step
 
@@ -79,8 +79,13 @@ RESERVOIR_OUTGROWN = "the reservoir no longer holds every row seen"
 SHIFT_UNCURED = "the rows shifted after the exact moves' first rows"
 
 
-def surprise_policy(config, state, n_chunk):
+def surprise_policy(config, state, n_chunk, moves_exactly=False, draws_from_statistics=False):
     """The :class:`SurprisePolicy` of a chunk of ``n_chunk`` rows after the rows of ``state``.
+
+    ``moves_exactly``: the chunk's particles move by exact moves
+    (:func:`~._sgais_moves.uses_exact_moves`); ``draws_from_statistics``: those
+    moves are exact draws from every past row's summed statistics (the
+    :class:`~._sgais_moves.ChunkContext` decided both).
 
     The cures of a surprise (restart, excursion, global moves) evaluate the
     likelihood of every past row inside weights or Metropolis-Hastings
@@ -112,12 +117,11 @@ def surprise_policy(config, state, n_chunk):
     budget_spent = (f"the surprise budget is spent (restarts and excursions may cost surprise_budget="
                     f"{config.surprise_budget} times the stream's own annealing)")
     # Exact draws from every past row's summed statistics follow any shift at any n: nothing to cure or degrade.
-    draws_exact = (getattr(state, "past_statistics", None) is not None
-                   and uses_exact_moves(config, state, n_chunk, from_statistics=True))
+    draws_exact = moves_exactly and draws_from_statistics
     # With no surprise trigger configured, past the exact moves' rows, SGHMC may not follow a shift and nothing
     # else would: the shift detection then watches these chunks too.
     uncured = (config.reheat_after_steps is None and config.surprise_threshold is None
-               and not config.restart_on_surprise and not uses_exact_moves(config, state, n_chunk, draws_exact))
+               and not config.restart_on_surprise and not moves_exactly)
     # Such a shift restarts when it can: a replay in random order sees no shift, and the pooled evidence loses
     # at most log 2 to the in-order run that did not follow it. The chunk is degraded either way: after the
     # restart the posterior may keep moving (a model the shift made misspecified), the in-order SGHMC chunks
