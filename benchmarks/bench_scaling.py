@@ -38,6 +38,8 @@ Writes ``benchmarks/results/scaling.json``.
 """
 
 import argparse
+import contextlib
+import itertools
 import os
 import sys
 import time
@@ -50,6 +52,7 @@ from _common import run_metadata, save_json  # noqa: E402  (benchmarks/; also pu
 
 from evidence_select import BayesianLinearRegressor, BayesianMixture, EvidenceModelSelector  # noqa: E402
 from evidence_select.datasets import make_linear_regression, make_mixture  # noqa: E402
+from evidence_select.selection import _selector  # noqa: E402
 from evidence_select.selection._distributed import JoblibPayoff  # noqa: E402
 
 CHUNK = 500
@@ -131,6 +134,44 @@ def mixture_candidates():
     return [(f"K={k}", BayesianMixture(k)) for k in (2, 3, 5, 7)]
 
 
+@contextlib.contextmanager
+def recorded_update_seconds():
+    """Collect each selector call's per-candidate update times (the summaries' ``seconds``) into a list of rows.
+
+    Wraps the selector's ``advance_candidates`` for the duration (a few microseconds per call).
+    """
+    calls, advance = [], _selector.advance_candidates
+
+    def recording(*args, **kwargs):
+        fitted, summaries, payoff = advance(*args, **kwargs)
+        calls.append([summary.seconds for summary in summaries])
+        return fitted, summaries, payoff
+
+    _selector.advance_candidates = recording
+    try:
+        yield calls
+    finally:
+        _selector.advance_candidates = advance
+
+
+def placement_bounds(seconds, n_workers):
+    """Summed per-call maxima of the workers' update times ``(fixed, per_call)`` for ``seconds`` (calls x candidates).
+
+    Each call ends when its busiest worker does. ``fixed``: the best placement kept for the whole stream (what
+    resident candidates can reach); ``per_call``: the best placement chosen anew for every call (which moves
+    states; joblib's longest-first dispatch approaches it). No dask or joblib overhead is in either.
+    """
+    seconds = np.asarray(seconds, dtype=float)
+    maxima = []
+    for placement in itertools.product(range(n_workers), repeat=seconds.shape[1]):
+        loads = np.zeros((len(seconds), n_workers))
+        for k, worker in enumerate(placement):
+            loads[:, worker] += seconds[:, k]
+        maxima.append(loads.max(axis=1))
+    maxima = np.array(maxima)
+    return float(maxima.sum(axis=1).min()), float(maxima.min(axis=0).sum())
+
+
 def shipping(executors, n_rows, chunks=(500, 5000, 50000), repeats=3):
     """Time per row of one call with chunks of ``chunks`` rows after ``n_rows`` rows, per executor."""
     import copy
@@ -188,22 +229,27 @@ def grid(executors, counts, n_rows):
 def mixture(executors, n_rows, repeats):
     """The issue's case, each executor in turn, ``repeats`` rounds; each round's ratios are to its own
     ``n_jobs=1`` wall (a shared machine's load drifts between rounds), and a last row per executor gives the
-    median over rounds."""
+    median over rounds. Each row keeps its calls' per-candidate update times and their
+    :func:`placement_bounds` on 2 workers (on dask, the times measured on the workers)."""
     X = make_mixture(n_rows, random_state=0).X
     rows = []
     for round_ in range(repeats):
         reference = None
         for executor in executors:
-            with executor:
+            with executor, recorded_update_seconds() as update_seconds:
                 stream(mixture_candidates()[:2], X[:CHUNK], None, executor)  # warm-up
+                del update_seconds[:]
                 selector, wall, cpu = stream(mixture_candidates(), X, None, executor)
+            bounds = placement_bounds(update_seconds, n_workers=2)
             if reference is None:
                 reference = (selector.log_evidences_, wall)
+                print_placement_bounds(bounds, wall)
             rows.append(dict(executor=executor.name, candidates=4, rows=n_rows, wall=wall, cpu=cpu,
                              wall_ratio=wall / reference[1], passes=float("nan"),
                              identical=bool(np.array_equal(selector.log_evidences_, reference[0])),
                              load=os.getloadavg()[0], log_evidences=selector.log_evidences_.tolist(),
-                             round=round_))
+                             round=round_, update_seconds=update_seconds,
+                             placement_bounds=dict(zip(("fixed", "per_call"), bounds))))
             print_row(rows[-1])
     if repeats > 1:
         for executor in executors:
@@ -214,6 +260,13 @@ def mixture(executors, n_rows, repeats):
                              round="median"))
             print_row(rows[-1])
     return rows
+
+
+def print_placement_bounds(bounds, wall, n_workers=2):
+    fixed, per_call = bounds
+    print(f"placement: these calls' update times (n_jobs=1) leave {fixed:.2f} s of per-call maxima on {n_workers} "
+          f"workers with the best fixed placement ({fixed / wall:.2f}x the n_jobs=1 wall, before any executor's "
+          f"overhead) and {per_call:.2f} s ({per_call / wall:.2f}x) with the best placement chosen anew each call")
 
 
 def _timed_fit(X):
