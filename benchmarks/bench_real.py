@@ -13,6 +13,7 @@ Usage::
         --doc-table doc/user_guide/generated --doc-name real_data_mixtures.rst   # the mixture cases only
     python benchmarks/bench_real.py --held-out --output real_held_out.json \
         --doc-table doc/user_guide/generated --doc-name real_data_held_out.rst   # the held-out cases only
+    python benchmarks/bench_real.py --held-out-drift --output real_held_out_drift.json   # ... in drifting orders
 
 Prints a markdown table and writes ``benchmarks/results/real.json``.
 
@@ -42,7 +43,9 @@ classes arriving one after another (a late shift): ``BayesianLogisticClassifier`
 ``BayesianMixture`` with K = 3 on the first two principal components of digits 0/1/6 and
 K = 4 on the first three of 0/1/6/7 (constant pixel columns dropped, columns standardised), and
 ``BayesianLinearRegressor`` (exact references) on the digits' first principal component against the
-next eleven and on wine's alcohol against its other columns.
+next eleven and on wine's alcohol against its other columns. ``--held-out-drift`` streams the same data
+in orders no case used before: sorted by the rows' first principal component (the features drift while every
+class keeps arriving) and, for the regressions, sorted by the target.
 
 Reference for the classifiers: AIS (100 chains) and bridge sampling on the full data;
 where they agree within ``max(3 x combined std, 0.5)`` the bridge value is used, otherwise
@@ -95,11 +98,15 @@ def _standardise(values):
 
 
 def _order(X, y, order):
-    """The rows in file order, shuffled (seed 0), or sorted by class (by the first column without ``y``)."""
+    """The rows in file order, shuffled (seed 0), sorted by class or target (by the first column without ``y``),
+    or sorted by the rows' first principal component (``"by_pc1"``: a drift of the features, not of the labels)."""
     if order == "shuffled":
         index = np.random.default_rng(0).permutation(len(X))
     elif order == "sorted":
         index = np.argsort(X[:, 0] if y is None else y, kind="stable")
+    elif order == "by_pc1":
+        centred = X - X.mean(axis=0)
+        index = np.argsort(centred @ np.linalg.svd(centred, full_matrices=False)[2][0], kind="stable")
     else:
         index = np.arange(len(X))
     return X[index], (None if y is None else y[index])
@@ -213,6 +220,26 @@ def held_out_cases():
     for data_name in HELD_OUT_REGRESSION:
         for order, label in (("shuffled", "shuffled"), ("file", "classes_late")):
             cases[f"ho_lin_{data_name}_{label}"] = (data_name, order, dict(kind="regressor"), "exact")
+    return cases
+
+
+def held_out_drift_cases():
+    """Held-out orders of the held-out data (``--held-out-drift``; run after the defaults they test were set):
+    rows sorted by their first principal component (the features drift while every class keeps arriving), and
+    regressions sorted by their target (the response drifts). The mixtures' columns are principal components, so
+    their ``"sorted"`` order is the first component's."""
+    cases = {}
+    for name, (data_name, _, spec, ref_kind) in held_out_cases().items():
+        if not name.endswith("_shuffled"):
+            continue
+        stem = name[: -len("_shuffled")]
+        if spec["kind"] == "classifier":
+            cases[f"{stem}_feature_drift"] = (data_name, "by_pc1", spec, ref_kind)
+        elif spec["kind"] == "mixture":
+            cases[f"{stem}_feature_drift"] = (data_name, "sorted", spec, ref_kind)
+        else:
+            cases[f"{stem}_target_drift"] = (data_name, "sorted", spec, ref_kind)
+            cases[f"{stem}_feature_drift"] = (data_name, "by_pc1", spec, ref_kind)
     return cases
 
 
@@ -389,6 +416,8 @@ def main(argv=None):
     parser.add_argument("--cases", default=None, help="comma-separated case names (default: all or the quick set)")
     parser.add_argument("--mixtures", action="store_true", help="only the BayesianMixture cases (mix_k*)")
     parser.add_argument("--held-out", action="store_true", help="only the held-out cases (ho_*)")
+    parser.add_argument("--held-out-drift", action="store_true",
+                        help="only the held-out data in drifting orders (ho_*_feature_drift, ho_*_target_drift)")
     parser.add_argument("--seeds", type=int, default=None)
     parser.add_argument("--output", default=os.path.join(RESULTS_DIR, "real.json"),
                         help="where to write the runs (a bare file name goes to benchmarks/results/)")
@@ -422,8 +451,9 @@ def main(argv=None):
 def run_cases(parser, args):
     """Run the chosen cases' seeds: one summary row per case (runs included, printed as it completes), and the
     references."""
-    cases = all_cases() | held_out_cases()
-    default = held_out_cases() if args.held_out else (QUICK_CASES if args.quick else all_cases())
+    cases = all_cases() | held_out_cases() | held_out_drift_cases()
+    default = (held_out_cases() if args.held_out else held_out_drift_cases() if args.held_out_drift
+               else QUICK_CASES if args.quick else all_cases())
     chosen = args.cases.split(",") if args.cases else list(default)
     if args.mixtures:
         chosen = [name for name in chosen if name.startswith("mix_")]
