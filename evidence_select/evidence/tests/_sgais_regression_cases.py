@@ -41,17 +41,37 @@ def digest(*arrays):
     return sha.hexdigest()[:16]
 
 
+def _kernels():
+    """numpy's enabled SIMD extensions and the BLAS build and kernel architecture in use.
+
+    Both choose code paths whose results differ in the last bits (a float64 ``log`` on AVX512 against AVX2, a
+    GEMM kernel's summation order), and fixed-input probes miss some of them.
+    """
+    from threadpoolctl import threadpool_info
+
+    try:
+        from numpy._core._multiarray_umath import __cpu_features__
+    except ImportError:  # a numpy that keeps it elsewhere: the probes below still tell most machines apart
+        __cpu_features__ = {}
+    blas = sorted(f"{info.get('internal_api')} {info.get('version')} {info.get('architecture')}"
+                  for info in threadpool_info() if info.get("user_api") == "blas")
+    return f"{sorted(k for k, on in __cpu_features__.items() if on)} {blas}"
+
+
 def environment_key():
-    """numpy's version, the machine and a digest of the maths library's last bits on fixed inputs.
+    """numpy's version, the machine, its SIMD and BLAS kernels and a digest of the maths library's last bits on
+    fixed inputs.
 
     Runs whose Metropolis-Hastings decisions follow long HMC trajectories amplify a last-bit difference of
     ``exp`` or a matrix product until a decision flips; their pins hold only where this key is the same.
     """
     x = np.linspace(-30.0, 30.0, 4001)
     matrix = np.cov(np.sin(np.outer(np.arange(1.0, 9.0), x[:64])))
+    wide = np.sin(np.outer(np.arange(1.0, 65.0), x[:256]))
     probes = [np.exp(x), np.log1p(np.exp(x)), np.tanh(x), np.exp(x.astype(np.float32)).astype(float),
-              np.linalg.cholesky(matrix + np.eye(8)), matrix @ matrix]
-    sha = hashlib.sha256(f"numpy {np.__version__} on {platform.machine()}".encode())
+              np.linalg.cholesky(matrix + np.eye(8)), matrix @ matrix, np.log(np.abs(x) + 1e-3),
+              np.logaddexp(x, -x), wide @ wide.T, np.einsum("ij,ij->i", wide, wide)]
+    sha = hashlib.sha256(f"numpy {np.__version__} on {platform.machine()}; {_kernels()}".encode())
     for probe in probes:
         sha.update(np.ascontiguousarray(probe, dtype=float).tobytes())
     return sha.hexdigest()[:16]

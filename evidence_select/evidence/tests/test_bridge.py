@@ -320,19 +320,25 @@ def test_sandwich_bounds_are_unbiased_for_z_and_its_inverse():
 
 def test_error_spans_the_sandwich_when_the_proposal_does_not_overlap():
     # A Gaussian proposal (no Gaussianization layers) for 16-d curved bananas: no overlap, and a bridge several
-    # nats low, a miss by the suite's criterion (beyond 3 of Eq. (9)'s errors), in halves that agree; the
-    # widened error spans the sandwich, which holds the exact value.
+    # nats low. Every seed's widened error holds the exact value; where the halves agree (which seeds do follows
+    # the chains' last bits, so several are run), the run misses by the suite's criterion (beyond 3 of Eq. (9)'s
+    # errors) and the error spans the sandwich, which holds the exact value.
     from evidence_select.models import calibration_cases
     from evidence_select.utils._gaussianize import GaussianizationSettings
 
     case = [c for c in calibration_cases(16, families=["banana"]) if c.dim == 16][0]
-    with pytest.warns(EvidenceConvergenceWarning, match="proposal_overlap"):
-        res = bridge_log_evidence(case.model, random_state=5, n_chains=4, n_warmup=200, n_draws=500,
-                                  gaussianization=GaussianizationSettings(max_layers=0))
-    lower, upper = res.info["log_evidence_bounds"]
-    eq9_std = np.mean([h["std"] for h in res.info["halves"]])
-    assert not res.diagnostics["proposal_overlap"]["passed"] and res.diagnostics["halves_agree"]["passed"]
-    assert lower < case.exact < upper
-    assert abs(res.log_evidence - case.exact) > 3 * eq9_std
-    assert abs(res.log_evidence - case.exact) < 3 * res.log_evidence_std
-    assert res.log_evidence_std == pytest.approx(max(res.log_evidence - lower, upper - res.log_evidence) / 3)
+    agreeing = 0
+    for seed in range(5, 11):
+        with pytest.warns(EvidenceConvergenceWarning, match="proposal_overlap"):
+            res = bridge_log_evidence(case.model, random_state=seed, n_chains=4, n_warmup=200, n_draws=500,
+                                      gaussianization=GaussianizationSettings(max_layers=0))
+        lower, upper = res.info["log_evidence_bounds"]
+        assert not res.diagnostics["proposal_overlap"]["passed"]
+        assert lower < case.exact < upper
+        assert abs(res.log_evidence - case.exact) < 3 * res.log_evidence_std
+        if res.diagnostics["halves_agree"]["passed"]:
+            agreeing += 1
+            eq9_std = np.mean([h["std"] for h in res.info["halves"]])
+            assert abs(res.log_evidence - case.exact) > 3 * eq9_std
+            assert res.log_evidence_std == pytest.approx(max(res.log_evidence - lower, upper - res.log_evidence) / 3)
+    assert agreeing >= 1
