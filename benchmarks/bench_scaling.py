@@ -22,6 +22,9 @@ Usage::
    mixture fit run next to a copy of itself, against alone. A last row runs dask
    with the workers' statistical profiler off (``distributed.worker.profile.enabled``),
    which is what dask's own per-task machinery costs these Python-heavy updates.
+   Printed beside the timings: the wall a fixed placement of these candidates allows at best
+   (:func:`placement_bounds`, from the calls' measured update times), since each call ends when its
+   busiest worker does.
 3. ``shipping``: what joblib's copies cost. 4 linear candidates streamed to
    ``--shipping-rows`` rows (their reservoirs full), then one more call with
    chunks of 500, 5000 and 50000 rows on each executor (3 repeats, best): time
