@@ -408,38 +408,10 @@ def _check_finite_log_lik(log_lik, chunk_log_lik, tempering, n_seen):
             f"(tempering={tempering:.3g}); check the data for extreme values or lower learning_rate")
 
 
-#: Rows of a fresh run's first chunk; the next chunks double until they reach ``batch_size``.
-WARMUP_ROWS = 100
-
-
-def warmup_chunk_bounds(n_rows, batch_size, first_rows=WARMUP_ROWS):
-    """``(start, stop)`` of the chunks of a fresh run over ``n_rows`` rows: ``first_rows``, then twice as many
-    each time up to ``batch_size``, then ``batch_size`` rows each.
-
-    Leaving the prior takes most of a run's annealing steps whatever the first
-    chunk's size (the steps grow about logarithmically with it), while a step's
-    moves cost in proportion to the chunk's rows: those steps are cheapest on a
-    small first chunk. Any chunking anneals through valid intermediate
-    posteriors, so the estimate stays unbiased.
-
-    Examples
-    --------
-    >>> warmup_chunk_bounds(1500, 500)
-    [(0, 100), (100, 300), (300, 700), (700, 1200), (1200, 1500)]
-    >>> warmup_chunk_bounds(80, 500)
-    [(0, 80)]
-    """
-    bounds, start, size = [], 0, min(first_rows, batch_size)
-    while start < n_rows:
-        stop = min(start + size, n_rows)
-        bounds.append((start, stop))
-        start, size = stop, min(2 * size, batch_size)
-    return bounds
-
-
 def sgais_stream(rng, model, config, X, y=None):
-    """A fresh run over ``(X, y)`` from the prior, in the chunks of :func:`warmup_chunk_bounds`; its final state."""
+    """A fresh run over ``(X, y)`` in chunks of ``config.batch_size`` rows, from the prior; its final state."""
     state = sgais_init(rng, model, config, X.shape[1], None if y is None else np.asarray(y).dtype)
-    for start, stop in warmup_chunk_bounds(len(X), config.batch_size):
+    for start in range(0, len(X), config.batch_size):
+        stop = start + config.batch_size
         state, _, _ = sgais_update(state, X[start:stop], None if y is None else y[start:stop], model, config)
     return state

@@ -291,8 +291,8 @@ def replay_from_prior(rng, reservoir, rows, model, config, stream_fn):
 
     ``rows`` is the chunk ``(X, y)``; the past rows are the reservoir's, so this
     is exact only while it holds all of them. ``stream_fn(rng, model, config, X,
-    y)`` runs a fresh stream (:func:`~._sgais.sgais_stream`: chunks growing from
-    100 rows to ``batch_size``), here with no restarts of its own. Independent orders make the
+    y)`` runs a fresh stream (:func:`~._sgais.sgais_stream`), here with chunks of
+    ``batch_size`` rows and no restarts of its own. Independent orders make the
     groups' spread also measure how much the evidence depends on the order the
     rows came in. Returns ``(particles, n_datum_evaluations, n_reference)``, the
     groups stacked as in :class:`SGAISState` and ``n_reference`` the smallest of
