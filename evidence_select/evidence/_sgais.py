@@ -189,8 +189,7 @@ def sgais_update(state, X, y, model, config):
     rng = make_generator(state.rng)  # a copy: the old state's generator is never advanced
     n_seen, n_chunk = state.n_samples_seen, len(X)
     context = chunk_context(state, X, y, model, config)
-    policy = surprise_policy(config, state, n_chunk, moves_exactly=context.exact_step is not None,
-                             draws_from_statistics=context.past_statistics is not None)
+    policy = surprise_policy(state, context)
     progress = anneal_chunk(rng, context, policy, Particles(*state[:4], state.reference, state.reference_grad,
                                                             np.arange(len(state.particles))))
     n_lineages = count_lineages(progress.particles)

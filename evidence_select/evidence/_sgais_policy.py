@@ -79,13 +79,9 @@ RESERVOIR_OUTGROWN = "the reservoir no longer holds every row seen"
 SHIFT_UNCURED = "the rows shifted after the exact moves' first rows"
 
 
-def surprise_policy(config, state, n_chunk, moves_exactly=False, draws_from_statistics=False):
-    """The :class:`SurprisePolicy` of a chunk of ``n_chunk`` rows after the rows of ``state``.
-
-    ``moves_exactly``: the chunk's particles move by exact moves
-    (:func:`~._sgais_moves.uses_exact_moves`); ``draws_from_statistics``: those
-    moves are exact draws from every past row's summed statistics (the
-    :class:`~._sgais_moves.ChunkContext` decided both).
+def surprise_policy(state, context):
+    """The :class:`SurprisePolicy` of the chunk of ``context`` (a :class:`~._sgais_moves.ChunkContext`) after the
+    rows of ``state``.
 
     The cures of a surprise (restart, excursion, global moves) evaluate the
     likelihood of every past row inside weights or Metropolis-Hastings
@@ -103,6 +99,7 @@ def surprise_policy(config, state, n_chunk, moves_exactly=False, draws_from_stat
     past row's summed statistics (the linear model) needs no cure at any ``n``:
     nothing degrades it.
     """
+    config, n_chunk = context.config, len(context.X)
     n_seen, reservoir = state.n_samples_seen, state.reservoir
     past_exact = reservoir.n_stored == n_seen
     ordinary = state.n_datum_evaluations - state.n_surprise_evaluations
@@ -114,41 +111,45 @@ def surprise_policy(config, state, n_chunk, moves_exactly=False, draws_from_stat
     mode = ChunkMode(config.n_mcmc_steps * config.reheat_mcmc_factor, target_ess, past_exact)
     can_restart = config.restart_on_surprise and past_exact and budget >= replay_cost
     can_excurse = past_exact and budget > 0
-    budget_spent = (f"the surprise budget is spent (restarts and excursions may cost surprise_budget="
-                    f"{config.surprise_budget} times the stream's own annealing)")
-    # Exact draws from every past row's summed statistics follow any shift at any n: nothing to cure or degrade.
-    draws_exact = moves_exactly and draws_from_statistics
     # With no surprise trigger configured, past the exact moves' rows, SGHMC may not follow a shift and nothing
     # else would: the shift detection then watches these chunks too.
     uncured = (config.reheat_after_steps is None and config.surprise_threshold is None
-               and not config.restart_on_surprise and not moves_exactly)
+               and not config.restart_on_surprise and context.exact_step is None)
     # Such a shift restarts when it can: a replay in random order sees no shift, and the pooled evidence loses
     # at most log 2 to the in-order run that did not follow it. The chunk is degraded either way: after the
     # restart the posterior may keep moving (a model the shift made misspecified), the in-order SGHMC chunks
     # may lag it by nats, and no test on the rows sees that.
     restart_on_shift = uncured and past_exact and config.restart_on_shift and budget >= replay_cost
-    if not past_exact:
-        reason = (f"{RESERVOIR_OUTGROWN} (reservoir_size={reservoir.capacity} < {n_seen} "
-                  "rows), so no restart, excursion or global move can run")
-        restart_blocked = reason
-    elif uncured:
-        shifted = f"{SHIFT_UNCURED} (exact_move_rows={config.exact_move_rows}) and no surprise trigger is configured"
-        if restart_on_shift:
-            reason = (f"{shifted}: the chunk restarted, but SGHMC may not follow the posterior while it keeps "
-                      "moving after the shift")
-        else:
-            cannot = "restarts on a shift are off" if not config.restart_on_shift else budget_spent
-            reason = f"{shifted}, and no restart could run ({cannot}), so the particles may not have followed it"
-        restart_blocked = ""
-    else:
-        reason = "" if can_restart or can_excurse else budget_spent
-        restart_blocked = budget_spent if config.restart_on_surprise and not can_restart else ""
+    reason, restart_blocked = _uncured_reasons(config, state, uncured, restart_on_shift, can_restart or can_excurse,
+                                               can_restart)
+    watch_shifts = not past_exact or uncured
+    already_degraded = state.n_degraded_chunks > 0 and not past_exact
+    if context.exact_step is not None and context.past_statistics is not None:
+        # Exact draws from every past row's summed statistics follow any shift at any n: nothing to cure or degrade.
+        reason, watch_shifts, already_degraded = "", False, False
     log_z_per_row = float(log_mean_exp(state.log_evidence)) / n_seen if n_seen else None
     return SurprisePolicy(config.surprise_threshold, config.reheat_after_steps, config.restart_on_surprise,
                           can_restart, restart_on_shift, can_excurse, config.restart_growth, n_seen > n_chunk, mode,
-                          "" if draws_exact else reason, restart_blocked, past_exact,
-                          not draws_exact and (not past_exact or uncured), log_z_per_row,
-                          not draws_exact and state.n_degraded_chunks > 0 and not past_exact)
+                          reason, restart_blocked, past_exact, watch_shifts, log_z_per_row, already_degraded)
+
+
+def _uncured_reasons(config, state, uncured, restart_on_shift, can_cure, can_restart):
+    """``(degraded_reason, restart_blocked)`` of :class:`SurprisePolicy`: why a surprise or shift of the chunk
+    would go without its cure, and why a restart cannot run (each "" when nothing stands in the way)."""
+    budget_spent = (f"the surprise budget is spent (restarts and excursions may cost surprise_budget="
+                    f"{config.surprise_budget} times the stream's own annealing)")
+    if state.reservoir.n_stored != state.n_samples_seen:
+        reason = (f"{RESERVOIR_OUTGROWN} (reservoir_size={state.reservoir.capacity} < {state.n_samples_seen} "
+                  "rows), so no restart, excursion or global move can run")
+        return reason, reason
+    if uncured:
+        shifted = f"{SHIFT_UNCURED} (exact_move_rows={config.exact_move_rows}) and no surprise trigger is configured"
+        if restart_on_shift:
+            return (f"{shifted}: the chunk restarted, but SGHMC may not follow the posterior while it keeps moving "
+                    "after the shift"), ""
+        cannot = "restarts on a shift are off" if not config.restart_on_shift else budget_spent
+        return f"{shifted}, and no restart could run ({cannot}), so the particles may not have followed it", ""
+    return ("" if can_cure else budget_spent), (budget_spent if config.restart_on_surprise and not can_restart else "")
 
 
 def surprised_on_arrival(policy, spread):
