@@ -11,6 +11,7 @@ Usage::
         --doc-table doc/user_guide/generated
     python benchmarks/bench_coverage.py --cases "N=1e5" --output benchmarks/results/coverage_long.json \
         --doc-table doc/user_guide/generated --doc-name coverage_long_streams.rst
+    python benchmarks/bench_coverage.py --check-mode-reference   # the long mixtures' reference against AIS
     # a G=2,4 comparison, then a later G=2 run replacing its G=2 rows (runs of other seeds are added)
     python benchmarks/bench_coverage.py --from-json coverage_g24.json,coverage_g2.json
 
@@ -37,14 +38,16 @@ error bar group by group: the groups' mean weight variance over the observed var
 of their log evidences (1 when calibrated), and the correlation between the groups of
 one run (0 when they are independent, as the combined error assumes).
 
-Cases: linear (1000 rows, exact), softmax (1000 rows, Laplace importance sampling),
-the same two models on 1e5-row streams (the length at which an error that grows with the
-stream shows), a linear stream whose coefficients change at row 500 (exact), every standardised real
-case of ``bench_real.py`` (breast cancer at four prior scales in file, shuffled and
-class-sorted order, wine, iris, digits, diabetes; chunks of 100, references from its
-cache), the paper's 2-d five-component mixture on 1000 rows (a cached reference from two
-heavy AIS runs, ``_paper_mixture_reference``), and a 1-d two-cluster mixture whose second
-cluster appears at row 300 (bridge reference). ``--cases`` picks cases by substring.
+Cases: linear (1000 rows, exact), softmax (1000 rows, Laplace importance sampling), the same two
+models and the paper's mixture on 1e5-row streams, the mixture also on 1e4 (the length at which an
+error that grows with the stream shows; the mixture's reference is importance sampling at its best
+posterior mode, ``_paper_mixture_mode_reference``, past the rows where the streams check themselves
+against it), a linear stream whose coefficients change at row 500 (exact), every standardised real
+case of ``bench_real.py`` (breast cancer at four prior scales in file, shuffled and class-sorted
+order, wine, iris, digits, diabetes; chunks of 100, references from its cache), the paper's 2-d
+five-component mixture on 1000 rows (a cached reference from two heavy AIS runs,
+``_paper_mixture_reference``), and a 1-d two-cluster mixture whose second cluster appears at row 300
+(bridge reference). ``--cases`` picks cases by substring.
 """
 
 import argparse
@@ -65,6 +68,8 @@ from bench_real import _order, all_cases, load_case_data, make_estimator, refere
 
 from evidence_select import BayesianLinearRegressor, BayesianLogisticClassifier, BayesianMixture, log_evidence  # noqa: E402,E501
 from evidence_select.datasets import make_linear_regression, make_mixture, make_softmax_classification  # noqa: E402,E501
+from evidence_select.evidence._api import _model_and_data  # noqa: E402
+from evidence_select.evidence._mode_check import mode_importance_log_evidence  # noqa: E402
 from evidence_select.evidence._sgais_state import combine_replicates, evidence_estimate, increment_spread  # noqa: E402,E501
 from evidence_select.models import SoftmaxRegressionModel  # noqa: E402
 
@@ -90,16 +95,37 @@ def _softmax_reference(X, y):
 
 
 def _long_stream_cases():
-    """The linear and softmax simulators on 1e5 rows; the softmax reference is computed when the case runs."""
+    """The linear, softmax and paper-mixture simulators on 1e5 rows (the mixture also on 1e4); references that
+    need computing are computed when the case runs."""
     linear = make_linear_regression(100_000, random_state=0)
     softmax = make_softmax_classification(100_000, random_state=0)
     exact = log_evidence(BayesianLinearRegressor(), linear.X, linear.y, method="exact").log_evidence
-    return {
+    out = {
         "linear N=1e5": (lambda s, p, g: BayesianLinearRegressor(random_state=s, n_particles=p, n_replicates=g),
                          linear.X, linear.y, (exact, 0.0)),
         "softmax N=1e5": (lambda s, p, g: BayesianLogisticClassifier(random_state=s, n_particles=p, n_replicates=g),
                           softmax.X, softmax.y, lambda: _softmax_reference(softmax.X, softmax.y)),
     }
+    for label, n in (("1e4", 10_000), ("1e5", 100_000)):
+        X = make_mixture(n, random_state=0).X
+        out[f"mixture K=5 N={label} (paper)"] = (
+            lambda s, p, g: BayesianMixture(5, random_state=s, n_particles=p, n_replicates=g),
+            X, None, lambda X=X: _paper_mixture_mode_reference(X))
+    return out
+
+
+def _paper_mixture_mode_reference(X, n_draws=20_000, seed=0):
+    """``(value, std)`` of the paper mixture's evidence on many rows: importance sampling at its best posterior mode.
+
+    The streams' own posterior-mode checks stop at ``MODE_CHECK_ROWS`` rows; this one, with five times their
+    draws, is the reference past them. Its ``Z`` is unbiased (a multivariate t at the mode, summed over the 120
+    relabellings, covers everything) and reads low only if it misses mass; the five well-separated clusters
+    leave the posterior one mode up to labels at these sizes. On the 1000 rows of the ``N=1000`` case it agrees
+    with the two heavy AIS runs of :func:`_paper_mixture_reference` (``--check-mode-reference`` prints both).
+    """
+    model, X, _ = _model_and_data(BayesianMixture(5), X, None)
+    check = mode_importance_log_evidence(model, X, None, np.random.default_rng(seed), n_draws=n_draws)
+    return check.log_evidence, check.std
 
 
 def _selected(name, patterns):
@@ -379,7 +405,15 @@ def main(argv=None):
     parser.add_argument("--set", default="", metavar="NAME=VALUE[,NAME=VALUE]",
                         help="estimator parameters to change in every case (e.g. learning_rate=0.2), "
                         "stored with the runs")
+    parser.add_argument("--check-mode-reference", action="store_true",
+                        help="print the long mixture cases' reference method next to the heavy AIS reference on "
+                        "the N=1000 paper rows, and exit")
     args = parser.parse_args(argv)
+    if args.check_mode_reference:
+        X = make_mixture(1000, random_state=0).X
+        print("mode importance sampling: %.3f +/- %.3f" % _paper_mixture_mode_reference(X))
+        print("heavy AIS (two runs):     %.3f +/- %.3f" % _paper_mixture_reference(X))
+        return
     settings = parse_settings(args.set)
     if args.from_json:
         sources = args.from_json.split(",")

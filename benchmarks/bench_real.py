@@ -7,6 +7,7 @@ Usage::
     python benchmarks/bench_real.py --recompute     # recompute the cached references
     python benchmarks/bench_real.py --cases bc_s10_sorted,iris
     python benchmarks/bench_real.py --exact-move-rows 0   # SGHMC from the first row (no exact moves)
+    python benchmarks/bench_real.py --held-out --batch-size 500   # the estimators' own chunking, not CHUNK
     python benchmarks/bench_real.py --doc-table doc/user_guide/generated   # also the user guide's table
     python benchmarks/bench_real.py --from-json benchmarks/results/real.json --doc-table doc/user_guide/generated
     python benchmarks/bench_real.py --mixtures --output real_mixtures.json \
@@ -423,6 +424,8 @@ def main(argv=None):
                         help="where to write the runs (a bare file name goes to benchmarks/results/)")
     parser.add_argument("--exact-move-rows", type=int, default=None,
                         help="the estimators' exact_move_rows (default: theirs; 0 runs SGHMC from the first row)")
+    parser.add_argument("--batch-size", type=int, default=None,
+                        help=f"the estimators' batch_size (default: {CHUNK}; 500 is theirs); case names get _b<size>")
     parser.add_argument("--doc-table", metavar="DIR", default=None,
                         help="also write the table as DIR/real_data.rst (included by the user guide)")
     parser.add_argument("--doc-name", default="real_data.rst",
@@ -465,9 +468,11 @@ def run_cases(parser, args):
     refs = references(cases, args.recompute)
     rows = []
     for name, case in cases.items():
-        settings = {} if args.exact_move_rows is None else dict(exact_move_rows=args.exact_move_rows)
+        settings = {key: value for key, value in (("exact_move_rows", args.exact_move_rows),
+                                                  ("batch_size", args.batch_size)) if value is not None}
         runs = run_case(case, seeds, settings)
-        rows.append(summarise(name, runs, refs[reference_key(case[0], case[2])]) | dict(runs=runs))
+        label = name if args.batch_size is None else f"{name}_b{args.batch_size}"
+        rows.append(summarise(label, runs, refs[reference_key(case[0], case[2])]) | dict(runs=runs))
         print(table([rows[-1]])[-1], flush=True)
     return rows, refs
 
