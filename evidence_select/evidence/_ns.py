@@ -26,9 +26,10 @@ import numpy as np
 from scipy import stats
 from scipy.linalg import solve_triangular
 
-from ..kernels._galilean import GalileanInfo, adapt_galilean_step, galilean_sample
+from ..kernels._constrained import ConstrainedPoints, LikelihoodConstraint
+from ..kernels._galilean import GalileanInfo, GalileanSettings, adapt_galilean_step, galilean_sample
 from ..kernels._hmc import preconditioner_from_samples
-from ..kernels._slice import SliceInfo, adapt_slice_width, constrained_slice_sample
+from ..kernels._slice import SliceInfo, SliceSettings, adapt_slice_width, constrained_slice_sample
 from ..utils._likelihood import check_data, check_fraction, check_positive_int, log_lik_and_grad, log_lik_sum
 from ..utils._logspace import log1mexp, logsumexp
 from ..utils._progress import progress_bar
@@ -610,22 +611,23 @@ def _replace_points(rng, model, likelihood, config, start, log_lik_min, factor, 
     Returns the new points, the slice and Galilean totals and the scales adapted from them.
     """
     log_lik_fn, log_lik_and_grad_fn = likelihood
-    position, log_prior, log_lik = start
+    points = ConstrainedPoints(*start)
     galilean = GalileanInfo(0, 0, 0, 0)
     n_slice, axis_fraction = int(round(config.n_slice_steps * scales.length)), config.axis_fraction
     if config.moves == "galilean":
         dense = factor if factor.ndim == 2 else np.diag(factor)
-        position, log_prior, log_lik, galilean = galilean_sample(
-            rng, position, log_prior, log_lik, log_lik_min, model.log_prior, log_lik_and_grad_fn, dense,
-            step_size=scales.step_size, n_steps=int(round(config.n_galilean_steps * scales.length)),
-            trajectory_length=config.trajectory_length)
+        n_galilean = int(round(config.n_galilean_steps * scales.length))
+        points, galilean = galilean_sample(
+            rng, points, LikelihoodConstraint(log_lik_min, model.log_prior, log_lik_and_grad_fn),
+            GalileanSettings(dense, scales.step_size, n_galilean, config.trajectory_length))
         scales = scales._replace(step_size=adapt_galilean_step(scales.step_size, galilean))
         n_slice, axis_fraction = int(round(config.axis_fraction * n_slice)), 1.0
-    position, log_prior, log_lik, sliced = constrained_slice_sample(
-        rng, position, log_prior, log_lik, log_lik_min, model.log_prior, log_lik_fn, factor, width=scales.width,
-        n_steps=n_slice, max_step_out=config.max_step_out, axis_fraction=axis_fraction)
+    points, sliced = constrained_slice_sample(
+        rng, points, LikelihoodConstraint(log_lik_min, model.log_prior, log_lik_fn),
+        SliceSettings(factor, width=scales.width, max_step_out=config.max_step_out, axis_fraction=axis_fraction),
+        n_steps=n_slice)
     scales = scales._replace(width=adapt_slice_width(scales.width, sliced))
-    return (position, log_prior, log_lik), sliced, galilean, scales
+    return tuple(points), sliced, galilean, scales
 
 
 #: The end-of-run probe (:func:`memory_removed_by_longer_moves`): at most this many final live points (at most

@@ -35,7 +35,9 @@ from typing import NamedTuple
 
 import numpy as np
 
-__all__ = ["GalileanInfo", "galilean_sample", "adapt_galilean_step"]
+from ._constrained import ConstrainedPoints
+
+__all__ = ["GalileanInfo", "GalileanSettings", "galilean_sample", "adapt_galilean_step"]
 
 
 class GalileanInfo(NamedTuple):
@@ -76,6 +78,25 @@ def _reflect(velocity, grad, factor):
     ok = np.isfinite(norm[:, 0]) & (norm[:, 0] > 0)
     normal = np.where(ok[:, None], normal / np.where(ok[:, None], norm, 1.0), 0.0)
     return velocity - 2.0 * np.sum(velocity * normal, axis=1, keepdims=True) * normal, ok
+
+
+class GalileanSettings(NamedTuple):
+    """How :func:`galilean_sample` moves.
+
+    direction_factor : ndarray of shape (n_params, n_params)
+        Lower-triangular factor ``L`` of the whitening.
+    step_size : float, default=0.5
+        Step ``eps`` in whitened units.
+    n_steps : int, default=20
+        Steps per chain.
+    trajectory_length : int, default=10
+        Steps between fresh velocities.
+    """
+
+    direction_factor: np.ndarray
+    step_size: float = 0.5
+    n_steps: int = 20
+    trajectory_length: int = 10
 
 
 class _Problem(NamedTuple):
@@ -126,59 +147,50 @@ def _step(rng, state, problem):
     return (out_position, out_prior, out_lik, out_velocity), counts
 
 
-def galilean_sample(rng, position, log_prior, log_lik, log_lik_min, log_prior_fn, log_lik_and_grad_fn,
-                    direction_factor, step_size=0.5, n_steps=20, trajectory_length=10):
-    """Galilean Monte Carlo moves of every chain under ``log L > log_lik_min`` (see the module docstring).
+def galilean_sample(rng, points, constraint, settings):
+    """Galilean Monte Carlo moves of every chain under ``log L > constraint.log_lik_min`` (see the module docstring).
 
     Parameters
     ----------
     rng : numpy.random.Generator
-    position : ndarray of shape (n_chains, n_params)
-        Current points; each must satisfy the constraint.
-    log_prior, log_lik : ndarray of shape (n_chains,)
-        Log prior density and full-data log-likelihood at ``position``.
-    log_lik_min : float
-        The constraint ``log L > log_lik_min``.
-    log_prior_fn : callable
-        ``(n, n_params) -> (n,)``.
-    log_lik_and_grad_fn : callable
-        ``(n, n_params) -> ((n,), (n, n_params))``.
-    direction_factor : ndarray of shape (n_params, n_params)
-        Lower-triangular factor ``L`` of the whitening.
-    step_size : float, default=0.5
-        Step ``eps`` in whitened units.
-    n_steps : int, default=20
-        Steps per chain.
-    trajectory_length : int, default=10
-        Steps between fresh velocities.
+    points : ConstrainedPoints
+        The chains' current points (each must satisfy the constraint) with
+        their log prior and full-data log-likelihood.
+    constraint : LikelihoodConstraint
+        ``log_lik_min`` (a float), ``log_prior_fn`` ``(n, n_params) -> (n,)``
+        and ``log_lik_fn`` ``(n, n_params) -> ((n,), (n, n_params))``, the
+        log-likelihood and its gradient.
+    settings : GalileanSettings
 
     Returns
     -------
-    position, log_prior, log_lik : ndarrays
+    points : ConstrainedPoints
         The new points with their log prior and log-likelihood.
     info : GalileanInfo
 
     Examples
     --------
     >>> import numpy as np
+    >>> from evidence_select.kernels._constrained import ConstrainedPoints, LikelihoodConstraint
     >>> lp = lambda x: -0.5 * np.sum(x**2, axis=1)
     >>> llg = lambda x: (-np.sum(x**2, axis=1), -2.0 * x)
     >>> x = np.zeros((3, 2)); rng = np.random.default_rng(0)
-    >>> x2, lp2, ll2, info = galilean_sample(rng, x, lp(x), llg(x)[0], -1.0, lp, llg, np.eye(2))
-    >>> bool(np.all(ll2 > -1.0)) and info.n_likelihood_calls > 0
+    >>> new, info = galilean_sample(rng, ConstrainedPoints(x, lp(x), llg(x)[0]), LikelihoodConstraint(-1.0, lp, llg),
+    ...                             GalileanSettings(np.eye(2)))
+    >>> bool(np.all(new.log_lik > -1.0)) and info.n_likelihood_calls > 0
     True
     """
-    problem = _Problem(log_lik_min, log_prior_fn, log_lik_and_grad_fn, np.asarray(direction_factor, dtype=float),
-                       float(step_size))
-    position = np.array(position, dtype=float)
-    state = (position, np.array(log_prior, dtype=float), np.array(log_lik, dtype=float), None)
+    problem = _Problem(constraint.log_lik_min, constraint.log_prior_fn, constraint.log_lik_fn,
+                       np.asarray(settings.direction_factor, dtype=float), float(settings.step_size))
+    position = np.array(points.position, dtype=float)
+    state = (position, np.array(points.log_prior, dtype=float), np.array(points.log_lik, dtype=float), None)
     totals = np.zeros(4, dtype=np.int64)
-    for step in range(int(n_steps)):
-        if step % int(trajectory_length) == 0:
+    for step in range(int(settings.n_steps)):
+        if step % int(settings.trajectory_length) == 0:
             state = state[:3] + (rng.standard_normal(position.shape),)
         state, counts = _step(rng, state, problem)
         totals += np.array(counts)
-    return state[0], state[1], state[2], GalileanInfo(*(int(t) for t in totals))
+    return ConstrainedPoints(*state[:3]), GalileanInfo(*(int(t) for t in totals))
 
 
 def adapt_galilean_step(step_size, info, target_reversed=0.25, gain=0.5, bounds=(1e-4, 1e2)):

@@ -35,7 +35,9 @@ from typing import NamedTuple
 import numpy as np
 from scipy.linalg import solve_triangular
 
-__all__ = ["SliceInfo", "constrained_slice_step", "constrained_slice_sample", "adapt_slice_width"]
+from ._constrained import ConstrainedPoints
+
+__all__ = ["SliceInfo", "SliceSettings", "constrained_slice_step", "constrained_slice_sample", "adapt_slice_width"]
 
 
 class SliceInfo(NamedTuple):
@@ -53,18 +55,18 @@ class SliceInfo(NamedTuple):
     n_stuck: int = 0
 
 
-def _on_slice(points, log_height, log_lik_min, log_prior_fn, log_lik_fn):
+def _on_slice(points, log_height, log_lik_min, constraint):
     """Slice membership of ``points`` and their log-likelihoods (``-inf`` where not evaluated).
 
     Returns ``(inside (n,), log_lik (n,), n_calls)``.
     """
-    log_prior = np.asarray(log_prior_fn(points), dtype=float)
+    log_prior = np.asarray(constraint.log_prior_fn(points), dtype=float)
     if np.any(np.isnan(log_prior)):
         raise ValueError("log_prior returned NaN during constrained slice sampling")
     prior_ok = log_prior > log_height
     log_lik = np.full(len(points), -np.inf)
     if np.any(prior_ok):
-        values = np.asarray(log_lik_fn(points[prior_ok]), dtype=float)
+        values = np.asarray(constraint.log_lik_fn(points[prior_ok]), dtype=float)
         if np.any(np.isnan(values)):
             raise ValueError("log_likelihood returned NaN during constrained slice sampling")
         log_lik[prior_ok] = values
@@ -104,23 +106,9 @@ def _conditional_scales(factor):
     return 1.0 / np.sqrt(np.sum(inverse**2, axis=0))
 
 
-def constrained_slice_step(rng, position, log_prior, log_lik, log_lik_min, log_prior_fn, log_lik_fn,
-                           direction_factor, width=1.0, max_step_out=10, max_shrink=100, axis_fraction=0.0):
-    """One whitened random-direction slice move per chain, under ``log L > log_lik_min``.
+class SliceSettings(NamedTuple):
+    """How :func:`constrained_slice_step` moves.
 
-    Parameters
-    ----------
-    rng : numpy.random.Generator
-    position : ndarray of shape (n_chains, n_params)
-        Current points; each must satisfy the constraint.
-    log_prior : ndarray of shape (n_chains,)
-        Log prior density at ``position``.
-    log_lik : ndarray of shape (n_chains,)
-        Full-data log-likelihood at ``position``.
-    log_lik_min : float or ndarray of shape (n_chains,)
-        The constraint ``log L > log_lik_min``.
-    log_prior_fn, log_lik_fn : callable
-        ``(n, n_params) -> (n,)``.
     direction_factor : ndarray of shape (n_params,) or (n_params, n_params)
         Factor ``L`` (diagonal or lower triangular) that shapes the slice vector.
     width : float, default=1.0
@@ -129,48 +117,90 @@ def constrained_slice_step(rng, position, log_prior, log_lik, log_lik_min, log_p
         Stepping-out budget ``M`` per move, split at random between the two ends.
     max_shrink : int, default=100
         Cap on shrinkage rounds; a chain that reaches it keeps its point (valid,
-        a null move), and is counted in ``info.n_stuck``.
+        a null move), and is counted in ``SliceInfo.n_stuck``.
     axis_fraction : float, default=0.0
         Probability that a chain's move runs along a random coordinate axis
         instead of a whitened random direction.
+    """
+
+    direction_factor: np.ndarray
+    width: float = 1.0
+    max_step_out: int = 10
+    max_shrink: int = 100
+    axis_fraction: float = 0.0
+
+
+class _Lines(NamedTuple):
+    """Each chain's slice line ``position + t * vector``, its height under the prior and its constraint."""
+
+    position: np.ndarray
+    vector: np.ndarray
+    log_height: np.ndarray
+    log_lik_min: np.ndarray
+
+
+def constrained_slice_step(rng, points, constraint, settings):
+    """One whitened random-direction slice move per chain, under ``log L > constraint.log_lik_min``.
+
+    Parameters
+    ----------
+    rng : numpy.random.Generator
+    points : ConstrainedPoints
+        The chains' current points (each must satisfy the constraint) with
+        their log prior and full-data log-likelihood.
+    constraint : LikelihoodConstraint
+        ``log_lik_min`` (float or one per chain), and ``log_prior_fn`` and
+        ``log_lik_fn``, each ``(n, n_params) -> (n,)``.
+    settings : SliceSettings
 
     Returns
     -------
-    position, log_prior, log_lik : ndarrays
+    points : ConstrainedPoints
         The new points with their log prior and log-likelihood.
     info : SliceInfo
 
     Examples
     --------
     >>> import numpy as np
+    >>> from evidence_select.kernels._constrained import ConstrainedPoints, LikelihoodConstraint
     >>> lp = lambda x: -0.5 * np.sum(x**2, axis=1)
     >>> ll = lambda x: -np.sum(x**2, axis=1)
     >>> x = np.zeros((3, 2)); rng = np.random.default_rng(0)
-    >>> x2, lp2, ll2, info = constrained_slice_step(rng, x, lp(x), ll(x), -1.0, lp, ll, np.ones(2))
-    >>> bool(np.all(ll2 > -1.0))
+    >>> new, info = constrained_slice_step(rng, ConstrainedPoints(x, lp(x), ll(x)),
+    ...                                    LikelihoodConstraint(-1.0, lp, ll), SliceSettings(np.ones(2)))
+    >>> bool(np.all(new.log_lik > -1.0))
     True
     """
-    position = np.asarray(position, dtype=float)
-    n_chains, n_params = position.shape
-    factor = np.asarray(direction_factor, dtype=float)
-    log_lik_min = np.broadcast_to(np.asarray(log_lik_min, dtype=float), (n_chains,))
+    position = np.asarray(points.position, dtype=float)
+    n_chains = len(position)
+    factor = np.asarray(settings.direction_factor, dtype=float)
     # Slice height under the prior density (log space).
-    log_height = log_prior + np.log(rng.uniform(size=n_chains))
-    vector = _slice_vectors(rng, n_chains, factor, width, axis_fraction)
+    log_height = points.log_prior + np.log(rng.uniform(size=n_chains))
+    vector = _slice_vectors(rng, n_chains, factor, settings.width, settings.axis_fraction)
+    lines = _Lines(position, vector, log_height,
+                   np.broadcast_to(np.asarray(constraint.log_lik_min, dtype=float), (n_chains,)))
     upper = rng.uniform(size=n_chains)
-    lower = upper - 1.0
-    n_calls = n_expand = n_contract = 0
+    lower, upper, n_calls, n_expand = _step_out(rng, lines, constraint, upper - 1.0, upper, settings.max_step_out)
+    new_points, shrink_calls, n_contract, n_stuck = _shrink(rng, lines, constraint, points, lower, upper,
+                                                           settings.max_shrink)
+    return new_points, SliceInfo(n_calls + shrink_calls, n_expand, n_contract, n_stuck)
 
-    # Stepping out: budget M split as L ~ UniformInt(0..M) below and M - L above.
-    budget_low = rng.integers(0, max_step_out + 1, size=n_chains)
+
+def _step_out(rng, lines, constraint, lower, upper, max_step_out):
+    """Stepping out: the budget ``M`` split as ``L ~ UniformInt(0..M)`` below and ``M - L`` above.
+
+    Returns the brackets ``(lower, upper)``, the likelihood calls and the expansions.
+    """
+    n_calls = n_expand = 0
+    budget_low = rng.integers(0, max_step_out + 1, size=len(lower))
     budget_up = max_step_out - budget_low
     active_low, active_up = budget_low > 0, budget_up > 0
     while np.any(active_low) or np.any(active_up):
         idx_low, idx_up = np.flatnonzero(active_low), np.flatnonzero(active_up)
         idx = np.concatenate([idx_low, idx_up])
         ends = np.concatenate([lower[idx_low], upper[idx_up]])
-        points = position[idx] + ends[:, None] * vector[idx]
-        inside, _, calls = _on_slice(points, log_height[idx], log_lik_min[idx], log_prior_fn, log_lik_fn)
+        points = lines.position[idx] + ends[:, None] * lines.vector[idx]
+        inside, _, calls = _on_slice(points, lines.log_height[idx], lines.log_lik_min[idx], constraint)
         n_calls += calls
         in_low, in_up = inside[: len(idx_low)], inside[len(idx_low):]
         grow_low, grow_up = idx_low[in_low], idx_up[in_up]
@@ -183,23 +213,31 @@ def constrained_slice_step(rng, position, log_prior, log_lik, log_lik_min, log_p
         active_up[:] = False
         active_low[grow_low] = budget_low[grow_low] > 0
         active_up[grow_up] = budget_up[grow_up] > 0
+    return lower, upper, n_calls, n_expand
 
-    # Shrinkage: propose uniformly in the bracket, shrink towards 0 on rejection.
-    new_position = position.copy()
-    new_log_prior = np.array(log_prior, dtype=float)
-    new_log_lik = np.array(log_lik, dtype=float)
-    active = np.ones(n_chains, dtype=bool)
+
+def _shrink(rng, lines, constraint, points, lower, upper, max_shrink):
+    """Shrinkage: propose uniformly in the bracket, shrink it towards 0 on rejection.
+
+    Returns the new :class:`ConstrainedPoints`, the likelihood calls, the contractions and the chains that
+    reached ``max_shrink`` (they keep their points).
+    """
+    n_calls = n_contract = 0
+    new_position = lines.position.copy()
+    new_log_prior = np.array(points.log_prior, dtype=float)
+    new_log_lik = np.array(points.log_lik, dtype=float)
+    active = np.ones(len(lower), dtype=bool)
     for _ in range(max_shrink):
         idx = np.flatnonzero(active)
         if len(idx) == 0:
             break
         step = rng.uniform(lower[idx], upper[idx])
-        points = position[idx] + step[:, None] * vector[idx]
-        inside, point_log_lik, calls = _on_slice(points, log_height[idx], log_lik_min[idx], log_prior_fn,
-                                                 log_lik_fn)
+        proposed = lines.position[idx] + step[:, None] * lines.vector[idx]
+        inside, point_log_lik, calls = _on_slice(proposed, lines.log_height[idx], lines.log_lik_min[idx],
+                                                 constraint)
         n_calls += calls
         accepted = idx[inside]
-        new_position[accepted] = points[inside]
+        new_position[accepted] = proposed[inside]
         new_log_lik[accepted] = point_log_lik[inside]
         active[accepted] = False
         rejected, rejected_step = idx[~inside], step[~inside]
@@ -209,12 +247,11 @@ def constrained_slice_step(rng, position, log_prior, log_lik, log_lik_min, log_p
         n_contract += len(rejected)
     if np.any(~active):
         moved = ~active
-        new_log_prior[moved] = log_prior_fn(new_position[moved])
-    return new_position, new_log_prior, new_log_lik, SliceInfo(n_calls, n_expand, n_contract, int(active.sum()))
+        new_log_prior[moved] = constraint.log_prior_fn(new_position[moved])
+    return ConstrainedPoints(new_position, new_log_prior, new_log_lik), n_calls, n_contract, int(active.sum())
 
 
-def constrained_slice_sample(rng, position, log_prior, log_lik, log_lik_min, log_prior_fn, log_lik_fn,
-                             direction_factor, width=1.0, n_steps=10, max_step_out=10, axis_fraction=0.0):
+def constrained_slice_sample(rng, points, constraint, settings, n_steps=10):
     """Apply :func:`constrained_slice_step` ``n_steps`` times (fresh directions each time).
 
     Parameters are those of :func:`constrained_slice_step`; ``n_steps`` is the
@@ -222,27 +259,27 @@ def constrained_slice_sample(rng, position, log_prior, log_lik, log_lik_min, log
 
     Returns
     -------
-    position, log_prior, log_lik : ndarrays
+    points : ConstrainedPoints
     info : SliceInfo
         Totals over all steps.
 
     Examples
     --------
     >>> import numpy as np
+    >>> from evidence_select.kernels._constrained import ConstrainedPoints, LikelihoodConstraint
     >>> lp = lambda x: -0.5 * np.sum(x**2, axis=1)
     >>> ll = lambda x: -np.sum(x**2, axis=1)
     >>> x = np.zeros((3, 2)); rng = np.random.default_rng(0)
-    >>> out = constrained_slice_sample(rng, x, lp(x), ll(x), -1.0, lp, ll, np.ones(2), n_steps=3)
-    >>> out[0].shape
+    >>> new, info = constrained_slice_sample(rng, ConstrainedPoints(x, lp(x), ll(x)),
+    ...                                      LikelihoodConstraint(-1.0, lp, ll), SliceSettings(np.ones(2)), n_steps=3)
+    >>> new.position.shape
     (3, 2)
     """
     totals = np.zeros(4, dtype=np.int64)
     for _ in range(int(n_steps)):
-        position, log_prior, log_lik, info = constrained_slice_step(
-            rng, position, log_prior, log_lik, log_lik_min, log_prior_fn, log_lik_fn, direction_factor,
-            width=width, max_step_out=max_step_out, axis_fraction=axis_fraction)
+        points, info = constrained_slice_step(rng, points, constraint, settings)
         totals += np.array(info)
-    return position, log_prior, log_lik, SliceInfo(*(int(t) for t in totals))
+    return points, SliceInfo(*(int(t) for t in totals))
 
 
 def adapt_slice_width(width, info, gain=0.5, bounds=(1e-3, 1e3)):

@@ -471,59 +471,25 @@ class EvidenceModelSelector(MetaEstimatorMixin, BaseEstimator):
         return self
 
     def _update(self, X, y, classes, *, reset, first_call):
+        """One call's work: advance every candidate by ``(X, y)``, then commit the results to ``self``."""
         tic = time.perf_counter()
-        if first_call:
-            self._validate_params()
-            for name in [k for k in vars(self) if k.endswith("_") and not k.startswith("__")]:
-                delattr(self, name)
-            names, candidates, kind = self._validate_estimators()
-            rng = make_generator(self.random_state)
-            seeds = [int(s) for s in rng.integers(0, 2**32, size=len(candidates))]
-            candidates = [clone(est) for est in candidates]
-            if self.random_state is not None:
-                candidates = [est.set_params(random_state=seed) if "random_state" in est.get_params() else est
-                              for est, seed in zip(candidates, seeds)]
-        else:
-            names, candidates = list(self.named_estimators_), self.estimators_
-            kind = _candidate_kind(self.estimators)  # not from estimators_: it may live on dask workers
-            rng = copy.deepcopy(self.random_generator_)
+        names, candidates, kind, rng = self._fresh_candidates() if first_call else self._current_candidates()
         log_prior = log_model_prior(self.model_prior, len(candidates))
-
         X, y, fit_params = self._validate_stream(X, y, classes, kind, reset=reset, first_call=first_call)
-        method = "fit" if reset else "partial_fit"
-
-        backend = self.backend
-        backend_params = {} if self.backend_params is None else dict(self.backend_params)
-        if backend != "sgais":
-            X_all = X if first_call else np.concatenate([self.X_seen_, X])
-            y_enc = None if y is None else (np.searchsorted(self.classes_, y) if kind == "classifier" else y)
-            y_all = y_enc if first_call or y is None else np.concatenate([self.y_seen_, y_enc])
-            backend_seeds = [int(s) for s in rng.integers(0, 2**32, size=len(candidates))]
-        else:
-            X_all = y_all = None
-            backend_seeds = [None] * len(candidates)
-
+        X_all, y_all = self._rows_for_backend(X, y, kind, first_call)
+        backend_seeds = ([None] * len(candidates) if X_all is None
+                         else [int(s) for s in rng.integers(0, 2**32, size=len(candidates))])
         n_before = 0 if first_call else self.n_samples_seen_
         history_lengths = self._candidate_history_lengths(first_call, candidates)
-        task = AdvanceTask(method, X, y, fit_params, backend, X_all, y_all, backend_params)
+        task = AdvanceTask("fit" if reset else "partial_fit", X, y, fit_params, self.backend, X_all, y_all,
+                           {} if self.backend_params is None else dict(self.backend_params))
         payoff = JoblibPayoff() if first_call else getattr(self, "_joblib_payoff", JoblibPayoff())
         fitted, summaries, payoff = advance_candidates(candidates, task, backend_seeds, history_lengths,
                                                        parallel=self.parallel, n_jobs=self.n_jobs, names=names,
                                                        payoff=payoff)
         relay_warnings(names, summaries)
-        results = [summary.result for summary in summaries]
-
-        if backend == "sgais":
-            log_evidences = np.array([summary.log_evidence for summary in summaries], dtype=float)
-            log_evidence_stds = np.array([summary.log_evidence_std for summary in summaries], dtype=float)
-            new_records = self._aligned_records([summary.new_records for summary in summaries], log_prior)
-        else:
-            log_evidences = np.array([r.log_evidence for r in results], dtype=float)
-            log_evidence_stds = np.array([r.log_evidence_std for r in results], dtype=float)
-            previous = None if first_call else self.log_evidences_
-            new_records = [self._reference_record(results, previous, n_before, len(X_all), log_prior)]
-        log_probabilities = log_model_probabilities(log_evidences, log_prior)
-
+        log_evidences, log_evidence_stds, new_records = self._call_evidences(summaries, log_prior, n_before,
+                                                                              first_call, n_all=n_before + len(X))
         # Commit: nothing above has touched self's fitted state.
         self.estimators_ = fitted
         self.named_estimators_ = (dict(zip(names, fitted)) if isinstance(fitted, list)
@@ -531,22 +497,71 @@ class EvidenceModelSelector(MetaEstimatorMixin, BaseEstimator):
         self._n_candidate_records = [start + len(summary.new_records)
                                      for start, summary in zip(history_lengths, summaries)]
         self._joblib_payoff = payoff
-        self.log_evidences_ = log_evidences
-        self.log_evidence_stds_ = log_evidence_stds
-        self.evidence_checks_ = self._evidence_checks(summaries, backend, first_call)
-        self.log_model_probabilities_ = log_probabilities
-        self.model_probabilities_ = np.exp(log_probabilities)
-        self.model_probabilities_std_ = model_probability_std(self.model_probabilities_, log_evidence_stds)
-        self.best_index_ = int(np.argmax(log_probabilities))
+        self._commit_evidences(log_evidences, log_evidence_stds, log_prior,
+                               self._evidence_checks(summaries, self.backend, first_call))
         self.evidence_history_ = (new_records if first_call else self.evidence_history_ + new_records)
         self.n_samples_seen_ = n_before + len(X)
         self.random_generator_ = rng
-        if backend != "sgais":
+        if X_all is not None:
             self.X_seen_, self.y_seen_ = X_all, y_all
         if self.verbose:
             logger.info("n=%d model probabilities %s (%.2f s)", self.n_samples_seen_,
                         dict(zip(names, np.round(self.model_probabilities_, 4).tolist())),
                         time.perf_counter() - tic)
+
+    def _fresh_candidates(self):
+        """``(names, candidates, kind, rng)`` of a first call: fitted attributes cleared, candidates cloned, each
+        seeded from the selector's generator when it has a ``random_state``."""
+        self._validate_params()
+        for name in [k for k in vars(self) if k.endswith("_") and not k.startswith("__")]:
+            delattr(self, name)
+        names, candidates, kind = self._validate_estimators()
+        rng = make_generator(self.random_state)
+        seeds = [int(s) for s in rng.integers(0, 2**32, size=len(candidates))]
+        candidates = [clone(est) for est in candidates]
+        if self.random_state is not None:
+            candidates = [est.set_params(random_state=seed) if "random_state" in est.get_params() else est
+                          for est, seed in zip(candidates, seeds)]
+        return names, candidates, kind, rng
+
+    def _current_candidates(self):
+        """``(names, candidates, kind, rng)`` of a later call: the fitted candidates and a copy of the generator."""
+        # The kind from the unfitted estimators: the fitted ones may live on dask workers.
+        return (list(self.named_estimators_), self.estimators_, _candidate_kind(self.estimators),
+                copy.deepcopy(self.random_generator_))
+
+    def _rows_for_backend(self, X, y, kind, first_call):
+        """``(X_all, y_all)``: every row seen, chunk included (labels encoded), for a reference backend, which
+        recomputes the evidence on all of them; ``(None, None)`` for ``"sgais"``."""
+        if self.backend == "sgais":
+            return None, None
+        X_all = X if first_call else np.concatenate([self.X_seen_, X])
+        y_enc = None if y is None else (np.searchsorted(self.classes_, y) if kind == "classifier" else y)
+        y_all = y_enc if first_call or y is None else np.concatenate([self.y_seen_, y_enc])
+        return X_all, y_all
+
+    def _call_evidences(self, summaries, log_prior, n_before, first_call, n_all):
+        """``(log_evidences, log_evidence_stds, new_records)`` of the call, from the candidates' summaries."""
+        if self.backend == "sgais":
+            return (np.array([summary.log_evidence for summary in summaries], dtype=float),
+                    np.array([summary.log_evidence_std for summary in summaries], dtype=float),
+                    self._aligned_records([summary.new_records for summary in summaries], log_prior))
+        results = [summary.result for summary in summaries]
+        previous = None if first_call else self.log_evidences_
+        return (np.array([r.log_evidence for r in results], dtype=float),
+                np.array([r.log_evidence_std for r in results], dtype=float),
+                [self._reference_record(results, previous, n_before, n_all, log_prior)])
+
+    def _commit_evidences(self, log_evidences, log_evidence_stds, log_prior, checks):
+        """Set the evidences, their checks and the model probabilities they give."""
+        log_probabilities = log_model_probabilities(log_evidences, log_prior)
+        self.log_evidences_ = log_evidences
+        self.log_evidence_stds_ = log_evidence_stds
+        self.evidence_checks_ = checks
+        self.log_model_probabilities_ = log_probabilities
+        self.model_probabilities_ = np.exp(log_probabilities)
+        self.model_probabilities_std_ = model_probability_std(self.model_probabilities_, log_evidence_stds)
+        self.best_index_ = int(np.argmax(log_probabilities))
 
     def _validate_stream(self, X, y, classes, kind, *, reset, first_call):
         """Validated float ``X``, ``y`` (None for density candidates) and the candidates' fit kwargs."""

@@ -3,7 +3,8 @@
 import numpy as np
 import pytest
 
-from evidence_select.kernels._galilean import GalileanInfo, adapt_galilean_step, galilean_sample
+from evidence_select.kernels._constrained import ConstrainedPoints, LikelihoodConstraint
+from evidence_select.kernels._galilean import GalileanInfo, GalileanSettings, adapt_galilean_step, galilean_sample
 from evidence_select.kernels.tests.test_slice import D, R2, exact_constrained, log_lik, log_prior
 
 
@@ -18,8 +19,9 @@ def test_leaves_constrained_prior_invariant(factor, step_size):
     rng = np.random.default_rng(0)
     x = exact_constrained(rng, 3000)
     reference = exact_constrained(rng, 20000)
-    new, new_prior, new_lik, info = galilean_sample(rng, x, log_prior(x), log_lik(x), -R2, log_prior,
-                                                    log_lik_and_grad, factor, step_size=step_size, n_steps=20)
+    (new, new_prior, new_lik), info = galilean_sample(rng, ConstrainedPoints(x, log_prior(x), log_lik(x)),
+                                                      LikelihoodConstraint(-R2, log_prior, log_lik_and_grad),
+                                                      GalileanSettings(factor, step_size=step_size, n_steps=20))
     assert np.all(new_lik > -R2)
     np.testing.assert_allclose(new_lik, log_lik(new))
     np.testing.assert_allclose(new_prior, log_prior(new))
@@ -34,8 +36,9 @@ def test_leaves_constrained_prior_invariant(factor, step_size):
 def test_moves_far_from_a_single_point():
     rng = np.random.default_rng(1)
     x = np.zeros((500, D))
-    new, *_ = galilean_sample(rng, x, log_prior(x), log_lik(x), -R2, log_prior, log_lik_and_grad, np.eye(D),
-                              step_size=0.5, n_steps=100)
+    (new, *_), _ = galilean_sample(rng, ConstrainedPoints(x, log_prior(x), log_lik(x)),
+                                   LikelihoodConstraint(-R2, log_prior, log_lik_and_grad),
+                                   GalileanSettings(np.eye(D), step_size=0.5, n_steps=100))
     assert np.all(np.any(new != 0.0, axis=1))
     # After 100 steps the chains have forgotten their common start: spread like the constrained prior.
     assert abs(np.sum(new**2, axis=1).mean() - np.sum(exact_constrained(rng, 20000)**2, axis=1).mean()) < 0.1

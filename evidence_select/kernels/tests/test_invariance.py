@@ -20,7 +20,8 @@ from evidence_select.evidence import _ais
 from evidence_select.evidence._ais import AISConfig, ais_move
 from evidence_select.kernels._hmc import hmc_init, preconditioner_from_samples
 from evidence_select.kernels._independence import independence_metropolis
-from evidence_select.kernels._slice import constrained_slice_sample
+from evidence_select.kernels._constrained import ConstrainedPoints, LikelihoodConstraint
+from evidence_select.kernels._slice import SliceSettings, constrained_slice_sample
 from evidence_select.kernels._tempered import TemperedTarget
 from evidence_select.models import Model
 
@@ -136,8 +137,9 @@ def test_slice_leaves_a_multimodal_heavy_tailed_density_invariant():
     x = rng.choice([-PEAK, PEAK], size=(n, d)) + SCALE * rng.standard_t(3, size=(n, d))
     flat = lambda v: np.zeros(len(v))  # noqa: E731
     factor = np.full(d, PEAK)
-    new, *_ = constrained_slice_sample(rng, x, _two_peak_log_density(x), flat(x), -np.inf,
-                                       _two_peak_log_density, flat, factor, width=2.0, n_steps=5)
+    (new, *_), _ = constrained_slice_sample(rng, ConstrainedPoints(x, _two_peak_log_density(x), flat(x)),
+                                            LikelihoodConstraint(-np.inf, _two_peak_log_density, flat),
+                                            SliceSettings(factor, width=2.0), n_steps=5)
     exact = lambda v: 0.5 * stats.t(3).cdf((v - PEAK) / SCALE) + 0.5 * stats.t(3).cdf((v + PEAK) / SCALE)  # noqa
     assert stats.kstest(new.ravel(), exact).pvalue > P_MIN
     # The chains move (a kernel that never moves is trivially invariant).
@@ -160,8 +162,9 @@ def test_constrained_slice_as_nested_sampling_uses_it(d):
     log_lik = lambda v: -np.sum(v**2, axis=1)  # noqa: E731
     x = exact(3000)
     factor = preconditioner_from_samples(exact(500), dense=True)
-    new, new_prior, new_lik, info = constrained_slice_sample(rng, x, log_prior(x), log_lik(x), -r2, log_prior,
-                                                             log_lik, factor, width=np.sqrt(d), n_steps=3)
+    (new, new_prior, new_lik), info = constrained_slice_sample(
+        rng, ConstrainedPoints(x, log_prior(x), log_lik(x)), LikelihoodConstraint(-r2, log_prior, log_lik),
+        SliceSettings(factor, width=np.sqrt(d)), n_steps=3)
     assert np.all(new_lik > -r2) and info.n_stuck == 0
     radius_cdf = lambda q: stats.chi2(d).cdf(q) / stats.chi2(d).cdf(r2)  # noqa: E731
     assert stats.kstest(np.sum(new**2, axis=1), radius_cdf).pvalue > P_MIN

@@ -3,7 +3,8 @@
 import numpy as np
 import pytest
 
-from evidence_select.kernels._slice import (SliceInfo, adapt_slice_width, constrained_slice_sample,
+from evidence_select.kernels._constrained import ConstrainedPoints, LikelihoodConstraint
+from evidence_select.kernels._slice import (SliceInfo, SliceSettings, adapt_slice_width, constrained_slice_sample,
                                             constrained_slice_step)
 
 D, R2 = 4, 2.0
@@ -30,9 +31,9 @@ def test_leaves_constrained_prior_invariant(factor, width, axis_fraction):
     rng = np.random.default_rng(0)
     x = exact_constrained(rng, 3000)
     reference = exact_constrained(rng, 20000)
-    new, new_prior, new_lik, info = constrained_slice_sample(rng, x, log_prior(x), log_lik(x), -R2, log_prior,
-                                                             log_lik, factor, width=width, n_steps=5,
-                                                             axis_fraction=axis_fraction)
+    (new, new_prior, new_lik), info = constrained_slice_sample(
+        rng, ConstrainedPoints(x, log_prior(x), log_lik(x)), LikelihoodConstraint(-R2, log_prior, log_lik),
+        SliceSettings(factor, width=width, axis_fraction=axis_fraction), n_steps=5)
     assert np.all(new_lik > -R2)
     np.testing.assert_allclose(new_lik, log_lik(new))
     np.testing.assert_allclose(new_prior, log_prior(new))
@@ -47,7 +48,8 @@ def test_leaves_constrained_prior_invariant(factor, width, axis_fraction):
 def test_moves_from_a_single_point():
     rng = np.random.default_rng(1)
     x = np.zeros((500, D))
-    new, *_ = constrained_slice_step(rng, x, log_prior(x), log_lik(x), -R2, log_prior, log_lik, np.ones(D))
+    (new, *_), _ = constrained_slice_step(rng, ConstrainedPoints(x, log_prior(x), log_lik(x)),
+                                          LikelihoodConstraint(-R2, log_prior, log_lik), SliceSettings(np.ones(D)))
     assert np.all(np.any(new != 0.0, axis=1))
 
 
