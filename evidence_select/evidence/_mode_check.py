@@ -49,7 +49,9 @@ MODE_GAP_SIGMAS = 2.0
 MODE_CHECK_DRAWS = 4000
 MODE_CHECK_STARTS = 16
 _DF, _INFLATE = 5.0, 1.2
-_DRAW_BLOCK = 200  # draws per likelihood block (memory: block x rows x components)
+_DRAW_BLOCK = 200  # draws per block of proposal draws
+_CELLS_PER_CALL = 2**19  # point-row pairs per likelihood call (a mixture's K of them per pair: 4 MiB each)
+_MAPS_PER_CALL = 16  # draws moved by their symmetries at once
 _HESSIAN_STEP = 1e-5
 
 
@@ -176,12 +178,27 @@ def _block_log_weights(model, X, y, rng, proposal, symmetries, size):
     """Importance log-weights of ``size`` draws: a t draw at the mode, moved by a random symmetry."""
     base = proposal.rvs(size=size, random_state=rng).reshape(size, -1)
     which = rng.integers(len(symmetries), size=size)
-    theta = np.einsum("nij,nj->ni", symmetries[which], base)
+    # A few draws' maps at a time: all of a block's (size, n_params, n_params) at once would be allocated afresh.
+    theta = np.concatenate([np.einsum("nij,nj->ni", symmetries[which[start:start + _MAPS_PER_CALL]],
+                                      base[start:start + _MAPS_PER_CALL])
+                            for start in range(0, size, _MAPS_PER_CALL)])
     # q(theta) = mean over the maps A of t(A theta): the set of maps is closed under inversion, |det A| = 1.
     log_q = logsumexp(np.stack([proposal.logpdf(theta @ A.T) for A in symmetries]), axis=0) - math.log(len(symmetries))
     with np.errstate(all="ignore"):
-        log_joint = model.log_prior(theta) + model.log_likelihood(theta, X, y).sum(axis=1)
+        log_joint = model.log_prior(theta) + _log_likelihood_sums(model, theta, X, y)
     return np.where(np.isfinite(log_joint), log_joint - log_q, -np.inf)
+
+
+def _log_likelihood_sums(model, theta, X, y):
+    """``model.log_likelihood_sum`` of every point of ``theta``, over a few points at a time.
+
+    At most ``_CELLS_PER_CALL`` point-row pairs per call keep a model's per-call arrays (a mixture's are
+    components x points x rows) within its reusable buffers however many rows there are; each point's sum is
+    the same whichever call computes it.
+    """
+    step = max(1, _CELLS_PER_CALL // max(len(X), 1))
+    return np.concatenate([model.log_likelihood_sum(theta[start:start + step], X, y)
+                           for start in range(0, len(theta), step)])
 
 
 def _checkable(model, state):

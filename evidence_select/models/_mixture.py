@@ -218,7 +218,9 @@ class GaussianMixtureModel(Model):
         """
         X = np.asarray(X, dtype=float)
         coefficients = self._density_coefficients(theta, params)  # (K * M, 2 d + 1)
-        features = np.empty((len(X), coefficients.shape[1]))
+        features = workspace_buffer(workspace, "features", (len(X), coefficients.shape[1]))
+        if features is None:
+            features = np.empty((len(X), coefficients.shape[1]))
         d = self.n_features
         np.square(X, out=features[:, :d])
         features[:, d: 2 * d] = X
@@ -245,6 +247,13 @@ class GaussianMixtureModel(Model):
     def log_likelihood(self, theta, X, y=None):
         _, top, total = self._scaled_densities(theta, X)
         return top + np.log(total, out=total)
+
+    def log_likelihood_sum(self, theta, X, y=None):
+        # In the workspace's buffers: a (n_particles, n_rows) result array would be allocated afresh on every call.
+        _, top, total = self._scaled_densities(theta, X)
+        np.log(total, out=total)
+        total += top
+        return total.sum(axis=1)
 
     def _scaled_densities(self, theta, X, params=None):
         """Component densities over their largest ``(K, M, n)``, that largest log-density and their sum ``(M, n)``.
