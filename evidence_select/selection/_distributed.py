@@ -263,17 +263,34 @@ def dask_client():
         return get_client()
     except ValueError as exc:
         raise ValueError("parallel='dask' needs a running dask.distributed Client: create one first, e.g. "
-                         "`Client(LocalCluster())` or `Client('tcp://scheduler:8786')`") from exc
+                         "`Client(LocalCluster(threads_per_worker=1))` or `Client('tcp://scheduler:8786')`") from exc
 
 
 def _place(client, candidates, names):
     """Scatter local candidates round-robin over the workers; return their futures, homes and the workers."""
-    workers = sorted(client.scheduler_info(n_workers=-1)["workers"])
+    info = client.scheduler_info(n_workers=-1)["workers"]
+    workers = sorted(info)
     if not workers:
         raise ValueError("the dask cluster has no workers")
+    _warn_threaded_workers({worker: info[worker].get("nthreads", 1) for worker in workers})
     homes = list(itertools.islice(itertools.cycle(workers), len(candidates)))
     futures = [client.scatter((est, None), workers=[home], hash=False) for est, home in zip(candidates, homes)]
     return futures, homes, workers
+
+
+def _warn_threaded_workers(threads):
+    """A UserWarning when workers have several threads (``threads``: worker -> its thread count).
+
+    Each update records its warnings (:func:`~evidence_select.utils._warnings.recorded_warnings`), which swaps
+    process-wide state, so the updates that share a worker's process take turns: its extra threads stay idle.
+    """
+    threaded = sorted(count for count in threads.values() if count > 1)
+    if threaded:
+        warn(f"parallel='dask': {len(threaded)} of the cluster's {len(threads)} workers have more than one thread "
+             f"(up to {threaded[-1]}), but the candidates' updates in one worker process run one at a time (each "
+             "records its warnings, which swaps process-wide state), so the extra threads stay idle. Start the "
+             "workers with one thread each and more processes, e.g. "
+             "LocalCluster(n_workers=<cores>, threads_per_worker=1)", UserWarning)
 
 
 def _advance_on_dask(candidates, task, backend_seeds, history_lengths, names):

@@ -263,7 +263,7 @@ class EvidenceModelSelector(MetaEstimatorMixin, BaseEstimator):
     dask.distributed (extra ``distributed``)::
 
         from dask.distributed import Client
-        client = Client("tcp://scheduler:8786")   # or Client(LocalCluster())
+        client = Client("tcp://scheduler:8786")   # or Client(LocalCluster(threads_per_worker=1))
         selector = EvidenceModelSelector(candidates, parallel="dask")
         for X_chunk in stream:
             selector.partial_fit(X_chunk)

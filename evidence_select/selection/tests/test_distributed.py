@@ -307,3 +307,28 @@ def test_failed_checks_outlive_the_records_a_job_carries(executor, data):
         selector.partial_fit(data.X[start:start + 10], data.y[start:start + 10])
     assert "lineages" in selector.evidence_checks_[0]
     assert selector.evidence_checks_ == [est.evidence_checks_ for est in selector.estimators_]
+
+
+def test_workers_with_several_threads_are_warned_about_once_placed(data):
+    # Updates in one worker process take turns (recording warnings swaps process-wide state), so a worker's extra
+    # threads stay idle; the placement says so. One-thread workers (the module's cluster) get no such warning.
+    with pytest.warns(UserWarning, match="one thread each"):
+        _distributed._warn_threaded_workers({"a": 1, "b": 2})
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        _distributed._warn_threaded_workers({"a": 1, "b": 1})
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=2, processes=False, dashboard_address=None) \
+            as cluster, distributed.Client(cluster):
+        selector = _selector(parallel="dask")
+        with pytest.warns(UserWarning, match=r"1 of the cluster's 1 workers have more than one thread \(up to 2\)"):
+            selector.partial_fit(data.X[:CHUNK], data.y[:CHUNK])
+        with warnings.catch_warnings():  # placed once: later calls keep the candidates where they are, silently
+            warnings.simplefilter("error", UserWarning)
+            selector.partial_fit(data.X[CHUNK:], data.y[CHUNK:])
+
+
+def test_one_thread_workers_get_no_threads_warning(client, data):
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        _stream(_selector(parallel="dask"), data)
+    assert not [w for w in caught if "thread" in str(w.message)]
