@@ -230,6 +230,12 @@ def runs_provenance(sources):
             f"load average at their start {'; '.join(loads)}")
 
 
+def markdown_table(header, cells):
+    """The lines of a markdown table with ``header`` and one row per list of cell texts in ``cells``."""
+    return ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)] + ["| " + " | ".join(row) + " |"
+                                                                          for row in cells]
+
+
 def write_rst_table(path, header, cells, script, argv=None, sources=None):
     """A reStructuredText grid table of ``cells``, headed by the command that wrote it (for ``.. include::``).
 

@@ -67,7 +67,7 @@ import warnings
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _common import RESULTS_DIR, pairwise_agreement, run_metadata, save_json, write_rst_table  # noqa: E402
+from _common import RESULTS_DIR, markdown_table, pairwise_agreement, run_metadata, save_json, write_rst_table  # noqa: E402,E501
 
 from evidence_select import BayesianLinearRegressor, BayesianLogisticClassifier, BayesianMixture, log_evidence  # noqa: E402,E501
 
@@ -405,9 +405,7 @@ def table_cells(rows):
 
 
 def table(rows):
-    header, cells = table_cells(rows)
-    return ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)] + ["| " + " | ".join(row) + " |"
-                                                                          for row in cells]
+    return markdown_table(*table_cells(rows))
 
 
 def main(argv=None):
