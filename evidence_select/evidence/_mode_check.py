@@ -23,6 +23,7 @@ from scipy import optimize, stats
 from ..exceptions import EvidenceConvergenceWarning
 from ..kernels._reservoir import reservoir_data
 from ..utils import logsumexp, make_generator
+from ..utils._likelihood import log_lik_sum
 from ..utils._warnings import warn
 from ._sgais_policy import crossed_checkpoint
 from ._sgais_state import evidence_estimate
@@ -50,7 +51,9 @@ MODE_CHECK_DRAWS = 4000
 MODE_CHECK_STARTS = 16
 _DF, _INFLATE = 5.0, 1.2
 _DRAW_BLOCK = 200  # draws per block of proposal draws
-_CELLS_PER_CALL = 2**19  # point-row pairs per likelihood call (a mixture's K of them per pair: 4 MiB each)
+# Point-row pairs per likelihood call: a mixture's (K, points, rows) block then stays within its reusable
+# buffers at any row count (K of them per pair, 4 MiB each).
+_CELLS_PER_CALL = 2**19
 _MAPS_PER_CALL = 16  # draws moved by their symmetries at once
 _HESSIAN_STEP = 1e-5
 
@@ -185,20 +188,9 @@ def _block_log_weights(model, X, y, rng, proposal, symmetries, size):
     # q(theta) = mean over the maps A of t(A theta): the set of maps is closed under inversion, |det A| = 1.
     log_q = logsumexp(np.stack([proposal.logpdf(theta @ A.T) for A in symmetries]), axis=0) - math.log(len(symmetries))
     with np.errstate(all="ignore"):
-        log_joint = model.log_prior(theta) + _log_likelihood_sums(model, theta, X, y)
+        log_joint = model.log_prior(theta) + log_lik_sum(model, theta, X, y, allow_nan=True,
+                                                            max_cells=_CELLS_PER_CALL)
     return np.where(np.isfinite(log_joint), log_joint - log_q, -np.inf)
-
-
-def _log_likelihood_sums(model, theta, X, y):
-    """``model.log_likelihood_sum`` of every point of ``theta``, over a few points at a time.
-
-    At most ``_CELLS_PER_CALL`` point-row pairs per call keep a model's per-call arrays (a mixture's are
-    components x points x rows) within its reusable buffers however many rows there are; each point's sum is
-    the same whichever call computes it.
-    """
-    step = max(1, _CELLS_PER_CALL // max(len(X), 1))
-    return np.concatenate([model.log_likelihood_sum(theta[start:start + step], X, y)
-                           for start in range(0, len(theta), step)])
 
 
 def _checkable(model, state):

@@ -154,11 +154,9 @@ def galilean_sample(rng, points, constraint, settings):
     ----------
     rng : numpy.random.Generator
     points : ConstrainedPoints
-        The chains' current points (each must satisfy the constraint) with
-        their log prior and full-data log-likelihood.
+        As for :func:`~._slice.constrained_slice_step`.
     constraint : LikelihoodConstraint
-        ``log_lik_min`` (a float), ``log_prior_fn`` ``(n, n_params) -> (n,)``
-        and ``log_lik_fn`` ``(n, n_params) -> ((n,), (n, n_params))``, the
+        With a float ``log_lik_min`` and a ``log_lik_fn`` that returns the
         log-likelihood and its gradient.
     settings : GalileanSettings
 

@@ -56,19 +56,20 @@ def check_data(X, y):
     return X, y
 
 
-def _chunks(n_particles, n_rows):
-    step = max(1, MAX_CELLS // max(n_rows, 1))
+def _chunks(n_particles, n_rows, max_cells=MAX_CELLS):
+    step = max(1, max_cells // max(n_rows, 1))
     return [slice(i, min(i + step, n_particles)) for i in range(0, n_particles, step)]
 
 
-def log_lik_sum(model, theta, X, y, *, allow_nan=False):
+def log_lik_sum(model, theta, X, y, *, allow_nan=False, max_cells=MAX_CELLS):
     """Full-data log-likelihood per particle, ``(n_particles,)``, in memory-bounded chunks.
 
-    A NaN is an error unless ``allow_nan`` (callers that treat it as zero likelihood).
+    A NaN is an error unless ``allow_nan`` (callers that treat it as zero likelihood). At most ``max_cells``
+    particle-row cells go to one model call; each particle's sum is the same whichever call computes it.
     """
     theta = np.asarray(theta, dtype=float)
     out = np.empty(len(theta))
-    for part in _chunks(len(theta), len(X)):
+    for part in _chunks(len(theta), len(X), max_cells):
         out[part] = model.log_likelihood_sum(theta[part], X, y)
     if not allow_nan and np.any(np.isnan(out)):
         raise ValueError(f"log_likelihood of {type(model).__name__} returned NaN for "
