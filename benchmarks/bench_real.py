@@ -15,6 +15,7 @@ Usage::
     python benchmarks/bench_real.py --held-out --output real_held_out.json \
         --doc-table doc/user_guide/generated --doc-name real_data_held_out.rst   # the held-out cases only
     python benchmarks/bench_real.py --held-out-drift --output real_held_out_drift.json   # ... in drifting orders
+    python benchmarks/bench_real.py --held-out-separable --output real_held_out_separable.json  # two-class digits
 
 Prints a markdown table and writes ``benchmarks/results/real.json``.
 
@@ -46,7 +47,9 @@ K = 4 on the first three of 0/1/6/7 (constant pixel columns dropped, columns sta
 ``BayesianLinearRegressor`` (exact references) on the digits' first principal component against the
 next eleven and on wine's alcohol against its other columns. ``--held-out-drift`` streams the same data
 in orders no case used before: sorted by the rows' first principal component (the features drift while every
-class keeps arriving) and, for the regressions, sorted by the target.
+class keeps arriving) and, for the regressions, sorted by the target. ``--held-out-separable`` (names
+``sep_*``): two-class problems on all 1797 digits, a zero against the rest (separable) and even against odd
+digits, shuffled and one class after the other, past the exact moves' first rows.
 
 Reference for the classifiers: AIS (100 chains) and bridge sampling on the full data;
 where they agree within ``max(3 x combined std, 0.5)`` the bridge value is used, otherwise
@@ -89,6 +92,10 @@ HELD_OUT_DENSITY = {"digits016_pca2": ((0, 1, 6), 2), "digits0167_pca3": ((0, 1,
 #: Held-out regressions (exact references), rows sorted by class in their "file" order: the first principal
 #: component of the digits on the next eleven, and wine's alcohol on its other columns.
 HELD_OUT_REGRESSION = ("digits_pc1", "wine_alcohol")
+#: Held-out two-class problems on all 1797 digits (the longest real stream here, so most of it is annealed by
+#: SGHMC after the exact moves' first rows): a zero against every other digit (linearly separable in the pixels)
+#: and even against odd digits. Rows sorted by class in their "file" order.
+HELD_OUT_BINARY = {"digits0_rest": (0,), "digits_even_odd": (0, 2, 4, 6, 8)}
 
 
 # -- data ----------------------------------------------------------------------------------
@@ -136,6 +143,8 @@ def load_case_data(name):
         return _held_out_digits(name)
     if name in HELD_OUT_REGRESSION:
         return _held_out_regression(name)
+    if name in HELD_OUT_BINARY:
+        return _held_out_binary(name)
     raise ValueError(f"unknown data set {name!r}")
 
 
@@ -204,6 +213,14 @@ def all_cases():
     return cases
 
 
+def _held_out_binary(name):
+    """All digits' non-constant pixels, standardised; ``y`` 1 for the digits of ``HELD_OUT_BINARY[name]``."""
+    from sklearn import datasets
+
+    X, digit = datasets.load_digits(return_X_y=True)
+    return _standardise(X[:, X.std(axis=0) > 0]), np.isin(digit, HELD_OUT_BINARY[name]).astype(int)
+
+
 def held_out_cases():
     """The held-out cases (``--held-out``), in the form of :func:`all_cases`."""
     cases = {}
@@ -222,6 +239,13 @@ def held_out_cases():
         for order, label in (("shuffled", "shuffled"), ("file", "classes_late")):
             cases[f"ho_lin_{data_name}_{label}"] = (data_name, order, dict(kind="regressor"), "exact")
     return cases
+
+
+def held_out_separable_cases():
+    """Two-class problems on all digits (``--held-out-separable``, names ``sep_*``), added with the classifier's
+    curvature-measured SGHMC steps and never used to tune them: shuffled and with one class after the other."""
+    return {f"sep_{data_name}_{order}": (data_name, order, dict(kind="classifier", prior_scale=1), "backends")
+            for data_name in HELD_OUT_BINARY for order in ("shuffled", "sorted")}
 
 
 def held_out_drift_cases():
@@ -417,6 +441,8 @@ def main(argv=None):
     parser.add_argument("--held-out", action="store_true", help="only the held-out cases (ho_*)")
     parser.add_argument("--held-out-drift", action="store_true",
                         help="only the held-out data in drifting orders (ho_*_feature_drift, ho_*_target_drift)")
+    parser.add_argument("--held-out-separable", action="store_true",
+                        help="only the two-class problems on all digits (sep_*)")
     parser.add_argument("--seeds", type=int, default=None)
     parser.add_argument("--output", default=os.path.join(RESULTS_DIR, "real.json"),
                         help="where to write the runs (a bare file name goes to benchmarks/results/)")
@@ -452,8 +478,9 @@ def main(argv=None):
 def run_cases(parser, args):
     """Run the chosen cases' seeds: one summary row per case (runs included, printed as it completes), and the
     references."""
-    cases = all_cases() | held_out_cases() | held_out_drift_cases()
+    cases = all_cases() | held_out_cases() | held_out_drift_cases() | held_out_separable_cases()
     default = (held_out_cases() if args.held_out else held_out_drift_cases() if args.held_out_drift
+               else held_out_separable_cases() if args.held_out_separable
                else QUICK_CASES if args.quick else all_cases())
     chosen = args.cases.split(",") if args.cases else list(default)
     if args.mixtures:

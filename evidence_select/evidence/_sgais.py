@@ -197,7 +197,7 @@ def sgais_update(state, X, y, model, config):
     skipped = not restart and growth_checkpoint(policy, n_seen, n_chunk, config.batch_size)
     particles, n_reference, counts, n_replayed = _close_chunk(rng, state, context, progress, restart)
     reservoir, undo = reservoir_insert(rng, state.reservoir, X, y)  # last: the only in-place write
-    chunk_scales, past_scales, _ = context.scales
+    chunk_scales, past_scales, _, _ = context.scales
     widening = degraded_widening(progress, n_chunk, n_seen, state.reservoir.n_stored)
     new_state = SGAISState(*particles[:4], particles.reference, particles.reference_grad, n_reference, reservoir, rng,
                            n_seen + n_chunk, state.n_chunks + 1, state.n_datum_evaluations + counts.n_evaluations,

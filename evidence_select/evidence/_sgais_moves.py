@@ -82,7 +82,7 @@ class ChunkContext(NamedTuple):
     reservoir: object  # ReservoirState of the past rows
     block: GradientBlock
     use_cv: bool  # control variates active (references exist and there is a past)
-    scales: tuple  # (chunk_scales, past_scales, max_step), each (n_params,) or None
+    scales: tuple  # (chunk_scales, past_scales, max_step, curvature_gain), each (n_params,) or None
     exact_step: np.ndarray  # (n_groups,) exact HMC's adapted leapfrog steps, carried between moves; None: SGHMC
     chunk_statistics: np.ndarray = None  # the chunk's gradient_statistics, for models that offer them
     past_statistics: np.ndarray = None  # every past row's summed gradient_statistics (see past_statistics_of)
@@ -109,6 +109,8 @@ def chunk_context(state, X, y, model, config):
     sghmc_never = past_statistics is not None and config.exact_move_rows is None
     chunk_scales = None if sghmc_never else _checked_step_scales(model, X, state.particles.shape[1])
     past_scales = state.step_scales if state.n_samples_seen else None
+    floor = relative_step_floor(config, n_batch, state.n_samples_seen, n_chunk)
+    gain = None if chunk_scales is None else curvature_gain(model, state.particles, X, state.reservoir, n_batch, floor)
     # The data-scaled step must not outrun the prior's own curvature (features of scale 1e-6 give step
     # scales ~1e12, and the prior term alone then diverges).
     prior_variances = getattr(model, "prior_variances", None)
@@ -117,7 +119,7 @@ def chunk_context(state, X, y, model, config):
     exact_step = (np.full(n_groups, EXACT_INITIAL_STEP)
                   if uses_exact_moves(config, state, n_chunk, past_statistics is not None) else None)
     return ChunkContext(model, config, X, y, state.n_samples_seen, n_groups, state.reservoir,
-                        block, use_cv, (chunk_scales, past_scales, max_step), exact_step, chunk_statistics,
+                        block, use_cv, (chunk_scales, past_scales, max_step, gain), exact_step, chunk_statistics,
                         past_statistics)
 
 
@@ -238,14 +240,18 @@ def step_size(context, target):
     ``eta = learning_rate / max(past_power n + w_chunk, 1)``, ``w_chunk`` the
     chunk's weight (``tempering |chunk|`` for the ``"tempered"`` schedule,
     ``|chunk|`` for ``"data"``), times the pooled inverse per-datum curvature,
-    capped at ``learning_rate`` times the prior variances. Scalar or ``(n_params,)``.
+    lengthened where the curvature at the particles is below the scales' bound
+    (:func:`curvature_gain`), and capped at ``learning_rate`` times the prior
+    variances. Scalar or ``(n_params,)``.
     """
     config, n_past = context.config, context.n_seen
-    chunk_scales, past_scales, max_step = context.scales
+    chunk_scales, past_scales, max_step, gain = context.scales
     chunk_weight = (target.tempering if config.step_size_schedule == "tempered" else 1.0) * context.block.n_chunk
     size = config.learning_rate / max(target.past_power * n_past + chunk_weight, 1.0)
     if chunk_scales is not None:
         size = size * pooled_step_scales(past_scales, target.past_power * n_past, chunk_scales, chunk_weight)
+        if gain is not None:
+            size = size * gain
         if max_step is not None:
             size = np.minimum(size, max_step)
     return size
@@ -560,6 +566,64 @@ def _checked_step_scales(model, X, n_params):
         raise ValueError(f"{type(model).__name__}.step_scales must return {n_params} positive finite values; "
                          f"got {scales!r}")
     return scales
+
+
+#: The smallest share of ``learning_rate`` that SGHMC's step keeps in units of the curvature at the particles,
+#: where the mini-batch noise allows (see :func:`relative_step_floor`): the step scales' curvature bound can
+#: overstate that curvature by this factor before the step grows. Where the classes overlap the softmax's
+#: curvature lies within it, so such runs keep the steps the default learning_rate was sized with.
+TYPICAL_CURVATURE_RATIO = 0.25
+#: The share of the momentum refresh's noise per step that the mini-batch gradient's own noise may add when the
+#: step grows (:func:`relative_step_floor`): the particles then run at most this much hotter than the target.
+GRADIENT_NOISE_SHARE = 0.1
+
+
+def relative_step_floor(config, n_batch, n_past, n_chunk):
+    """The floor of SGHMC's step, in units of ``learning_rate`` over the curvature at the particles, below which
+    :func:`curvature_gain` lengthens it: ``TYPICAL_CURVATURE_RATIO``, or less where mini-batch noise allows less.
+
+    A step ``eta`` with gradient noise of variance ``V`` adds ``eta V`` to the momentum's variance per step,
+    against the ``1 - (1 - friction)^2`` that the friction's refresh injects. For rows of the model's own law,
+    the mini-batch estimate of the ``n_past`` past rows' gradient from ``|B|`` of them has ``V ~ n_past^2 / |B|``
+    per-row Fisher informations, and a step at ``floor`` times ``learning_rate`` over the curvature of all
+    ``n = n_past + n_chunk`` rows is ``eta = learning_rate floor / n`` per-row Fisher informations: the floor
+    keeps ``eta V`` within ``GRADIENT_NOISE_SHARE`` of the refresh. Without past rows there is no mini-batch.
+    """
+    if not (n_batch and n_past):
+        return TYPICAL_CURVATURE_RATIO
+    refresh = 1.0 - (1.0 - config.friction) ** 2
+    allowed = GRADIENT_NOISE_SHARE * refresh * n_batch * (n_past + n_chunk) / (config.learning_rate * n_past**2)
+    return min(TYPICAL_CURVATURE_RATIO, allowed)
+
+
+def curvature_gain(model, theta, X, reservoir, n_sample, floor=TYPICAL_CURVATURE_RATIO):
+    """The factor by which SGHMC's step grows where the curvature at the particles lies far below the step
+    scales' bound: ``max(floor / ratio, 1)`` per parameter; None for a model without
+    :meth:`~evidence_select.models.Model.curvature_ratio`.
+
+    ``ratio`` is ``model.curvature_ratio`` at the particles ``theta`` over the chunk ``X`` and an evenly
+    strided sample of at most ``n_sample`` stored past rows, each weighted by the rows it stands for. In
+    units of that curvature the step is ``learning_rate * ratio * gain``, never below ``floor *
+    learning_rate`` (:func:`relative_step_floor`). A posterior that separates the classes is thousands of
+    times flatter than the softmax's bound and keeps moving as rows arrive; with the bound's step the
+    particles fall behind it, chunk after chunk, while every importance weight looks healthy.
+    """
+    if getattr(model, "curvature_ratio", None) is None:  # a model not derived from Model may lack it
+        return None
+    rows, weights = np.asarray(X, dtype=float), np.ones(len(X))
+    past, _ = reservoir_data(reservoir)
+    if len(past) and n_sample:
+        sample = past[:: max(1, len(past) // n_sample)][:n_sample]
+        rows = np.concatenate([rows, sample])
+        weights = np.concatenate([weights, np.full(len(sample), reservoir.n_seen / len(sample))])
+    ratio = model.curvature_ratio(theta, rows, weights)
+    if ratio is None:
+        return None
+    ratio = np.asarray(ratio, dtype=float)
+    if ratio.shape != (theta.shape[1],) or not np.all((ratio > 0) & (ratio <= 1)):
+        raise ValueError(f"{type(model).__name__}.curvature_ratio must return {theta.shape[1]} values in (0, 1]; "
+                         f"got {ratio!r}")
+    return np.maximum(floor / ratio, 1.0)
 
 
 def pooled_step_scales(past_scales, n_past, chunk_scales, chunk_weight):

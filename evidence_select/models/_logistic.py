@@ -21,6 +21,9 @@ _SAFE_SINGLE_LOGIT = 80.0
 #: Floor of the shifted logits before a single-precision exp: numpy's float32 exp leaves its vector path
 #: for results below the normal range, and exp(-80) is 2e-35 of the largest term.
 _SINGLE_EXP_FLOOR = -80.0
+#: Floor of :meth:`SoftmaxRegressionModel.curvature_ratio`: the step it lengthens stays finite (the engine caps
+#: it at the prior's scale anyway).
+_MIN_CURVATURE_RATIO = 1e-6
 
 
 class SoftmaxRegressionModel(Model):
@@ -89,6 +92,24 @@ class SoftmaxRegressionModel(Model):
         n_features = self.n_features
         weights = np.tile(scales[:n_features], self.n_classes)
         return np.concatenate([weights, np.full(self.n_classes, scales[-1])]) if self.fit_intercept else weights
+
+    def curvature_ratio(self, theta, X, sample_weight=None):
+        """Per parameter, the rows' mean Fisher information at ``theta`` over the bound :meth:`step_scales` assumes.
+
+        ``sum_i w_i mean_m p_k (1 - p_k) a_ij^2 / (sum_i w_i a_ij^2 / 4)``, in
+        ``(0, 1]``: 1 where the classes are uncertain, far below where the
+        posterior separates them (most rows then have ``p_k`` near 0 or 1).
+        """
+        design = self._design(X)
+        weights = np.ones(len(design)) if sample_weight is None else np.asarray(sample_weight, dtype=float)
+        proba = self._proba_by_row(theta, design).astype(float)  # (n_rows, K, M)
+        spread = np.mean(proba * (1.0 - proba), axis=2)  # (n_rows, K)
+        weighted_squares = weights[:, None] * design**2
+        fisher = spread.T @ weighted_squares  # (K, d [+ 1])
+        bound = 0.25 * weighted_squares.sum(axis=0)
+        ratio = np.ones_like(fisher)
+        np.divide(fisher, bound, out=ratio, where=bound > 0)
+        return self._theta_layout(np.clip(ratio, _MIN_CURVATURE_RATIO, 1.0)[None])[0]
 
     def _design(self, X):
         """``[X, 1]`` (or ``X``): one product then gives logits with intercepts, and gradients with theirs."""

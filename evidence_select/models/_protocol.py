@@ -39,7 +39,9 @@ class Model(ABC):
       a tempered chunk and a rescaled mini-batch at once.
 
     Nothing may loop in Python over particles or data rows. Optional members:
-    ``step_scales(X)`` (a per-parameter SGHMC step size), ``log_likelihood_sum``
+    ``step_scales(X)`` (a per-parameter SGHMC step size), ``curvature_ratio(theta,
+    X, sample_weight)`` (where those scales rest on a curvature bound: the
+    curvature at the particles over the bound), ``log_likelihood_sum``
     (override when the total is cheaper than the matrix),
     ``log_likelihood_and_grad`` (override when the two share work), for an analytic
     evidence ``exact_log_evidence(X, y)``, and ``propose_jump(rng, theta, X, *,
@@ -172,6 +174,32 @@ class Model(ABC):
         Returns
         -------
         scales : ndarray of shape (n_params,) or None
+        """
+        return None
+
+    def curvature_ratio(self, theta, X, sample_weight=None):
+        """Optional: the rows' per-datum curvature at ``theta`` over the one :meth:`step_scales` assumes.
+
+        Where :meth:`step_scales` comes from a bound on the curvature (the
+        softmax's ``p (1 - p) <= 1/4``), the posterior can be far flatter than
+        the bound once it settles (separable classes), and a step sized by the
+        bound is then too short for the particles to follow the posterior as
+        rows arrive. SGAIS measures the ratio at the particles on the chunk and
+        a sample of the past rows before each chunk, and where it falls below
+        1/4 lengthens the step by 1/4 over the ratio (see
+        :ref:`the SGAIS guide <sgais>`).
+
+        Parameters
+        ----------
+        theta : ndarray of shape (n_particles, n_params)
+        X : ndarray of shape (n_rows, n_features)
+        sample_weight : ndarray of shape (n_rows,) or None
+            How many rows each row stands for.
+
+        Returns
+        -------
+        ratio : ndarray of shape (n_params,) with values in (0, 1], or None
+            None (the default): the step scales are exact, use them as they are.
         """
         return None
 

@@ -50,3 +50,41 @@ def test_check_model_catches_wrong_statistics():
 
     with pytest.raises(ValueError, match="grad_from_statistics"):
         check_model(Halved(3), X, y)
+
+
+def test_curvature_gain_lengthens_only_below_the_floor_and_checks_the_model():
+    from evidence_select.evidence._sgais_moves import curvature_gain
+    from evidence_select.kernels._reservoir import reservoir_init, reservoir_insert
+
+    class Ratio(LinearGaussianModel):
+        ratio = None
+
+        def curvature_ratio(self, theta, X, sample_weight=None):
+            self.seen = (len(X), None if sample_weight is None else np.asarray(sample_weight))
+            return self.ratio
+
+    model, theta, X = Ratio(2), np.zeros((4, 3)), np.ones((10, 2))
+    reservoir, _ = reservoir_insert(np.random.default_rng(0), reservoir_init(100, 2), np.ones((60, 2)))
+    assert curvature_gain(model, theta, X, reservoir, 20) is None  # None: the step scales are exact
+    assert curvature_gain(LinearGaussianModel(2), theta, X, reservoir, 20) is None
+    model.ratio = np.array([1.0, 0.25, 1e-3])
+    np.testing.assert_allclose(curvature_gain(model, theta, X, reservoir, 20, 0.25), [1.0, 1.0, 250.0])
+    np.testing.assert_allclose(curvature_gain(model, theta, X, reservoir, 20, 0.01), [1.0, 1.0, 10.0])
+    rows, weights = model.seen  # the chunk's 10 rows, then 20 past rows standing for 3 rows each
+    assert rows == 30 and np.all(weights[:10] == 1.0) and np.allclose(weights[10:], 3.0)
+    model.ratio = np.array([1.0, 0.0, 0.5])
+    with pytest.raises(ValueError, match="curvature_ratio must return 3 values in"):
+        curvature_gain(model, theta, X, reservoir, 20)
+
+
+def test_relative_step_floor_keeps_the_mini_batch_noise_within_its_share_of_the_refresh():
+    from evidence_select.evidence._sgais_moves import GRADIENT_NOISE_SHARE, TYPICAL_CURVATURE_RATIO, relative_step_floor
+
+    config = SGAISConfig(learning_rate=0.1, friction=0.2)
+    refresh = 1.0 - 0.8**2
+    assert relative_step_floor(config, 0, 1000, 500) == TYPICAL_CURVATURE_RATIO  # no mini-batch, no noise
+    assert relative_step_floor(config, 500, 0, 500) == TYPICAL_CURVATURE_RATIO  # no past rows
+    assert relative_step_floor(config, 500, 1000, 500) == TYPICAL_CURVATURE_RATIO  # noise allows the typical ratio
+    floor = relative_step_floor(config, 100, 20000, 100)
+    # eta = learning_rate floor / n per-row Fisher informations, V = n_past^2 / |B| of them: eta V = share refresh
+    np.testing.assert_allclose(0.1 * floor / 20100 * 20000**2 / 100, GRADIENT_NOISE_SHARE * refresh)

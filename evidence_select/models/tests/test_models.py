@@ -334,3 +334,31 @@ def test_design_step_scales_match_their_definition(mixing, intercept):
     lambda_max = np.linalg.eigvalsh(second / np.sqrt(np.outer(diagonal, diagonal)))[-1]
     expected = 1.0 / (0.25 * diagonal * max(1.0, lambda_max / 2.0))
     np.testing.assert_allclose(design_step_scales(X, intercept, 0.25), expected, rtol=1e-12)
+
+
+@pytest.mark.parametrize("intercept", [True, False])
+def test_softmax_curvature_ratio_matches_the_fisher_diagonal(intercept):
+    """``sum_i w_i mean_m p_k (1 - p_k) a_ij^2 / (sum_i w_i a_ij^2 / 4)``, laid out as theta, per parameter."""
+    rng = np.random.default_rng(1)
+    model = SoftmaxRegressionModel(n_features=3, n_classes=3, fit_intercept=intercept)
+    theta, X, weights = 2.0 * rng.normal(size=(5, model.n_params)), rng.normal(size=(40, 3)), rng.uniform(size=40)
+    design = np.hstack([X, np.ones((40, 1))]) if intercept else X
+    coefficients = model._coefficients(theta)  # (K, M, d [+ 1])
+    logits = np.einsum("kmj,ij->imk", coefficients, design)
+    proba = np.exp(logits - scipy_logsumexp(logits, axis=2, keepdims=True))  # (n, M, K)
+    spread = np.mean(proba * (1 - proba), axis=1)  # (n, K)
+    expected = (spread.T @ (weights[:, None] * design**2)) / (0.25 * weights @ design**2)  # (K, d [+ 1])
+    layout = expected[:, :3].ravel()
+    if intercept:
+        layout = np.concatenate([layout, expected[:, 3]])
+    np.testing.assert_allclose(model.curvature_ratio(theta, X, weights), layout, rtol=1e-5)
+
+
+def test_softmax_curvature_ratio_is_one_for_undecided_classes_and_small_for_separated_ones():
+    model = SoftmaxRegressionModel(n_features=2, n_classes=2)
+    X = np.random.default_rng(2).normal(size=(500, 2))
+    np.testing.assert_allclose(model.curvature_ratio(np.zeros((4, model.n_params)), X), 1.0, rtol=1e-6)
+    separating = np.zeros((4, model.n_params))
+    separating[:, 0], separating[:, 2] = -20.0, 20.0  # w_1 - w_0 = 40 along the first feature
+    ratio = model.curvature_ratio(separating, X)
+    assert np.all(ratio[[0, 2]] < 0.01) and np.all(ratio > 0)
