@@ -29,6 +29,8 @@ from evidence_select.datasets import make_linear_regression, make_mixture, make_
 from evidence_select.models import GaussianMixtureModel, LinearGaussianModel, SoftmaxRegressionModel  # noqa: E402
 
 RESULTS_DIR = os.path.join(HERE, "results")
+#: Committed runs and references (``results/`` is not committed).
+SAVED_DIR = os.path.join(HERE, "saved")
 FIGURES_DIR = os.path.join(RESULTS_DIR, "figures")
 PAPER_MODELS = ("linear", "softmax", "mixture")
 

@@ -55,7 +55,8 @@ Reference for the classifiers: AIS (100 chains) and bridge sampling on the full 
 where they agree within ``max(3 x combined std, 0.5)`` the bridge value is used, otherwise
 the one whose own convergence checks passed (AIS when both or neither did), and the
 verdict says "backends disagree". References are cached in
-``benchmarks/results/real_references.json`` keyed by case data and model.
+``benchmarks/results/real_references.json`` keyed by case data and model; those computed so far are also
+committed in ``benchmarks/saved/real_references.json``, which a fresh checkout reads.
 A case is *ok* when ``|SGAIS - reference| <= max(3 sigma, 2 nats)`` with
 ``sigma = hypot(reported std, reference std)``, or when a warning was emitted.
 """
@@ -70,11 +71,13 @@ import warnings
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _common import RESULTS_DIR, markdown_table, pairwise_agreement, run_metadata, save_json, write_rst_table  # noqa: E402,E501
+from _common import RESULTS_DIR, SAVED_DIR, markdown_table, pairwise_agreement, run_metadata, save_json, write_rst_table  # noqa: E402,E501
 
 from evidence_select import BayesianLinearRegressor, BayesianLogisticClassifier, BayesianMixture, log_evidence  # noqa: E402,E501
 
 REFERENCE_PATH = os.path.join(RESULTS_DIR, "real_references.json")
+#: The references as committed (heavy AIS and bridge runs that take hours), read where the results cache lacks one.
+SAVED_REFERENCE_PATH = os.path.join(SAVED_DIR, "real_references.json")
 CHUNK = 100
 AIS_CHAINS = 100
 #: The mixtures' reference: AIS at 16 times the default chains and 4 times the moves, two seeds. At the
@@ -351,12 +354,12 @@ def pooled_ais(backends):
 
 
 def references(cases, recompute):
-    import json
-
+    """Reference per case key: the results cache's, else the committed one's, else computed (and cached)."""
     cache = {}
-    if os.path.exists(REFERENCE_PATH) and not recompute:
-        with open(REFERENCE_PATH) as fh:
-            cache = json.load(fh)
+    for path in (SAVED_REFERENCE_PATH, REFERENCE_PATH):
+        if os.path.exists(path) and not recompute:
+            with open(path) as fh:
+                cache.update(json.load(fh))
     for name, (data_name, _, spec, ref_kind) in cases.items():
         key = reference_key(data_name, spec)
         if key not in cache:
