@@ -313,8 +313,8 @@ def degraded_widening(progress, n_chunk, n_seen, n_stored):
 
 def anneal_chunk(rng, context, policy, particles):
     """Anneal the chunk's power from 0 to 1 by tempering steps; returns the final :class:`ChunkProgress`."""
-    progress = ChunkProgress(particles, 0.0, initial_mode(context.config, context.n_seen), False, False,
-                             StepCounts())
+    mode = initial_mode(context.config, context.n_seen, context.move_factor)
+    progress = ChunkProgress(particles, 0.0, mode, False, False, StepCounts())
     while progress.tempering < 1.0:
         progress = _annealing_step(rng, context, policy, progress)
     return progress

@@ -34,6 +34,7 @@ returns ``(particles, counts, past_log_lik)``:
 """
 
 import functools
+import math
 from typing import NamedTuple
 
 import numpy as np
@@ -82,10 +83,11 @@ class ChunkContext(NamedTuple):
     reservoir: object  # ReservoirState of the past rows
     block: GradientBlock
     use_cv: bool  # control variates active (references exist and there is a past)
-    scales: tuple  # (chunk_scales, past_scales, max_step, curvature_gain), each (n_params,) or None
+    scales: tuple  # (chunk_scales, past_scales, max_step, step_gain), each (n_params,) or None
     exact_step: np.ndarray  # (n_groups,) exact HMC's adapted leapfrog steps, carried between moves; None: SGHMC
     chunk_statistics: np.ndarray = None  # the chunk's gradient_statistics, for models that offer them
     past_statistics: np.ndarray = None  # every past row's summed gradient_statistics (see past_statistics_of)
+    move_factor: int = 1  # SGHMC moves per annealing step, times n_mcmc_steps (see sghmc_move_factor)
 
 
 class MoveTarget(NamedTuple):
@@ -110,7 +112,8 @@ def chunk_context(state, X, y, model, config):
     chunk_scales = None if sghmc_never else _checked_step_scales(model, X, state.particles.shape[1])
     past_scales = state.step_scales if state.n_samples_seen else None
     floor = relative_step_floor(config, n_batch, state.n_samples_seen, n_chunk)
-    gain = None if chunk_scales is None else curvature_gain(model, state.particles, X, state.reservoir, n_batch, floor)
+    ratio = None if chunk_scales is None else curvature_ratio_at(model, state.particles, X, state.reservoir, n_batch)
+    gain = None if ratio is None else step_gain(ratio, floor)
     # The data-scaled step must not outrun the prior's own curvature (features of scale 1e-6 give step
     # scales ~1e12, and the prior term alone then diverges).
     prior_variances = getattr(model, "prior_variances", None)
@@ -118,9 +121,10 @@ def chunk_context(state, X, y, model, config):
     n_groups = state.log_weights.shape[0]
     exact_step = (np.full(n_groups, EXACT_INITIAL_STEP)
                   if uses_exact_moves(config, state, n_chunk, past_statistics is not None) else None)
+    moves = 1 if ratio is None or exact_step is not None else sghmc_move_factor(ratio, floor)
     return ChunkContext(model, config, X, y, state.n_samples_seen, n_groups, state.reservoir,
                         block, use_cv, (chunk_scales, past_scales, max_step, gain), exact_step, chunk_statistics,
-                        past_statistics)
+                        past_statistics, moves)
 
 
 def past_statistics_of(state, model, chunk_statistics):
@@ -241,7 +245,7 @@ def step_size(context, target):
     chunk's weight (``tempering |chunk|`` for the ``"tempered"`` schedule,
     ``|chunk|`` for ``"data"``), times the pooled inverse per-datum curvature,
     lengthened where the curvature at the particles is below the scales' bound
-    (:func:`curvature_gain`), and capped at ``learning_rate`` times the prior
+    (:func:`step_gain`), and capped at ``learning_rate`` times the prior
     variances. Scalar or ``(n_params,)``.
     """
     config, n_past = context.config, context.n_seen
@@ -580,7 +584,7 @@ GRADIENT_NOISE_SHARE = 0.1
 
 def relative_step_floor(config, n_batch, n_past, n_chunk):
     """The floor of SGHMC's step, in units of ``learning_rate`` over the curvature at the particles, below which
-    :func:`curvature_gain` lengthens it: ``TYPICAL_CURVATURE_RATIO``, or less where mini-batch noise allows less.
+    :func:`step_gain` lengthens it: ``TYPICAL_CURVATURE_RATIO``, or less where mini-batch noise allows less.
 
     A step ``eta`` with gradient noise of variance ``V`` adds ``eta V`` to the momentum's variance per step,
     against the ``1 - (1 - friction)^2`` that the friction's refresh injects. For rows of the model's own law,
@@ -596,17 +600,10 @@ def relative_step_floor(config, n_batch, n_past, n_chunk):
     return min(TYPICAL_CURVATURE_RATIO, allowed)
 
 
-def curvature_gain(model, theta, X, reservoir, n_sample, floor=TYPICAL_CURVATURE_RATIO):
-    """The factor by which SGHMC's step grows where the curvature at the particles lies far below the step
-    scales' bound: ``max(floor / ratio, 1)`` per parameter; None for a model without
-    :meth:`~evidence_select.models.Model.curvature_ratio`.
-
-    ``ratio`` is ``model.curvature_ratio`` at the particles ``theta`` over the chunk ``X`` and an evenly
-    strided sample of at most ``n_sample`` stored past rows, each weighted by the rows it stands for. In
-    units of that curvature the step is ``learning_rate * ratio * gain``, never below ``floor *
-    learning_rate`` (:func:`relative_step_floor`). A posterior that separates the classes is thousands of
-    times flatter than the softmax's bound and keeps moving as rows arrive; with the bound's step the
-    particles fall behind it, chunk after chunk, while every importance weight looks healthy.
+def curvature_ratio_at(model, theta, X, reservoir, n_sample):
+    """``model.curvature_ratio`` at the particles ``theta`` over the chunk ``X`` and an evenly strided sample of
+    at most ``n_sample`` stored past rows, each weighted by the rows it stands for, validated; None for a model
+    without :meth:`~evidence_select.models.Model.curvature_ratio` (its step scales are exact).
     """
     if getattr(model, "curvature_ratio", None) is None:  # a model not derived from Model may lack it
         return None
@@ -623,7 +620,38 @@ def curvature_gain(model, theta, X, reservoir, n_sample, floor=TYPICAL_CURVATURE
     if ratio.shape != (theta.shape[1],) or not np.all((ratio > 0) & (ratio <= 1)):
         raise ValueError(f"{type(model).__name__}.curvature_ratio must return {theta.shape[1]} values in (0, 1]; "
                          f"got {ratio!r}")
+    return ratio
+
+
+def step_gain(ratio, floor=TYPICAL_CURVATURE_RATIO):
+    """The factor by which SGHMC's step grows where the curvature ``ratio`` at the particles lies far below the
+    step scales' bound (:func:`curvature_ratio_at`): ``max(floor / ratio, 1)`` per parameter.
+
+    In units of that curvature the step is ``learning_rate * ratio * gain``, never below ``floor *
+    learning_rate`` (:func:`relative_step_floor`). A posterior that separates the classes is thousands of
+    times flatter than the softmax's bound and keeps moving as rows arrive; with the bound's step the
+    particles fall behind it, chunk after chunk, while every importance weight looks healthy.
+    """
     return np.maximum(floor / ratio, 1.0)
+
+
+#: Most SGHMC moves per annealing step, in units of ``n_mcmc_steps``, that :func:`sghmc_move_factor` asks for
+#: (the surprise mode's own factor).
+MAX_MOVE_FACTOR = 3
+
+
+def sghmc_move_factor(ratio, floor):
+    """SGHMC moves per annealing step, in units of ``n_mcmc_steps``, where the mini-batch noise kept the step
+    shorter than the curvature asked: ``floor(sqrt(shortfall))`` up to ``MAX_MOVE_FACTOR``.
+
+    ``shortfall`` is the largest over the parameters of the step growth the curvature asks for
+    (:func:`step_gain` at ``TYPICAL_CURVATURE_RATIO``) over the growth granted at ``floor``. The particles must
+    then travel farther than the granted step carries them in the usual moves; more moves at that step let
+    them follow without adding noise per move. The square root is the diffusive travel of moves, and the
+    rounding down keeps runs whose shortfall is small (a softmax whose classes overlap) at their moves.
+    """
+    shortfall = float(np.max(step_gain(ratio) / step_gain(ratio, floor)))
+    return int(min(MAX_MOVE_FACTOR, max(1, math.floor(math.sqrt(shortfall)))))
 
 
 def pooled_step_scales(past_scales, n_past, chunk_scales, chunk_weight):

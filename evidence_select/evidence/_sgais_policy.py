@@ -28,6 +28,7 @@ from ..kernels._reservoir import reservoir_data
 from ..kernels._resampling import systematic_resample
 from ..utils import log_mean_exp, make_generator
 from ..utils._diagnostics import mean_and_squared_error
+from ..utils._logspace import log_expm1
 from ._sgais_moves import MoveTarget, past_log_likelihood
 from ._sgais_state import Particles, StepCounts
 from ._sgais_steps import choose_increment, tempering_step
@@ -67,11 +68,12 @@ class SurprisePolicy(NamedTuple):
     already_degraded: bool  # an earlier chunk beyond the reservoir was degraded: the kernels may target a wrong past
 
 
-def initial_mode(config, n_seen):
+def initial_mode(config, n_seen, move_factor=1):
     """The mode a chunk starts in. The first chunk carries the particles from the prior to a posterior: the
-    longest way, through any multimodality, so it gets ``initial_mcmc_factor`` times the moves."""
-    return ChunkMode(config.n_mcmc_steps * (config.initial_mcmc_factor if n_seen == 0 else 1), config.target_ess,
-                     False)
+    longest way, through any multimodality, so it gets ``initial_mcmc_factor`` times the moves; a later one
+    gets ``move_factor`` times them (:func:`~._sgais_moves.sghmc_move_factor`)."""
+    factor = config.initial_mcmc_factor if n_seen == 0 else move_factor
+    return ChunkMode(config.n_mcmc_steps * factor, config.target_ess, False)
 
 
 #: The openings of :attr:`SurprisePolicy.degraded_reason` that name a cure of their own (see ``_sgais._CURES``).
@@ -344,13 +346,15 @@ def merge_independent_runs(rng, first, second):
     theta, reference, reference_grad = (np.concatenate([a, b])[flat] if a is not None else None for a, b in
                                         ((first.theta, second.theta), (first.reference, second.reference),
                                          (first.reference_grad, second.reference_grad)))
-    # Var((Z_a + Z_b) / 2) / mean^2 = (v_a Z_a^2 + v_b Z_b^2) / (Z_a + Z_b)^2, v the relative variances.
-    relative_variance = (np.expm1(first.log_evidence_variance) * np.exp(2 * (log_z_a - log_z_sum))
-                         + np.expm1(second.log_evidence_variance) * np.exp(2 * (log_z_b - log_z_sum)))
+    # Var((Z_a + Z_b) / 2) / mean^2 = (v_a Z_a^2 + v_b Z_b^2) / (Z_a + Z_b)^2, v = expm1(log-variance) the
+    # relative variances; in log space, since a degraded replay's log-variance can exceed exp's range.
+    log_relative_variance = np.logaddexp(log_expm1(first.log_evidence_variance) + 2 * (log_z_a - log_z_sum),
+                                         log_expm1(second.log_evidence_variance) + 2 * (log_z_b - log_z_sum))
     log_weights = np.full((n_groups, n_particles), -math.log(n_particles))
     return first._replace(theta=theta, log_weights=log_weights, log_evidence=log_z_sum - math.log(2),
-                          log_evidence_variance=np.log1p(relative_variance), reference=reference,
+                          log_evidence_variance=np.logaddexp(0.0, log_relative_variance), reference=reference,
                           reference_grad=reference_grad, origins=None)
+
 
 
 def per_row_spread(log_weights, per_row_log_lik):

@@ -14,6 +14,7 @@ import numpy as np
 from ..kernels._reservoir import reservoir_init
 from ..utils import log_mean_exp, logsumexp
 from ..utils._diagnostics import mean_and_squared_error
+from ..utils._logspace import log_expm1
 
 __all__ = ["SGAISConfig", "SGAISState", "ChunkRecord", "Particles", "StepCounts", "sgais_init", "combine_replicates",
            "evidence_estimate", "increment_spread", "population_log_variance", "POPULATION_BIAS_WARNING",
@@ -387,7 +388,9 @@ def population_log_variance(log_evidence_variance):
     (``ChunkRecord.population_bias``).
     """
     n_groups = len(log_evidence_variance)
-    return math.log1p(float(np.expm1(np.asarray(log_evidence_variance, dtype=float)).sum()) / n_groups / n_groups)
+    # In log space: a degraded group's widened log-variance can exceed exp's range.
+    log_relative = float(logsumexp(log_expm1(log_evidence_variance))) - 2.0 * math.log(n_groups)
+    return float(np.logaddexp(0.0, log_relative))
 
 
 def evidence_estimate(state):

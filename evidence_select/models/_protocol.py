@@ -186,8 +186,9 @@ class Model(ABC):
         bound is then too short for the particles to follow the posterior as
         rows arrive. SGAIS measures the ratio at the particles on the chunk and
         a sample of the past rows before each chunk, and where it falls below
-        1/4 lengthens the step by 1/4 over the ratio (see
-        :ref:`the SGAIS guide <sgais>`).
+        1/4 lengthens the step by up to 1/4 over the ratio, less where the
+        mini-batch's gradient noise would heat the particles, with more moves
+        instead (see :ref:`the SGAIS guide <sgais>`).
 
         Parameters
         ----------

@@ -1,5 +1,7 @@
 """The SGAIS engine against the exact linear evidence."""
 
+import warnings
+
 import numpy as np
 import pytest
 
@@ -205,6 +207,31 @@ def test_merge_independent_runs_averages_each_groups_evidence_and_draws_within_t
     # relative variances combine as those of a mean: (v_a Z_a^2 + v_b Z_b^2) / (Z_a + Z_b)^2
     assert np.isclose(variance[0], np.log1p((np.expm1(0.01) * 1 + np.expm1(0.04) * 9) / 16))
     assert np.isclose(variance[1], np.log1p(np.expm1(0.02)), rtol=1e-6)
+
+
+def test_merge_independent_runs_keeps_a_huge_log_variance_finite_without_warnings():
+    # A degraded replay's widening can put a group's log-variance past exp's range (47730 nats^2 was seen on
+    # class-sorted digits); the merged variance must be the same sum in log space, not inf with an overflow.
+    uniform = np.full((1, 4), -np.log(4))
+    theta = np.zeros((4, 1))
+    runs = [Particles(theta, uniform, np.array([log_z]), np.array([variance]), None, None, None)
+            for log_z, variance in ((-87.8, 0.675), (-88.6, 47730.0))]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        merged = merge_independent_runs(np.random.default_rng(0), *runs)
+    share_b = np.exp(-88.6 - np.logaddexp(-87.8, -88.6))
+    assert np.isclose(merged.log_evidence_variance[0], 47730.0 + 2 * np.log(share_b), rtol=1e-12)
+
+
+def test_population_log_variance_of_a_huge_group_variance_is_finite_without_warnings():
+    from evidence_select.evidence._sgais_state import population_log_variance
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        huge = population_log_variance([47730.0, 0.675])
+        small = population_log_variance([0.5, 0.2])
+    assert np.isclose(huge, 47730.0 - 2 * np.log(2), rtol=1e-12)  # log(expm1(v) / G^2), the other group negligible
+    assert np.isclose(small, np.log1p((np.expm1(0.5) + np.expm1(0.2)) / 4), rtol=1e-12)
 
 
 def test_per_row_spread_is_the_weighted_std_of_the_mean_row_log_likelihood():

@@ -52,8 +52,8 @@ def test_check_model_catches_wrong_statistics():
         check_model(Halved(3), X, y)
 
 
-def test_curvature_gain_lengthens_only_below_the_floor_and_checks_the_model():
-    from evidence_select.evidence._sgais_moves import curvature_gain
+def test_curvature_ratio_at_samples_the_past_and_checks_the_model():
+    from evidence_select.evidence._sgais_moves import curvature_ratio_at
     from evidence_select.kernels._reservoir import reservoir_init, reservoir_insert
 
     class Ratio(LinearGaussianModel):
@@ -65,16 +65,28 @@ def test_curvature_gain_lengthens_only_below_the_floor_and_checks_the_model():
 
     model, theta, X = Ratio(2), np.zeros((4, 3)), np.ones((10, 2))
     reservoir, _ = reservoir_insert(np.random.default_rng(0), reservoir_init(100, 2), np.ones((60, 2)))
-    assert curvature_gain(model, theta, X, reservoir, 20) is None  # None: the step scales are exact
-    assert curvature_gain(LinearGaussianModel(2), theta, X, reservoir, 20) is None
+    assert curvature_ratio_at(model, theta, X, reservoir, 20) is None  # None: the step scales are exact
+    assert curvature_ratio_at(LinearGaussianModel(2), theta, X, reservoir, 20) is None
     model.ratio = np.array([1.0, 0.25, 1e-3])
-    np.testing.assert_allclose(curvature_gain(model, theta, X, reservoir, 20, 0.25), [1.0, 1.0, 250.0])
-    np.testing.assert_allclose(curvature_gain(model, theta, X, reservoir, 20, 0.01), [1.0, 1.0, 10.0])
+    np.testing.assert_array_equal(curvature_ratio_at(model, theta, X, reservoir, 20), model.ratio)
     rows, weights = model.seen  # the chunk's 10 rows, then 20 past rows standing for 3 rows each
     assert rows == 30 and np.all(weights[:10] == 1.0) and np.allclose(weights[10:], 3.0)
     model.ratio = np.array([1.0, 0.0, 0.5])
     with pytest.raises(ValueError, match="curvature_ratio must return 3 values in"):
-        curvature_gain(model, theta, X, reservoir, 20)
+        curvature_ratio_at(model, theta, X, reservoir, 20)
+
+
+def test_step_gain_and_move_factor_make_up_for_a_flat_posterior_within_the_noise_floor():
+    from evidence_select.evidence._sgais_moves import MAX_MOVE_FACTOR, sghmc_move_factor, step_gain
+
+    ratio = np.array([1.0, 0.25, 1e-3])
+    np.testing.assert_allclose(step_gain(ratio), [1.0, 1.0, 250.0])  # at the typical ratio, 1/4
+    np.testing.assert_allclose(step_gain(ratio, 0.01), [1.0, 1.0, 10.0])
+    # The curvature asks for 250, the floor grants 10: a shortfall of 25, five times the moves, capped.
+    assert sghmc_move_factor(ratio, 0.01) == MAX_MOVE_FACTOR
+    assert sghmc_move_factor(ratio, 0.25) == 1  # granted in full
+    assert sghmc_move_factor(np.array([0.2, 0.5]), 1e-4) == 1  # overlapping classes: a shortfall of 1.25
+    assert sghmc_move_factor(np.array([0.05, 0.5]), 1e-4) == 2  # a shortfall of 5
 
 
 def test_relative_step_floor_keeps_the_mini_batch_noise_within_its_share_of_the_refresh():
