@@ -642,7 +642,7 @@ MAX_MOVE_FACTOR = 3
 
 def sghmc_move_factor(ratio, floor):
     """SGHMC moves per annealing step, in units of ``n_mcmc_steps``, where the mini-batch noise kept the step
-    shorter than the curvature asked: ``floor(sqrt(shortfall))`` up to ``MAX_MOVE_FACTOR``.
+    shorter than the curvature asked: the square root of the shortfall, rounded down, up to ``MAX_MOVE_FACTOR``.
 
     ``shortfall`` is the largest over the parameters of the step growth the curvature asks for
     (:func:`step_gain` at ``TYPICAL_CURVATURE_RATIO``) over the growth granted at ``floor``. The particles must

@@ -356,7 +356,6 @@ def merge_independent_runs(rng, first, second):
                           reference_grad=reference_grad, origins=None)
 
 
-
 def per_row_spread(log_weights, per_row_log_lik):
     """How much the particles disagree on a chunk: the weighted standard deviation across particles of its mean
     per-row log-likelihood (nats per row), the largest over the groups.
