@@ -111,9 +111,6 @@ def chunk_context(state, X, y, model, config):
     sghmc_never = past_statistics is not None and config.exact_move_rows is None
     chunk_scales = None if sghmc_never else _checked_step_scales(model, X, state.particles.shape[1])
     past_scales = state.step_scales if state.n_samples_seen else None
-    floor = relative_step_floor(config, n_batch, state.n_samples_seen, n_chunk)
-    ratio = None if chunk_scales is None else curvature_ratio_at(model, state.particles, X, state.reservoir, n_batch)
-    gain = None if ratio is None else step_gain(ratio, floor)
     # The data-scaled step must not outrun the prior's own curvature (features of scale 1e-6 give step
     # scales ~1e12, and the prior term alone then diverges).
     prior_variances = getattr(model, "prior_variances", None)
@@ -121,7 +118,11 @@ def chunk_context(state, X, y, model, config):
     n_groups = state.log_weights.shape[0]
     exact_step = (np.full(n_groups, EXACT_INITIAL_STEP)
                   if uses_exact_moves(config, state, n_chunk, past_statistics is not None) else None)
-    moves = 1 if ratio is None or exact_step is not None else sghmc_move_factor(ratio, floor)
+    # The curvature at the particles only shapes SGHMC: a chunk of exact moves does not measure it.
+    floor = relative_step_floor(config, n_batch, state.n_samples_seen, n_chunk)
+    ratio = (None if chunk_scales is None or exact_step is not None
+             else curvature_ratio_at(model, state.particles, X, state.reservoir, n_batch))
+    gain, moves = (None, 1) if ratio is None else (step_gain(ratio, floor), sghmc_move_factor(ratio, floor))
     return ChunkContext(model, config, X, y, state.n_samples_seen, n_groups, state.reservoir,
                         block, use_cv, (chunk_scales, past_scales, max_step, gain), exact_step, chunk_statistics,
                         past_statistics, moves)
