@@ -352,6 +352,7 @@ def bridge_relative_error(l1, l2, log_r, tau=1.0):
     proposal_term, posterior_term : float
         ``Var_q(f1) / (n_q E_q(f1)^2)`` and ``tau Var_p(f2) / (n_p E_p(f2)^2)``;
         their sum is ``RE^2``, the squared standard error of ``log Z`` to first order.
+        The proposal term is infinite when no proposal draw has ``p > 0``.
 
     Examples
     --------
@@ -360,6 +361,8 @@ def bridge_relative_error(l1, l2, log_r, tau=1.0):
     (0.0, 0.0)
     """
     f2_post, f1_prop = _f_terms(np.asarray(l1, float), np.asarray(l2, float), log_r)
+    if not np.any(f1_prop > 0):
+        return np.inf, float(tau * np.var(f2_post) / np.mean(f2_post) ** 2 / len(f2_post))
     proposal_term = float(np.var(f1_prop) / np.mean(f1_prop) ** 2 / len(f1_prop))
     posterior_term = float(tau * np.var(f2_post) / np.mean(f2_post) ** 2 / len(f2_post))
     return proposal_term, posterior_term
@@ -491,7 +494,11 @@ def _solve_adaptive(l1, more, tau_of, n_q_max, settings):
         f2_post, _ = _f_terms(l1, l2, log_r)
         tau = tau_of(f2_post)
         proposal_term, posterior_term = bridge_relative_error(l1, l2, log_r, tau)
-        if posterior_term > 0:
+        if not np.isfinite(proposal_term):
+            # No proposal draw where p > 0 (a cell its own proposal does not reach): try the cap; if none lands
+            # there either, there is no finite root and the error stays unbounded.
+            wanted = n_q_max
+        elif posterior_term > 0:
             wanted = proposal_term * len(l2) * (1.0 - settings.error_fraction) / (settings.error_fraction
                                                                                  * posterior_term)
         else:

@@ -31,11 +31,23 @@ def banana_flow():
     return fit_gaussianization(rng, _banana(rng, 3000))
 
 
-def test_integrates_to_one_by_quadrature(banana_flow):
-    assert len(banana_flow.layers) >= 2  # the curvature needs marginal layers, not just whitening
+@pytest.fixture(scope="module")
+def banana_layers_only():
+    """The same banana without the quadratic shift: marginal spline layers must bend it."""
+    rng = np.random.default_rng(0)
+    return fit_gaussianization(rng, _banana(rng, 3000), GaussianizationSettings(max_curved_pairs=0))
+
+
+@pytest.mark.parametrize("which", ["banana_flow", "banana_layers_only"])
+def test_integrates_to_one_by_quadrature(which, request):
+    flow = request.getfixturevalue(which)
+    if which == "banana_flow":
+        assert flow.shift is not None  # the quadratic shift straightens the banana
+    else:
+        assert flow.shift is None and len(flow.layers) >= 2  # without it the curvature needs marginal layers
     g1, g2 = np.linspace(-8, 8, 401), np.linspace(-6, 14, 501)
     grid = np.stack(np.meshgrid(g1, g2, indexing="ij"), -1).reshape(-1, 2)
-    mass = np.exp(gaussianization_log_density(banana_flow, grid)).sum() * (g1[1] - g1[0]) * (g2[1] - g2[0])
+    mass = np.exp(gaussianization_log_density(flow, grid)).sum() * (g1[1] - g1[0]) * (g2[1] - g2[0])
     assert abs(mass - 1.0) < 1e-3
 
 
@@ -121,6 +133,9 @@ def test_bad_settings():
         fit_gaussianization(np.random.default_rng(0), x[:5])
     with pytest.raises(ValueError, match="noise_floor"):
         fit_gaussianization(np.random.default_rng(0), x, GaussianizationSettings(noise_floor=-1.0))
+    for bad in (-1, 1.5, True):
+        with pytest.raises(ValueError, match="max_curved_pairs"):
+            fit_gaussianization(np.random.default_rng(0), x, GaussianizationSettings(max_curved_pairs=bad))
     with pytest.raises(TypeError, match="GaussianizationSettings"):
         fit_gaussianization(np.random.default_rng(0), x, {"max_layers": 3})
 
