@@ -28,11 +28,14 @@
    in ``info["log_evidence_bounds"]``. Eq. (9) holds only where ``q``
    overlaps the posterior, so when the overlap or the bridge equation's solve
    fails its check the error is widened until ``+- 3`` errors span the sandwich:
-   a bridge without overlap can sit anywhere between the loose bounds.
+   a bridge without overlap can sit anywhere between the loose bounds. So does
+   a run whose stuck chains left the bridge (below).
 
 Modes the chains did not connect. Chains that never moved (a tenth or fewer
 distinct draws) leave the bridge, since one repeated point would weigh a whole
-chain's share, and fail the ``stuck_chains`` check. The remaining chains are
+chain's share, and fail the ``stuck_chains`` check; the draws left may miss
+the region where those chains stuck (a thin tip where the step is too long),
+which Eq. (9) cannot see, so the error then spans the sandwich. The remaining chains are
 grouped by mode (pairwise split R-hat at most ``mode_rhat``,
 :mod:`._bridge_modes`). With 2 to ``max_modes`` groups (and not for a mixture
 with ``K > 7``, whose label copies ``log K!`` already counts), each group gets
@@ -110,6 +113,9 @@ _MAX_PERMUTED_COMPONENTS = 7
 _MIN_CELL_DRAWS = 50  # distinct draws to fit a group's proposal; posterior draws for a cell's bridge
 _MIN_SEPARATION = 0.9  # share of each group's draws in its own cell for the cells to count as separate
 _NEGLIGIBLE_SHARE = 1e-3  # a cell with less of Z moves log Z by less than this (nats)
+# Checks whose failure voids Eq. (9), so that the error is widened to span the sandwich: no overlap, an unsolved
+# bridge equation, or chains dropped for never moving (the draws left may miss the region where they stuck).
+_SANDWICH_CHECKS = ("proposal_overlap", "bridge_iterations", "stuck_chains")
 
 
 class BridgeSettings(NamedTuple):
@@ -843,8 +849,8 @@ def bridge_log_evidence(model, X=None, y=None, *, posterior_samples=None, settin
     -------
     result : EvidenceResult
         ``log_evidence_std`` from Eq. (9) (widened when the halves disagree,
-        and to span ``info["log_evidence_bounds"]`` when the proposal overlap
-        or the bridge iteration fails);
+        and to span ``info["log_evidence_bounds"]`` when stuck chains were
+        dropped or the proposal overlap or the bridge iteration fails);
         ``diagnostics`` holds ``rhat``, ``ess_bulk``, ``bridge_iterations``,
         ``autocorrelation_time``, ``proposal_overlap`` and ``halves_agree``,
         and for chains it ran itself ``mode_census`` and ``stuck_chains`` (and
@@ -919,7 +925,7 @@ def bridge_log_evidence(model, X=None, y=None, *, posterior_samples=None, settin
     log_z = float(np.mean([h.log_z for h in halves])) + log_correction
     std = _combined_std(halves, diagnostics["halves_agree"]["passed"])
     bounds = _log_z_bounds(halves, log_correction)
-    if not (diagnostics["proposal_overlap"]["passed"] and diagnostics["bridge_iterations"]["passed"]):
+    if not all(diagnostics[name]["passed"] for name in _SANDWICH_CHECKS if name in diagnostics):
         std = _spanning_std(std, log_z, bounds)
     converged = warn_not_converged("bridge", diagnostics)
     info = dict(halves=[h._asdict() for h in halves], label_switching=strategy, log_label_correction=log_correction,

@@ -137,6 +137,23 @@ def test_stuck_chains_leave_the_bridge_and_fail_the_check():
     assert moving[0].shape == (3, 100, 2) and moving[2]["passed"]
 
 
+def test_stuck_chains_widen_the_error_to_span_the_sandwich():
+    # A thin 2-d banana: a chain or two sticks in a tip, leaves the bridge, and the draws left under-represent
+    # the tips, so the bridge reads ~0.01 nat low against an Eq. (9) error of ~0.002 (a pull of -5). The
+    # error must then span the sandwich, which holds the exact value on this seed.
+    from evidence_select.models import calibration_cases
+
+    case = [c for c in calibration_cases(2, families=["banana"]) if c.dim == 2][0]
+    with pytest.warns(EvidenceConvergenceWarning, match="stuck_chains"):
+        res = bridge_log_evidence(case.model, random_state=1)
+    assert not res.diagnostics["stuck_chains"]["passed"] and res.diagnostics["proposal_overlap"]["passed"]
+    lower, upper = res.info["log_evidence_bounds"]
+    eq9_std = np.mean([h["std"] for h in res.info["halves"]])
+    assert res.log_evidence_std == pytest.approx(max(abs(res.log_evidence - b) for b in (lower, upper)) / 3)
+    assert res.log_evidence_std > 2 * eq9_std
+    assert abs(res.log_evidence - case.exact) < 3 * res.log_evidence_std
+
+
 def test_all_chains_stuck_are_kept_and_fail():
     draws, log_p = np.zeros((2, 50, 3)), np.zeros((2, 50))
     kept, _, stuck = _drop_stuck_chains(draws, log_p)
