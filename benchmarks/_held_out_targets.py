@@ -3,7 +3,7 @@
 Every target is a density ``f(x)`` (normalised, except the ring's) used as the
 likelihood of one dummy data row, under a uniform prior on the box ``[-half_width, half_width]^d`` reached
 through the sigmoid map ``x = half_width (2 sigmoid(theta) - 1)``; so
-``Z = int_box f / (2 half_width)^d``. Four families, each parameterised so that
+``Z = int_box f / (2 half_width)^d``. Five families, each parameterised so that
 every variant a benchmark uses is one instance:
 
 - :class:`Funnel`: ``v ~ N(0, scale_sd^2)``, ``x_i | v ~ N(0, e^v)``; exact by one
@@ -11,6 +11,7 @@ every variant a benchmark uses is one instance:
 - :class:`RotatedBanana`: pairs ``a ~ N(0, 1)``, ``b | a ~ N(curvature (a^2 - 1), thickness^2)``
   after a random rotation; the box holds all but a negligible tail of the mass, so
   ``log Z = -d log(2 half_width)``;
+- :class:`RotatedRidge`: the same pairs with a sine or cubic ridge ``b | a ~ N(g(a), thickness^2)``;
 - :class:`TwoPeakProduct`: product of ``0.5 t_df(-peak, scale) + 0.5 t_df(peak, scale)``;
   exact from the Student-t CDF to the power ``d``;
 - :class:`RingChain`: ``exp(-sum V(x_i) - kappa/2 sum (x_i - x_{i+1})^2)`` on a ring with
@@ -33,7 +34,7 @@ from evidence_select.models._calibration import _ThetaTarget
 from evidence_select.models._targets import BoxGaussianTarget
 from evidence_select.utils._quadrature import log_quad
 
-__all__ = ["BoxTarget", "Funnel", "RotatedBanana", "TwoPeakProduct", "RingChain", "HELD_OUT_TARGETS",
+__all__ = ["BoxTarget", "Funnel", "RotatedBanana", "RotatedRidge", "TwoPeakProduct", "RingChain", "HELD_OUT_TARGETS",
            "held_out_case", "held_out_cases"]
 
 
@@ -125,6 +126,43 @@ class RotatedBanana(BoxTarget):
         return float(-self._log_volume())
 
 
+class RotatedRidge(BoxTarget):
+    """Curved pairs ``a ~ N(0, 1)``, ``b | a ~ N(g(a), thickness^2)`` of ``z = R^T x``, in the box, with a ridge
+    that is not a parabola: ``g(a) = height sin(2 a)`` (``shape="sine"``) or ``height a^3`` (``"cubic"``).
+
+    Added after the bridge's quadratic shift, to judge it on curvature it cannot represent. The box holds all
+    but a negligible tail of the mass (``|b| <= height 4^3`` for the cubic's 4-sigma ``a``), so
+    ``log Z = -d log(2 half_width)``.
+    """
+
+    _SHAPES = {"sine": (lambda a: np.sin(2.0 * a), lambda a: 2.0 * np.cos(2.0 * a)),
+               "cubic": (lambda a: a**3, lambda a: 3.0 * a**2)}
+
+    def __init__(self, n_params, *, shape, height=1.0, half_width=20.0, thickness=0.1, rotation_seed=0):
+        if shape not in self._SHAPES or n_params % 2:
+            raise ValueError(f"shape must be one of {sorted(self._SHAPES)} and n_params even, got {shape!r}, "
+                             f"{n_params!r}")
+        super().__init__(n_params, half_width)
+        self.shape, self.height, self.thickness = shape, float(height), float(thickness)
+        self._rotation = _rotation(self.dim, rotation_seed, "special_ortho")
+
+    def _log_density_and_grad(self, x):
+        g, dg = self._SHAPES[self.shape]
+        phi = x @ self._rotation
+        a, b = phi[:, 0::2], phi[:, 1::2]
+        residual = (b - self.height * g(a)) / self.thickness**2
+        log_f = np.sum(-0.5 * a**2 - 0.5 * residual * (b - self.height * g(a))
+                       - np.log(2.0 * np.pi * self.thickness), axis=1)
+        grad = np.empty_like(phi)
+        grad[:, 1::2] = -residual
+        grad[:, 0::2] = -a + residual * self.height * dg(a)
+        return log_f, grad @ self._rotation.T
+
+    def exact_log_evidence(self, X=None, y=None):
+        """``-d log(2 half_width)``: the density is normalised and its mass outside the box is negligible."""
+        return float(-self._log_volume())
+
+
 class TwoPeakProduct(BoxTarget):
     """Product over coordinates of ``0.5 t_df(x; -peak, scale) + 0.5 t_df(x; peak, scale)``, in the box."""
 
@@ -179,7 +217,8 @@ class RingChain(BoxTarget):
 
 #: name -> factory ``d -> target``. ``funnel``, ``banana``, ``twopeak`` and ``ring`` are the
 #: bridge benchmark's targets; ``heavy``, ``funnel`` and ``banana_steep`` the AIS/NS benchmark's
-#: (``bench_aisns_hard.py --targets banana`` is ``banana_steep``).
+#: (``bench_aisns_hard.py --targets banana`` is ``banana_steep``); ``ridge_sine`` and ``ridge_cubic``
+#: judge the bridge's quadratic shift on ridges it cannot straighten.
 HELD_OUT_TARGETS = {
     "funnel": lambda d: Funnel(d, half_width=10.0, scale_sd=3.0),
     "banana": lambda d: RotatedBanana(d, half_width=15.0, curvature=0.5, thickness=0.5, rotation="qr"),
@@ -188,6 +227,8 @@ HELD_OUT_TARGETS = {
     "heavy": lambda d: TwoPeakProduct(d, half_width=10.0, peak=3.0, scale=0.3, df=3.0),
     "banana_steep": lambda d: RotatedBanana(d, half_width=20.0, curvature=1.0, thickness=0.5,
                                             rotation="special_ortho"),
+    "ridge_sine": lambda d: RotatedRidge(d, shape="sine", height=1.0),
+    "ridge_cubic": lambda d: RotatedRidge(d, shape="cubic", height=0.3),
 }
 
 
