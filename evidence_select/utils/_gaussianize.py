@@ -42,6 +42,7 @@ import numpy as np
 from scipy.special import log_ndtr, logsumexp, ndtr, ndtri, ndtri_exp
 
 from ._quadratic_shift import fit_quadratic_shift, quadratic_shift_forward, quadratic_shift_inverse
+from ._whitening import whitening
 
 __all__ = ["GaussianizationSettings", "Gaussianization", "fit_gaussianization", "fit_marginal_product",
            "gaussianization_forward", "gaussianization_inverse", "gaussianization_log_density",
@@ -372,13 +373,6 @@ def _default_knots(settings, n):
     return settings.n_knots or int(np.clip(np.sqrt(n), 20, 100))
 
 
-def _whitening(samples):
-    mean = samples.mean(axis=0)
-    cov = np.cov(samples, rowvar=False).reshape(len(mean), len(mean))
-    cov = cov + 1e-10 * np.trace(cov) / len(mean) * np.eye(len(mean))
-    return mean, np.linalg.cholesky(cov)
-
-
 def _check_settings(settings, n, d):
     if not isinstance(settings, GaussianizationSettings):
         raise TypeError(f"settings must be a GaussianizationSettings, got {type(settings).__name__}")
@@ -429,7 +423,7 @@ def fit_gaussianization(rng, samples, settings=GaussianizationSettings()):
     order = rng.permutation(n)
     n_val = max(int(settings.validation_fraction * n), 1)
     train, val = samples[order[n_val:]], samples[order[:n_val]]
-    mean, chol = _whitening(train)
+    mean, chol = whitening(train)
     base = Gaussianization(mean, chol, ())
     z_train, _ = gaussianization_forward(base, train)
     z_val, log_det_val = gaussianization_forward(base, val)

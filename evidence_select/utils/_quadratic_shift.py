@@ -45,6 +45,8 @@ from typing import NamedTuple
 
 import numpy as np
 
+from ._whitening import whitening
+
 __all__ = ["QuadraticShift", "fit_quadratic_shift", "quadratic_shift_forward", "quadratic_shift_inverse"]
 
 _MIN_SHARE_PER_PARAM = 10.0  # a pair counts when it explains more than 10 n_params / n of its response's variance
@@ -129,14 +131,15 @@ def _ascend(z, v, u, blocked):
     return v, u
 
 
-def _find_pair(rng, z, blocked):
-    """The response ``v`` (off ``blocked``) and conditioning ``u`` with the largest explained share."""
+def _find_conditioning(rng, z, blocked):
+    """The conditioning ``u`` of the pair (its response ``v`` off ``blocked``) with the largest explained share;
+    :func:`_refine` then sets the response anew."""
     best, best_share = None, -np.inf
     for _ in range(_N_STARTS):
         v, u = _ascend(z, *_skew_start(rng, z, blocked), blocked)
         cov, var_w2, *_ = _explained_share(z, v, u)
         if cov * cov / var_w2 > best_share:
-            best, best_share = (v, u), cov * cov / var_w2
+            best, best_share = u, cov * cov / var_w2
     return best
 
 
@@ -174,14 +177,15 @@ def _conditioning_directions(rng, z, max_pairs):
     n, d = z.shape
     threshold = _MIN_SHARE_PER_PARAM * d / n
     shifted, directions = z.copy(), np.zeros((d, 0))
+    blocked = directions  # an orthonormal basis of the directions' span
     for _ in range(max_pairs):
-        blocked = np.linalg.qr(directions)[0] if directions.shape[1] else directions
-        v, u = _refine(shifted, _find_pair(rng, shifted, blocked)[1])
+        v, u = _refine(shifted, _find_conditioning(rng, shifted, blocked))
         w = shifted @ u
         if not _share_explained_by(w, shifted @ v) > threshold:
             break
         directions = np.column_stack([directions, u])
-        response = _unit(_project_out(v, np.linalg.qr(directions)[0]))
+        blocked = np.linalg.qr(directions)[0]
+        response = _unit(_project_out(v, blocked))
         y = shifted @ response
         shifted = shifted - np.outer(_features(w) @ np.linalg.lstsq(_features(w), y, rcond=None)[0], response)
     return directions
@@ -214,10 +218,7 @@ def fit_quadratic_shift(rng, z, max_pairs):
     features = _features(z @ directions)
     coef = np.linalg.lstsq(features, z - (z @ basis) @ basis.T, rcond=None)[0]
     coef = coef - (coef @ basis) @ basis.T  # exactly off span(U), so that U^T z is kept
-    shifted = z - features @ coef
-    mean = shifted.mean(axis=0)
-    cov = np.cov(shifted, rowvar=False) + 1e-10 * np.eye(d)
-    return QuadraticShift(directions, coef, mean, np.linalg.cholesky(cov))
+    return QuadraticShift(directions, coef, *whitening(z - features @ coef))
 
 
 def quadratic_shift_forward(shift, z):

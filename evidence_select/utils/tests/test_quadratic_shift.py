@@ -12,6 +12,7 @@ from evidence_select.utils._gaussianize import (GaussianizationSettings, fit_gau
                                                 gaussianization_log_density)
 from evidence_select.utils._quadratic_shift import (fit_quadratic_shift, quadratic_shift_forward,
                                                     quadratic_shift_inverse)
+from evidence_select.utils._whitening import whitening
 
 _THICKNESS = 0.1
 
@@ -28,8 +29,8 @@ def _rotated_bananas(rng, n, d, rotation):
 
 
 def _whitened(x):
-    mean, cov = x.mean(axis=0), np.cov(x, rowvar=False)
-    return np.linalg.solve(np.linalg.cholesky(cov), (x - mean).T).T
+    mean, chol = whitening(x)
+    return np.linalg.solve(chol, (x - mean).T).T
 
 
 @pytest.fixture(scope="module")
