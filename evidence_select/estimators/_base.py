@@ -5,12 +5,13 @@ A shell validates, builds a frozen config, delegates each chunk to
 at the very end, so a failing call leaves the estimator exactly as it was.
 """
 
+import contextlib
 import logging
 import math
-import warnings
 from numbers import Integral, Real
 
 import numpy as np
+from joblib import parallel_config
 from sklearn.base import BaseEstimator
 
 from ..evidence._sgais import (SamplerDegeneracyWarning, SGAISConfig, evidence_estimate, particle_log_weights,
@@ -152,9 +153,14 @@ class BaseSGAISEstimator(BaseEstimator):
         "integrator": [StrOptions({"baoab", "sghmc"})],
         "reservoir_size": [Interval(Integral, 1, None, closed="left")],
         "exact_move_rows": [Interval(Integral, 0, None, closed="left"), None],
+        "n_jobs": [Interval(Integral, None, -1, closed="right"), Interval(Integral, 1, None, closed="left"), None],
         "random_state": ["random_state"],
         "verbose": ["verbose"],
     }
+
+    def __setstate__(self, state):
+        super().__setstate__(state)
+        self.__dict__.setdefault("n_jobs", None)  # estimators pickled before they had n_jobs
 
     # -- configuration -----------------------------------------------------------------
     def _sgais_config(self):
@@ -191,7 +197,7 @@ class BaseSGAISEstimator(BaseEstimator):
                 history = []
             else:
                 state, history = self.sgais_state_, self.evidence_history_
-            with single_threaded_blas():
+            with single_threaded_blas(), self._replay_workers():
                 for state, record in self._stream(state, X, y, undo_log):
                     history.append(record)
         except BaseException:
@@ -207,6 +213,15 @@ class BaseSGAISEstimator(BaseEstimator):
         self.__dict__.pop("_end_check_", None)  # the check of the state the attributes reported before this call
         self._warn_if_collapsed(history)
         return self
+
+    def _replay_workers(self):
+        """The joblib context of a call's restarts: ``n_jobs`` workers for the replicate groups' replays.
+
+        A replay's groups are independent runs whose seeds are drawn before they start, so they give the
+        same bits on any number of workers. ``n_jobs=None`` leaves the caller's :func:`joblib.parallel_config`
+        in force (one worker without one).
+        """
+        return contextlib.nullcontext() if self.n_jobs is None else parallel_config(n_jobs=self.n_jobs)
 
     def _check_posterior_mode(self, state, record, n_seen_before):
         """The chunk's posterior-mode check (:func:`check_against_mode`, when due: at a row checkpoint or after

@@ -102,6 +102,12 @@ class BayesianLinearRegressor(RegressorMixin, BaseSGAISEstimator):
         follow a shifting stream exactly and carry no SGHMC bias.
     reservoir_size : int, default=100000
         Maximum number of past rows kept for mini-batches (Vitter's Algorithm R).
+    n_jobs : int or None, default=None
+        Workers for the restart that a distribution shift triggers: its replay
+        of every row seen runs one independent stream per replicate group, side
+        by side on up to this many workers, with the same results as on one.
+        ``None`` means 1 unless in a :func:`joblib.parallel_config` context.
+
     random_state : int, Generator, RandomState or None, default=None
         Seed; drawn once per ``fit`` and carried (and pickled) with the state.
     verbose : int, default=0
@@ -183,7 +189,8 @@ class BayesianLinearRegressor(RegressorMixin, BaseSGAISEstimator):
                  n_particles=40, n_replicates=2, batch_size=500, learning_rate=0.1, friction=0.2, n_mcmc_steps=5,
                  initial_mcmc_factor=2, target_ess=0.9, resample_threshold=0.5, control_variates=True,
                  step_size_schedule="tempered",
-                 integrator="baoab", reservoir_size=100_000, exact_move_rows=None, random_state=None, verbose=0):
+                 integrator="baoab", reservoir_size=100_000, exact_move_rows=None, n_jobs=None, random_state=None,
+                 verbose=0):
         self.noise_variance = noise_variance
         self.prior_scale = prior_scale
         self.intercept_scale = intercept_scale
@@ -202,6 +209,7 @@ class BayesianLinearRegressor(RegressorMixin, BaseSGAISEstimator):
         self.integrator = integrator
         self.reservoir_size = reservoir_size
         self.exact_move_rows = exact_move_rows
+        self.n_jobs = n_jobs
         self.random_state = random_state
         self.verbose = verbose
 

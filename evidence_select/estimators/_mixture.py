@@ -138,6 +138,13 @@ class BayesianMixture(DensityMixin, BaseSGAISEstimator):
         outlier, that SGHMC's step cannot.
     reservoir_size : int, default=100000
         Maximum number of past rows kept for mini-batches (Vitter's Algorithm R).
+    n_jobs : int or None, default=None
+        Workers for the replicate groups of a restart's replay (every row seen
+        run again from the prior, one independent run per group), the bulk of
+        a restart's cost. ``None`` means 1 unless in a
+        :func:`joblib.parallel_config` context; ``-1`` means all cores. The
+        results are the same bits for any value.
+
     random_state : int, Generator, RandomState or None, default=None
         Seed; drawn once per ``fit`` and carried (and pickled) with the state.
     verbose : int, default=0
@@ -236,7 +243,7 @@ class BayesianMixture(DensityMixin, BaseSGAISEstimator):
                  learning_rate=0.1, friction=0.2, n_mcmc_steps=10, initial_mcmc_factor=6, reheat_after_steps=12,
                  restarts=True, surprise_threshold=None, surprise_budget=4.0, target_ess=0.9, resample_threshold=0.5,
                  control_variates=True, step_size_schedule="tempered", integrator="baoab", reservoir_size=100_000,
-                 exact_move_rows=0, random_state=None, verbose=0):
+                 exact_move_rows=0, n_jobs=None, random_state=None, verbose=0):
         self.n_components = n_components
         self.weight_concentration = weight_concentration
         self.variance_shape = variance_shape
@@ -261,6 +268,7 @@ class BayesianMixture(DensityMixin, BaseSGAISEstimator):
         self.integrator = integrator
         self.reservoir_size = reservoir_size
         self.exact_move_rows = exact_move_rows
+        self.n_jobs = n_jobs
         self.random_state = random_state
         self.verbose = verbose
 

@@ -22,6 +22,7 @@ import warnings
 from typing import NamedTuple
 
 import numpy as np
+from joblib import Parallel, delayed, effective_n_jobs
 
 from ..exceptions import EvidenceConvergenceWarning
 from ..kernels._reservoir import reservoir_data
@@ -29,6 +30,7 @@ from ..kernels._resampling import systematic_resample
 from ..utils import log_mean_exp, make_generator
 from ..utils._diagnostics import mean_and_squared_error
 from ..utils._logspace import log_expm1
+from ..utils._threads import single_threaded_blas
 from ._sgais_moves import MoveTarget, past_log_likelihood
 from ._sgais_state import Particles, StepCounts
 from ._sgais_steps import choose_increment, tempering_step
@@ -297,30 +299,50 @@ def replay_from_prior(rng, reservoir, rows, model, config, stream_fn):
     y)`` runs a fresh stream (:func:`~._sgais.sgais_stream`), here with chunks of
     ``batch_size`` rows and no restarts of its own. Independent orders make the
     groups' spread also measure how much the evidence depends on the order the
-    rows came in. Returns ``(particles, n_datum_evaluations, n_reference)``, the
-    groups stacked as in :class:`SGAISState` and ``n_reference`` the smallest of
-    the runs'.
+    rows came in. The groups' orders and seeds are drawn first, so the runs are
+    independent tasks: they run in parallel under a :func:`joblib.parallel_config`
+    with ``n_jobs`` above 1 (the estimators' ``n_jobs``), with the same results.
+    Returns ``(particles, n_datum_evaluations, n_reference)``, the groups stacked
+    as in :class:`SGAISState` and ``n_reference`` the smallest of the runs'.
     """
     X, y = rows
     res_X, res_y = reservoir_data(reservoir)
     all_X = np.concatenate([res_X, X])
     all_y = None if y is None else np.concatenate([res_y, y])
     group_config = config._replace(restart_on_surprise=False, restart_on_shift=False, n_replicates=1)
-    runs = []
+    tasks = []
     for _ in range(config.n_replicates):
         order = rng.permutation(len(all_X))
         seed = make_generator(int(rng.integers(2**63)))
-        with warnings.catch_warnings():
-            # A replay's own degraded chunks (surprise budget spent) widen its group's variance below instead.
-            warnings.simplefilter("ignore", EvidenceConvergenceWarning)
-            runs.append(stream_fn(seed, model, group_config, all_X[order], None if all_y is None else all_y[order]))
-    stacked = [np.concatenate([getattr(run, name) for run in runs]) if getattr(runs[0], name) is not None else None
-               for name in Particles._fields if name not in ("theta", "origins")]
-    particles = Particles(np.concatenate([run.particles for run in runs]), *stacked)
+        tasks.append(delayed(_replay_group)(stream_fn, seed, model, group_config, all_X[order],
+                                            None if all_y is None else all_y[order]))
+    runs = Parallel(n_jobs=min(effective_n_jobs(None), len(tasks)))(tasks)
+    particles = Particles(*(np.concatenate([getattr(run.particles, name) for run in runs])
+                            if getattr(runs[0].particles, name) is not None else None for name in Particles._fields))
     if any(run.degraded_variance for run in runs):
         particles = particles._replace(log_evidence_variance=particles.log_evidence_variance
                                        + np.array([run.degraded_variance for run in runs]))
     return particles, sum(run.n_datum_evaluations for run in runs), min(run.n_reference for run in runs)
+
+
+class _ReplayRun(NamedTuple):
+    """What a replay group's run hands back (not its reservoir, which would travel back from a worker)."""
+
+    particles: Particles
+    degraded_variance: float
+    n_datum_evaluations: int
+    n_reference: int
+
+
+def _replay_group(stream_fn, seed, model, config, X, y):
+    """One replay group: a fresh stream over ``(X, y)`` with :class:`EvidenceConvergenceWarning` silenced."""
+    with warnings.catch_warnings(), single_threaded_blas():
+        # A replay's own degraded chunks (surprise budget spent) widen its group's variance below instead.
+        warnings.simplefilter("ignore", EvidenceConvergenceWarning)
+        run = stream_fn(seed, model, config, X, y)
+    particles = Particles(run.particles, *(getattr(run, name) for name in Particles._fields
+                                           if name not in ("theta", "origins")))
+    return _ReplayRun(particles, run.degraded_variance, run.n_datum_evaluations, run.n_reference)
 
 
 def merge_independent_runs(rng, first, second):

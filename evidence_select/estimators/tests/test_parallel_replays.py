@@ -1,0 +1,89 @@
+"""A restart's replay runs its replicate groups as independent tasks: ``n_jobs`` changes where, never the bits."""
+
+import os
+
+import numpy as np
+import pytest
+from joblib import parallel_config
+
+from evidence_select import BayesianLinearRegressor, BayesianMixture
+from evidence_select.datasets import make_mixture
+from evidence_select.evidence._sgais_policy import replay_from_prior
+from evidence_select.utils import make_generator
+
+# Restarts each time the rows seen double from batch_size: after 200, 400 and 800 rows.
+_SMALL = dict(n_particles=8, n_mcmc_steps=3, initial_mcmc_factor=2, batch_size=100)
+
+
+def _mixture_run(**params):
+    data = make_mixture(800, random_state=3)
+    return BayesianMixture(2, random_state=0, **_SMALL, **params).fit(data.X)
+
+
+def _fingerprint(est):
+    state = est.sgais_state_
+    return (est.log_evidence_, est.log_evidence_std_, state.particles.tobytes(), state.log_weights.tobytes(),
+            [(r.log_evidence, r.n_replayed) for r in est.evidence_history_])
+
+
+def test_replays_on_two_workers_give_the_same_bits():
+    serial = _mixture_run()
+    assert sum(r.n_replayed > 0 for r in serial.evidence_history_) >= 2  # the restarts this test is about ran
+    assert _fingerprint(_mixture_run(n_jobs=2)) == _fingerprint(serial)
+
+
+def test_a_callers_parallel_config_reaches_the_replays():
+    serial = _mixture_run()
+    with parallel_config(n_jobs=2):
+        parallel = _mixture_run()
+    assert _fingerprint(parallel) == _fingerprint(serial)
+
+
+class _PidState:
+    """Stands in for a stream's final state: one particle whose coordinate is the worker's process id."""
+
+    def __init__(self):
+        self.particles = np.array([[float(os.getpid())]])
+        self.log_weights = np.zeros((1, 1))
+        self.log_evidence = np.zeros(1)
+        self.log_evidence_variance = np.zeros(1)
+        self.reference = self.reference_grad = None
+        self.degraded_variance, self.n_datum_evaluations, self.n_reference = 0.0, 1, 1
+
+
+def _pid_stream(rng, model, config, X, y):
+    import time
+    time.sleep(0.5)  # long enough that one worker cannot take both tasks before the other starts
+    return _PidState()
+
+
+def _replay_pids(n_jobs):
+    est = BayesianMixture(2, random_state=0, **_SMALL).fit(make_mixture(100, random_state=0).X)
+    config = est.sgais_config_._replace(n_replicates=2)
+    with parallel_config(n_jobs=n_jobs):
+        particles, _, _ = replay_from_prior(make_generator(0), est.sgais_state_.reservoir,
+                                            (np.zeros((5, 2)), None), est.model_, config, _pid_stream)
+    return set(particles.theta.ravel().tolist())
+
+
+def test_replay_groups_run_in_separate_workers_only_when_asked():
+    assert _replay_pids(1) == {float(os.getpid())}
+    workers = _replay_pids(2)
+    assert len(workers) == 2 and float(os.getpid()) not in workers
+
+
+@pytest.mark.parametrize("n_jobs", [0, 1.5, "2"])
+def test_bad_n_jobs_is_refused_before_any_work(n_jobs):
+    est = BayesianLinearRegressor(n_jobs=n_jobs)
+    with pytest.raises(ValueError, match="n_jobs"):
+        est.fit(np.zeros((10, 2)), np.zeros(10))
+    assert not hasattr(est, "sgais_state_")
+
+
+def test_estimators_pickled_without_n_jobs_load_with_the_default():
+    est = BayesianLinearRegressor()
+    state = est.__getstate__()
+    del state["n_jobs"]
+    loaded = BayesianLinearRegressor.__new__(BayesianLinearRegressor)
+    loaded.__setstate__(state)
+    assert loaded.get_params()["n_jobs"] is None
