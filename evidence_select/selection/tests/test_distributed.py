@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 from threadpoolctl import threadpool_info, threadpool_limits
 
-from evidence_select import BayesianLinearRegressor, EvidenceModelSelector
-from evidence_select.datasets import make_linear_regression
+from evidence_select import BayesianLinearRegressor, BayesianMixture, EvidenceModelSelector
+from evidence_select.datasets import make_linear_regression, make_mixture
 from evidence_select.estimators import FeatureScaleWarning
 from evidence_select.selection import _distributed
 
@@ -170,6 +170,30 @@ def test_longest_first_orders_by_the_last_chunk_time():
 def test_dask_resident_candidates_match_n_jobs_1(backend, client, data):
     resident = _stream(_selector(backend, parallel="dask"), data)
     _assert_same_results(_stream(_selector(backend, n_jobs=1), data), resident)
+
+
+def _mixture_selector(n_jobs_each, **params):
+    # Restarts each time the rows seen double from batch_size, so every candidate replays three times.
+    small = dict(n_particles=8, n_mcmc_steps=3, initial_mcmc_factor=2, batch_size=100)
+    candidates = [(f"K={k}", BayesianMixture(k, n_jobs=n_jobs_each, **small)) for k in (1, 2)]
+    return EvidenceModelSelector(candidates, random_state=0, **params)
+
+
+def _stream_mixture(selector):
+    X = make_mixture(800, random_state=3).X
+    for start in range(0, len(X), 200):
+        selector.partial_fit(X[start:start + 200])
+    return selector
+
+
+@pytest.mark.parametrize("where", ["loky", "dask"])
+def test_candidates_replaying_on_their_own_workers_match_one_process(where, client, always_workers):
+    # Each candidate's restarts run its replicate groups on two workers of its own, inside a loky worker or a
+    # dask worker: nested pools, and still the bits of one process.
+    expected = _stream_mixture(_mixture_selector(None, n_jobs=1))
+    assert sum(r.n_replayed > 0 for r in expected.estimators_[1].evidence_history_) >= 2
+    params = dict(n_jobs=2) if where == "loky" else dict(parallel="dask")
+    _assert_same_results(expected, _stream_mixture(_mixture_selector(2, **params)))
 
 
 class AlignmentRecordingRegressor(BayesianLinearRegressor):
