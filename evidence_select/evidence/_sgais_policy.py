@@ -23,6 +23,7 @@ from typing import NamedTuple
 
 import numpy as np
 from joblib import Parallel, delayed, effective_n_jobs
+from joblib.parallel import get_active_backend
 
 from ..exceptions import EvidenceConvergenceWarning
 from ..kernels._reservoir import reservoir_data
@@ -31,6 +32,7 @@ from ..utils import log_mean_exp, make_generator
 from ..utils._diagnostics import mean_and_squared_error
 from ..utils._logspace import log_expm1
 from ..utils._threads import single_threaded_blas
+from ..utils._warnings import warn
 from ._sgais_moves import MoveTarget, past_log_likelihood
 from ._sgais_state import Particles, StepCounts
 from ._sgais_steps import choose_increment, tempering_step
@@ -316,13 +318,25 @@ def replay_from_prior(rng, reservoir, rows, model, config, stream_fn):
         seed = make_generator(int(rng.integers(2**63)))
         tasks.append(delayed(_replay_group)(stream_fn, seed, model, group_config, all_X[order],
                                             None if all_y is None else all_y[order]))
-    runs = Parallel(n_jobs=min(effective_n_jobs(None), len(tasks)))(tasks)
+    runs = Parallel(n_jobs=_replay_workers(len(tasks)))(tasks)
+    for category, message in (relayed for run in runs for relayed in run.warnings):
+        warn(message, category)
     particles = Particles(*(np.concatenate([getattr(run.particles, name) for run in runs])
                             if getattr(runs[0].particles, name) is not None else None for name in Particles._fields))
     if any(run.degraded_variance for run in runs):
         particles = particles._replace(log_evidence_variance=particles.log_evidence_variance
                                        + np.array([run.degraded_variance for run in runs]))
     return particles, sum(run.n_datum_evaluations for run in runs), min(run.n_reference for run in runs)
+
+
+def _replay_workers(n_tasks):
+    """Workers for ``n_tasks`` replay groups: the joblib context's ``n_jobs``, but one under a threading backend.
+
+    A replay group records its warnings (:func:`_replay_group`), which swaps the process-wide warning filters;
+    threads doing that at once would leave the caller's filters scrambled, so threads run the groups in turn.
+    """
+    backend, _ = get_active_backend()
+    return 1 if getattr(backend, "uses_threads", False) else min(effective_n_jobs(None), n_tasks)
 
 
 class _ReplayRun(NamedTuple):
@@ -332,17 +346,21 @@ class _ReplayRun(NamedTuple):
     degraded_variance: float
     n_datum_evaluations: int
     n_reference: int
+    warnings: tuple  # (category, message) of the run's warnings for the caller, in order
 
 
 def _replay_group(stream_fn, seed, model, config, X, y):
-    """One replay group: a fresh stream over ``(X, y)`` with :class:`EvidenceConvergenceWarning` silenced."""
-    with warnings.catch_warnings(), single_threaded_blas():
-        # A replay's own degraded chunks (surprise budget spent) widen its group's variance below instead.
-        warnings.simplefilter("ignore", EvidenceConvergenceWarning)
+    """One replay group: a fresh stream over ``(X, y)``, its warnings recorded wherever it runs."""
+    with warnings.catch_warnings(record=True) as caught, single_threaded_blas():
+        warnings.simplefilter("always")
         run = stream_fn(seed, model, config, X, y)
+    # A replay's own degraded chunks (surprise budget spent) widen its group's variance instead of warning;
+    # the rest (a degenerate sampler) go to the caller, from a worker's process as from its own.
+    relayed = tuple((w.category, str(w.message)) for w in caught
+                    if not issubclass(w.category, EvidenceConvergenceWarning))
     particles = Particles(run.particles, *(getattr(run, name) for name in Particles._fields
                                            if name not in ("theta", "origins")))
-    return _ReplayRun(particles, run.degraded_variance, run.n_datum_evaluations, run.n_reference)
+    return _ReplayRun(particles, run.degraded_variance, run.n_datum_evaluations, run.n_reference, relayed)
 
 
 def merge_independent_runs(rng, first, second):

@@ -1,6 +1,8 @@
 """A restart's replay runs its replicate groups as independent tasks: ``n_jobs`` changes where, never the bits."""
 
 import os
+import threading
+import warnings
 
 import numpy as np
 import pytest
@@ -8,7 +10,9 @@ from joblib import parallel_config
 
 from evidence_select import BayesianLinearRegressor, BayesianMixture
 from evidence_select.datasets import make_mixture
+from evidence_select.evidence._sgais import SamplerDegeneracyWarning
 from evidence_select.evidence._sgais_policy import replay_from_prior
+from evidence_select.exceptions import EvidenceConvergenceWarning
 from evidence_select.utils import make_generator
 
 # Restarts each time the rows seen double from batch_size: after 200, 400 and 800 rows.
@@ -40,10 +44,10 @@ def test_a_callers_parallel_config_reaches_the_replays():
 
 
 class _PidState:
-    """Stands in for a stream's final state: one particle whose coordinate is the worker's process id."""
+    """Stands in for a stream's final state: one particle at (process id, thread id) of the worker."""
 
     def __init__(self):
-        self.particles = np.array([[float(os.getpid())]])
+        self.particles = np.array([[float(os.getpid()), float(threading.get_ident())]])
         self.log_weights = np.zeros((1, 1))
         self.log_evidence = np.zeros(1)
         self.log_evidence_variance = np.zeros(1)
@@ -57,19 +61,51 @@ def _pid_stream(rng, model, config, X, y):
     return _PidState()
 
 
-def _replay_pids(n_jobs):
-    est = BayesianMixture(2, random_state=0, **_SMALL).fit(make_mixture(100, random_state=0).X)
-    config = est.sgais_config_._replace(n_replicates=2)
-    with parallel_config(n_jobs=n_jobs):
+def _warning_stream(rng, model, config, X, y):
+    warnings.warn("a replay's degraded chunk", EvidenceConvergenceWarning)
+    warnings.warn("a replay's sampler degenerated", SamplerDegeneracyWarning)
+    return _PidState()
+
+
+def _small_mixture():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # 100 rows and 8 particles: warned as too few, which they are
+        return BayesianMixture(2, random_state=0, **_SMALL).fit(make_mixture(100, random_state=0).X)
+
+
+def _replay(est, stream_fn, **config):
+    state_config = est.sgais_config_._replace(n_replicates=2)
+    with parallel_config(**config):
         particles, _, _ = replay_from_prior(make_generator(0), est.sgais_state_.reservoir,
-                                            (np.zeros((5, 2)), None), est.model_, config, _pid_stream)
-    return set(particles.theta.ravel().tolist())
+                                            (np.zeros((5, 2)), None), est.model_, state_config, stream_fn)
+    return particles
+
+
+@pytest.mark.parametrize("n_jobs", [1, 2])
+def test_a_replays_warnings_reach_the_caller_from_any_worker_except_its_own_degradation(n_jobs):
+    est = _small_mixture()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        _replay(est, _warning_stream, n_jobs=n_jobs)
+    assert [(w.category, str(w.message)) for w in caught] == [(SamplerDegeneracyWarning,
+                                                               "a replay's sampler degenerated")] * 2
+
+
+def _replay_workers(**config):
+    """The (process id, thread id) pairs that ran a two-group replay under ``parallel_config(**config)``."""
+    return set(map(tuple, _replay(_small_mixture(), _pid_stream, **config).theta.tolist()))
 
 
 def test_replay_groups_run_in_separate_workers_only_when_asked():
-    assert _replay_pids(1) == {float(os.getpid())}
-    workers = _replay_pids(2)
-    assert len(workers) == 2 and float(os.getpid()) not in workers
+    here = (float(os.getpid()), float(threading.get_ident()))
+    assert _replay_workers(n_jobs=1) == {here}
+    workers = _replay_workers(n_jobs=2)
+    assert len({pid for pid, _ in workers}) == 2 and here[0] not in {pid for pid, _ in workers}
+
+
+def test_threads_run_the_replay_groups_in_the_calling_thread():
+    # Each group swaps the process-wide warning filters to silence its own warnings: threads would race on them.
+    assert _replay_workers(backend="threading", n_jobs=2) == {(float(os.getpid()), float(threading.get_ident()))}
 
 
 @pytest.mark.parametrize("n_jobs", [0, 1.5, "2"])
