@@ -197,7 +197,7 @@ class BaseSGAISEstimator(BaseEstimator):
                 history = []
             else:
                 state, history = self.sgais_state_, self.evidence_history_
-            with single_threaded_blas(), self._replay_workers():
+            with single_threaded_blas(), self._replay_context():
                 for state, record in self._stream(state, X, y, undo_log):
                     history.append(record)
         except BaseException:
@@ -214,7 +214,7 @@ class BaseSGAISEstimator(BaseEstimator):
         self._warn_if_collapsed(history)
         return self
 
-    def _replay_workers(self):
+    def _replay_context(self):
         """The joblib context of a call's restarts: ``n_jobs`` workers for the replicate groups' replays.
 
         A replay's groups are independent runs whose seeds are drawn before they start, so they give the

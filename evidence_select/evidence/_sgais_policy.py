@@ -318,7 +318,7 @@ def replay_from_prior(rng, reservoir, rows, model, config, stream_fn):
         seed = make_generator(int(rng.integers(2**63)))
         tasks.append(delayed(_replay_group)(stream_fn, seed, model, group_config, all_X[order],
                                             None if all_y is None else all_y[order]))
-    runs = Parallel(n_jobs=_replay_workers(len(tasks)))(tasks)
+    runs = Parallel(n_jobs=_replay_n_jobs(len(tasks)))(tasks)
     for category, message in (relayed for run in runs for relayed in run.warnings):
         warn(message, category)
     particles = Particles(*(np.concatenate([getattr(run.particles, name) for run in runs])
@@ -329,7 +329,7 @@ def replay_from_prior(rng, reservoir, rows, model, config, stream_fn):
     return particles, sum(run.n_datum_evaluations for run in runs), min(run.n_reference for run in runs)
 
 
-def _replay_workers(n_tasks):
+def _replay_n_jobs(n_tasks):
     """Workers for ``n_tasks`` replay groups: the joblib context's ``n_jobs``, but one under a threading backend.
 
     A replay group records its warnings (:func:`_replay_group`), which swaps the process-wide warning filters;
@@ -355,7 +355,7 @@ def _replay_group(stream_fn, seed, model, config, X, y):
         warnings.simplefilter("always")
         run = stream_fn(seed, model, config, X, y)
     # A replay's own degraded chunks (surprise budget spent) widen its group's variance instead of warning;
-    # the rest (a degenerate sampler) go to the caller, from a worker's process as from its own.
+    # the rest (a degenerate sampler) go to the caller, from a worker process as from its own.
     relayed = tuple((w.category, str(w.message)) for w in caught
                     if not issubclass(w.category, EvidenceConvergenceWarning))
     particles = Particles(run.particles, *(getattr(run, name) for name in Particles._fields

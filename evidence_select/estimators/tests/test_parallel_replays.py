@@ -2,6 +2,7 @@
 
 import os
 import threading
+import time
 import warnings
 
 import numpy as np
@@ -56,7 +57,6 @@ class _PidState:
 
 
 def _pid_stream(rng, model, config, X, y):
-    import time
     time.sleep(0.5)  # long enough that one worker cannot take both tasks before the other starts
     return _PidState()
 
@@ -91,21 +91,21 @@ def test_a_replays_warnings_reach_the_caller_from_any_worker_except_its_own_degr
                                                                "a replay's sampler degenerated")] * 2
 
 
-def _replay_workers(**config):
+def _replay_threads(**config):
     """The (process id, thread id) pairs that ran a two-group replay under ``parallel_config(**config)``."""
     return set(map(tuple, _replay(_small_mixture(), _pid_stream, **config).theta.tolist()))
 
 
 def test_replay_groups_run_in_separate_workers_only_when_asked():
     here = (float(os.getpid()), float(threading.get_ident()))
-    assert _replay_workers(n_jobs=1) == {here}
-    workers = _replay_workers(n_jobs=2)
+    assert _replay_threads(n_jobs=1) == {here}
+    workers = _replay_threads(n_jobs=2)
     assert len({pid for pid, _ in workers}) == 2 and here[0] not in {pid for pid, _ in workers}
 
 
 def test_threads_run_the_replay_groups_in_the_calling_thread():
-    # Each group swaps the process-wide warning filters to silence its own warnings: threads would race on them.
-    assert _replay_workers(backend="threading", n_jobs=2) == {(float(os.getpid()), float(threading.get_ident()))}
+    # Each group records its warnings, which swaps the process-wide warning filters: threads would race on them.
+    assert _replay_threads(backend="threading", n_jobs=2) == {(float(os.getpid()), float(threading.get_ident()))}
 
 
 @pytest.mark.parametrize("n_jobs", [0, 1.5, "2"])
