@@ -23,7 +23,8 @@ import numpy as np
 from scipy import special, stats
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.dirname(HERE))  # run from a checkout
+CHECKOUT = os.path.dirname(HERE)  # the repository whose package the benchmarks run
+sys.path.insert(0, CHECKOUT)
 
 from evidence_select.datasets import make_linear_regression, make_mixture, make_softmax_classification  # noqa: E402
 from evidence_select.models import GaussianMixtureModel, LinearGaussianModel, SoftmaxRegressionModel  # noqa: E402
@@ -183,7 +184,7 @@ def format_disagreements(pairs):
 def git_commit():
     try:
         out = subprocess.run(["git", "-C", HERE, "rev-parse", "HEAD"], capture_output=True, text=True, timeout=10)
-        diff = subprocess.run(["git", "-C", os.path.dirname(HERE), "diff", "HEAD", "--", "evidence_select"],
+        diff = subprocess.run(["git", "-C", CHECKOUT, "diff", "HEAD", "--", "evidence_select"],
                               capture_output=True, text=True, timeout=30).stdout
         # Uncommitted engine edits (the tree is shared) change the timings: name them by a digest of the diff.
         digest = hashlib.sha1(diff.encode()).hexdigest()[:10]

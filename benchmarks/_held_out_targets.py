@@ -102,23 +102,19 @@ def _rotation(d, seed, method):
     raise ValueError(f"rotation must be 'qr' or 'special_ortho', got {method!r}")
 
 
-class RotatedBanana(BoxTarget):
-    """Curved pairs ``a ~ N(0, 1)``, ``b | a ~ N(curvature (a^2 - 1), thickness^2)`` of ``z = R^T x``, in the box.
+class _RotatedPairs(BoxTarget):
+    """Independent 2-d pairs of ``z = R^T x`` (a subclass's :meth:`_pairs`), in the box, after a random rotation
+    ``R`` drawn from ``rotation_seed``: the Q factor of a Gaussian matrix (``rotation="qr"``) or
+    :func:`scipy.stats.special_ortho_group` (``"special_ortho"``). Each pair is a normalised density whose mass
+    outside the box is negligible."""
 
-    ``R`` is a random rotation drawn from ``rotation_seed``: the Q factor of a
-    Gaussian matrix (``rotation="qr"``) or :func:`scipy.stats.special_ortho_group`
-    (``"special_ortho"``). The pairs are the package's banana density.
-    """
-
-    def __init__(self, n_params, *, half_width=15.0, curvature=0.5, thickness=0.5, rotation="qr", rotation_seed=0):
+    def __init__(self, n_params, half_width, rotation, rotation_seed):
         super().__init__(n_params, half_width)
-        self.curvature, self.thickness = float(curvature), float(thickness)
         self.rotation, self.rotation_seed = rotation, rotation_seed
         self._rotation = _rotation(self.dim, rotation_seed, rotation)
-        self._density = BananaTarget(self.dim, curvature=self.curvature, width=1.0, thickness=self.thickness)
 
     def _log_density_and_grad(self, x):
-        log_f, grad_z = self._density._log_lik_and_grad(x @ self._rotation)
+        log_f, grad_z = self._pairs(x @ self._rotation)
         return log_f, grad_z @ self._rotation.T
 
     def exact_log_evidence(self, X=None, y=None):
@@ -126,13 +122,25 @@ class RotatedBanana(BoxTarget):
         return float(-self._log_volume())
 
 
-class RotatedRidge(BoxTarget):
-    """Curved pairs ``a ~ N(0, 1)``, ``b | a ~ N(g(a), thickness^2)`` of ``z = R^T x``, in the box, with a ridge
-    that is not a parabola: ``g(a) = height sin(2 a)`` (``shape="sine"``) or ``height a^3`` (``"cubic"``).
+class RotatedBanana(_RotatedPairs):
+    """Curved pairs ``a ~ N(0, 1)``, ``b | a ~ N(curvature (a^2 - 1), thickness^2)``, rotated
+    (:class:`_RotatedPairs`): the package's banana density."""
+
+    def __init__(self, n_params, *, half_width=15.0, curvature=0.5, thickness=0.5, rotation="qr", rotation_seed=0):
+        super().__init__(n_params, half_width, rotation, rotation_seed)
+        self.curvature, self.thickness = float(curvature), float(thickness)
+        self._density = BananaTarget(self.dim, curvature=self.curvature, width=1.0, thickness=self.thickness)
+
+    def _pairs(self, z):
+        return self._density._log_lik_and_grad(z)
+
+
+class RotatedRidge(_RotatedPairs):
+    """Curved pairs ``a ~ N(0, 1)``, ``b | a ~ N(g(a), thickness^2)``, rotated (:class:`_RotatedPairs`), with a
+    ridge that is not a parabola: ``g(a) = height sin(2 a)`` (``shape="sine"``) or ``height a^3`` (``"cubic"``).
 
     Added after the bridge's quadratic shift, to judge it on curvature it cannot represent. The box holds all
-    but a negligible tail of the mass (``|b| <= height 4^3`` for the cubic's 4-sigma ``a``), so
-    ``log Z = -d log(2 half_width)``.
+    but a negligible tail of the mass (``|b| <= height 4^3`` for the cubic's 4-sigma ``a``).
     """
 
     _SHAPES = {"sine": (lambda a: np.sin(2.0 * a), lambda a: 2.0 * np.cos(2.0 * a)),
@@ -142,25 +150,19 @@ class RotatedRidge(BoxTarget):
         if shape not in self._SHAPES or n_params % 2:
             raise ValueError(f"shape must be one of {sorted(self._SHAPES)} and n_params even, got {shape!r}, "
                              f"{n_params!r}")
-        super().__init__(n_params, half_width)
+        super().__init__(n_params, half_width, "special_ortho", rotation_seed)
         self.shape, self.height, self.thickness = shape, float(height), float(thickness)
-        self._rotation = _rotation(self.dim, rotation_seed, "special_ortho")
 
-    def _log_density_and_grad(self, x):
+    def _pairs(self, z):
         g, dg = self._SHAPES[self.shape]
-        phi = x @ self._rotation
-        a, b = phi[:, 0::2], phi[:, 1::2]
-        residual = (b - self.height * g(a)) / self.thickness**2
-        log_f = np.sum(-0.5 * a**2 - 0.5 * residual * (b - self.height * g(a))
-                       - np.log(2.0 * np.pi * self.thickness), axis=1)
-        grad = np.empty_like(phi)
+        a, b = z[:, 0::2], z[:, 1::2]
+        offset = b - self.height * g(a)
+        residual = offset / self.thickness**2
+        log_f = np.sum(-0.5 * a**2 - 0.5 * residual * offset - np.log(2.0 * np.pi * self.thickness), axis=1)
+        grad = np.empty_like(z)
         grad[:, 1::2] = -residual
         grad[:, 0::2] = -a + residual * self.height * dg(a)
-        return log_f, grad @ self._rotation.T
-
-    def exact_log_evidence(self, X=None, y=None):
-        """``-d log(2 half_width)``: the density is normalised and its mass outside the box is negligible."""
-        return float(-self._log_volume())
+        return log_f, grad
 
 
 class TwoPeakProduct(BoxTarget):

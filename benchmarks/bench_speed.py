@@ -34,7 +34,7 @@ import time
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _common import run_metadata, save_json  # noqa: E402  (benchmarks/; also puts the checkout on the path)
+from _common import CHECKOUT, run_metadata, save_json  # noqa: E402  (benchmarks/; also puts the checkout on the path)
 
 from evidence_select import BayesianLinearRegressor, BayesianLogisticClassifier, BayesianMixture  # noqa: E402
 from evidence_select.datasets import make_linear_regression, make_mixture, make_softmax_classification  # noqa: E402
@@ -83,8 +83,8 @@ def time_loop(n, seed):
 
 def time_demo(repeat):
     """The README's main job, ``evidence-select demo``, in a fresh process as a user runs it (no figure or bar)."""
-    checkout = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # this checkout's package, as above
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [checkout, os.environ.get("PYTHONPATH")])))
+    # This checkout's package, as in this process.
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [CHECKOUT, os.environ.get("PYTHONPATH")])))
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     wall = time.perf_counter()
     with tempfile.TemporaryDirectory() as directory:

@@ -177,7 +177,8 @@ def _demo(args):
     workers = _workers(args.n_jobs, len(DEMO_COMPONENTS))
     estimate = _demo_estimate(len(data.X), n_streams, workers)
     print(f"estimated time: about {_estimate_text(estimate)} on idle cores ({n_streams} stream(s) of {len(data.X)} "
-          f"rows, 3 candidates on {workers} worker(s)); the elapsed time is printed after each phase")
+          f"rows, {len(DEMO_COMPONENTS)} candidates on {workers} worker(s)); the elapsed time is printed after "
+          "each phase")
     phase_ends = np.cumsum(phases).tolist()
     tic = time.perf_counter()
     selector = _run_stream(data.X, args.chunk_size, args.n_jobs, args.random_state, args.n_replicates,
