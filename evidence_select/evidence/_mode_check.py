@@ -19,6 +19,8 @@ from typing import NamedTuple
 
 import numpy as np
 from scipy import optimize, stats
+from scipy.linalg import solve_triangular
+from scipy.special import gammaln
 
 from ..exceptions import EvidenceConvergenceWarning
 from ..kernels._reservoir import reservoir_data
@@ -29,7 +31,7 @@ from ._sgais_policy import crossed_checkpoint
 from ._sgais_state import evidence_estimate
 
 __all__ = ["ModeEvidence", "mode_importance_log_evidence", "check_against_mode", "mode_check_due",
-           "apply_mode_check", "MODE_CHECK_ROWS",
+           "apply_mode_check", "symmetrised_t", "symmetrised_log_density", "SymmetrisedT", "MODE_CHECK_ROWS",
            "MODE_GAP_SIGMAS"]
 
 #: Rows seen up to which the online estimators check (all of them must be stored), and their checkpoints
@@ -163,8 +165,8 @@ def mode_importance_log_evidence(model, X, y, rng, *, n_draws=MODE_CHECK_DRAWS, 
     if scale is None:
         return None
     symmetries = model.mode_symmetries() if hasattr(model, "mode_symmetries") else np.eye(len(mode))[None]
-    proposal = stats.multivariate_t(loc=mode, shape=_INFLATE * scale, df=_DF)
-    log_weights = np.concatenate([_block_log_weights(model, X, y, rng, proposal, symmetries, size)
+    proposal = symmetrised_t(mode, _INFLATE * scale, _DF, symmetries)
+    log_weights = np.concatenate([_block_log_weights(model, X, y, rng, proposal, size)
                                   for size in np.diff(np.r_[0:n_draws:_DRAW_BLOCK, n_draws])])
     top = float(np.max(log_weights))
     if not np.isfinite(top):
@@ -177,16 +179,71 @@ def mode_importance_log_evidence(model, X, y, rng, *, n_draws=MODE_CHECK_DRAWS, 
     return ModeEvidence(top + math.log(mean), std / mean / math.sqrt(len(ratios)))
 
 
-def _block_log_weights(model, X, y, rng, proposal, symmetries, size):
+class SymmetrisedT(NamedTuple):
+    """A multivariate t at a mode and the equal mixture of its images under the maps ``A`` (see
+    :func:`symmetrised_t`).
+
+    The density is evaluated in whitened coordinates: with ``shape = L L^T``,
+    ``t(A theta)`` needs ``|L^{-1} (A theta - loc)|^2``, and the rows
+    ``theta^T A^T L^{-T}`` of every map come from one matrix product.
+    """
+
+    distribution: object  # the frozen scipy.stats.multivariate_t at the mode (its draws)
+    maps: np.ndarray  # (n_maps, n_params, n_params), the A's
+    whitened_maps: np.ndarray  # (n_params, n_maps * n_params): A^T L^{-T} side by side
+    whitened_loc: np.ndarray  # (n_params,): L^{-1} loc
+    log_norm: float  # the t density's log normalising constant
+    df: float
+
+
+def symmetrised_t(loc, shape, df, maps):
+    """The :class:`SymmetrisedT` of ``multivariate_t(loc, shape, df)`` and the linear ``maps``.
+
+    Raises
+    ------
+    numpy.linalg.LinAlgError
+        When ``shape`` is not positive definite.
+    """
+    n = len(loc)
+    chol = np.linalg.cholesky(shape)
+    inverse_chol_t = solve_triangular(chol, np.eye(n), lower=True).T
+    whitened_maps = np.concatenate([A.T @ inverse_chol_t for A in maps], axis=1)
+    log_norm = (gammaln(0.5 * (df + n)) - gammaln(0.5 * df) - 0.5 * n * math.log(df * math.pi)
+                - float(np.sum(np.log(np.diag(chol)))))
+    return SymmetrisedT(stats.multivariate_t(loc=loc, shape=shape, df=df), np.asarray(maps), whitened_maps,
+                        loc @ inverse_chol_t, log_norm, float(df))
+
+
+def symmetrised_log_density(proposal, theta):
+    """``log mean_A t(A theta)`` of a :class:`SymmetrisedT` at the rows of ``theta`` ``(n, n_params)``.
+
+    The maps run in blocks that keep the whitened points within ``_CELLS_PER_CALL`` numbers.
+    """
+    n_points, n_params = theta.shape
+    n_maps = len(proposal.maps)
+    per_call = max(1, _CELLS_PER_CALL // (n_points * n_params))
+    log_t = np.empty((n_points, n_maps))
+    for start in range(0, n_maps, per_call):
+        stop = min(start + per_call, n_maps)
+        whitened = (theta @ proposal.whitened_maps[:, start * n_params: stop * n_params]).reshape(
+            n_points, stop - start, n_params)
+        whitened -= proposal.whitened_loc
+        log_t[:, start:stop] = np.einsum("ijk,ijk->ij", whitened, whitened)
+    df = proposal.df
+    log_t = proposal.log_norm - 0.5 * (df + n_params) * np.log1p(log_t / df)
+    return logsumexp(log_t, axis=1) - math.log(n_maps)
+
+
+def _block_log_weights(model, X, y, rng, proposal, size):
     """Importance log-weights of ``size`` draws: a t draw at the mode, moved by a random symmetry."""
-    base = proposal.rvs(size=size, random_state=rng).reshape(size, -1)
-    which = rng.integers(len(symmetries), size=size)
+    base = proposal.distribution.rvs(size=size, random_state=rng).reshape(size, -1)
+    which = rng.integers(len(proposal.maps), size=size)
     # A few draws' maps at a time: all of a block's (size, n_params, n_params) at once would be allocated afresh.
-    theta = np.concatenate([np.einsum("nij,nj->ni", symmetries[which[start:start + _MAPS_PER_CALL]],
+    theta = np.concatenate([np.einsum("nij,nj->ni", proposal.maps[which[start:start + _MAPS_PER_CALL]],
                                       base[start:start + _MAPS_PER_CALL])
                             for start in range(0, size, _MAPS_PER_CALL)])
     # q(theta) = mean over the maps A of t(A theta): the set of maps is closed under inversion, |det A| = 1.
-    log_q = logsumexp(np.stack([proposal.logpdf(theta @ A.T) for A in symmetries]), axis=0) - math.log(len(symmetries))
+    log_q = symmetrised_log_density(proposal, theta)
     with np.errstate(all="ignore"):
         log_joint = model.log_prior(theta) + log_lik_sum(model, theta, X, y, allow_nan=True,
                                                             max_cells=_CELLS_PER_CALL)

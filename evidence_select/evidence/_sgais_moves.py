@@ -49,7 +49,7 @@ from ._sgais_state import StepCounts
 
 __all__ = ["ChunkContext", "MoveTarget", "GradientBlock", "chunk_context", "move", "move_kernels", "sghmc_kernel",
            "exact_hmc_kernel", "exact_draw_kernel", "offers_exact_draws", "offers_gradient_statistics",
-           "offers_statistics_draws", "past_statistics_of", "jump_kernel",
+           "offers_statistics_draws", "past_statistics_of", "jump_kernel", "joint_gradient",
            "past_log_likelihood", "jump_log_acceptance"]
 
 
@@ -218,11 +218,33 @@ def offers_statistics_draws(model):
 
 def _defined_for_likelihood(model, member):
     """Whether the class of ``model`` that defines ``member`` defines ``log_likelihood`` or subclasses its definer."""
+    return _defined_for(model, member, ("log_likelihood",))
+
+
+def _defined_for(model, member, terms):
+    """Whether the class of ``model`` that defines ``member`` defines each of ``terms`` or subclasses its definer."""
     def owner(name):
         return next((cls for cls in type(model).__mro__ if name in vars(cls)), None)
 
-    defined, likelihood = owner(member), owner("log_likelihood")
-    return defined is not None and likelihood is not None and issubclass(defined, likelihood)
+    defined, definers = owner(member), [owner(name) for name in terms]
+    return defined is not None and all(cls is not None and issubclass(defined, cls) for cls in definers)
+
+
+def joint_gradient(model):
+    """``(theta, X, y, weights) -> grad log prior + grad log likelihood`` of ``model``.
+
+    The model's fused ``grad_log_joint`` where the class that defines it
+    defines both terms or subclasses their definers, else the two terms' sum:
+    a subclass that overrides one term alone must not be bypassed by a fused
+    call it inherited.
+    """
+    if _defined_for(model, "grad_log_joint", ("grad_log_prior", "grad_log_likelihood")):
+        return model.grad_log_joint
+    return functools.partial(_summed_gradient, model)
+
+
+def _summed_gradient(model, theta, X, y, weights):
+    return model.grad_log_prior(theta) + model.grad_log_likelihood(theta, X, y, weights)
 
 
 def move(rng, context, particles, target):
@@ -266,6 +288,7 @@ class _GradientEstimate(NamedTuple):
     """The pieces of one move's gradient estimator from the rows (see :func:`_grad_log_target`)."""
 
     model: object
+    joint_gradient: object  # joint_gradient(model)
     block: GradientBlock
     reservoir_rows: tuple  # (res_X, res_y)
     batch_rows: np.ndarray  # (n_steps, n_batch) reservoir indices, one mini-batch per gradient, or None
@@ -289,7 +312,7 @@ def _grad_log_target(estimate, current, step):
         np.take(res_X, estimate.batch_rows[step], axis=0, out=batch_X)
         if batch_y is not None:
             np.take(res_y, estimate.batch_rows[step], out=batch_y)
-    grad = model.grad_log_prior(current) + model.grad_log_likelihood(current, block.X, block.y, block.weights)
+    grad = estimate.joint_gradient(current, block.X, block.y, block.weights)
     if estimate.reference is not None:
         grad += estimate.past_reference_grad - model.grad_log_likelihood(estimate.reference, batch_X, batch_y,
                                                                          estimate.batch_weight)
@@ -332,8 +355,8 @@ def _rows_gradient(context, reference, past_reference_grad, batch_rows, target):
     block.weights[:block.n_chunk] = target.tempering
     block.weights[block.n_chunk:] = batch_weight
     return functools.partial(_grad_log_target, _GradientEstimate(
-        context.model, block, reservoir_data(context.reservoir), batch_rows, reference, past_reference_grad,
-        batch_weight))
+        context.model, joint_gradient(context.model), block, reservoir_data(context.reservoir), batch_rows, reference,
+        past_reference_grad, batch_weight))
 
 
 def _statistics_gradient(context, reference, past_reference_grad, batch_rows, target):
@@ -479,9 +502,11 @@ def _exact_target(model, X, y, weights):
     if not getattr(model, "fast_gradient", False):
         return log_density
 
+    gradient = joint_gradient(model)
+
     def kick_gradient(theta):
         with quiet():
-            return model.grad_log_prior(theta) + model.grad_log_likelihood(theta, X, y, weights)
+            return gradient(theta, X, y, weights)
 
     def density(theta):
         with quiet():

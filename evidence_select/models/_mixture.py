@@ -14,6 +14,7 @@ So ``theta`` has ``K - 1 + 2 K d`` entries (24 for the paper's K = 5, d = 2).
 
 import itertools
 import math
+from typing import NamedTuple
 
 import numpy as np
 from scipy.special import gammaln
@@ -26,11 +27,31 @@ from ._protocol import Model, weighted_total
 __all__ = ["GaussianMixtureModel", "mixture_relabel_maps"]
 
 _LOG_2PI = np.log(2.0 * np.pi)
+_EXP_FLOOR = -80.0  # floor of the responsibilities' log-ratios before their single-precision exponential
 # Refit proposals: EM starts per group, and past rows the fits see at most (a uniform sample).
 _REFIT_EM_STARTS = 3
 _REFIT_PAST_ROWS = 500
 # EM iterations behind each start of the posterior-mode search (refined by a quasi-Newton search afterwards).
 _MODE_EM_ITERATIONS = 100
+
+
+class _Unpacked(NamedTuple):
+    """``unpack(theta)`` and what both gradients derive from it: the first ``K - 1`` weights and the precisions."""
+
+    theta: np.ndarray
+    params: tuple  # (log_weights, means, log_variances)
+    weights: np.ndarray  # (M, K - 1)
+    precision: np.ndarray  # (M, K, d)
+
+    @property
+    def means(self):
+        return self.params[1]
+
+    @classmethod
+    def of(cls, model, theta):
+        params = model.unpack(theta)
+        log_weights, _, log_variances = params
+        return cls(theta, params, np.exp(log_weights[:, :-1]), np.exp(-log_variances))
 
 
 class GaussianMixtureModel(Model):
@@ -188,15 +209,18 @@ class GaussianMixtureModel(Model):
         return log_p_weights + np.sum(log_p_var + log_p_mean, axis=(1, 2))
 
     def grad_log_prior(self, theta):
-        log_weights, means, log_variances = self.unpack(theta)
+        return self._join(*self._prior_gradient_blocks(_Unpacked.of(self, theta)))
+
+    def _prior_gradient_blocks(self, unpacked):
+        """The prior's gradient as ``(eta (M, K - 1), means (M, K, d), log variances (M, K, d))`` blocks."""
         alpha, K = self.weight_concentration, self.n_components
         a, b, c = self.variance_shape, self.variance_scale, self.mean_variance_factor
-        grad_eta = alpha - K * alpha * np.exp(log_weights[:, :-1])
-        precision = np.exp(-log_variances)
-        centred = means - self.mean_prior_loc
+        precision = unpacked.precision
+        grad_eta = alpha - K * alpha * unpacked.weights
+        centred = unpacked.means - self.mean_prior_loc
         grad_means = -centred * precision / c
         grad_log_var = -a + b * precision - 0.5 + 0.5 * centred**2 * precision / c
-        return self._join(grad_eta, grad_means, grad_log_var)
+        return grad_eta, grad_means, grad_log_var
 
     # -- likelihood --------------------------------------------------------------------
     def component_log_density(self, theta, X):
@@ -270,16 +294,16 @@ class GaussianMixtureModel(Model):
     def log_likelihood_and_grad(self, theta, X, y, weights):
         # One block of component densities serves both. The responsibilities are then the double-precision
         # exponentials the log-likelihood needs anyway, not grad_log_likelihood's single-precision ones.
-        params = self.unpack(theta)
+        unpacked = _Unpacked.of(self, theta)
         X = np.asarray(X, dtype=float)
-        resp, top, total = self._scaled_densities(theta, X, params)
+        resp, top, total = self._scaled_densities(theta, X, unpacked.params)
         log_lik = top + np.log(total)
         weights = np.asarray(weights, dtype=float)
         weighted = weighted_total(log_lik, weights)
         scale = np.reciprocal(total, out=total)
         scale *= weights
         resp *= scale
-        return weighted, self._grad_from_responsibilities(resp, X, params)
+        return weighted, self._join(*self._gradient_blocks_from_responsibilities(resp, X, unpacked))
 
     def _stacked_responsibilities(self, theta, X, row_weights=None, workspace=None, params=None):
         """Label probabilities ``(K, M, n)``, times ``row_weights`` (broadcast to ``(M, n)``) when given.
@@ -293,12 +317,17 @@ class GaussianMixtureModel(Model):
         # Single-precision exponentials (numpy vectorises them; float64 exp is scalar libm on AVX2):
         # responsibilities to ~1e-7 relative, far below the SGHMC gradient's own noise. The evidence's
         # validity does not rest on them: weights and Metropolis-Hastings steps use the float64
-        # log-likelihood, and an HMC move stays exact with any deterministic gradient. Floored at -80 (exp = 2e-35 of the largest
-        # term): numpy's float32 exp leaves its vector path for results below float32's normal range.
+        # log-likelihood, and an HMC move stays exact with any deterministic gradient. Floored at
+        # _EXP_FLOOR (exp = 2e-35 of the largest term): numpy's float32 exp leaves its vector path for results
+        # below float32's normal range.
         single = workspace_buffer(workspace, "single", comp.shape, np.float32)
         if single is None:
             single = np.empty(comp.shape, np.float32)
-        np.maximum(comp, -80.0, out=single, casting="same_kind")  # rounding commutes with the floor
+        # Rounded first, then floored in single precision: the same bits (rounding is monotone and the floor
+        # exact) at a fraction of the cost of a mixed-type np.maximum. The floor is a row of the last axis, not
+        # a scalar: numpy vectorises a broadcast array operand but not a scalar one here.
+        single[...] = comp
+        np.maximum(single, np.full(comp.shape[-1], _EXP_FLOOR, np.float32), out=single)
         np.exp(single, out=single)
         comp[...] = single
         scale = np.sum(comp, axis=0, out=workspace_buffer(workspace, "total", comp.shape[1:]))
@@ -313,21 +342,32 @@ class GaussianMixtureModel(Model):
         return self._stacked_responsibilities(theta, X).transpose(1, 2, 0)
 
     def grad_log_likelihood(self, theta, X, y, weights):
-        params = self.unpack(theta)
-        X = np.asarray(X, dtype=float)
-        resp = self._stacked_responsibilities(theta, X, weights, self._workspace, params)  # (K, M, n), times row weights
-        return self._grad_from_responsibilities(resp, X, params)
+        return self._join(*self._likelihood_gradient_blocks(_Unpacked.of(self, theta), X, weights))
 
-    def _grad_from_responsibilities(self, resp, X, params):
-        """The gradient from responsibilities times row weights ``(K, M, n)`` and ``unpack(theta)``."""
-        log_weights, means, log_variances = params
+    def grad_log_joint(self, theta, X, y, weights):
+        # One parameter transform and one output array for both terms (SGHMC calls this at every step); each
+        # block is the same sum of the same two terms as grad_log_prior + grad_log_likelihood, to the bit.
+        unpacked = _Unpacked.of(self, theta)
+        prior = self._prior_gradient_blocks(unpacked)
+        likelihood = self._likelihood_gradient_blocks(unpacked, X, weights)
+        return self._join(*(p + q for p, q in zip(prior, likelihood)))
+
+    def _likelihood_gradient_blocks(self, unpacked, X, weights):
+        """:meth:`grad_log_likelihood` as the blocks of :meth:`_prior_gradient_blocks`."""
+        X = np.asarray(X, dtype=float)
+        resp = self._stacked_responsibilities(unpacked.theta, X, weights, self._workspace,
+                                              unpacked.params)  # (K, M, n), times row weights
+        return self._gradient_blocks_from_responsibilities(resp, X, unpacked)
+
+    def _gradient_blocks_from_responsibilities(self, resp, X, unpacked):
+        """The likelihood's gradient blocks from responsibilities times row weights ``(K, M, n)``."""
+        means, precision = unpacked.means, unpacked.precision
         mass, first, second = self._component_moments(resp, X)
-        precision = np.exp(-log_variances)
-        grad_eta = mass[:, :-1] - np.exp(log_weights[:, :-1]) * mass.sum(axis=1, keepdims=True)
+        grad_eta = mass[:, :-1] - unpacked.weights * mass.sum(axis=1, keepdims=True)
         grad_means = precision * (first - means * mass[:, :, None])
         centred_sq = second - 2.0 * means * first + means**2 * mass[:, :, None]
         grad_log_var = -0.5 * mass[:, :, None] + 0.5 * precision * centred_sq
-        return self._join(grad_eta, grad_means, grad_log_var)
+        return grad_eta, grad_means, grad_log_var
 
     def _component_moments(self, resp, X):
         """Weighted moments ``sum_j r_kj``, ``sum_j r_kj x_j``, ``sum_j r_kj x_j^2`` per particle and component.

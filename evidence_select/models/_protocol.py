@@ -43,7 +43,7 @@ class Model(ABC):
     X, sample_weight)`` (where those scales rest on a curvature bound: the
     curvature at the particles over the bound), ``log_likelihood_sum``
     (override when the total is cheaper than the matrix),
-    ``log_likelihood_and_grad`` (override when the two share work), for an analytic
+    ``log_likelihood_and_grad`` and ``grad_log_joint`` (override when the terms share work), for an analytic
     evidence ``exact_log_evidence(X, y)``, and ``propose_jump(rng, theta, X, *,
     chunk_weight, past_X, past_weight, n_groups)`` returning ``(proposal,
     log q(theta | proposal) - log q(proposal | theta))``: a global
@@ -237,6 +237,19 @@ class Model(ABC):
             total = weighted_total(self.log_likelihood(theta, X, y), weights)
         return total, self.grad_log_likelihood(theta, X, y, weights)
 
+    def grad_log_joint(self, theta, X, y, weights):
+        """``grad_log_prior(theta) + grad_log_likelihood(theta, X, y, weights)`` in one call.
+
+        SGHMC's gradient estimator calls this at every step; the default adds the
+        two members. Override it when they share work (a mixture's parameter
+        transform): it must return the same sum.
+
+        Returns
+        -------
+        grad : ndarray of shape (n_particles, n_params)
+        """
+        return self.grad_log_prior(theta) + self.grad_log_likelihood(theta, X, y, weights)
+
     def __repr__(self):
         params = ", ".join(f"{k}={v!r}" for k, v in sorted(vars(self).items()) if not k.startswith("_"))
         return f"{type(self).__name__}({params})"
@@ -393,6 +406,10 @@ def check_model(model, X, y=None, *, n_particles=3, random_state=0, rtol=1e-5):
         if fused.shape != alone.shape or not np.allclose(fused, alone, rtol=rtol, atol=rtol):
             raise ValueError(f"log_likelihood_and_grad's {part} disagrees with log_likelihood and "
                              f"grad_log_likelihood at the same weights")
+    joint = np.asarray(model.grad_log_joint(theta, X, y, weights), dtype=float)
+    alone = model.grad_log_prior(theta) + model.grad_log_likelihood(theta, X, y, weights)
+    if joint.shape != alone.shape or not np.allclose(joint, alone, rtol=rtol, atol=rtol):
+        raise ValueError("grad_log_joint disagrees with grad_log_prior + grad_log_likelihood at the same weights")
     if hasattr(model, "gradient_statistics"):
         _check_gradient_statistics(model, theta, X, y, rng, rtol)
     for name, fn, analytic in pairs:

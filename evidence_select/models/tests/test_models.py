@@ -5,6 +5,7 @@ import pytest
 from scipy import stats
 from scipy.special import logsumexp as scipy_logsumexp
 
+from evidence_select.evidence._sgais_moves import joint_gradient
 from evidence_select.models import (
     GaussianMixtureModel,
     LinearGaussianModel,
@@ -230,6 +231,44 @@ def test_log_likelihood_and_grad_equals_the_two_members(name, model, X, y, extre
     np.testing.assert_allclose(total, expected_total, rtol=1e-12)
     scale = np.maximum(np.max(np.abs(expected_grad), axis=1, keepdims=True), 1.0)
     assert np.max(np.abs(grad - expected_grad) / scale) < 1e-6  # single-precision exponentials apart
+
+
+@pytest.mark.parametrize("name, model, X, y", CASES, ids=IDS)
+@pytest.mark.parametrize("extreme", [False, True])
+def test_grad_log_joint_is_the_two_gradients_sum_to_the_bit(name, model, X, y, extreme):
+    """SGHMC's gradient comes from ``grad_log_joint``; the mixture's fused one shares the parameter transform,
+    and must not change a run's bits, so it is compared exactly."""
+    rng = np.random.default_rng(3)
+    theta = _extreme_theta(name, model, rng) if extreme else model.sample_prior(rng, 4)
+    weights = rng.uniform(0.1, 2.0, size=len(X))
+    expected = model.grad_log_prior(theta) + model.grad_log_likelihood(theta, X, y, weights)
+    np.testing.assert_array_equal(model.grad_log_joint(theta, X, y, weights), expected)
+
+
+def test_a_subclass_overriding_one_gradient_term_is_not_bypassed_by_the_inherited_fused_call():
+    """A mixture subclass with its own prior gradient: SGHMC must use it, not the parent's fused call."""
+    class FlatWeights(GaussianMixtureModel):
+        def grad_log_prior(self, theta):
+            grad = super().grad_log_prior(theta)
+            grad[:, : self.n_components - 1] = 0.0
+            return grad
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(50, 2))
+    model = FlatWeights(3, 2)
+    theta = model.sample_prior(rng, 4)
+    expected = model.grad_log_prior(theta) + model.grad_log_likelihood(theta, X, None, 1.0)
+    np.testing.assert_array_equal(joint_gradient(model)(theta, X, None, 1.0), expected)
+    assert joint_gradient(GaussianMixtureModel(3, 2)).__func__ is GaussianMixtureModel.grad_log_joint
+
+
+def test_check_model_rejects_a_fused_gradient_that_disagrees():
+    class Broken(GaussianMixtureModel):
+        def grad_log_joint(self, theta, X, y, weights):
+            return super().grad_log_joint(theta, X, y, weights) * 1.001
+
+    with pytest.raises(ValueError, match="grad_log_joint"):
+        check_model(Broken(2, 2), RNG.normal(size=(30, 2)))
 
 
 @pytest.mark.parametrize("offset", [0.0, 1e4, 1e6])
