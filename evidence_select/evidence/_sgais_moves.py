@@ -50,6 +50,7 @@ from ._sgais_state import StepCounts
 __all__ = ["ChunkContext", "MoveTarget", "GradientBlock", "chunk_context", "move", "move_kernels", "sghmc_kernel",
            "exact_hmc_kernel", "exact_draw_kernel", "offers_exact_draws", "offers_gradient_statistics",
            "offers_statistics_draws", "past_statistics_of", "jump_kernel", "joint_gradient",
+           "fixed_points_gradient",
            "past_log_likelihood", "jump_log_acceptance"]
 
 
@@ -247,6 +248,17 @@ def _summed_gradient(model, theta, X, y, weights):
     return model.grad_log_prior(theta) + model.grad_log_likelihood(theta, X, y, weights)
 
 
+def fixed_points_gradient(model, theta):
+    """``(X, y, weights) -> grad_log_likelihood(theta, X, y, weights)`` for points ``theta`` fixed over a move.
+
+    The model's ``grad_log_likelihood_at`` (their own work done once) under the
+    rule of :func:`joint_gradient`, else ``grad_log_likelihood`` with ``theta`` bound.
+    """
+    if _defined_for(model, "grad_log_likelihood_at", ("grad_log_likelihood",)):
+        return model.grad_log_likelihood_at(theta)
+    return functools.partial(model.grad_log_likelihood, theta)
+
+
 def move(rng, context, particles, target):
     """Apply :func:`move_kernels` in turn; returns ``(particles, counts, past_log_lik)``.
 
@@ -287,12 +299,11 @@ def step_size(context, target):
 class _GradientEstimate(NamedTuple):
     """The pieces of one move's gradient estimator from the rows (see :func:`_grad_log_target`)."""
 
-    model: object
     joint_gradient: object  # joint_gradient(model)
     block: GradientBlock
     reservoir_rows: tuple  # (res_X, res_y)
     batch_rows: np.ndarray  # (n_steps, n_batch) reservoir indices, one mini-batch per gradient, or None
-    reference: np.ndarray  # control-variate points, or None (no control variates)
+    reference_gradient: object  # fixed_points_gradient(model, reference), or None (no control variates)
     past_reference_grad: np.ndarray  # past_power times their exact past gradient sums
     batch_weight: float  # past_power * n / |B|
 
@@ -304,7 +315,7 @@ def _grad_log_target(estimate, current, step):
     ``past_power n / |B|`` in one model call; with control variates, plus the
     references' exact past sum minus the same mini-batch's estimate of it.
     """
-    block, model = estimate.block, estimate.model
+    block = estimate.block
     n_chunk = block.n_chunk
     batch_X, batch_y = block.X[n_chunk:], None if block.y is None else block.y[n_chunk:]
     if block.n_batch:
@@ -313,9 +324,8 @@ def _grad_log_target(estimate, current, step):
         if batch_y is not None:
             np.take(res_y, estimate.batch_rows[step], out=batch_y)
     grad = estimate.joint_gradient(current, block.X, block.y, block.weights)
-    if estimate.reference is not None:
-        grad += estimate.past_reference_grad - model.grad_log_likelihood(estimate.reference, batch_X, batch_y,
-                                                                         estimate.batch_weight)
+    if estimate.reference_gradient is not None:
+        grad += estimate.past_reference_grad - estimate.reference_gradient(batch_X, batch_y, estimate.batch_weight)
     return grad
 
 
@@ -354,8 +364,10 @@ def _rows_gradient(context, reference, past_reference_grad, batch_rows, target):
     batch_weight = target.past_power * block.batch_scale
     block.weights[:block.n_chunk] = target.tempering
     block.weights[block.n_chunk:] = batch_weight
+    model = context.model
+    reference_gradient = None if reference is None else fixed_points_gradient(model, reference)
     return functools.partial(_grad_log_target, _GradientEstimate(
-        context.model, joint_gradient(context.model), block, reservoir_data(context.reservoir), batch_rows, reference,
+        joint_gradient(model), block, reservoir_data(context.reservoir), batch_rows, reference_gradient,
         past_reference_grad, batch_weight))
 
 

@@ -12,6 +12,7 @@ log sigma2 (K*d))``. The weights use the additive log-ratio map
 So ``theta`` has ``K - 1 + 2 K d`` entries (24 for the paper's K = 5, d = 2).
 """
 
+import functools
 import itertools
 import math
 from typing import NamedTuple
@@ -36,12 +37,14 @@ _MODE_EM_ITERATIONS = 100
 
 
 class _Unpacked(NamedTuple):
-    """``unpack(theta)`` and what both gradients derive from it: the first ``K - 1`` weights and the precisions."""
+    """``unpack(theta)`` and what both gradients derive from it: the first ``K - 1`` weights and the precisions;
+    for points fixed over many calls also their density coefficients (see ``grad_log_likelihood_at``)."""
 
     theta: np.ndarray
     params: tuple  # (log_weights, means, log_variances)
     weights: np.ndarray  # (M, K - 1)
     precision: np.ndarray  # (M, K, d)
+    coefficients: np.ndarray = None  # (K * M, 2 d + 1), _density_coefficients once computed
 
     @property
     def means(self):
@@ -112,8 +115,9 @@ class GaussianMixtureModel(Model):
         eta = np.empty((n_particles, K))
         eta[:, : K - 1] = theta[:, : K - 1]
         eta[:, K - 1] = 0.0
-        eta_max = eta.max(axis=1, keepdims=True)
-        log_weights = eta - eta_max - np.log(np.sum(np.exp(eta - eta_max), axis=1, keepdims=True))
+        log_weights = eta
+        log_weights -= eta.max(axis=1, keepdims=True)
+        log_weights -= np.log(np.exp(log_weights).sum(axis=1, keepdims=True))
         means = theta[:, K - 1: K - 1 + K * d].reshape(n_particles, K, d)
         log_variances = theta[:, K - 1 + K * d:].reshape(n_particles, K, d)
         return log_weights, means, log_variances
@@ -227,7 +231,7 @@ class GaussianMixtureModel(Model):
         """``log beta_k + log N(x_b; mu_k, diag sigma2_k)``, shape ``(n_particles, n_batch, K)``."""
         return self._stacked_component_log_density(theta, X).transpose(1, 2, 0)
 
-    def _stacked_component_log_density(self, theta, X, workspace=None, params=None):
+    def _stacked_component_log_density(self, theta, X, workspace=None, unpacked=None):
         """:meth:`component_log_density` laid out ``(K, n_particles, n_batch)``.
 
         Reductions over the components then run along the leading axis, which
@@ -237,11 +241,11 @@ class GaussianMixtureModel(Model):
         so the whole ``(K M, n)`` block is one matrix product with an inner
         dimension of ``2 d + 1``, written once: no full-size temporaries. With a
         ``workspace`` it is written into that workspace's buffer, which the next
-        call with the same workspace overwrites. ``params`` is ``unpack(theta)`` when
-        the caller has it already.
+        call with the same workspace overwrites. ``unpacked`` is ``_Unpacked.of(self, theta)``
+        when the caller has it already.
         """
         X = np.asarray(X, dtype=float)
-        coefficients = self._density_coefficients(theta, params)  # (K * M, 2 d + 1)
+        coefficients = self._density_coefficients(theta, unpacked)  # (K * M, 2 d + 1)
         features = workspace_buffer(workspace, "features", (len(X), coefficients.shape[1]))
         if features is None:
             features = np.empty((len(X), coefficients.shape[1]))
@@ -252,16 +256,19 @@ class GaussianMixtureModel(Model):
         out = workspace_buffer(workspace, "density", (len(coefficients), len(X)))
         return np.matmul(coefficients, features.T, out=out).reshape(self.n_components, len(theta), len(X))
 
-    def _density_coefficients(self, theta, params=None):
+    def _density_coefficients(self, theta, unpacked=None):
         """Per particle and component, the coefficients of ``[x^2, x, 1]`` in ``log beta_k + log N(x; mu_k, sigma2_k)``.
 
         Rows ordered component-major (``k * M + m``), the layout of the stacked densities.
         """
-        log_weights, means, log_variances = self.unpack(theta) if params is None else params
+        unpacked = _Unpacked.of(self, theta) if unpacked is None else unpacked
+        if unpacked.coefficients is not None:
+            return unpacked.coefficients
+        log_weights, means, log_variances = unpacked.params
+        precision = unpacked.precision
         n_particles, K, d = len(theta), self.n_components, self.n_features
-        precision = np.exp(-log_variances)
         shifted = means * precision
-        const = log_weights - 0.5 * (np.sum(log_variances + means * shifted, axis=2) + d * _LOG_2PI)
+        const = log_weights - 0.5 * ((log_variances + means * shifted).sum(axis=2) + d * _LOG_2PI)
         coefficients = np.empty((K, n_particles, 2 * d + 1))
         np.multiply(precision.transpose(1, 0, 2), -0.5, out=coefficients[:, :, :d])
         coefficients[:, :, d: 2 * d] = shifted.transpose(1, 0, 2)
@@ -279,13 +286,13 @@ class GaussianMixtureModel(Model):
         total += top
         return total.sum(axis=1)
 
-    def _scaled_densities(self, theta, X, params=None):
+    def _scaled_densities(self, theta, X, unpacked=None):
         """Component densities over their largest ``(K, M, n)``, that largest log-density and their sum ``(M, n)``.
 
         All three are buffers of the model's workspace (valid until its next use).
         """
         workspace = self._workspace
-        comp = self._stacked_component_log_density(theta, X, workspace, params)
+        comp = self._stacked_component_log_density(theta, X, workspace, unpacked)
         top = np.max(comp, axis=0, out=workspace_buffer(workspace, "top", comp.shape[1:]))
         comp -= top
         np.exp(comp, out=comp)
@@ -296,7 +303,7 @@ class GaussianMixtureModel(Model):
         # exponentials the log-likelihood needs anyway, not grad_log_likelihood's single-precision ones.
         unpacked = _Unpacked.of(self, theta)
         X = np.asarray(X, dtype=float)
-        resp, top, total = self._scaled_densities(theta, X, unpacked.params)
+        resp, top, total = self._scaled_densities(theta, X, unpacked)
         log_lik = top + np.log(total)
         weights = np.asarray(weights, dtype=float)
         weighted = weighted_total(log_lik, weights)
@@ -305,14 +312,14 @@ class GaussianMixtureModel(Model):
         resp *= scale
         return weighted, self._join(*self._gradient_blocks_from_responsibilities(resp, X, unpacked))
 
-    def _stacked_responsibilities(self, theta, X, row_weights=None, workspace=None, params=None):
+    def _stacked_responsibilities(self, theta, X, row_weights=None, workspace=None, unpacked=None):
         """Label probabilities ``(K, M, n)``, times ``row_weights`` (broadcast to ``(M, n)``) when given.
 
         In place on the densities' buffer: the weights join the normalisation
         instead of a separate pass. With a ``workspace`` the result is that
         workspace's buffer (valid until its next use).
         """
-        comp = self._stacked_component_log_density(theta, X, workspace, params)
+        comp = self._stacked_component_log_density(theta, X, workspace, unpacked)
         comp -= np.max(comp, axis=0, out=workspace_buffer(workspace, "top", comp.shape[1:]))
         # Single-precision exponentials (numpy vectorises them; float64 exp is scalar libm on AVX2):
         # responsibilities to ~1e-7 relative, far below the SGHMC gradient's own noise. The evidence's
@@ -344,6 +351,16 @@ class GaussianMixtureModel(Model):
     def grad_log_likelihood(self, theta, X, y, weights):
         return self._join(*self._likelihood_gradient_blocks(_Unpacked.of(self, theta), X, weights))
 
+    def grad_log_likelihood_at(self, theta):
+        # The parameter transform and the density coefficients depend on theta alone: computed once for the
+        # control variates' reference points, which SGHMC evaluates on a new mini-batch at every step.
+        unpacked = _Unpacked.of(self, theta)
+        unpacked = unpacked._replace(coefficients=self._density_coefficients(unpacked.theta, unpacked))
+        return functools.partial(self._grad_log_likelihood_unpacked, unpacked)
+
+    def _grad_log_likelihood_unpacked(self, unpacked, X, y, weights):
+        return self._join(*self._likelihood_gradient_blocks(unpacked, X, weights))
+
     def grad_log_joint(self, theta, X, y, weights):
         # One parameter transform and one output array for both terms (SGHMC calls this at every step); each
         # block is the same sum of the same two terms as grad_log_prior + grad_log_likelihood, to the bit.
@@ -356,7 +373,7 @@ class GaussianMixtureModel(Model):
         """:meth:`grad_log_likelihood` as the blocks of :meth:`_prior_gradient_blocks`."""
         X = np.asarray(X, dtype=float)
         resp = self._stacked_responsibilities(unpacked.theta, X, weights, self._workspace,
-                                              unpacked.params)  # (K, M, n), times row weights
+                                              unpacked)  # (K, M, n), times row weights
         return self._gradient_blocks_from_responsibilities(resp, X, unpacked)
 
     def _gradient_blocks_from_responsibilities(self, resp, X, unpacked):

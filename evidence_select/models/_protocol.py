@@ -43,7 +43,8 @@ class Model(ABC):
     X, sample_weight)`` (where those scales rest on a curvature bound: the
     curvature at the particles over the bound), ``log_likelihood_sum``
     (override when the total is cheaper than the matrix),
-    ``log_likelihood_and_grad`` and ``grad_log_joint`` (override when the terms share work), for an analytic
+    ``log_likelihood_and_grad``, ``grad_log_joint`` and ``grad_log_likelihood_at`` (override when the terms
+    share work, or when the points' own work can be done once), for an analytic
     evidence ``exact_log_evidence(X, y)``, and ``propose_jump(rng, theta, X, *,
     chunk_weight, past_X, past_weight, n_groups)`` returning ``(proposal,
     log q(theta | proposal) - log q(proposal | theta))``: a global
@@ -237,6 +238,16 @@ class Model(ABC):
             total = weighted_total(self.log_likelihood(theta, X, y), weights)
         return total, self.grad_log_likelihood(theta, X, y, weights)
 
+    def grad_log_likelihood_at(self, theta):
+        """``(X, y, weights) -> grad_log_likelihood(theta, X, y, weights)`` for points ``theta`` held fixed.
+
+        SGHMC's control variates evaluate the same reference points on a new
+        mini-batch at every step. The default binds ``theta``; override it to
+        compute the work that depends on ``theta`` alone once. The function must
+        return the same values as :meth:`grad_log_likelihood`.
+        """
+        return functools.partial(self.grad_log_likelihood, theta)
+
     def grad_log_joint(self, theta, X, y, weights):
         """``grad_log_prior(theta) + grad_log_likelihood(theta, X, y, weights)`` in one call.
 
@@ -406,10 +417,14 @@ def check_model(model, X, y=None, *, n_particles=3, random_state=0, rtol=1e-5):
         if fused.shape != alone.shape or not np.allclose(fused, alone, rtol=rtol, atol=rtol):
             raise ValueError(f"log_likelihood_and_grad's {part} disagrees with log_likelihood and "
                              f"grad_log_likelihood at the same weights")
-    joint = np.asarray(model.grad_log_joint(theta, X, y, weights), dtype=float)
-    alone = model.grad_log_prior(theta) + model.grad_log_likelihood(theta, X, y, weights)
-    if joint.shape != alone.shape or not np.allclose(joint, alone, rtol=rtol, atol=rtol):
-        raise ValueError("grad_log_joint disagrees with grad_log_prior + grad_log_likelihood at the same weights")
+    likelihood_grad = model.grad_log_likelihood(theta, X, y, weights)
+    fused = {"grad_log_joint": (model.grad_log_joint(theta, X, y, weights),
+                                model.grad_log_prior(theta) + likelihood_grad),
+             "grad_log_likelihood_at": (model.grad_log_likelihood_at(theta)(X, y, weights), likelihood_grad)}
+    for name, (value, expected) in fused.items():
+        value = np.asarray(value, dtype=float)
+        if value.shape != expected.shape or not np.allclose(value, expected, rtol=rtol, atol=rtol):
+            raise ValueError(f"{name} disagrees with the gradients it stands for at the same weights")
     if hasattr(model, "gradient_statistics"):
         _check_gradient_statistics(model, theta, X, y, rng, rtol)
     for name, fn, analytic in pairs:

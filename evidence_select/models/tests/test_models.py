@@ -5,7 +5,7 @@ import pytest
 from scipy import stats
 from scipy.special import logsumexp as scipy_logsumexp
 
-from evidence_select.evidence._sgais_moves import joint_gradient
+from evidence_select.evidence._sgais_moves import fixed_points_gradient, joint_gradient
 from evidence_select.models import (
     GaussianMixtureModel,
     LinearGaussianModel,
@@ -235,18 +235,25 @@ def test_log_likelihood_and_grad_equals_the_two_members(name, model, X, y, extre
 
 @pytest.mark.parametrize("name, model, X, y", CASES, ids=IDS)
 @pytest.mark.parametrize("extreme", [False, True])
-def test_grad_log_joint_is_the_two_gradients_sum_to_the_bit(name, model, X, y, extreme):
-    """SGHMC's gradient comes from ``grad_log_joint``; the mixture's fused one shares the parameter transform,
-    and must not change a run's bits, so it is compared exactly."""
+def test_fused_gradients_are_the_members_to_the_bit(name, model, X, y, extreme):
+    """SGHMC's gradient comes from ``grad_log_joint`` and its control variates' from ``grad_log_likelihood_at``;
+    the mixture's share the parameter transform (and, for fixed points, the density coefficients) and must not
+    change a run's bits, so they are compared exactly, the fixed points on two row sets in turn."""
     rng = np.random.default_rng(3)
     theta = _extreme_theta(name, model, rng) if extreme else model.sample_prior(rng, 4)
     weights = rng.uniform(0.1, 2.0, size=len(X))
     expected = model.grad_log_prior(theta) + model.grad_log_likelihood(theta, X, y, weights)
     np.testing.assert_array_equal(model.grad_log_joint(theta, X, y, weights), expected)
+    at_theta = model.grad_log_likelihood_at(theta)
+    for rows in (slice(None), slice(3, 17)):
+        y_rows = None if y is None else y[rows]
+        np.testing.assert_array_equal(at_theta(X[rows], y_rows, 0.5),
+                                      model.grad_log_likelihood(theta, X[rows], y_rows, 0.5))
 
 
 def test_a_subclass_overriding_one_gradient_term_is_not_bypassed_by_the_inherited_fused_call():
-    """A mixture subclass with its own prior gradient: SGHMC must use it, not the parent's fused call."""
+    """Mixture subclasses with their own prior or likelihood gradient: SGHMC and its control variates must use
+    them, not the parent's fused calls."""
     class FlatWeights(GaussianMixtureModel):
         def grad_log_prior(self, theta):
             grad = super().grad_log_prior(theta)
@@ -261,14 +268,27 @@ def test_a_subclass_overriding_one_gradient_term_is_not_bypassed_by_the_inherite
     np.testing.assert_array_equal(joint_gradient(model)(theta, X, None, 1.0), expected)
     assert joint_gradient(GaussianMixtureModel(3, 2)).__func__ is GaussianMixtureModel.grad_log_joint
 
+    class DoubledLikelihood(GaussianMixtureModel):
+        def grad_log_likelihood(self, theta, X, y, weights):
+            return 2.0 * super().grad_log_likelihood(theta, X, y, weights)
 
-def test_check_model_rejects_a_fused_gradient_that_disagrees():
-    class Broken(GaussianMixtureModel):
+    doubled = DoubledLikelihood(3, 2)
+    np.testing.assert_array_equal(fixed_points_gradient(doubled, theta)(X, None, 1.0),
+                                  doubled.grad_log_likelihood(theta, X, None, 1.0))
+
+
+def test_check_model_rejects_fused_gradients_that_disagree():
+    class BrokenJoint(GaussianMixtureModel):
         def grad_log_joint(self, theta, X, y, weights):
             return super().grad_log_joint(theta, X, y, weights) * 1.001
 
-    with pytest.raises(ValueError, match="grad_log_joint"):
-        check_model(Broken(2, 2), RNG.normal(size=(30, 2)))
+    class BrokenFixedPoints(GaussianMixtureModel):
+        def grad_log_likelihood_at(self, theta):
+            return super().grad_log_likelihood_at(theta[::-1])
+
+    for broken, name in ((BrokenJoint, "grad_log_joint"), (BrokenFixedPoints, "grad_log_likelihood_at")):
+        with pytest.raises(ValueError, match=name):
+            check_model(broken(2, 2), RNG.normal(size=(30, 2)))
 
 
 @pytest.mark.parametrize("offset", [0.0, 1e4, 1e6])
