@@ -102,14 +102,15 @@ def _run_stream(X, chunk_size, n_jobs, random_state, n_replicates, label, show_p
         " " + " ".join(f"{'P(' + name + ')':>9}" for name, _ in selector.estimators) + f" {'anneal':>12}"
     write(header)
     clock = _PhaseClock(phase_ends, len(X), write)
-    for index, start in enumerate(range(0, len(X), chunk_size)):
-        selector.partial_fit(X[start:start + chunk_size])
+    report_rows = report_every * chunk_size
+    for start, stop in _call_bounds(len(X), chunk_size, report_rows, phase_ends):
+        selector.partial_fit(X[start:stop])
         record = selector.evidence_history_[-1]
         if bar is not None:
-            bar.update(min(chunk_size, len(X) - start))
+            bar.update(stop - start)
             bar.set_postfix({name: f"{p:.3f}" for (name, _), p in zip(selector.estimators, record.model_probabilities)},
                             refresh=False)
-        if (index + 1) % report_every == 0 or start + chunk_size >= len(X):
+        if stop % report_rows == 0 or stop == len(X):
             line = f"{record.n_samples_seen:>8} " + " ".join(
                 f"{z / record.n_samples_seen:>14.4f}" for z in record.log_evidences) + " " + " ".join(
                 f"{p:>9.3f}" for p in record.model_probabilities) + " " + f"{'/'.join(str(c.n_annealing_steps) for c in record.candidate_records):>12}"
@@ -118,6 +119,21 @@ def _run_stream(X, chunk_size, n_jobs, random_state, n_replicates, label, show_p
     if bar is not None:
         bar.close()
     return selector
+
+
+def _call_bounds(n_rows, chunk_size, report_rows, phase_ends):
+    """``(start, stop)`` rows of the selector's calls: one per printed line, also split where a phase ends.
+
+    A call of several chunks gives the same records as one call per chunk (the
+    candidates split it into the same chunks), but its candidates' updates run
+    as one task per candidate: fewer waits for the slowest candidate, and
+    chunks of unequal cost even out within a task. The bounds stay on the chunk
+    grid (a phase ending inside a chunk is reported after that chunk, as the
+    phase clock reads it).
+    """
+    grid = {min(-(-end // chunk_size) * chunk_size, n_rows) for end in phase_ends if end < n_rows}
+    stops = sorted(grid | set(range(report_rows, n_rows, report_rows)) | {n_rows})
+    return list(zip([0] + stops[:-1], stops))
 
 
 def _print_probabilities(selector, title):

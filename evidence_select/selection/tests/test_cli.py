@@ -24,6 +24,34 @@ def test_demo_runs_small_and_reports(capsys, tmp_path):
     assert plot.exists() and plot.stat().st_size > 10_000
 
 
+def test_demo_calls_span_a_printed_line_and_stop_at_phase_ends():
+    """Calls end on the chunk grid: at every printed line, after the chunk where a phase ends, and at the end."""
+    assert cli._call_bounds(1000, 100, 200, [250, 500, 1000]) == [
+        (0, 200), (200, 300), (300, 400), (400, 500), (500, 600), (600, 800), (800, 1000)]
+    assert cli._call_bounds(950, 100, 400, [950]) == [(0, 400), (400, 800), (800, 950)]
+
+
+def test_demo_calls_of_several_chunks_give_the_records_of_one_call_per_chunk():
+    """The demo calls the selector once per printed line; its candidates split each call into the same chunks,
+    so every record (evidences, steps, mode checks) is the same to the bit as with one call per chunk."""
+    X = make_mixture(300, random_state=0).X
+
+    def selector():
+        return EvidenceModelSelector([(f"K={k}", BayesianMixture(k, batch_size=50, n_particles=6)) for k in (1, 2)],
+                                     random_state=0)
+
+    per_chunk, per_line = selector(), selector()
+    for start in range(0, len(X), 50):
+        per_chunk.partial_fit(X[start:start + 50])
+    for start, stop in cli._call_bounds(len(X), 50, 100, [125]):
+        per_line.partial_fit(X[start:stop])
+    assert len(per_line.evidence_history_) == len(per_chunk.evidence_history_) == 6
+    for a, b in zip(per_chunk.evidence_history_, per_line.evidence_history_):
+        np.testing.assert_array_equal(a.log_evidences, b.log_evidences)
+        np.testing.assert_equal([r._replace(seconds=0.0) for r in a.candidate_records],
+                                [r._replace(seconds=0.0) for r in b.candidate_records])
+
+
 def _write(tmp_path, frame, name="data.csv"):
     path = tmp_path / name
     frame.to_csv(path, index=False)
@@ -70,7 +98,8 @@ def test_compare_errors_are_clear(capsys, tmp_path):
 # -- reading, shuffling and the row-order check -----------------------------------------------------
 import warnings  # noqa: E402
 
-from evidence_select import BayesianLinearRegressor, BayesianLogisticClassifier, EvidenceModelSelector  # noqa: E402
+from evidence_select import (BayesianLinearRegressor, BayesianLogisticClassifier, BayesianMixture,  # noqa: E402
+                             EvidenceModelSelector)
 from evidence_select import cli  # noqa: E402
 from evidence_select.utils._order import StreamOrderWarning  # noqa: E402
 
