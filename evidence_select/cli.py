@@ -46,7 +46,7 @@ def _progress_bar(total, enabled):
 # timed with /usr/bin/time; recalibrate them when the engine's speed changes. The cost per row falls on
 # long streams: the mixtures' restarts replay the rows seen only while the reservoir holds them all.
 # Each phase's measured rate then replaces the estimate for the rest of the run.
-_DEMO_REFERENCE = ((4000, 32.0), (100_000, 89.0))
+_DEMO_REFERENCE = ((4000, 28.0), (100_000, 63.0))
 _DEMO_REFERENCE_WORKERS = 2
 
 
