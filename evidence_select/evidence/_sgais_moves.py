@@ -43,6 +43,7 @@ from ..kernels._hmc import KickedTarget
 from ..kernels._particle_hmc import particle_hmc_move_until_decorrelated
 from ..kernels._reservoir import reservoir_data
 from ..kernels._sghmc import TRAJECTORIES
+from ..models._protocol import Model
 from ._ais import _log_lik_sum
 from ._sgais_reference import past_grad_sum
 from ._sgais_state import StepCounts
@@ -241,11 +242,7 @@ def joint_gradient(model):
     """
     if _defined_for(model, "grad_log_joint", ("grad_log_prior", "grad_log_likelihood")):
         return model.grad_log_joint
-    return functools.partial(_summed_gradient, model)
-
-
-def _summed_gradient(model, theta, X, y, weights):
-    return model.grad_log_prior(theta) + model.grad_log_likelihood(theta, X, y, weights)
+    return functools.partial(Model.grad_log_joint, model)  # the protocol's default: the two terms' sum
 
 
 def fixed_points_gradient(model, theta):
@@ -256,7 +253,7 @@ def fixed_points_gradient(model, theta):
     """
     if _defined_for(model, "grad_log_likelihood_at", ("grad_log_likelihood",)):
         return model.grad_log_likelihood_at(theta)
-    return functools.partial(model.grad_log_likelihood, theta)
+    return Model.grad_log_likelihood_at(model, theta)  # the protocol's default: theta bound
 
 
 def move(rng, context, particles, target):
