@@ -27,6 +27,7 @@ from ..kernels._reservoir import reservoir_data
 from ..utils import logsumexp, make_generator
 from ..utils._likelihood import log_lik_sum
 from ..utils._warnings import warn
+from ..utils._workspace import Workspace
 from ._sgais_policy import crossed_checkpoint
 from ._sgais_state import evidence_estimate
 
@@ -194,6 +195,7 @@ class SymmetrisedT(NamedTuple):
     whitened_loc: np.ndarray  # (n_params,): L^{-1} loc
     log_norm: float  # the t density's log normalising constant
     df: float
+    workspace: Workspace  # scratch for the density's blocks, reused by every block of draws
 
 
 def symmetrised_t(loc, shape, df, maps):
@@ -211,27 +213,33 @@ def symmetrised_t(loc, shape, df, maps):
     log_norm = (gammaln(0.5 * (df + n)) - gammaln(0.5 * df) - 0.5 * n * math.log(df * math.pi)
                 - float(np.sum(np.log(np.diag(chol)))))
     return SymmetrisedT(stats.multivariate_t(loc=loc, shape=shape, df=df), np.asarray(maps), whitened_maps,
-                        loc @ inverse_chol_t, log_norm, float(df))
+                        loc @ inverse_chol_t, log_norm, float(df), Workspace())
 
 
 def symmetrised_log_density(proposal, theta):
     """``log mean_A t(A theta)`` of a :class:`SymmetrisedT` at the rows of ``theta`` ``(n, n_params)``.
 
-    The maps run in blocks that keep the whitened points within ``_CELLS_PER_CALL`` numbers.
+    The maps run in blocks that keep the whitened points within ``_CELLS_PER_CALL`` numbers, written into the
+    proposal's workspace: fresh blocks of that size would each cost an ``mmap`` and a page fault per page.
     """
     n_points, n_params = theta.shape
     n_maps = len(proposal.maps)
     per_call = max(1, _CELLS_PER_CALL // (n_points * n_params))
-    log_t = np.empty((n_points, n_maps))
+    log_t = proposal.workspace.get("log_t", (n_points, n_maps))
     for start in range(0, n_maps, per_call):
         stop = min(start + per_call, n_maps)
-        whitened = (theta @ proposal.whitened_maps[:, start * n_params: stop * n_params]).reshape(
-            n_points, stop - start, n_params)
+        whitened = np.matmul(theta, proposal.whitened_maps[:, start * n_params: stop * n_params],
+                             out=proposal.workspace.get("whitened", (n_points, (stop - start) * n_params)))
+        whitened = whitened.reshape(n_points, stop - start, n_params)
         whitened -= proposal.whitened_loc
-        log_t[:, start:stop] = np.einsum("ijk,ijk->ij", whitened, whitened)
+        np.einsum("ijk,ijk->ij", whitened, whitened, out=log_t[:, start:stop])
+    # log_norm - (df + n_params) / 2 * log1p(|whitened|^2 / df), in place
     df = proposal.df
-    log_t = proposal.log_norm - 0.5 * (df + n_params) * np.log1p(log_t / df)
-    return logsumexp(log_t, axis=1) - math.log(n_maps)
+    log_t /= df
+    np.log1p(log_t, out=log_t)
+    log_t *= 0.5 * (df + n_params)
+    np.subtract(proposal.log_norm, log_t, out=log_t)
+    return logsumexp(log_t, axis=1, overwrite_input=True) - math.log(n_maps)
 
 
 def _block_log_weights(model, X, y, rng, proposal, size):

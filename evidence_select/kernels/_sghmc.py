@@ -48,16 +48,17 @@ def sghmc_trajectory(rng, theta, grad_log_target_fn, *, step_size, friction, n_s
     -----
     The momentum is refreshed from its stationary law ``N(0, eta)`` at the start
     (the step size changes between calls, so a stale momentum would be mis-scaled).
-    All noise is drawn in one call.
+    The noise is drawn step by step, one ``theta``-shaped block each (the same
+    numbers as one draw of all ``n_steps + 1`` blocks, without an array of
+    them that would exceed the allocator's mmap threshold).
     """
-    noise = rng.standard_normal((n_steps + 1,) + theta.shape)
-    velocity = np.sqrt(step_size) * noise[0]
+    velocity = np.sqrt(step_size) * rng.standard_normal(theta.shape)
     noise_scale = np.sqrt(2.0 * friction * step_size)
     theta = theta.copy()
     for step in range(n_steps):
         velocity *= 1.0 - friction
         velocity += step_size * grad_log_target_fn(theta, step)
-        velocity += noise_scale * noise[step + 1]
+        velocity += noise_scale * rng.standard_normal(theta.shape)
         theta += velocity
     return theta
 
@@ -70,20 +71,20 @@ def baoab_trajectory(rng, theta, grad_log_target_fn, *, step_size, friction, n_s
     ``1 - friction`` per step in the exact OU refresh. It evaluates
     ``n_steps`` gradients, with step indices ``0..n_steps - 1``: the closing
     half kick of the last step would only change the momentum, which the next
-    call draws afresh, so that gradient is never computed.
+    call draws afresh, so that gradient is never computed. The noise is drawn
+    step by step, as in :func:`sghmc_trajectory`.
     """
-    noise = rng.standard_normal((n_steps + 1,) + theta.shape)
     half_step = 0.5 * np.sqrt(step_size)
     decay = 1.0 - friction
     refresh = np.sqrt(1.0 - decay**2)
-    momentum = noise[0]
+    momentum = rng.standard_normal(theta.shape)
     theta = theta.copy()
     grad = grad_log_target_fn(theta, 0)
     for step in range(n_steps):
         momentum += half_step * grad  # B
         theta += half_step * momentum  # A
         momentum *= decay  # O
-        momentum += refresh * noise[step + 1]
+        momentum += refresh * rng.standard_normal(theta.shape)
         theta += half_step * momentum  # A
         if step + 1 < n_steps:
             grad = grad_log_target_fn(theta, step + 1)

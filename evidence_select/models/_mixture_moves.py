@@ -43,11 +43,13 @@ def kmeans_plus_plus_centres(rng, X, sample_weight, n_components, n_init):
     p = sample_weight / np.sum(sample_weight)
     centre = p @ X
     scale = np.maximum(p @ (X - centre) ** 2, 1e-12)
-    centres = X[categorical_draws(rng.random(n_init), np.broadcast_to(p, (n_init, len(X))))][:, None, :]
+    centres = [X[categorical_draws(rng.random(n_init), np.broadcast_to(p, (n_init, len(X))))]]
+    d2 = None  # (n_init, n): scaled squared distance to the nearest centre so far, updated by the newest one
     for _ in range(1, n_components):
-        d2 = np.min(np.sum((X[None, :, None, :] - centres[:, None]) ** 2 / scale, axis=3), axis=2)
-        centres = np.concatenate([centres, X[categorical_draws(rng.random(n_init), p * d2)][:, None, :]], axis=1)
-    return centres, scale
+        to_newest = np.sum((X[None] - centres[-1][:, None]) ** 2 / scale, axis=2)
+        d2 = to_newest if d2 is None else np.minimum(d2, to_newest, out=d2)
+        centres.append(X[categorical_draws(rng.random(n_init), p * d2)])
+    return np.stack(centres, axis=1), scale
 
 
 def log_permanent(log_matrix):

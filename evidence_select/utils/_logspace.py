@@ -12,7 +12,7 @@ import numpy as np
 __all__ = ["logsumexp", "log_mean_exp", "normalize_log_weights", "ess_from_log_weights", "log1mexp", "log_expm1"]
 
 
-def logsumexp(log_values, axis=None, keepdims=False):
+def logsumexp(log_values, axis=None, keepdims=False, overwrite_input=False):
     """Stable ``log(sum(exp(log_values)))`` along ``axis``.
 
     Entries of ``-inf`` contribute nothing; an all ``-inf`` slice returns ``-inf``
@@ -26,6 +26,10 @@ def logsumexp(log_values, axis=None, keepdims=False):
         Axis to reduce; None reduces everything.
     keepdims : bool, default=False
         Keep the reduced axis with length one.
+    overwrite_input : bool, default=False
+        Compute the shifted exponentials in ``log_values`` itself when it is a
+        float64 ndarray (its content is then lost): no temporary of its size,
+        for callers that pass a scratch array.
 
     Returns
     -------
@@ -43,16 +47,20 @@ def logsumexp(log_values, axis=None, keepdims=False):
     >>> logsumexp([[0.0, 0.0], [-np.inf, -np.inf]], axis=1).round(6).tolist()
     [0.693147, -inf]
     """
+    scratch = log_values if overwrite_input and isinstance(log_values, np.ndarray) and log_values.dtype == float \
+        else None
     log_values = np.asarray(log_values, dtype=float)
     max_value = log_values.max(axis=axis, keepdims=True)
     if np.isfinite(max_value).all():  # the hot path: no masking, no floating-point state switch
-        out = np.log(np.exp(log_values - max_value).sum(axis=axis, keepdims=True))
+        shifted = np.subtract(log_values, max_value, out=scratch)
+        out = np.log(np.exp(shifted, out=shifted).sum(axis=axis, keepdims=True))
         out += max_value
     else:
         # A slice that is all -inf (or contains +inf) has a non-finite max; shift by 0.
         shift = np.where(np.isfinite(max_value), max_value, 0.0)
+        shifted = np.subtract(log_values, shift, out=scratch)
         with np.errstate(divide="ignore"):  # log(0) = -inf for all -inf slices
-            out = np.log(np.exp(log_values - shift).sum(axis=axis, keepdims=True)) + shift
+            out = np.log(np.exp(shifted, out=shifted).sum(axis=axis, keepdims=True)) + shift
     if not keepdims:
         out = out.squeeze(axis=axis) if axis is not None else out.reshape(())
     return out if out.ndim else float(out)

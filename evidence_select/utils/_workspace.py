@@ -71,7 +71,11 @@ class Workspace:
             buffers = self._local.buffers = {}
         buffer = buffers.get(name)
         if buffer is None or buffer.size < size or buffer.dtype != dtype:
-            buffer = buffers[name] = np.empty(size, dtype)
+            # Grown at least twofold: requests that creep up (a density block over the rows seen so far) would
+            # otherwise touch a fresh allocation's pages on every call.
+            grown = size if buffer is None or buffer.dtype != dtype else max(size, 2 * buffer.size)
+            grown = min(grown, max(size, _MAX_BUFFER_BYTES // dtype.itemsize))
+            buffer = buffers[name] = np.empty(grown, dtype)
         return buffer[:size].reshape(shape)
 
     def __reduce__(self):

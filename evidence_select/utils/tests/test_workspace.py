@@ -61,3 +61,21 @@ def test_a_buffer_has_the_requested_dtype_and_a_new_dtype_replaces_it():
     assert np.shares_memory(workspace.get("single", (2, 3), np.float32), single)
     double = workspace.get("single", (4, 3))
     assert double.dtype == np.float64 and not np.shares_memory(double, single)
+
+
+def test_a_creeping_request_grows_the_buffer_geometrically():
+    # A block over the rows seen so far grows by a chunk per call: each growth touches fresh pages, so a buffer
+    # that grew only to the request would be reallocated on every call.
+    workspace = Workspace()
+    buffers = [workspace.get("a", (rows, 10)) for rows in range(100, 1700, 100)]
+    distinct = {id(buffer.base) for buffer in buffers}
+    assert len(distinct) <= 5  # 1000, 2000, 4000, 8000, 16000 entries for requests up to 16000
+    assert workspace._local.buffers["a"].size < 2 * 1600 * 10
+
+
+def test_growth_stops_at_the_cap_of_kept_buffers():
+    workspace = Workspace()
+    cap = _MAX_BUFFER_BYTES // 8
+    workspace.get("a", (cap // 2 + 1,))
+    workspace.get("a", (cap // 2 + 2,))
+    assert workspace._local.buffers["a"].size == cap
