@@ -32,6 +32,12 @@ Usage::
    (reservoir included) to a worker and back; dask keeps them where they are.
    The timed call always goes to the workers: the grid shows what a user gets,
    where the selector runs calls that the workers do not speed up in-process.
+4. ``allocator``: one ``BayesianMixture(5)`` stream (the mixture case's rows)
+   in a fresh process, with this environment and with the one dask's nanny
+   gives its workers (``distributed.nanny.pre-spawn-environ``, which sets
+   ``MALLOC_TRIM_THRESHOLD_`` and so pins glibc's mmap threshold): CPU seconds
+   and minor page faults of the stream, alternating, medians of ``--repeats``
+   (at least 2). The engine should not care which allocator settings it gets.
 
 Every configuration's log evidences are compared bit for bit with ``n_jobs=1``
 ("identical"). Wall-time ratios only mean something on a quiet machine: the
@@ -43,7 +49,10 @@ Writes ``benchmarks/results/scaling.json``.
 import argparse
 import contextlib
 import itertools
+import json
 import os
+import resource
+import subprocess
 import sys
 import time
 
@@ -299,6 +308,49 @@ def side_by_side_slowdown(X, repeats=2):
     return float(np.median(paired) / np.median(alone))
 
 
+def allocator_child():
+    """Stream the allocator study's mixture in this process; print its CPU seconds and minor page faults."""
+    import warnings
+
+    X = make_mixture(4500, random_state=0).X
+    estimator = BayesianMixture(5, random_state=0)
+    before = resource.getrusage(resource.RUSAGE_SELF)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for start in range(0, len(X), CHUNK):
+            estimator.partial_fit(X[start:start + CHUNK])
+    after = resource.getrusage(resource.RUSAGE_SELF)
+    print(json.dumps(dict(cpu=after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime,
+                          system=after.ru_stime - before.ru_stime, minor_faults=after.ru_minflt - before.ru_minflt,
+                          log_evidence=estimator.log_evidence_)))
+
+
+def allocator(repeats):
+    """The allocator study: the same stream in fresh processes with this environment and with dask's workers'."""
+    import dask
+    import distributed  # noqa: F401  (registers the distributed.* settings)
+
+    nanny = {key: str(value) for key, value in dask.config.get("distributed.nanny.pre-spawn-environ").items()}
+    environments = {"this process's": dict(os.environ), "dask worker's": dict(os.environ, **nanny)}
+    runs = {name: [] for name in environments}
+    for _ in range(max(repeats, 2)):
+        for name, env in environments.items():
+            done = subprocess.run([sys.executable, os.path.abspath(__file__), "--allocator-child"], env=env,
+                                  capture_output=True, text=True, check=True)
+            runs[name].append(json.loads(done.stdout.strip().splitlines()[-1]))
+    print("| environment | CPU s | system s | minor page faults | identical |")
+    print("|---|---|---|---|---|")
+    reference = runs["this process's"][0]["log_evidence"]
+    rows = []
+    for name, mine in runs.items():
+        row = dict(environment=name, extra=nanny if name == "dask worker's" else {},
+                   **{key: float(np.median([run[key] for run in mine])) for key in ("cpu", "system", "minor_faults")},
+                   identical=all(run["log_evidence"] == reference for run in mine), runs=mine)
+        rows.append(row)
+        print(f"| {name} | {row['cpu']:.2f} | {row['system']:.2f} | {row['minor_faults']:.0f} | {row['identical']} |")
+    return rows
+
+
 def print_header(title):
     print(f"\n{title}\n")
     print("| executor | candidates | rows | wall s | CPU s | wall / n_jobs=1 | passes | identical | load |")
@@ -314,13 +366,17 @@ def print_row(row):
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true")
-    parser.add_argument("--only", nargs="+", choices=["grid", "mixture", "shipping"],
-                        default=["grid", "mixture", "shipping"])
+    parser.add_argument("--only", nargs="+", choices=["grid", "mixture", "shipping", "allocator"],
+                        default=["grid", "mixture", "shipping", "allocator"])
+    parser.add_argument("--allocator-child", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--shipping-rows", type=int, default=100_000,
                         help="rows streamed before the shipping study's timed call")
-    parser.add_argument("--repeats", type=int, default=1, help="rounds of the mixture case (median reported)")
+    parser.add_argument("--repeats", type=int, default=1,
+                        help="rounds of the mixture case and the allocator study (median reported)")
     parser.add_argument("--output", default=RESULTS)
     args = parser.parse_args(argv)
+    if args.allocator_child:
+        return allocator_child()
     meta = run_metadata(sys.argv[1:])
     print(f"machine: {meta['machine']}, {os.cpu_count()} cores, load average at start "
           f"{', '.join(f'{v:.2f}' for v in os.getloadavg())}; BLAS threads {meta['threads']}")
@@ -344,6 +400,9 @@ def main(argv=None):
         print("|---|---|---|---|---|---|")
         out["shipping"] = shipping([executors[0], executors[1], executors[3]],
                                    20_000 if args.quick else args.shipping_rows)
+    if "allocator" in args.only:
+        print("\nAllocator: one BayesianMixture(5) stream of 4500 rows in a fresh process (medians)\n")
+        out["allocator"] = allocator(args.repeats)
     out["load_average_end"] = os.getloadavg()
     print(f"\nload average at end {', '.join(f'{v:.2f}' for v in out['load_average_end'])} on {os.cpu_count()} cores")
     save_json(args.output, out)

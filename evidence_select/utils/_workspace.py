@@ -29,8 +29,8 @@ _MAX_BUFFER_BYTES = 32 * 2**20
 class Workspace:
     """Per-thread scratch buffers by name; pickles and copies as an empty workspace.
 
-    Each name owns one flat buffer per thread, grown to the largest request
-    so far; a request returns a view of its first ``prod(shape)`` entries, so
+    Each name owns one flat buffer per thread that covers the largest request
+    so far (grown at least twofold, up to the 32 MiB kept); a request returns a view of its first ``prod(shape)`` entries, so
     alternating shapes (a chunk's rows, then a mini-batch's) reuse one
     allocation. Equal to every other workspace (it holds no parameters), so
     objects that compare their attributes (models' ``__eq__``) are unaffected.

@@ -1,4 +1,4 @@
-"""Workspace: one buffer per name and thread, grown to the largest request, never pickled or copied."""
+"""Workspace: one buffer per name and thread, covering the largest request, never pickled or copied."""
 
 import copy
 import pickle
