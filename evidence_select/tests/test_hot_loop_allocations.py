@@ -101,3 +101,14 @@ def test_logsumexp_in_its_input_gives_the_same_bits(axis):
     np.testing.assert_array_equal(logsumexp(scratch, axis=axis, overwrite_input=True), expected)
     assert largest_transient_allocation(lambda: logsumexp(values.copy(), axis=axis, overwrite_input=True)) \
         < values.nbytes + MMAP_THRESHOLD  # the copy made for the call, and no temporary of its size
+
+
+def test_logsumexp_leaves_an_input_it_cannot_write_alone():
+    from evidence_select.utils import logsumexp
+
+    values = np.random.default_rng(4).normal(size=(3, 8))
+    read_only = np.broadcast_to(values, (2, 3, 8))
+    integers = np.arange(6).reshape(2, 3)
+    np.testing.assert_array_equal(logsumexp(read_only, axis=2, overwrite_input=True), logsumexp(read_only, axis=2))
+    np.testing.assert_array_equal(logsumexp(integers, axis=1, overwrite_input=True), logsumexp(integers, axis=1))
+    np.testing.assert_array_equal(integers, np.arange(6).reshape(2, 3))

@@ -28,8 +28,8 @@ def logsumexp(log_values, axis=None, keepdims=False, overwrite_input=False):
         Keep the reduced axis with length one.
     overwrite_input : bool, default=False
         Compute the shifted exponentials in ``log_values`` itself when it is a
-        float64 ndarray (its content is then lost): no temporary of its size,
-        for callers that pass a scratch array.
+        writable float64 ndarray (its content is then lost): no temporary of
+        its size, for callers that pass a scratch array.
 
     Returns
     -------
@@ -47,8 +47,8 @@ def logsumexp(log_values, axis=None, keepdims=False, overwrite_input=False):
     >>> logsumexp([[0.0, 0.0], [-np.inf, -np.inf]], axis=1).round(6).tolist()
     [0.693147, -inf]
     """
-    scratch = log_values if overwrite_input and isinstance(log_values, np.ndarray) and log_values.dtype == float \
-        else None
+    writable = isinstance(log_values, np.ndarray) and log_values.dtype == float and log_values.flags.writeable
+    scratch = log_values if overwrite_input and writable else None
     log_values = np.asarray(log_values, dtype=float)
     max_value = log_values.max(axis=axis, keepdims=True)
     if np.isfinite(max_value).all():  # the hot path: no masking, no floating-point state switch
