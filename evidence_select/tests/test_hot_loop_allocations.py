@@ -18,6 +18,7 @@ from evidence_select.evidence._mode_check import symmetrised_log_density, symmet
 from evidence_select.kernels._sghmc import TRAJECTORIES
 from evidence_select.models import GaussianMixtureModel
 from evidence_select.models._mixture_moves import kmeans_plus_plus_centres
+from evidence_select.utils import logsumexp
 
 MMAP_THRESHOLD = 128 * 1024
 
@@ -91,8 +92,6 @@ def test_kmeans_plus_plus_measures_distances_to_the_newest_centre_only():
 
 @pytest.mark.parametrize("axis", [None, 0, 1])
 def test_logsumexp_in_its_input_gives_the_same_bits(axis):
-    from evidence_select.utils import logsumexp
-
     values = np.random.default_rng(3).normal(size=(300, 120)) * 40.0
     values[5] = -np.inf  # an all -inf row (the masked path)
     values[7, :3] = -np.inf
@@ -104,8 +103,6 @@ def test_logsumexp_in_its_input_gives_the_same_bits(axis):
 
 
 def test_logsumexp_leaves_an_input_it_cannot_write_alone():
-    from evidence_select.utils import logsumexp
-
     values = np.random.default_rng(4).normal(size=(3, 8))
     read_only = np.broadcast_to(values, (2, 3, 8))
     integers = np.arange(6).reshape(2, 3)

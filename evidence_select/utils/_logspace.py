@@ -7,6 +7,8 @@ plain numpy versions below cost a few microseconds and handle ``-inf`` the same
 way.
 """
 
+import contextlib
+
 import numpy as np
 
 __all__ = ["logsumexp", "log_mean_exp", "normalize_log_weights", "ess_from_log_weights", "log1mexp", "log_expm1"]
@@ -51,16 +53,15 @@ def logsumexp(log_values, axis=None, keepdims=False, overwrite_input=False):
     scratch = log_values if overwrite_input and writable else None
     log_values = np.asarray(log_values, dtype=float)
     max_value = log_values.max(axis=axis, keepdims=True)
-    if np.isfinite(max_value).all():  # the hot path: no masking, no floating-point state switch
-        shifted = np.subtract(log_values, max_value, out=scratch)
-        out = np.log(np.exp(shifted, out=shifted).sum(axis=axis, keepdims=True))
-        out += max_value
-    else:
-        # A slice that is all -inf (or contains +inf) has a non-finite max; shift by 0.
-        shift = np.where(np.isfinite(max_value), max_value, 0.0)
-        shifted = np.subtract(log_values, shift, out=scratch)
-        with np.errstate(divide="ignore"):  # log(0) = -inf for all -inf slices
-            out = np.log(np.exp(shifted, out=shifted).sum(axis=axis, keepdims=True)) + shift
+    # A slice that is all -inf (or contains +inf) has a non-finite max: it is shifted by 0 instead, and its
+    # log(0) = -inf is expected. The hot path (every max finite) switches no floating-point state.
+    finite = bool(np.isfinite(max_value).all())
+    shift = max_value if finite else np.where(np.isfinite(max_value), max_value, 0.0)
+    shifted = np.subtract(log_values, shift, out=scratch)
+    np.exp(shifted, out=shifted)
+    with contextlib.nullcontext() if finite else np.errstate(divide="ignore"):
+        out = np.log(shifted.sum(axis=axis, keepdims=True))
+    out += shift
     if not keepdims:
         out = out.squeeze(axis=axis) if axis is not None else out.reshape(())
     return out if out.ndim else float(out)
