@@ -3,14 +3,18 @@
 Usage::
 
     OMP_NUM_THREADS=1 python benchmarks/bench_speed.py [--seeds 5] \
-        [--only linear softmax mixture mixture-2jobs loop demo]
+        [--only linear softmax mixture mixture-2jobs mixture-norestarts loop demo]
 
 Streams 1e6 linear rows, 1e5 softmax rows and 1e5 rows of the paper's mixture
 (``BayesianMixture(5)``) through ``fit`` and reports wall and CPU seconds and
 the median time per chunk at n ~ 1e4 and in the last 10% of the stream
 (targets: <= 2 s, <= 12 s, <= 12 s, late/early <= 1.3); ``mixture-2jobs`` runs the
 mixture's restart replays on two workers (``n_jobs=2``) and checks that it
-gives the same evidence bits as ``mixture`` with the same seed. ``demo``: the
+gives the same evidence bits as ``mixture`` with the same seed;
+``mixture-norestarts`` runs it with ``restarts=False`` and prints, beside the
+default's, its time, evidence, error and failed checks, both scored against the
+rows' reference evidence (what the periodic replays cost and what they change;
+the reference adds about 10 s per seed). ``demo``: the
 README's main job, ``evidence-select demo`` without its figure, in a fresh
 process as a user runs it, ``--seeds`` times (target: <= 30 s wall, imports
 and worker start-up included; CPU counts every process). ``loop``: the 1e6 linear
@@ -23,6 +27,7 @@ only comparable to CPU time when nothing else runs. Writes
 
 import argparse
 import functools
+import math
 import os
 import re
 import resource
@@ -43,7 +48,9 @@ CASES = [("linear", 1_000_000, make_linear_regression, BayesianLinearRegressor, 
          ("softmax", 100_000, make_softmax_classification, BayesianLogisticClassifier, 12.0),
          ("mixture", 100_000, make_mixture, functools.partial(BayesianMixture, 5), 12.0),
          # The same with its restarts' replicate groups on two workers (CPU s counts this process only).
-         ("mixture-2jobs", 100_000, make_mixture, functools.partial(BayesianMixture, 5, n_jobs=2), 12.0)]
+         ("mixture-2jobs", 100_000, make_mixture, functools.partial(BayesianMixture, 5, n_jobs=2), 12.0),
+         # Without restarts: what the periodic replays cost, and what their evidence adds (same seeds).
+         ("mixture-norestarts", 100_000, make_mixture, functools.partial(BayesianMixture, 5, restarts=False), 12.0)]
 LOOP_CHUNK, LOOP_TARGET = 500, 1.15
 DEMO_TARGET = 30.0  # seconds of wall for the README's main job
 
@@ -61,7 +68,45 @@ def time_fit(make, estimator, n, seed):
     late = float(np.median(seconds[seen > 0.9 * n]))
     steps = int(sum(r.n_annealing_steps for r in est.evidence_history_))
     return dict(n=n, seed=seed, wall=wall, cpu=cpu, ms_per_chunk_1e4=1e3 * early, ms_per_chunk_late=1e3 * late,
-                annealing_steps=steps, log_evidence=est.log_evidence_)
+                annealing_steps=steps, log_evidence=est.log_evidence_, log_evidence_std=est.log_evidence_std_,
+                evidence_checks=list(est.evidence_checks_))
+
+
+#: Importance draws of the mixture's reference (its std is then about 0.02 nat at 1e5 rows, far below the streams').
+REFERENCE_DRAWS = 4000
+
+
+def compare_mixture_variants(rows):
+    """Set and print, per seed, how ``mixture-2jobs`` and ``mixture-norestarts`` compare with ``mixture``.
+
+    With ``mixture-norestarts`` both are also scored against the rows' reference evidence (importance sampling
+    at the best posterior mode, ``bench_coverage.py``'s reference for these streams), so the comparison says
+    which of the two is nearer the truth, in nats and in each one's reported errors.
+    """
+    serial = {r["seed"]: r for r in rows if r["model"] == "mixture"}
+    for row in (r for r in rows if r["model"] == "mixture-2jobs" and r["seed"] in serial):
+        row["identical_to_one_job"] = bool(row["log_evidence"] == serial[row["seed"]]["log_evidence"])
+        row["wall_ratio_to_one_job"] = row["wall"] / serial[row["seed"]]["wall"]
+        print(f"mixture-2jobs seed {row['seed']}: wall {row['wall_ratio_to_one_job']:.2f}x one job's, "
+              f"identical evidence: {row['identical_to_one_job']}")
+    without = [r for r in rows if r["model"] == "mixture-norestarts" and r["seed"] in serial]
+    if not without:
+        return
+    from bench_coverage import _paper_mixture_mode_reference  # the reference of the coverage suite's long streams
+    print("\n| seed | restarts | wall s | log Z | +/- | failed checks | reference | error (nats) | error / +/- |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for row in without:
+        default = serial[row["seed"]]
+        value, std = _paper_mixture_mode_reference(make_mixture(row["n"], random_state=row["seed"]).X,
+                                                   n_draws=REFERENCE_DRAWS)
+        for restarts, scored in (("yes", default), ("no", row)):
+            scored.update(reference_log_evidence=value, reference_std=std,
+                          error=scored["log_evidence"] - value,
+                          error_in_stds=(scored["log_evidence"] - value) / math.hypot(scored["log_evidence_std"], std))
+            print(f"| {row['seed']} | {restarts} | {scored['wall']:.2f} | {scored['log_evidence']:.2f} | "
+                  f"{scored['log_evidence_std']:.2f} | {', '.join(scored['evidence_checks']) or 'none'} | "
+                  f"{value:.2f} +/- {std:.2f} | {scored['error']:+.2f} | {scored['error_in_stds']:+.2f} |")
+        row["wall_ratio_to_restarts"] = row["wall"] / default["wall"]
 
 
 def time_loop(n, seed):
@@ -115,12 +160,7 @@ def run_fits(cases, seeds):
         walls = [r["wall"] for r in rows if r["model"] == name]
         cpus = [r["cpu"] for r in rows if r["model"] == name]
         print(f"{name}: median wall {np.median(walls):.2f} s, CPU {np.median(cpus):.2f} s (target {target:g} s)")
-    serial = {r["seed"]: r for r in rows if r["model"] == "mixture"}
-    for row in (r for r in rows if r["model"] == "mixture-2jobs" and r["seed"] in serial):
-        row["identical_to_one_job"] = bool(row["log_evidence"] == serial[row["seed"]]["log_evidence"])
-        row["wall_ratio_to_one_job"] = row["wall"] / serial[row["seed"]]["wall"]
-        print(f"mixture-2jobs seed {row['seed']}: wall {row['wall_ratio_to_one_job']:.2f}x one job's, "
-              f"identical evidence: {row['identical_to_one_job']}")
+    compare_mixture_variants(rows)
     return rows
 
 
