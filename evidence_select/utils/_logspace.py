@@ -7,8 +7,6 @@ plain numpy versions below cost a few microseconds and handle ``-inf`` the same
 way.
 """
 
-import contextlib
-
 import numpy as np
 
 __all__ = ["logsumexp", "log_mean_exp", "normalize_log_weights", "ess_from_log_weights", "log1mexp", "log_expm1"]
@@ -49,18 +47,21 @@ def logsumexp(log_values, axis=None, keepdims=False, overwrite_input=False):
     >>> logsumexp([[0.0, 0.0], [-np.inf, -np.inf]], axis=1).round(6).tolist()
     [0.693147, -inf]
     """
-    writable = isinstance(log_values, np.ndarray) and log_values.dtype == float and log_values.flags.writeable
-    scratch = log_values if overwrite_input and writable else None
+    writable = (overwrite_input and isinstance(log_values, np.ndarray) and log_values.dtype == float
+                and log_values.flags.writeable)
+    scratch = log_values if writable else None
     log_values = np.asarray(log_values, dtype=float)
     max_value = log_values.max(axis=axis, keepdims=True)
-    # A slice that is all -inf (or contains +inf) has a non-finite max: it is shifted by 0 instead, and its
-    # log(0) = -inf is expected. The hot path (every max finite) switches no floating-point state.
+    # A slice that is all -inf (or contains +inf) has a non-finite max: it is shifted by 0 instead.
     finite = bool(np.isfinite(max_value).all())
     shift = max_value if finite else np.where(np.isfinite(max_value), max_value, 0.0)
     shifted = np.subtract(log_values, shift, out=scratch)
-    np.exp(shifted, out=shifted)
-    with contextlib.nullcontext() if finite else np.errstate(divide="ignore"):
-        out = np.log(shifted.sum(axis=axis, keepdims=True))
+    total = np.exp(shifted, out=shifted).sum(axis=axis, keepdims=True)
+    if finite:  # the hot path: no floating-point state switch
+        out = np.log(total)
+    else:
+        with np.errstate(divide="ignore"):  # log(0) = -inf for all -inf slices
+            out = np.log(total)
     out += shift
     if not keepdims:
         out = out.squeeze(axis=axis) if axis is not None else out.reshape(())

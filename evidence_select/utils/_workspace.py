@@ -30,9 +30,9 @@ class Workspace:
     """Per-thread scratch buffers by name; pickles and copies as an empty workspace.
 
     Each name owns one flat buffer per thread that covers the largest request
-    so far (grown at least twofold, up to the 32 MiB kept); a request returns a view of its first ``prod(shape)`` entries, so
-    alternating shapes (a chunk's rows, then a mini-batch's) reuse one
-    allocation. Equal to every other workspace (it holds no parameters), so
+    so far (grown at least twofold, up to the 32 MiB kept); a request returns a
+    view of its first ``prod(shape)`` entries, so alternating shapes (a chunk's
+    rows, then a mini-batch's) reuse one allocation. Equal to every other workspace (it holds no parameters), so
     objects that compare their attributes (models' ``__eq__``) are unaffected.
 
     Examples
@@ -74,7 +74,7 @@ class Workspace:
             # Grown at least twofold: requests that creep up (a density block over the rows seen so far) would
             # otherwise touch a fresh allocation's pages on every call.
             grown = size if buffer is None or buffer.dtype != dtype else max(size, 2 * buffer.size)
-            grown = min(grown, max(size, _MAX_BUFFER_BYTES // dtype.itemsize))
+            grown = min(grown, _MAX_BUFFER_BYTES // dtype.itemsize)  # size itself is within the cap (above)
             buffer = buffers[name] = np.empty(grown, dtype)
         return buffer[:size].reshape(shape)
 
