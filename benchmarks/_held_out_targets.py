@@ -18,7 +18,7 @@ every variant a benchmark uses is one instance:
   ``V = a x^2 / 2 + c x^4``; exact by transfer-matrix quadrature (trace of ``T^d``).
 
 They are kept apart from the package's calibration suite
-(:func:`evidence_select.models.calibration_cases`) on purpose: the suite is what
+(:func:`evidence_select.testing.calibration_cases`) on purpose: the suite is what
 the backends are tuned on, these targets only judge them. :data:`HELD_OUT_TARGETS`
 names every variant; :func:`held_out_cases` builds them as calibration cases.
 """
@@ -28,10 +28,9 @@ import functools
 import numpy as np
 from scipy import special, stats
 
-from evidence_select.models import (BananaTarget, CalibrationCase, CALIBRATION_DIMS, FunnelTarget,
-                                    ProductTarget, TwoPeakFactor)
-from evidence_select.models._calibration import _ThetaTarget
-from evidence_select.models._targets import BoxGaussianTarget
+from evidence_select.testing import (BananaTarget, CalibrationCase, CALIBRATION_DIMS, FunnelTarget, ProductTarget, TwoPeakFactor)
+from evidence_select.testing._calibration import _ThetaTarget
+from evidence_select.testing._targets import BoxGaussianTarget
 from evidence_select.utils._quadrature import log_quad
 
 __all__ = ["BoxTarget", "Funnel", "RotatedBanana", "RotatedRidge", "TwoPeakProduct", "RingChain", "HELD_OUT_TARGETS",
@@ -42,7 +41,7 @@ class BoxTarget(_ThetaTarget):
     """A density ``f(x)`` as the likelihood, uniform prior on ``[-half_width, half_width]^d`` via the sigmoid map.
 
     The prior, its gradient and the map are the package's
-    (:class:`~evidence_select.models._targets.BoxGaussianTarget`), the no-data
+    (:class:`~evidence_select.testing._targets.BoxGaussianTarget`), the no-data
     likelihood plumbing the calibration targets'. A subclass sets ``_density``,
     a package target whose likelihood is ``f`` (read on ``x``), or overrides
     ``_log_density_and_grad(x)``, ``log f(x)`` and its gradient in ``x``; the

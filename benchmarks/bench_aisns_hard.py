@@ -35,9 +35,9 @@ def _backend(name, source):
     else:
         sys.path.insert(0, os.path.dirname(HERE))
     if name == "ais":
-        from evidence_select.evidence._ais import ais_log_evidence
+        from evidence_select.backends._ais import ais_log_evidence
         return ais_log_evidence
-    from evidence_select.evidence._ns import nested_sampling_log_evidence
+    from evidence_select.backends._ns import nested_sampling_log_evidence
     return nested_sampling_log_evidence
 
 

@@ -43,13 +43,13 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # run from a checkout
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from evidence_select.datasets import make_linear_regression
-from evidence_select.evidence._ais import ais_log_evidence
-from evidence_select.evidence._bridge import bridge_log_evidence
-from evidence_select.evidence._ns import nested_sampling_log_evidence
+from evidence_select.backends._ais import ais_log_evidence
+from evidence_select.backends._bridge import bridge_log_evidence
+from evidence_select.backends._ns import nested_sampling_log_evidence
 from evidence_select.models import LinearGaussianModel
 from _common import format_disagreements, pairwise_agreement, paper_problem, run_dynesty_cached  # noqa: E402
 from _laplace_reference import laplace_importance_log_evidence  # noqa: E402  (benchmarks/)
-from evidence_select.models._targets import (BimodalTarget, BoxGaussianTarget, GaussianTarget,
+from evidence_select.testing._targets import (BimodalTarget, BoxGaussianTarget, GaussianTarget,
                                              correlated_gaussian_target)
 
 BACKENDS = {"ns": nested_sampling_log_evidence, "ais": ais_log_evidence, "bridge": bridge_log_evidence}

@@ -29,7 +29,7 @@ from _common import RESULTS_DIR, run_metadata, save_json  # noqa: E402
 from _held_out_targets import HELD_OUT_TARGETS  # noqa: E402
 from evidence_select import BayesianLogisticClassifier  # noqa: E402
 from evidence_select.evidence._api import _model_and_data  # noqa: E402
-from evidence_select.evidence._bridge import bridge_log_evidence  # noqa: E402
+from evidence_select.backends._bridge import bridge_log_evidence  # noqa: E402
 from evidence_select.exceptions import EvidenceConvergenceWarning  # noqa: E402
 
 TARGETS = {name: HELD_OUT_TARGETS[name] for name in ("funnel", "banana", "twopeak", "ring")}

@@ -19,7 +19,7 @@ Usage (one heavy job at a time on the shared machine)::
     # the held-out targets instead of the suite (writes calibration_held_out.json)
     OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 nice -n 10 python benchmarks/bench_calibration.py --held-out --seeds 1
 
-Every case of :func:`evidence_select.models.calibration_cases` (exact ``log Z``
+Every case of :func:`evidence_select.testing.calibration_cases` (exact ``log Z``
 known by construction) runs through ``log_evidence(model, X, y, method=...)``
 with the backend's documented defaults and seeds ``0 .. seeds-1``. Per run: the
 estimate, its reported std, the pull ``(estimate - exact) / std``, whether it is
@@ -63,10 +63,10 @@ from _common import RESULTS_DIR, run_metadata, save_json, write_rst_table  # noq
 from _held_out_targets import BoxTarget, held_out_cases  # noqa: E402
 from evidence_select import log_evidence  # noqa: E402
 from evidence_select.evidence._api import no_data  # noqa: E402
-from evidence_select.evidence._result import failed_checks  # noqa: E402
+from evidence_select._result import failed_checks  # noqa: E402
 from evidence_select.exceptions import EvidenceConvergenceWarning  # noqa: E402
-from evidence_select.models import (BetaBinomialModel, BoxProductTarget, LinearGaussianModel,  # noqa: E402
-                                    PoissonGammaModel, calibration_cases)
+from evidence_select.models import LinearGaussianModel, # noqa: E402                                     PoissonGammaModel
+from evidence_select.testing import BetaBinomialModel, BoxProductTarget, calibration_cases
 
 BACKENDS = ("ns", "ais", "bridge")
 MIN_TOLERANCE = 0.5

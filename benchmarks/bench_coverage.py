@@ -71,8 +71,8 @@ from bench_real import _order, all_cases, load_case_data, make_estimator, refere
 from evidence_select import BayesianLinearRegressor, BayesianLogisticClassifier, BayesianMixture, log_evidence  # noqa: E402,E501
 from evidence_select.datasets import make_linear_regression, make_mixture, make_softmax_classification  # noqa: E402,E501
 from evidence_select.evidence._api import _model_and_data  # noqa: E402
-from evidence_select.evidence._mode_check import mode_importance_log_evidence  # noqa: E402
-from evidence_select.evidence._sgais_state import combine_replicates, evidence_estimate, increment_spread  # noqa: E402,E501
+from evidence_select.sgais._mode_check import mode_importance_log_evidence  # noqa: E402
+from evidence_select.sgais._state import combine_replicates, evidence_estimate, increment_spread  # noqa: E402,E501
 from evidence_select.models import SoftmaxRegressionModel  # noqa: E402
 
 

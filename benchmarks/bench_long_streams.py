@@ -26,8 +26,8 @@ import numpy as np
 
 from _common import RESULTS_DIR, run_metadata, save_json
 from evidence_select import BayesianLinearRegressor, BayesianLogisticClassifier, BayesianMixture, log_evidence
-from evidence_select.evidence._sgais import SGAISConfig, combine_replicates, sgais_init, sgais_update
-from evidence_select.evidence.tests._shift_streams import linear_shift, logistic_shift, mixture_shift
+from evidence_select.sgais._engine import SGAISConfig, combine_replicates, sgais_init, sgais_update
+from evidence_select.testing._shift_streams import linear_shift, logistic_shift, mixture_shift
 from evidence_select.models import LinearGaussianModel
 
 CASES = {  # model: (data, estimator factory, reference method)

@@ -26,8 +26,8 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from _common import RESULTS_DIR, paper_problem, run_metadata, save_json  # noqa: E402
 
-from evidence_select.evidence._bridge import bridge_log_evidence  # noqa: E402
-from evidence_select.evidence._ns import nested_sampling_log_evidence  # noqa: E402
+from evidence_select.backends._bridge import bridge_log_evidence  # noqa: E402
+from evidence_select.backends._ns import nested_sampling_log_evidence  # noqa: E402
 
 
 def study(models, n, n_lives, seeds, save, n_runs_list=(1,)):

@@ -53,9 +53,9 @@ from _paper_report import write_report  # noqa: E402
 
 from evidence_select import BayesianMixture, EvidenceModelSelector, detect_change_points  # noqa: E402
 from evidence_select.datasets import SHIFT_CHANGE_POINTS, make_shift_stream  # noqa: E402
-from evidence_select.evidence._ais import ais_log_evidence  # noqa: E402
-from evidence_select.evidence._bridge import bridge_log_evidence  # noqa: E402
-from evidence_select.evidence._ns import nested_sampling_log_evidence  # noqa: E402
+from evidence_select.backends._ais import ais_log_evidence  # noqa: E402
+from evidence_select.backends._bridge import bridge_log_evidence  # noqa: E402
+from evidence_select.backends._ns import nested_sampling_log_evidence  # noqa: E402
 
 SEED = 1  # references and SGAIS (the data always use seed 0); dynesty's cache is for seed 1
 BACKENDS = {"ns": nested_sampling_log_evidence, "ais": ais_log_evidence, "bridge": bridge_log_evidence}

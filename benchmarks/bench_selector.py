@@ -48,7 +48,7 @@ from evidence_select import (BayesianLinearRegressor, BayesianMixture, EvidenceM
                              log_evidence)
 from evidence_select.datasets import make_linear_regression, make_mixture  # noqa: E402
 from evidence_select.selection._averaging import log_model_prior, log_model_probabilities  # noqa: E402
-from evidence_select.selection._shift import shift_stream  # noqa: E402
+from evidence_select.datasets._shift import shift_stream  # noqa: E402
 from _common import write_rst_table  # noqa: E402
 
 RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results", "selector.json")

@@ -8,9 +8,9 @@ points, checkpoints and the warnings; see the API reference (``doc/api.rst``).
 from . import datasets, exceptions, models
 from .estimators import BayesianLinearRegressor, BayesianLogisticClassifier, BayesianMixture
 from .evidence import EvidenceResult, exact_log_evidence, log_evidence
-from .evidence._changepoints import detect_change_points
+from .evidence import detect_change_points
 from .exceptions import EvidenceConvergenceWarning
-from .evidence._sgais import PAPER_SETTINGS, ChunkRecord, SamplerDegeneracyWarning
+from .sgais import PAPER_SETTINGS, ChunkRecord, SamplerDegeneracyWarning
 from .selection import EvidenceModelSelector, partial_fit_pipeline
 from .utils import load_checkpoint, save_checkpoint
 

@@ -182,7 +182,7 @@ def _plot_demo(selector, change_points, true_change_points, path, shuffled=None)
 
 def _demo(args):
     from .evidence._changepoints import detect_change_points
-    from .selection._shift import PAPER_PHASES, shift_stream
+    from .datasets._shift import PAPER_PHASES, shift_stream
 
     phases = PAPER_PHASES if args.full else tuple(args.phases)
     data = shift_stream(phases, random_state=args.random_state)

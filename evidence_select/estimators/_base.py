@@ -1,7 +1,7 @@
 """The shared scikit-learn shell around the SGAIS engine.
 
 A shell validates, builds a frozen config, delegates each chunk to
-:func:`~evidence_select.evidence._sgais.sgais_update`, and commits the new state
+:func:`~evidence_select.sgais._engine.sgais_update`, and commits the new state
 at the very end, so a failing call leaves the estimator exactly as it was.
 """
 
@@ -14,11 +14,11 @@ import numpy as np
 from joblib import parallel_config
 from sklearn.base import BaseEstimator
 
-from ..evidence._sgais import (SamplerDegeneracyWarning, SGAISConfig, evidence_estimate, particle_log_weights,
+from ..sgais._engine import (SamplerDegeneracyWarning, SGAISConfig, evidence_estimate, particle_log_weights,
                                sgais_init, sgais_update)
-from ..evidence._mode_check import apply_mode_check, check_against_mode
-from ..evidence._sgais_checks import DEGENERATE_CHUNKS, DEGENERATE_ESS, collapsed_chunks, failed_evidence_checks
-from ..kernels._reservoir import reservoir_undo
+from ..sgais._mode_check import apply_mode_check, check_against_mode
+from ..sgais._checks import DEGENERATE_CHUNKS, DEGENERATE_ESS, collapsed_chunks, failed_evidence_checks
+from ..sgais._reservoir import reservoir_undo
 from ..utils import make_generator
 from ..utils._progress import progress_bar
 from ..utils._threads import single_threaded_blas
@@ -345,7 +345,7 @@ class BaseSGAISEstimator(BaseEstimator):
 
         Each is a warning the stream raised: ``degraded``, ``posterior_mode``,
         ``population_bias``, ``lineages``, ``fallback`` or ``collapsed_weights``
-        (:mod:`evidence_select.evidence._sgais_checks` says what each means).
+        (:mod:`evidence_select.sgais._checks` says what each means).
         """
         return failed_evidence_checks(self._reported_state(), self.evidence_history_, self.sgais_config_.n_particles)
 

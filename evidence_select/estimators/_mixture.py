@@ -195,7 +195,7 @@ class BayesianMixture(DensityMixin, BaseSGAISEstimator):
     evidence low, and their spread cannot show it. With up to five components
     and 5000 rows (all stored), chunks are checked against the posterior's best
     mode, found by EM and a quasi-Newton search and importance-sampled
-    (:func:`~evidence_select.evidence._mode_check.check_against_mode`; after
+    (:func:`~evidence_select.sgais._mode_check.check_against_mode`; after
     the chunks that cross 100, 141, 200, 282, ... rows, a factor ``sqrt(2)``
     apart, and after each chunk that ran a restart or an excursion). When the
     evidence is read after a call whose last chunk was not checked, the state

@@ -6,12 +6,12 @@ import numpy as np
 from sklearn.base import clone
 
 from ..models import Model
-from ._exact import exact_log_evidence
-from ._mode_check import apply_mode_check
+from ..backends._exact import exact_log_evidence
+from ..sgais._mode_check import apply_mode_check
 from ..utils._threads import single_threaded_blas
-from ._result import EvidenceResult, failed_checks
-from ._sgais import SGAISConfig, evidence_estimate, sgais_stream
-from ._sgais_checks import evidence_diagnostics
+from .._result import EvidenceResult, failed_checks
+from ..sgais._engine import SGAISConfig, evidence_estimate, sgais_stream
+from ..sgais._checks import evidence_diagnostics
 
 __all__ = ["log_evidence", "METHODS", "no_data"]
 
@@ -50,14 +50,14 @@ def _model_data(X, y):
 def _reference_backend(method):
     # Imported lazily: the reference backends are heavier and only needed on request.
     if method == "ais":
-        from ._ais import ais_log_evidence
+        from ..backends._ais import ais_log_evidence
 
         return ais_log_evidence
     if method == "ns":
-        from ._ns import nested_sampling_log_evidence
+        from ..backends._ns import nested_sampling_log_evidence
 
         return nested_sampling_log_evidence
-    from ._bridge import bridge_log_evidence
+    from ..backends._bridge import bridge_log_evidence
 
     return bridge_log_evidence
 
@@ -71,7 +71,7 @@ def _model_and_data(estimator, X, y):
 
 def _sgais_on_model(model, X, y, random_state, **settings):
     """The engine's stream over the rows, then the posterior-mode check of its final state (the estimators check
-    at row checkpoints and when their evidence is read; see :func:`~._mode_check.apply_mode_check`)."""
+    at row checkpoints and when their evidence is read; see :func:`~..sgais._mode_check.apply_mode_check`)."""
     X = np.asarray(X, dtype=float)
     config = SGAISConfig(**settings)
     with single_threaded_blas():
@@ -131,7 +131,7 @@ def log_evidence(estimator_or_model, X=None, y=None, *, method, random_state=Non
 
     A model without data (here Neal's funnel as a likelihood of the parameters) takes no ``X``:
 
-    >>> from evidence_select.models import FunnelTarget
+    >>> from evidence_select.testing import FunnelTarget
     >>> funnel = FunnelTarget(4)
     >>> result = log_evidence(funnel, method="ns", n_live=200, random_state=0)
     >>> bool(abs(result.log_evidence - funnel.exact_log_evidence()) < 4 * result.log_evidence_std + 0.5)

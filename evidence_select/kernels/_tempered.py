@@ -33,7 +33,7 @@ class TemperedTarget:
     Examples
     --------
     >>> import numpy as np
-    >>> from evidence_select.models._targets import GaussianTarget
+    >>> from evidence_select.testing._targets import GaussianTarget
     >>> target = TemperedTarget(GaussianTarget(np.zeros(2)), np.zeros((1, 1)), None, 0.5)
     >>> log_density, grad, aux = target(np.zeros((3, 2)))
     >>> log_density.shape, grad.shape, aux.shape

@@ -143,7 +143,7 @@ class LinearGaussianModel(Model):
         Its precision is the prior's plus ``sum_j w_j a_j a_j^T / noise_variance``
         for the design rows ``a_j``; one pass over the rows (their weighted
         moments) and a Cholesky factor give every draw. SGAIS's exact moves use
-        it in place of HMC (:func:`~evidence_select.evidence._sgais_moves.exact_draw_kernel`).
+        it in place of HMC (:func:`~evidence_select.sgais._moves.exact_draw_kernel`).
 
         Parameters
         ----------

@@ -445,7 +445,7 @@ class GaussianMixtureModel(Model):
     def mode_starts(self, rng, X, n_starts):
         """Starting points for a posterior-mode search: EM fits to the rows from ``n_starts`` k-means++ starts.
 
-        Used by :func:`~evidence_select.evidence._mode_check.mode_importance_log_evidence`,
+        Used by :func:`~evidence_select.sgais._mode_check.mode_importance_log_evidence`,
         which refines them to posterior modes.
 
         Returns

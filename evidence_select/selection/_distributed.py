@@ -32,7 +32,7 @@ import numpy as np
 from joblib import Parallel, delayed, effective_n_jobs
 
 from ..evidence._api import log_evidence
-from ..evidence._result import failed_checks
+from .._result import failed_checks
 from ..utils._threads import single_threaded_blas
 from ..utils._warnings import recorded_warnings, warn
 

@@ -13,8 +13,8 @@ from sklearn.utils import get_tags
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.multiclass import check_classification_targets
 
-from ..evidence._sgais import ChunkRecord
-from ..evidence._sgais_checks import with_chunk_checks
+from ..sgais._engine import ChunkRecord
+from ..sgais._checks import with_chunk_checks
 from ..utils import make_generator
 from ..utils._validation import StrOptions, check_is_fitted, validate_data
 from ._distributed import (PARALLEL_OPTIONS, AdvanceTask, JoblibPayoff, ResidentNamedCandidates, advance_candidates,

@@ -14,7 +14,7 @@ import tracemalloc
 import numpy as np
 import pytest
 
-from evidence_select.evidence._mode_check import symmetrised_log_density, symmetrised_t
+from evidence_select.sgais._mode_check import symmetrised_log_density, symmetrised_t
 from evidence_select.kernels._sghmc import TRAJECTORIES
 from evidence_select.models import GaussianMixtureModel
 from evidence_select.models._mixture_moves import kmeans_plus_plus_centres

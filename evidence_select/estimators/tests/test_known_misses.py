@@ -12,7 +12,7 @@ import pytest
 
 from evidence_select import BayesianLinearRegressor, BayesianMixture, EvidenceConvergenceWarning
 from evidence_select.datasets import make_linear_regression, make_mixture
-from evidence_select.evidence._sgais_state import MIN_LINEAGES, lineage_threshold
+from evidence_select.sgais._state import MIN_LINEAGES, lineage_threshold
 
 #: log Z of ``make_mixture(1000, random_state=0)`` under ``BayesianMixture(5)``: two AIS runs at 1600 chains and
 #: 48 moves per temperature (seeds 11, 12: -4023.36 +/- 0.19 and -4023.28 +/- 0.22, both converged); the mean,
@@ -23,7 +23,7 @@ PAPER_MIXTURE_LOG_Z, PAPER_MIXTURE_STD = -4023.3227, 0.1447
 @pytest.fixture
 def without_mode_check(monkeypatch):
     """The raw runs, as the lineage warning sees them: no posterior-mode check widening their error bars."""
-    monkeypatch.setattr("evidence_select.evidence._mode_check.MODE_CHECK_ROWS", 0)
+    monkeypatch.setattr("evidence_select.sgais._mode_check.MODE_CHECK_ROWS", 0)
 
 
 def _fit_recording(estimator, *data):

@@ -11,8 +11,8 @@ from joblib import parallel_config
 
 from evidence_select import BayesianLinearRegressor, BayesianMixture
 from evidence_select.datasets import make_mixture
-from evidence_select.evidence._sgais import SamplerDegeneracyWarning
-from evidence_select.evidence._sgais_policy import replay_from_prior
+from evidence_select.sgais._engine import SamplerDegeneracyWarning
+from evidence_select.sgais._policy import replay_from_prior
 from evidence_select.exceptions import EvidenceConvergenceWarning
 from evidence_select.utils import make_generator
 

@@ -5,7 +5,7 @@ import pytest
 
 from evidence_select import BayesianMixture, ChunkRecord, EvidenceModelSelector, detect_change_points
 from evidence_select.evidence._changepoints import _single_history_change_points
-from evidence_select.selection._shift import shift_stream
+from evidence_select.datasets._shift import shift_stream
 
 
 def _history(log_predictive, steps, chunk=250):

@@ -16,8 +16,8 @@ import pytest
 from scipy import stats
 from scipy.special import gammaln
 
-from evidence_select.evidence import _ais
-from evidence_select.evidence._ais import AISConfig, ais_move
+from evidence_select.backends import _ais
+from evidence_select.backends._ais import AISConfig, ais_move
 from evidence_select.kernels._hmc import hmc_init, preconditioner_from_samples
 from evidence_select.kernels._independence import independence_metropolis
 from evidence_select.kernels._constrained import ConstrainedPoints, LikelihoodConstraint

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from evidence_select.kernels._reservoir import reservoir_data, reservoir_init, reservoir_insert, reservoir_undo
+from evidence_select.sgais._reservoir import reservoir_data, reservoir_init, reservoir_insert, reservoir_undo
 from evidence_select.kernels._resampling import systematic_resample
 from evidence_select.kernels._schedule import conditional_ess_fraction, next_tempering_increment
 from evidence_select.kernels._sghmc import sghmc_trajectory

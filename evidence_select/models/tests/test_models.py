@@ -5,7 +5,7 @@ import pytest
 from scipy import stats
 from scipy.special import logsumexp as scipy_logsumexp
 
-from evidence_select.evidence._sgais_moves import fixed_points_gradient, joint_gradient
+from evidence_select.sgais._moves import fixed_points_gradient, joint_gradient
 from evidence_select.models import (
     GaussianMixtureModel,
     LinearGaussianModel,

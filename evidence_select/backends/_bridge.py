@@ -1,0 +1,937 @@
+"""Gaussianized bridge sampling of the evidence (Jia and Seljak, AABI 2019).
+
+1. **Posterior draws.** ``n_chains`` HMC chains start from prior draws
+   (dispersed, so that R-hat can see modes they do not connect), adapt their
+   step size and mass matrix during warm-up only
+   (:func:`~evidence_select.kernels._adaptive_hmc.sample_chains`) and keep
+   ``n_draws`` iterations each. Rank-normalised split R-hat and bulk ESS are
+   checked on every parameter and on the log density.
+2. **Proposal.** The kept iterations are split in two halves in time. An
+   iterative Gaussianization (:mod:`evidence_select.backends._gaussianize`), a
+   normalised density ``q``, is fitted to the first half.
+3. **Optimal bridge.** With ``p`` the unnormalised posterior, ``n_p`` draws of
+   the second half and ``n_q`` draws of ``q``, the ratio ``r = Z`` solves
+   Meng and Wong's score equation (the excerpt's Eq. 3), solved by a bracketed
+   root search (:func:`solve_bridge_equation`). Its relative mean-square error
+   is the excerpt's Eq. (9), whose posterior term carries the integrated
+   autocorrelation time of ``f2`` along the chains. ``n_q`` follows the excerpt's adaptive rule: start
+   at ``n_p``, then grow so that the proposal's share of Eq. (9) is
+   ``error_fraction``, with at most ``evaluation_fraction`` of all likelihood
+   evaluations spent on proposal draws.
+4. **Halves swapped.** The same is done with the roles of the halves swapped;
+   the estimate is the mean of the two and its error the mean of their errors
+   (an upper bound for any correlation between them). Two halves that disagree
+   beyond their errors are a failed check and widen the error to cover both.
+5. **Sandwich.** The same ``log p - log q`` values give importance sampling
+   from ``q`` and reciprocal importance sampling from the posterior draws, a
+   stochastic lower and upper bound of ``log Z`` (:func:`_sandwich`), recorded
+   in ``info["log_evidence_bounds"]``. Eq. (9) holds only where ``q``
+   overlaps the posterior, so when the overlap or the bridge equation's solve
+   fails its check the error is widened until ``+- 3`` errors span the sandwich:
+   a bridge without overlap can sit anywhere between the loose bounds. So does
+   a run whose stuck chains left the bridge (below).
+
+Modes the chains did not connect. Chains that never moved (a tenth or fewer
+distinct draws) leave the bridge, since one repeated point would weigh a whole
+chain's share, and fail the ``stuck_chains`` check; the draws left may miss
+the region where those chains stuck (a thin tip where the step is too long),
+which Eq. (9) cannot see, so the error then spans the sandwich. The remaining chains are
+grouped by mode (pairwise split R-hat at most ``mode_rhat``,
+:mod:`._bridge_modes`). With 2 to ``max_modes`` groups (and not for a mixture
+with ``K > 7``, whose label copies ``log K!`` already counts), each group gets
+its own proposal, every point belongs to the cell of the proposal densest
+there, and ``Z`` is the sum of one bridge per cell, over the posterior draws in
+the cell and the proposal draws that fall in it. The relative number of chains
+per mode, which follows the modes' basins of attraction rather than their
+masses, then no longer matters; R-hat and ESS are checked within the groups,
+and ``cells_separate`` asks that each group keep at least 90% of its draws in
+its own cell (else chains that explore parts of one mode without mixing would
+weigh those parts by their numbers). ``mode_census`` fails when more than
+``max_unseen_modes`` of the chains are alone in their mode (the Good-Turing
+chance that another chain would find a mode none found). With more than
+``max_modes`` groups (more modes than chains, as in a product of two-peak
+coordinates), ``mixing_rounds`` rounds of independence Metropolis from
+proposals fitted to all chains' draws (:mod:`._bridge_mixing`) connect the
+chains; their last round replaces the draws when it leaves at most
+``max_modes`` groups and no stuck chain, and the bridge's proposal is then the
+same mixture of the Gaussianization and the draws' marginal product. A mode
+no chain reached and no proposal reaches stays invisible: that is what many
+dispersed chains are for.
+
+Every failed check (R-hat, ESS, mode census, stuck chains, cells separate,
+autocorrelation-time reliability, bridge iterations, proposal overlap, halves
+agreeing) raises
+:class:`~evidence_select.exceptions.EvidenceConvergenceWarning` and sets
+``EvidenceResult.converged`` to False; the checks are in
+``EvidenceResult.diagnostics``.
+
+Label switching. A mixture posterior has ``K!`` symmetric label modes. For
+:class:`GaussianMixtureModel` the draws are first put in a canonical labelling
+(components sorted by their first mean coordinate, a linear map with
+``|det| = 1`` that leaves ``p`` unchanged), ``q`` is fitted to them and then
+*symmetrised*, ``q_sym(theta) = (1/K!) sum_sigma q(A_sigma theta)``, where
+``A_sigma`` relabels the components in the unconstrained parameters (a
+permutation of means and log-variances and, for the additive log-ratio weights,
+``eta'_k = eta_sigma(k) - eta_sigma(K)``). ``q_sym`` is a normalised density
+over all modes for any overlap between them. Because ``p`` and ``q_sym`` are
+both label-invariant, un-relabelled proposal draws give the same ratios
+``p / q_sym`` as relabelled ones would. For ``K > 7`` the estimate is corrected
+by ``+log K!`` instead, which assumes the modes do not overlap. Other models
+with ``n_components`` need not be label-symmetric (known unequal weights, for
+example) and get no correction; chains that settle in different label modes
+fail R-hat. The choice is recorded in ``info["label_switching"]``.
+"""
+
+import itertools
+import logging
+import math
+import numbers
+import time
+from typing import NamedTuple
+
+import numpy as np
+from scipy.optimize import brentq
+from scipy.special import expit
+
+from ..kernels._adaptive_hmc import SamplerSettings, sample_chains
+from ..models._mixture import mixture_relabel_maps
+from ..utils._diagnostics import ess_bulk, integrated_autocorrelation_time, split_rhat
+from ._gaussianize import GaussianizationSettings, fit_gaussianization
+from ..utils._logspace import ess_from_log_weights, log_mean_exp, logsumexp
+from ..utils._random import make_generator
+from ._ais import _check_data, _log_lik_and_grad, _log_lik_sum
+from ._bridge_mixing import FlowProposal, connect_modes, fit_mixture_proposal
+from ._bridge_modes import cell_of, chain_mode_groups, unseen_mode_fraction
+from .._result import EvidenceResult, check, warn_not_converged
+
+__all__ = ["BridgeSettings", "bridge_log_evidence", "solve_bridge_equation", "bridge_relative_error",
+           "mixture_relabel_maps", "integrated_autocorrelation_time"]
+
+logger = logging.getLogger(__name__)
+
+_MAX_PERMUTED_COMPONENTS = 7
+_MIN_CELL_DRAWS = 50  # distinct draws to fit a group's proposal; posterior draws for a cell's bridge
+_MIN_SEPARATION = 0.9  # share of each group's draws in its own cell for the cells to count as separate
+_NEGLIGIBLE_SHARE = 1e-3  # a cell with less of Z moves log Z by less than this (nats)
+# Checks whose failure voids Eq. (9), so that the error is widened to span the sandwich: no overlap, an unsolved
+# bridge equation, or chains dropped for never moving (the draws left may miss the region where they stuck).
+_SANDWICH_CHECKS = ("proposal_overlap", "bridge_iterations", "stuck_chains")
+
+
+class BridgeSettings(NamedTuple):
+    """Settings of :func:`bridge_log_evidence` (pass any of them as keywords).
+
+    Attributes
+    ----------
+    n_chains : int, default=16
+        HMC chains, started at prior draws.
+    n_warmup : int, default=500
+        Adaptation iterations per chain (discarded).
+    n_draws : int, default=1000
+        Kept iterations per chain; half of them fit the proposal, half enter the bridge.
+    target_accept : float, default=0.8
+        Mean acceptance probability the step-size adaptation aims at, in (0, 1).
+    trajectory_length : float, default=2.0
+        Mean HMC integration time in whitened units (jittered by +-50%).
+    max_leapfrog : int, default=64
+        Cap on leapfrog steps per HMC transition (with the defaults, at most
+        ~1.5e6 gradient evaluations in all).
+    dense_mass : bool or None, default=None
+        Dense inverse mass matrix; None chooses dense when the warm-up has enough draws.
+    gaussianization : GaussianizationSettings, default=GaussianizationSettings()
+        Layers, directions, knots and smoothing of the proposal.
+    error_fraction : float, default=0.1
+        Target share of the proposal term in the error, Eq. (9) (``f_err``), in (0, 1).
+    evaluation_fraction : float, default=0.1
+        Largest share of all likelihood evaluations spent on proposal draws (``f_eva``), in (0, 1).
+    max_proposal : int, default=100000
+        Cap on proposal draws per bridge.
+    rhat_threshold : float, default=1.01
+        Largest acceptable rank-normalised split R-hat (Vehtari et al., 2021).
+    min_ess : float, default=400
+        Smallest acceptable bulk effective sample size of any parameter.
+    min_overlap : float, default=0.05
+        Smallest acceptable overlap ``E_p[q / (p' + q)] + E_q[p' / (p' + q)]``
+        (1 when the proposal is the posterior, 0 when disjoint).
+    min_draws_per_tau : float, default=50
+        The autocorrelation time is trusted when each chain's half is at least this many times longer.
+    label_permutations : bool, default=True
+        Account for the ``K!`` label modes of models with ``n_components``.
+    mode_rhat : float, default=1.1
+        Chains whose pairwise split R-hat is at most this sample the same mode
+        (:func:`~._bridge_modes.chain_mode_groups`); must be above 1.
+    max_modes : int, default=8
+        With 2 to ``max_modes`` groups of chains the bridge is summed over the
+        groups' cells; with more it pools all draws (and R-hat fails).
+    max_unseen_modes : float, default=0.1
+        Largest acceptable Good-Turing estimate of the chance that one more
+        chain would find a mode no chain found (chains alone in their mode over
+        all chains), in [0, 1].
+    mixing_rounds : int, default=3
+        When the chains sit in more than ``max_modes`` modes, rounds of
+        independence Metropolis from proposals fitted to their draws
+        (:mod:`._bridge_mixing`), ``n_draws`` steps per chain each, whose last
+        round replaces the draws; 0 keeps the HMC draws.
+    proposal : {"auto", "gaussianization", "mixture"}, default="auto"
+        The bridge's proposal: the iterative Gaussianization, or its mixture
+        with the draws' marginal product, weighted by each one's importance
+        efficiency (:func:`~._bridge_mixing.fit_mixture_proposal`). "auto"
+        takes the mixture for draws that independence Metropolis connected
+        (their modes may form a product no Gaussianization of a few clusters
+        would propose) and the Gaussianization otherwise.
+    tol : float, default=1e-10
+        Tolerance of the bridge equation's root search on ``log Z``.
+    max_iter : int, default=1000
+        Iterations of the bridge equation's root search before it counts as not converged.
+    """
+
+    n_chains: int = 16
+    n_warmup: int = 500
+    n_draws: int = 1000
+    target_accept: float = 0.8
+    trajectory_length: float = 2.0
+    max_leapfrog: int = 64
+    dense_mass: bool = None
+    gaussianization: GaussianizationSettings = GaussianizationSettings()
+    error_fraction: float = 0.1
+    evaluation_fraction: float = 0.1
+    max_proposal: int = 100_000
+    rhat_threshold: float = 1.01
+    min_ess: float = 400.0
+    min_overlap: float = 0.05
+    min_draws_per_tau: float = 50.0
+    label_permutations: bool = True
+    mode_rhat: float = 1.1
+    max_modes: int = 8
+    max_unseen_modes: float = 0.1
+    mixing_rounds: int = 3
+    proposal: str = "auto"
+    tol: float = 1e-10
+    max_iter: int = 1000
+
+
+_INT_MIN = dict(n_chains=1, n_warmup=0, n_draws=8, max_leapfrog=1, max_proposal=2, max_iter=1, max_modes=1,
+                mixing_rounds=0)
+_OPEN_UNIT = ("target_accept", "error_fraction", "evaluation_fraction")
+_POSITIVE = ("trajectory_length", "rhat_threshold", "tol", "min_draws_per_tau")
+_NON_NEGATIVE = ("min_ess", "min_overlap", "max_unseen_modes")
+
+
+def _make_settings(settings, overrides):
+    """Validated :class:`BridgeSettings` from an optional object and keyword overrides."""
+    if settings is None:
+        settings = BridgeSettings()
+    elif not isinstance(settings, BridgeSettings):
+        raise TypeError(f"settings must be a BridgeSettings, got {type(settings).__name__}")
+    unknown = sorted(set(overrides) - set(BridgeSettings._fields))
+    if unknown:
+        raise TypeError(f"unknown bridge setting(s) {unknown}; valid: {list(BridgeSettings._fields)}")
+    settings = settings._replace(**overrides)
+    for name, minimum in _INT_MIN.items():
+        value = getattr(settings, name)
+        if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < minimum:
+            raise ValueError(f"{name} must be an int >= {minimum}, got {value!r}")
+    for name in _OPEN_UNIT + _POSITIVE + _NON_NEGATIVE + ("mode_rhat",):
+        value = getattr(settings, name)
+        if isinstance(value, bool) or not isinstance(value, numbers.Real) or not np.isfinite(value):
+            raise ValueError(f"{name} must be a finite number, got {value!r}")
+        if name in _OPEN_UNIT and not 0.0 < value < 1.0:
+            raise ValueError(f"{name} must be in (0, 1), got {value!r}")
+        if name in _POSITIVE and not value > 0:
+            raise ValueError(f"{name} must be positive, got {value!r}")
+        if name in _NON_NEGATIVE and value < 0:
+            raise ValueError(f"{name} must be >= 0, got {value!r}")
+    if not settings.mode_rhat > 1.0:
+        raise ValueError(f"mode_rhat must be above 1, got {settings.mode_rhat!r}")
+    if settings.max_unseen_modes > 1.0:
+        raise ValueError(f"max_unseen_modes must be in [0, 1], got {settings.max_unseen_modes!r}")
+    if settings.proposal not in ("auto", "gaussianization", "mixture"):
+        raise ValueError(f"proposal must be 'auto', 'gaussianization' or 'mixture', got {settings.proposal!r}")
+    if settings.dense_mass not in (None, True, False):
+        raise ValueError(f"dense_mass must be True, False or None, got {settings.dense_mass!r}")
+    if not isinstance(settings.gaussianization, GaussianizationSettings):
+        raise TypeError("gaussianization must be a GaussianizationSettings, got "
+                        f"{type(settings.gaussianization).__name__}")
+    return settings
+
+
+# -- the bridge equation and its error -----------------------------------------------------
+def solve_bridge_equation(log_ratio_post, log_ratio_prop, tol=1e-10, max_iter=1000):
+    """Solve Meng and Wong's optimal bridge equation for ``log r`` by a bracketed root search.
+
+    The equation is the score of the logistic regression that tells posterior
+    from proposal draws: with ``x = log r``, ``a = log(n_p / n_q)``,
+
+    ``h(x) = sum_p expit(x - a - l1_i) - sum_q expit(l2_j + a - x) = 0``,
+
+    which Meng and Wong's fixed-point iteration also solves. ``h`` rises
+    strictly from ``-n_q`` to ``n_p``, so the root is unique, and Brent's
+    method on a bracket grown from the importance-sampling estimate reaches it
+    in a few tens of evaluations, however little the proposal overlaps the
+    posterior; the fixed-point iteration's steps shrink with the overlap and
+    may stop far from the root.
+
+    Parameters
+    ----------
+    log_ratio_post : ndarray of shape (n_p,)
+        ``log p - log q`` at posterior draws (``p`` unnormalised, ``q`` normalised).
+    log_ratio_prop : ndarray of shape (n_q,)
+        ``log p - log q`` at proposal draws (``-inf`` where ``p = 0``).
+    tol : float, default=1e-10
+        Absolute tolerance on ``log r``.
+    max_iter : int, default=1000
+        Most iterations of the root search.
+
+    Returns
+    -------
+    log_r : float
+        ``log Z_p`` (``q`` being normalised).
+    n_iter : int
+        Iterations of the bracket growth and the root search.
+    converged : bool
+        False when no sign change was found (no finite root: e.g. every
+        proposal draw has ``p = 0``) or the search ran out of iterations.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> log_r, n_iter, converged = solve_bridge_equation(np.full(5, -2.0), np.full(7, -2.0))
+    >>> round(log_r, 6), converged
+    (-2.0, True)
+    """
+    l1 = np.asarray(log_ratio_post, dtype=float)
+    l2 = np.asarray(log_ratio_prop, dtype=float)
+    shift = np.log(len(l1) / len(l2))
+    post_offset, prop_offset = l1 + shift, l2 + shift
+
+    def score(x):
+        return float(np.sum(expit(x - post_offset)) - np.sum(expit(prop_offset - x)))
+
+    finite = l2[np.isfinite(l2)]
+    start = float(np.median(l1)) if len(finite) == 0 else float(logsumexp(finite) - np.log(len(l2)))
+    if len(finite) == 0 or not np.any(l1 < np.inf):
+        return start, 0, False  # one of the sums vanishes everywhere: no finite root
+    bracket, n_grow = _bracket_root(score, start, max_iter)
+    if bracket is None:
+        return start, n_grow, False
+    root, info = brentq(score, *bracket, xtol=tol, maxiter=max(max_iter - n_grow, 1), full_output=True,
+                        disp=False)
+    return float(root), n_grow + info.iterations, bool(info.converged)
+
+
+def _bracket_root(score, start, max_iter):
+    """``((lo, hi), n_steps)`` around the root of an increasing ``score``, stepping away from ``start`` with
+    doubling steps; ``(None, n_steps)`` when the steps run out first."""
+    direction = -1.0 if score(start) > 0 else 1.0
+    x, step = start, 1.0
+    for n_steps in range(1, max_iter + 1):
+        new = x + direction * step
+        if direction * score(new) >= 0:  # crossed (or reached) the root
+            return (min(x, new), max(x, new)), n_steps
+        x, step = new, 2.0 * step
+    return None, max_iter
+
+
+def _f_terms(l1, l2, log_r):
+    """Eq. (9)'s ``f2`` at posterior draws and ``f1`` at proposal draws (linear scale, bounded)."""
+    n1, n2 = len(l1), len(l2)
+    log_s1, log_s2 = np.log(n1 / (n1 + n2)), np.log(n2 / (n1 + n2))
+    f2_post = np.exp(-np.logaddexp(log_s1 + l1 - log_r, log_s2))
+    f1_prop = np.exp(l2 - log_r - np.logaddexp(log_s1 + l2 - log_r, log_s2))
+    return f2_post, f1_prop
+
+
+def bridge_relative_error(l1, l2, log_r, tau=1.0):
+    """Terms of the relative mean-square error of the optimal bridge, Eq. (9) of the excerpt.
+
+    Parameters
+    ----------
+    l1, l2 : ndarray
+        ``log p - log q`` at ``n_p`` posterior and ``n_q`` proposal draws.
+    log_r : float
+        The bridge estimate of ``log Z``.
+    tau : float, default=1.0
+        Integrated autocorrelation time of ``f2`` along the posterior chains.
+
+    Returns
+    -------
+    proposal_term, posterior_term : float
+        ``Var_q(f1) / (n_q E_q(f1)^2)`` and ``tau Var_p(f2) / (n_p E_p(f2)^2)``;
+        their sum is ``RE^2``, the squared standard error of ``log Z`` to first order.
+        The proposal term is infinite when no proposal draw has ``p > 0``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> bridge_relative_error(np.zeros(10), np.zeros(10), 0.0)
+    (0.0, 0.0)
+    """
+    f2_post, f1_prop = _f_terms(np.asarray(l1, float), np.asarray(l2, float), log_r)
+    if not np.any(f1_prop > 0):
+        return np.inf, float(tau * np.var(f2_post) / np.mean(f2_post) ** 2 / len(f2_post))
+    proposal_term = float(np.var(f1_prop) / np.mean(f1_prop) ** 2 / len(f1_prop))
+    posterior_term = float(tau * np.var(f2_post) / np.mean(f2_post) ** 2 / len(f2_post))
+    return proposal_term, posterior_term
+
+
+def _sandwich(l1, l2):
+    """Stochastic lower and upper bounds of ``log Z`` from the same ``log p - log q`` values as the bridge.
+
+    Importance sampling from ``q``, ``log mean(p / q)`` over proposal draws,
+    has ``E[p / q] <= Z``; reciprocal importance sampling from the posterior,
+    ``-log mean(q / p)`` over posterior draws, has ``E[q / p] <= 1 / Z``. By
+    Markov's inequality each bound overshoots ``log Z`` by more than ``t`` nats
+    with probability at most ``exp(-t)``, however poor the proposal and
+    however correlated the draws (the lower bound needs nothing of the
+    chains, the upper one only that they sample ``p``). With a poor proposal
+    both are loose, in their own direction, while the bridge between them may
+    be off by any amount.
+    """
+    return float(log_mean_exp(l2)), float(-log_mean_exp(-np.asarray(l1)))
+
+
+def _overlap(l1, l2, log_r):
+    """``E_p[q / (p' + q)] + E_q[p' / (p' + q)]`` with ``p' = p / Z``: 1 for ``q = p'``, 0 when disjoint."""
+    from scipy.special import expit
+
+    return float(np.mean(expit(-(l1 - log_r))) + np.mean(expit(l2 - log_r)))
+
+
+# -- the unnormalised posterior, with an evaluation counter ---------------------------------
+class _Posterior:
+    """``log p(theta) = log prior + full-data log-likelihood``; NaN (overflow far out) counts as ``-inf``."""
+
+    def __init__(self, model, X, y):
+        self.model, self.X, self.y = model, X, y
+        self.n_calls = 0
+
+    def with_grad(self, theta):
+        self.n_calls += len(theta)
+        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+            log_lik, grad_lik = _log_lik_and_grad(self.model, theta, self.X, self.y)
+            value = np.asarray(self.model.log_prior(theta), dtype=float) + log_lik
+            grad = np.asarray(self.model.grad_log_prior(theta), dtype=float) + grad_lik
+        return np.where(np.isnan(value), -np.inf, value), grad, None
+
+    def value(self, theta):
+        self.n_calls += len(theta)
+        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+            value = (np.asarray(self.model.log_prior(theta), dtype=float)
+                     + _log_lik_sum(self.model, theta, self.X, self.y, allow_nan=True))
+        return np.where(np.isnan(value), -np.inf, value)
+
+
+# -- label symmetry ------------------------------------------------------------------------
+def _label_strategy(model, label_permutations):
+    """How to count the ``K!`` label modes: only :class:`GaussianMixtureModel` is known to have them.
+
+    Other models with ``n_components`` (e.g. known, unequal weights) need not be
+    label-symmetric, so nothing is assumed for them: chains started at prior
+    draws that settle in different label modes fail the R-hat check instead.
+    """
+    from ..models._mixture import GaussianMixtureModel
+
+    K = getattr(model, "n_components", None)
+    if not label_permutations or not isinstance(model, GaussianMixtureModel) or K < 2:
+        return "none", None, 0.0
+    if K <= _MAX_PERMUTED_COMPONENTS:
+        return "symmetrised", mixture_relabel_maps(model), 0.0
+    return "log_k_factorial", None, float(math.lgamma(K + 1))
+
+
+def _canonical_labels(model, draws):
+    """Relabel each draw so that the components' first mean coordinates increase (``p`` unchanged)."""
+    K, d = model.n_components, model.n_features
+    order = np.argsort(draws[:, K - 1 + np.arange(K) * d], axis=1)
+    index = {perm: i for i, perm in enumerate(itertools.permutations(range(K)))}
+    which = np.array([index[tuple(row)] for row in order])
+    maps = mixture_relabel_maps(model)
+    out = np.empty_like(draws)
+    for i in np.unique(which):
+        rows = which == i
+        out[rows] = draws[rows] @ maps[i].T
+    return out
+
+
+def _fit_proposal(rng, posterior, fit_draws, settings):
+    """The bridge's proposal (``sample``, ``log_density``, ``layers``): the Gaussianization of ``fit_draws``, or
+    with ``settings.proposal == "mixture"`` its mixture with their marginal product
+    (:func:`~._bridge_mixing.fit_mixture_proposal`)."""
+    if settings.proposal == "mixture":
+        return fit_mixture_proposal(rng, posterior, fit_draws, settings.gaussianization)
+    return FlowProposal(fit_gaussianization(rng, fit_draws, settings.gaussianization))
+
+
+def _proposal_log_density(flow, maps, theta):
+    """``log q`` of the fitted proposal, symmetrised over the relabelling maps when given."""
+    if maps is None:
+        return flow.log_density(theta)
+    values = np.stack([flow.log_density(theta @ A.T) for A in maps])
+    return logsumexp(values, axis=0) - np.log(len(maps))
+
+
+# -- one bridge: fit q on one half, solve on the other -----------------------------------------
+class _HalfResult(NamedTuple):
+    log_z: float
+    std: float
+    n_iter: int
+    converged: bool
+    tau: float
+    n_proposal: int
+    overlap: float
+    proposal_term: float
+    posterior_term: float
+    n_layers: int
+    lower: float  # the sandwich of :func:`_sandwich`
+    upper: float
+
+
+def _solve_adaptive(l1, more, tau_of, n_q_max, settings):
+    """The bridge with the excerpt's adaptive ``n_q``: start at ``min(n_p, n_q_max)`` proposal draws, then grow
+    to the number that makes the proposal's share of Eq. (9) ``error_fraction``, and solve again.
+
+    ``more(n)`` returns ``log p - log q`` at ``n`` fresh proposal draws; ``tau_of(f2_post)`` the integrated
+    autocorrelation time of ``f2`` at the posterior draws. Returns ``(log_r, std, n_iter, converged, tau, l2,
+    proposal_term, posterior_term)``.
+    """
+    l2 = more(min(len(l1), n_q_max))
+    for _ in range(2):  # the adaptive rule, then the final solve
+        log_r, n_bridge, converged = solve_bridge_equation(l1, l2, settings.tol, settings.max_iter)
+        f2_post, _ = _f_terms(l1, l2, log_r)
+        tau = tau_of(f2_post)
+        proposal_term, posterior_term = bridge_relative_error(l1, l2, log_r, tau)
+        if not np.isfinite(proposal_term):
+            # No proposal draw where p > 0 (a cell its own proposal does not reach): try the cap; if none lands
+            # there either, there is no finite root and the error stays unbounded.
+            wanted = n_q_max
+        elif posterior_term > 0:
+            wanted = proposal_term * len(l2) * (1.0 - settings.error_fraction) / (settings.error_fraction
+                                                                                 * posterior_term)
+        else:
+            wanted = len(l2)
+        n_q = int(min(np.ceil(wanted), n_q_max))
+        if n_q <= len(l2):
+            break
+        l2 = np.concatenate([l2, more(n_q - len(l2))])
+    std = float(np.sqrt(proposal_term + posterior_term))
+    return float(log_r), std, n_bridge, converged, float(tau), l2, proposal_term, posterior_term
+
+
+def _proposal_cap(n_p, n_eval_sampling, settings):
+    """``f_eva``: proposal draws at most ``evaluation_fraction`` of all evaluations (the first ``n_p`` always)."""
+    share = settings.evaluation_fraction / (1.0 - settings.evaluation_fraction)
+    return max(min(settings.max_proposal, int(share * n_eval_sampling)), min(n_p, settings.max_proposal))
+
+
+def _bridge_half(rng, posterior, fit_draws, eval_draws, eval_log_p, maps, n_eval_sampling, settings):
+    """Gaussianize ``fit_draws``; bridge with ``eval_draws`` ``(n_chains, n_iter, d)`` and adaptive ``n_q``."""
+    n_chains, n_iter, d = eval_draws.shape
+    flow = _fit_proposal(rng, posterior, fit_draws, settings)
+    l1 = eval_log_p.ravel() - _proposal_log_density(flow, maps, eval_draws.reshape(-1, d))
+
+    def more(n):
+        if maps is None:
+            draws, log_q = flow.sample_and_log_density(rng, n)
+        else:
+            draws = flow.sample(rng, n)
+            log_q = _proposal_log_density(flow, maps, draws)
+        return posterior.value(draws) - log_q
+
+    def tau_of(f2_post):
+        return integrated_autocorrelation_time(f2_post.reshape(n_chains, n_iter)) if n_iter >= 4 else 1.0
+
+    log_r, std, n_bridge, converged, tau, l2, proposal_term, posterior_term = _solve_adaptive(
+        l1, more, tau_of, _proposal_cap(len(l1), n_eval_sampling, settings), settings)
+    return _HalfResult(log_r, std, n_bridge, converged, tau, len(l2), _overlap(l1, l2, log_r),
+                       proposal_term, posterior_term, len(flow.layers), *_sandwich(l1, l2))
+
+
+def _cells_half(rng, posterior, fit_draws, eval_draws, eval_log_p, groups, maps, n_eval_sampling, settings):
+    """The bridge over the cells of chains that sit in different modes (:mod:`._bridge_modes`).
+
+    One proposal per group is fitted to that group's ``fit_draws`` ``(n_chains, n_iter, d)``; each point belongs
+    to the cell of the proposal densest there, and ``Z`` is the sum of one bridge per cell between
+    ``p 1[cell]`` and its proposal, using every posterior draw in the cell (from any chain) and the proposal
+    draws that fall in it (the others count with ``p = 0``); a cell holding fewer than ``_MIN_CELL_DRAWS``
+    posterior draws gets importance sampling from its proposal instead (:func:`_importance_cell`). Returns one
+    :class:`_HalfResult` per cell and each group's share of its draws in its own cell, or None when a group's
+    fitting draws hold fewer than ``_MIN_CELL_DRAWS`` distinct points.
+
+    The sum is exact for any cells as long as the draws inside each cell follow ``p``. Chains that explore
+    different parts of one mode without mixing (a funnel's neck and mouth) break that where their cells
+    overlap, hence the separation check.
+    """
+    n_chains, n_iter, d = eval_draws.shape
+    fits = [fit_draws[chains].reshape(-1, d) for chains in groups]
+    if any(len(np.unique(fit, axis=0)) < _MIN_CELL_DRAWS for fit in fits):
+        return None  # chains that barely moved: a sampler failure (R-hat says so), not a mode to fit
+    flows = [_fit_proposal(rng, posterior, fit, settings) for fit in fits]
+
+    def log_q_all(theta):
+        return np.stack([_proposal_log_density(flow, maps, theta) for flow in flows])
+
+    log_q_eval = log_q_all(eval_draws.reshape(-1, d)).reshape(len(flows), n_chains, n_iter)
+    cells = cell_of(log_q_eval)
+    # Each group's share of its own draws that fall in its own cell (1 when the cells separate the modes).
+    separation = np.array([np.mean(cells[chains] == m) for m, chains in enumerate(groups)])
+    cap = max(_proposal_cap(n_chains * n_iter, n_eval_sampling, settings) // len(flows), 2)
+    parts = []
+    for m, (flow, chains) in enumerate(zip(flows, groups)):
+        inside = cells == m
+        l1 = (eval_log_p - log_q_eval[m])[inside]
+
+        def more(n, flow=flow, m=m):
+            draws = flow.sample(rng, n)
+            log_q = log_q_all(draws)
+            mine = cell_of(log_q) == m
+            out = np.full(n, -np.inf)
+            if mine.any():  # a user's model need not accept an empty batch
+                out[mine] = posterior.value(draws[mine]) - log_q[m, mine]
+            return out
+
+        def tau_of(f2_post, inside=inside, chains=chains):
+            series = np.zeros((n_chains, n_iter))
+            series[inside] = f2_post  # a chain's draws outside the cell add nothing to its mean
+            return integrated_autocorrelation_time(series[chains]) if n_iter >= 4 else 1.0
+
+        if np.count_nonzero(inside) < _MIN_CELL_DRAWS:
+            parts.append(_importance_cell(more(cap), len(flow.layers)))
+            continue
+        log_r, std, n_bridge, converged, tau, l2, proposal_term, posterior_term = _solve_adaptive(
+            l1, more, tau_of, cap, settings)
+        parts.append(_HalfResult(log_r, std, n_bridge, converged, tau, len(l2), _overlap(l1, l2, log_r),
+                                 proposal_term, posterior_term, len(flow.layers), *_sandwich(l1, l2)))
+    return parts, separation
+
+
+def _importance_cell(l2, n_layers):
+    """A cell too few posterior draws reached: ``Z_m = E_q[p 1[cell] / q]`` from its proposal's draws alone.
+
+    ``l2`` is ``log p - log q`` at the draws (``-inf`` outside the cell). Its
+    error is the proposal term of Eq. (9) for importance sampling, and its
+    ``overlap`` the weights' effective sample size fraction (1 when ``q`` is
+    ``p`` restricted to the cell). With too few posterior draws for
+    reciprocal importance sampling, the estimate stands for both ends of the
+    sandwich.
+    """
+    n = len(l2)
+    log_z = float(log_mean_exp(l2))
+    if not np.isfinite(log_z):  # no proposal draw in the cell: nothing there the proposal can see
+        return _HalfResult(-np.inf, 0.0, 0, True, 1.0, n, 0.0, 0.0, 0.0, n_layers, -np.inf, -np.inf)
+    proposal_term = float(np.var(np.exp(l2 - log_z)) / n)  # the weights' mean is 1
+    return _HalfResult(log_z, float(np.sqrt(proposal_term)), 0, True, 1.0, n, float(ess_from_log_weights(l2) / n),
+                       proposal_term, 0.0, n_layers, log_z, log_z)
+
+
+def _cell_shares(parts):
+    """Each cell's share ``Z_m / Z`` of one half's sum."""
+    log_zs = np.array([p.log_z for p in parts])
+    return np.exp(log_zs - logsumexp(log_zs))
+
+
+def _sum_of_cells(parts, counted):
+    """One :class:`_HalfResult` for ``Z = sum_m Z_m``; relative errors add in quadrature, weighted by ``Z_m / Z``.
+
+    Every cell's ``Z_m`` enters the sum, but only the ``counted`` cells' bridge
+    iterations, autocorrelation times and overlaps enter its checks.
+    """
+    share2 = _cell_shares(parts) ** 2
+    proposal_term = float(np.sum(share2 * [p.proposal_term for p in parts]))
+    posterior_term = float(np.sum(share2 * [p.posterior_term for p in parts]))
+    kept = [p for p, keep in zip(parts, counted) if keep]
+    return _HalfResult(float(logsumexp([p.log_z for p in parts])), float(np.sqrt(proposal_term + posterior_term)),
+                       max(p.n_iter for p in kept), all(p.converged for p in kept), max(p.tau for p in kept),
+                       sum(p.n_proposal for p in parts), min(p.overlap for p in kept), proposal_term,
+                       posterior_term, max(p.n_layers for p in parts), float(logsumexp([p.lower for p in parts])),
+                       float(logsumexp([p.upper for p in parts])))
+
+
+# -- public function ---------------------------------------------------------------------
+def _posterior_draws(rng, model, posterior, posterior_samples, settings):
+    """Chains ``(n_chains, n_iter, d)``, their log densities, and the sampler's details."""
+    d = model.n_params
+    if posterior_samples is None:
+        sampler = SamplerSettings(settings.n_warmup, settings.n_draws, settings.target_accept,
+                                  settings.trajectory_length, settings.max_leapfrog, settings.dense_mass)
+        init = np.asarray(model.sample_prior(rng, settings.n_chains), dtype=float)
+        out = sample_chains(rng, posterior.with_grad, init, sampler)
+        info = dict(step_size=out.step_size, acceptance=out.acceptance, n_divergent=out.n_divergent,
+                    dense_mass=out.inv_mass_factor.ndim == 2)
+        return out.draws, out.log_density, info
+    draws = np.asarray(posterior_samples, dtype=float)
+    if draws.ndim == 2:
+        draws = draws[None]  # independent draws: one chain (its autocorrelation is then estimated as ~1)
+    if draws.ndim != 3 or draws.shape[-1] != d or draws.shape[1] < 8:
+        raise ValueError(f"posterior_samples must have shape (n_draws, {d}) or (n_chains, n_iter, {d}) with at "
+                         f"least 8 draws per chain, got {np.shape(posterior_samples)}")
+    log_p = posterior.value(draws.reshape(-1, d)).reshape(draws.shape[:2])
+    if not np.all(np.isfinite(log_p)):
+        raise ValueError(f"{int(np.sum(~np.isfinite(log_p)))} posterior_samples have zero posterior density")
+    return draws, log_p, {}
+
+
+def _drop_stuck_chains(draws, log_p):
+    """The chains that moved, and the ``stuck_chains`` check (passed only when no chain is stuck).
+
+    A chain is stuck when fewer than a tenth of its kept draws are distinct
+    (acceptance near 0: a place the sampler cannot leave, such as a funnel's
+    neck or a far tail with huge gradients). Its repeated point would weigh
+    ``1 / n_chains`` of the posterior draws, so it is left out of the bridge;
+    but the region that stopped it may hold mass the other chains never
+    reach, so the run is flagged. With no chain moving, every chain is kept.
+    """
+    stuck = np.array([len(np.unique(chain, axis=0)) < max(draws.shape[1] // 10, 2) for chain in draws])
+    kept = np.ones_like(stuck) if stuck.all() else ~stuck
+    return draws[kept], log_p[kept], check(int(stuck.sum()), 0, not stuck.any())
+
+
+def _chain_checks(series, groups, counted, settings):
+    """R-hat and bulk ESS over every parameter and the log density; and, for chains the bridge ran itself, the
+    census of modes.
+
+    With the bridge summed over cells (``counted`` not None), R-hat and ESS are
+    checked within each counted group, and a group's ESS counts for the share
+    of chains it holds: each mode needs the ESS per chain that ``min_ess`` asks
+    of all chains together.
+    """
+    parts = [np.arange(len(series))] if counted is None else [g for g, keep in zip(groups, counted) if keep]
+    rhat = max(float(np.max(split_rhat(series[chains]))) for chains in parts)
+    ess = min(float(np.min(ess_bulk(series[chains]))) * len(series) / len(chains) for chains in parts)
+    checks = {"rhat": check(rhat, settings.rhat_threshold, rhat <= settings.rhat_threshold),
+              "ess_bulk": check(ess, settings.min_ess, ess >= settings.min_ess)}
+    if groups is not None:
+        unseen = unseen_mode_fraction(groups)
+        checks["mode_census"] = check(unseen, settings.max_unseen_modes, unseen <= settings.max_unseen_modes)
+    return checks
+
+
+def _bridge_checks(halves, n_iter_half, settings):
+    a, b = halves
+    gap = abs(a.log_z - b.log_z) / max(np.hypot(a.std, b.std), 1e-300)
+    draws_per_tau = n_iter_half / max(a.tau, b.tau)
+    overlap = min(a.overlap, b.overlap)
+    return {"bridge_iterations": check(max(a.n_iter, b.n_iter), settings.max_iter, a.converged and b.converged),
+            "autocorrelation_time": check(draws_per_tau, settings.min_draws_per_tau,
+                                          draws_per_tau >= settings.min_draws_per_tau),
+            "proposal_overlap": check(overlap, settings.min_overlap, overlap >= settings.min_overlap),
+            "halves_agree": check(gap, 3.0, gap <= 3.0)}
+
+
+def _combined_std(halves, halves_agree):
+    """The error of the halves' mean: their mean Eq. (9) error, widened to their gap when they disagree.
+
+    A half whose error estimate is not finite (its bridge weights overflowed)
+    contributes none: the other half's error and the gap between the halves
+    stand in, so a flagged run still reports a finite, wide error rather than
+    NaN. Infinite only when nothing finite is left.
+    """
+    stds = np.array([h.std for h in halves], dtype=float)
+    finite = stds[np.isfinite(stds)]
+    std = float(np.mean(stds) if finite.size == len(stds) else finite.max() if finite.size else np.nan)
+    if halves_agree and np.isfinite(std):
+        return std
+    candidates = [value for value in (std, abs(halves[0].log_z - halves[1].log_z)) if np.isfinite(value)]
+    return float(max(candidates)) if candidates else float("inf")
+
+
+def _log_z_bounds(halves, log_correction):
+    """The widest sandwich of the halves (:func:`_sandwich`), as ``[lower, upper]`` of the reported ``log Z``."""
+    return [float(min(h.lower for h in halves) + log_correction), float(max(h.upper for h in halves) + log_correction)]
+
+
+def _spanning_std(std, log_z, bounds):
+    """``std`` widened so that ``log_z +- 3 std`` spans the finite ``bounds``.
+
+    Eq. (9) is a first-order error that holds only where the proposal overlaps
+    the posterior; without overlap the bridge can sit anywhere between the
+    sandwich's loose ends, so its error is taken to be at least that wide.
+    """
+    reach = [abs(b - log_z) for b in bounds if np.isfinite(b)]
+    return float(max([std] + [r / 3.0 for r in reach]))
+
+
+def _bridge_halves(rng, posterior, draws, log_p, groups, maps, n_eval_sampling, settings):
+    """Both halves' bridges (fit on one half in time, solve on the other), over the cells of ``groups`` when
+    given and every cell holds enough draws, else over the pooled draws.
+
+    Returns the two :class:`_HalfResult`, ``"cells"`` or ``"pooled"``, which groups count in the checks (all
+    of them, except cells holding less than ``_NEGLIGIBLE_SHARE`` of ``Z`` in both halves: a chain stuck in
+    such a mode moves ``log Z`` by less than that share, however badly it mixes) and the smallest share of a
+    counted group's draws in its own cell (None when pooled).
+    """
+    half = draws.shape[1] // 2
+    first, second = (draws[:, :half], log_p[:, :half]), (draws[:, half:2 * half], log_p[:, half:2 * half])
+    pairs = ((first, second), (second, first))
+    if groups is not None:
+        cells = [_cells_half(rng, posterior, fit[0], *other, groups, maps, n_eval_sampling, settings)
+                 for fit, other in pairs]
+        if all(result is not None for result in cells):
+            counted = np.max([_cell_shares(parts) for parts, _ in cells], axis=0) >= _NEGLIGIBLE_SHARE
+            separation = float(min(np.min(sep[counted]) for _, sep in cells))
+            return [_sum_of_cells(parts, counted) for parts, _ in cells], "cells", counted, separation
+    d = draws.shape[2]
+    return ([_bridge_half(rng, posterior, fit[0].reshape(-1, d), *other, maps, n_eval_sampling, settings)
+             for fit, other in pairs], "pooled", None, None)
+
+
+class _Chains(NamedTuple):
+    """Chains ready for the bridge: ``draws`` ``(n_chains, n_iter, d)``, ``log_p``, the ``stuck_chains`` check
+    (None for draws the caller passed), the ``series`` R-hat reads (draws and ``log p``) and the mode ``groups``."""
+
+    draws: np.ndarray
+    log_p: np.ndarray
+    stuck_check: dict
+    series: np.ndarray
+    groups: list
+
+
+def _chains_and_modes(model, draws, log_p, strategy, ran_chains, settings):
+    """:class:`_Chains`: draws in canonical labels, without stuck chains, and their mode groups.
+
+    For draws the caller passed (``ran_chains`` False) no chain is dropped and
+    there are no groups (their chains' starts are unknown).
+    """
+    if strategy == "symmetrised":
+        n_chains, n_iter, d = draws.shape
+        draws = _canonical_labels(model, draws.reshape(-1, d)).reshape(n_chains, n_iter, d)
+    stuck_check = None
+    if ran_chains:
+        draws, log_p, stuck_check = _drop_stuck_chains(draws, log_p)
+    series = np.concatenate([draws, log_p[..., None]], axis=2)
+    groups = chain_mode_groups(series, settings.mode_rhat) if ran_chains else None
+    return _Chains(draws, log_p, stuck_check, series, groups)
+
+
+def _mixed_chains(rng, model, posterior, chains, strategy, settings, info):
+    """The :class:`_Chains` after :func:`~._bridge_mixing.connect_modes` when that connected them, else ``chains``
+    (the HMC draws).
+
+    The mixed draws replace them when they form at most ``max_modes`` mode groups
+    and no chain is stuck (a proposal too poor for independence Metropolis
+    leaves chains at their start); otherwise the HMC draws stay and the mode
+    census flags the run as before. HMC chains that were stuck keep the
+    ``stuck_chains`` check failed either way: the region that stopped them
+    may hold mass the mixed chains never reach either. ``info`` records each
+    round's acceptance and whether the mixed draws were used.
+    """
+    mixed, mixed_log_p, acceptance = connect_modes(rng, posterior, chains.draws, chains.log_p,
+                                                   settings.mixing_rounds, settings.gaussianization)
+    candidate = _chains_and_modes(model, mixed, mixed_log_p, strategy, True, settings)
+    used = len(candidate.groups) <= settings.max_modes and candidate.stuck_check["passed"]
+    info.update(mixing_acceptance=acceptance, mixing_used=bool(used), mode_groups_before_mixing=len(chains.groups))
+    if not used:
+        return chains
+    return candidate if chains.stuck_check["passed"] else candidate._replace(stuck_check=chains.stuck_check)
+
+
+def bridge_log_evidence(model, X=None, y=None, *, posterior_samples=None, settings=None, random_state=None,
+                        verbose=0, **kwargs):
+    """Gaussianized bridge-sampling estimate of ``log p(y | X)`` (or of a target's normaliser).
+
+    Parameters
+    ----------
+    model : Model
+        Any object implementing the model protocol, gradients included.
+    X : ndarray of shape (n_samples, n_features), default=None
+        Data; None for a model without data (a density known up to its normaliser).
+    y : ndarray of shape (n_samples,), default=None
+    posterior_samples : ndarray of shape (n_draws, n_params) or (n_chains, n_iter, n_params), default=None
+        Posterior draws to use instead of running HMC (a 2-d array is one chain).
+    settings : BridgeSettings, default=None
+        All settings at once; keywords in ``kwargs`` override single fields.
+    random_state : int, numpy.random.Generator or None, default=None
+    verbose : int, default=0
+        Log progress at INFO level when positive.
+    **kwargs
+        Any field of :class:`BridgeSettings`, e.g. ``n_chains=8, n_draws=2000``.
+
+    Returns
+    -------
+    result : EvidenceResult
+        ``log_evidence_std`` from Eq. (9) (widened when the halves disagree,
+        and to span ``info["log_evidence_bounds"]`` when stuck chains were
+        dropped or the proposal overlap or the bridge iteration fails);
+        ``diagnostics`` holds ``rhat``, ``ess_bulk``, ``bridge_iterations``,
+        ``autocorrelation_time``, ``proposal_overlap`` and ``halves_agree``,
+        and for chains it ran itself ``mode_census`` and ``stuck_chains`` (and
+        ``cells_separate`` when summed over cells);
+        ``info`` the per-half estimates, errors, ``tau``, ``n_q``, flow layers,
+        the stochastic bounds ``log_evidence_bounds`` (``[lower, upper]``),
+        ``bridged_over`` (``"cells"`` or ``"pooled"``), ``mode_groups`` (chains
+        per mode group), the sampler's step size and acceptance and, when the
+        chains sat in more than ``max_modes`` groups, ``mixing_acceptance``
+        (per independence Metropolis round), ``mixing_used`` and
+        ``mode_groups_before_mixing``. ``settings["proposal"]`` says which
+        proposal the bridge used.
+
+    Raises
+    ------
+    ValueError, TypeError
+        For a bad setting (named in the message) or bad data.
+
+    Warns
+    -----
+    EvidenceConvergenceWarning
+        When any check fails (``result.converged`` is then False).
+
+    Notes
+    -----
+    Jia and Seljak, "Normalizing constant estimation with Gaussianized bridge
+    sampling" (AABI 2019), Eqs. (3) and (9) and its Appendix B.4; Meng and
+    Wong (1996); Vehtari et al. (2021) for R-hat and ESS.
+    ``n_likelihood_calls`` counts every full-data evaluation: HMC gradients
+    during warm-up and sampling, and the proposal draws.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from evidence_select.testing._targets import GaussianTarget
+    >>> target = GaussianTarget(np.zeros(2), cov=0.1)
+    >>> res = bridge_log_evidence(target, n_chains=4, n_warmup=200, n_draws=1000, random_state=0)
+    >>> bool(abs(res.log_evidence - target.exact_log_evidence()) < 4 * res.log_evidence_std), res.converged
+    (True, True)
+    """
+    start_time = time.perf_counter()
+    X, y = _check_data(np.zeros((1, 1)) if X is None else X, y)
+    settings = _make_settings(settings, kwargs)
+    rng = make_generator(random_state)
+    posterior = _Posterior(model, X, y)
+    strategy, maps, log_correction = _label_strategy(model, settings.label_permutations)
+    draws, log_p, sampler_info = _posterior_draws(rng, model, posterior, posterior_samples, settings)
+    ran_chains = posterior_samples is None
+    chains = _chains_and_modes(model, draws, log_p, strategy, ran_chains, settings)
+    if ran_chains and len(chains.groups) > settings.max_modes and settings.mixing_rounds:
+        chains = _mixed_chains(rng, model, posterior, chains, strategy, settings, sampler_info)
+    draws, log_p, stuck_check, series, groups = chains
+    if settings.proposal == "auto":
+        settings = settings._replace(proposal="mixture" if sampler_info.get("mixing_used") else "gaussianization")
+    n_eval_sampling = posterior.n_calls
+    # Label copies of one mode are not separate mass when log K! already counts them (K > 7).
+    cells = groups is not None and 1 < len(groups) <= settings.max_modes and strategy != "log_k_factorial"
+    halves, bridged_over, counted, separation = _bridge_halves(rng, posterior, draws, log_p,
+                                                               groups if cells else None, maps, n_eval_sampling,
+                                                               settings)
+    diagnostics = _chain_checks(series, groups, counted, settings)
+    if separation is not None:
+        diagnostics["cells_separate"] = check(separation, _MIN_SEPARATION, separation >= _MIN_SEPARATION)
+    if stuck_check is not None:
+        diagnostics["stuck_chains"] = stuck_check
+    if verbose:
+        logger.info("bridge: %d chains x %d draws, %d evaluations; rhat %.3f, ess %.0f, bridged over %s",
+                    *draws.shape[:2], n_eval_sampling, diagnostics["rhat"]["value"],
+                    diagnostics["ess_bulk"]["value"], bridged_over)
+    half = draws.shape[1] // 2
+    diagnostics.update(_bridge_checks(halves, half, settings))
+    log_z = float(np.mean([h.log_z for h in halves])) + log_correction
+    std = _combined_std(halves, diagnostics["halves_agree"]["passed"])
+    bounds = _log_z_bounds(halves, log_correction)
+    if not all(diagnostics[name]["passed"] for name in _SANDWICH_CHECKS if name in diagnostics):
+        std = _spanning_std(std, log_z, bounds)
+    converged = warn_not_converged("bridge", diagnostics)
+    info = dict(halves=[h._asdict() for h in halves], label_switching=strategy, log_label_correction=log_correction,
+                log_evidence_bounds=bounds,
+                n_evaluations_sampling=n_eval_sampling, bridged_over=bridged_over,
+                mode_groups=None if groups is None else [len(g) for g in groups], **sampler_info)
+    return EvidenceResult(log_z, std, "bridge", float(posterior.n_calls), int(posterior.n_calls * len(X)),
+                          time.perf_counter() - start_time, settings._asdict(), draws.reshape(-1, draws.shape[2]),
+                          None, info, diagnostics, converged)

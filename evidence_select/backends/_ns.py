@@ -1,0 +1,783 @@
+"""Nested sampling on any model of the protocol (thesis Ch. 3.2, Algorithm 5).
+
+Live points are drawn from the prior; at each iteration the ``n_replace`` worst
+are removed at once and replaced by constrained-prior moves (Galilean steps,
+:mod:`evidence_select.kernels._galilean`, and slice moves,
+:mod:`evidence_select.kernels._slice`) started from distinct surviving live
+points (lengthened between iterations while the replacements remember where
+they started, when ``max_move_length > 1``: :func:`replacement_memory`,
+:func:`adapt_move_length`). Removing the ``k`` lowest of ``n`` live points is the same as removing
+them one at a time with ``n, n-1, ..., n-k+1`` live points (the maximum order
+statistic of the survivors), so the expected log-volume decrements are
+``1/n, 1/(n-1), ..., 1/(n-k+1)`` and the quadrature stays exact in
+expectation; the new points are drawn above the highest removed likelihood.
+
+The evidence is the log-space quadrature ``Z = sum_i L_i (X_{i-1} - X_i)``
+(Eq. 3.26) with ``log X_i = -sum 1/n_j`` and ``log(X_{i-1} - X_i)`` from
+``log1mexp``, plus the live points, each with ``X_final / n_live``, at the end.
+"""
+
+import logging
+import time
+from dataclasses import asdict, dataclass, replace
+from typing import NamedTuple
+
+import numpy as np
+from scipy import stats
+from scipy.linalg import solve_triangular
+
+from ..kernels._constrained import ConstrainedPoints, LikelihoodConstraint
+from ..kernels._galilean import GalileanInfo, GalileanSettings, adapt_galilean_step, galilean_sample
+from ..kernels._hmc import preconditioner_from_samples
+from ..kernels._slice import SliceInfo, SliceSettings, adapt_slice_width, constrained_slice_sample
+from ..utils._likelihood import check_data, check_fraction, check_positive_int, log_lik_and_grad, log_lik_sum
+from ..utils._logspace import log1mexp, logsumexp
+from ..utils._progress import progress_bar
+from ..utils._settings import merge_settings
+from ..utils._random import make_generator
+from ..utils._threads import single_threaded_blas
+from .._result import EvidenceResult, check, warn_not_converged
+
+__all__ = ["NSConfig", "nested_sampling_log_evidence", "ns_quadrature", "simulate_ns_log_evidence",
+           "merge_ns_runs", "insertion_rank_pvalue"]
+
+logger = logging.getLogger(__name__)
+
+
+def ns_quadrature(log_lik_dead, n_live_dead, log_lik_live):
+    """Log-space NS quadrature of a finished run.
+
+    Parameters
+    ----------
+    log_lik_dead : ndarray of shape (n_dead,)
+        Log-likelihoods of the dead points in removal order (non-decreasing).
+    n_live_dead : ndarray of shape (n_dead,)
+        Number of live points at the moment each dead point was removed.
+    log_lik_live : ndarray of shape (n_live,)
+        Final live points (may be empty, e.g. after :func:`merge_ns_runs`).
+
+    Returns
+    -------
+    log_evidence : float
+    log_weights : ndarray of shape (n_dead + n_live,)
+        Log importance weights ``log L_i + log w_i`` of dead then live points;
+        their logsumexp is ``log_evidence``.
+    information : float
+        ``H = sum_i p_i log(L_i / Z)``, the KL divergence from prior to posterior, in nats.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> log_z, log_w, h = ns_quadrature(np.zeros(3), np.full(3, 2), np.zeros(2))
+    >>> round(abs(log_z), 6)
+    0.0
+    """
+    log_lik_dead = np.asarray(log_lik_dead, dtype=float)
+    n_live_dead = np.asarray(n_live_dead, dtype=float)
+    log_lik_live = np.asarray(log_lik_live, dtype=float)
+    log_volume = -np.cumsum(1.0 / n_live_dead)
+    log_volume_prev = np.concatenate([[0.0], log_volume[:-1]])
+    log_shell = log_volume_prev + log1mexp(log_volume - log_volume_prev)
+    log_final = log_volume[-1] if len(log_volume) else 0.0
+    log_live_shell = np.full(len(log_lik_live), log_final - np.log(max(len(log_lik_live), 1)))
+    log_weights = np.concatenate([log_lik_dead + log_shell, log_lik_live + log_live_shell])
+    log_z = logsumexp(log_weights)
+    log_lik_all = np.concatenate([log_lik_dead, log_lik_live])
+    post = np.exp(log_weights - log_z)
+    finite = post > 0
+    information = float(np.sum(post[finite] * (log_lik_all[finite] - log_z)))
+    return float(log_z), log_weights, max(information, 0.0)
+
+
+def simulate_ns_log_evidence(rng, log_lik_dead, n_live_dead, log_lik_live, n_simulations=100):
+    """Spread of ``log Z`` over simulated shrinkage factors ``t_i ~ Beta(n_i, 1)``.
+
+    Each simulation draws ``log t_i = log(U_i) / n_i`` for every dead point,
+    accumulates the log-volumes and redoes the quadrature; the spread of the
+    results is the statistical uncertainty of the volumes for *this* run's
+    likelihood sequence (including its varying live-point counts).
+
+    Returns
+    -------
+    log_evidences : ndarray of shape (n_simulations,)
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> rng = np.random.default_rng(0)
+    >>> simulate_ns_log_evidence(rng, np.zeros(3), np.full(3, 2), np.zeros(2), 5).shape
+    (5,)
+    """
+    log_lik_dead = np.asarray(log_lik_dead, dtype=float)
+    n_live_dead = np.asarray(n_live_dead, dtype=float)
+    log_lik_live = np.asarray(log_lik_live, dtype=float)
+    out = np.empty(n_simulations)
+    # Chunk the simulations so the (chunk, n_dead) arrays stay small.
+    chunk = max(1, int(2**22 // max(len(log_lik_dead), 1)))
+    for start in range(0, n_simulations, chunk):
+        n_sim = min(chunk, n_simulations - start)
+        log_t = np.log(rng.uniform(size=(n_sim, len(log_lik_dead)))) / n_live_dead
+        log_volume = np.cumsum(log_t, axis=1)
+        log_volume_prev = np.hstack([np.zeros((n_sim, 1)), log_volume[:, :-1]])
+        log_dead = logsumexp(log_lik_dead + log_volume_prev + log1mexp(log_t), axis=1)
+        if len(log_lik_live):
+            log_dead = np.logaddexp(log_dead, log_volume[:, -1] + logsumexp(log_lik_live) - np.log(len(log_lik_live)))
+        out[start: start + n_sim] = log_dead
+    return out
+
+
+def _rank_correlation(a, b):
+    """Spearman correlation of the start and new log-likelihoods of one batch (NaN below 3 points).
+
+    Replacements independent of their starting points give ~0; a positive value
+    means the constrained moves are too short and ``log Z`` is biased high.
+    """
+    if len(a) < 3:
+        return float("nan")
+    ra, rb = np.argsort(np.argsort(a)), np.argsort(np.argsort(b))
+    ra, rb = ra - ra.mean(), rb - rb.mean()
+    denom = np.sqrt(np.sum(ra**2) * np.sum(rb**2))
+    return float(np.sum(ra * rb) / denom) if denom > 0 else float("nan")
+
+
+def replacement_memory(start, new, centre, factor):
+    """How much of where the replacements started survives in where they ended (``nan`` without spread).
+
+    The pooled correlation ``sum(z_start * z_new) / sqrt(sum(z_start^2) sum(z_new^2))``
+    of the start and new positions, ``(n_replace, n_params)``, about ``centre``
+    in the frame whitened by ``factor`` (the other live points' covariance
+    factor). A replacement independent of its start (the constrained prior's
+    exact draw) gives ~0 up to noise of order ``1 / sqrt(n_replace n_params)``;
+    moves too short for the posterior's shape (along a curved ridge, say)
+    leave it well above 0, the live points cluster around their ancestors, and
+    ``log Z`` reads high while the insertion ranks stay uniform. A replacement
+    that stays in its start's mode of a multimodal posterior, as local moves
+    do and should, counts as memory too (the mode's offset from ``centre``).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> start = np.random.default_rng(0).normal(size=(500, 2))
+    >>> round(replacement_memory(start, start, np.zeros(2), np.eye(2)), 3)
+    1.0
+    """
+    terms = _memory_terms(start, new, centre, factor)
+    return float(np.mean(terms)) if terms is not None else float("nan")
+
+
+def _memory_terms(start, new, centre, factor):
+    """Per-replacement terms whose mean is :func:`replacement_memory` (None without spread)."""
+    factor = np.diag(factor) if np.ndim(factor) == 1 else factor
+    z_start = solve_triangular(factor, (start - centre).T, lower=True)
+    z_new = solve_triangular(factor, (new - centre).T, lower=True)
+    denom = np.sqrt(np.sum(z_start**2) * np.sum(z_new**2))
+    return len(start) * np.sum(z_start * z_new, axis=0) / denom if denom > 0 else None
+
+
+def insertion_rank_pvalue(ranks, n_others):
+    """KS p-value of the insertion-rank test (Fowlie, Handley and Su, 2020).
+
+    A replacement drawn from the constrained prior, independently of the live
+    points, lands at a rank uniform on ``0..n_others`` among the ``n_others``
+    surviving live points' likelihoods. Moves that remember where they started
+    (too short), or that cannot reach part of the constrained prior (lost modes),
+    skew the ranks; a tiny p-value means the run's ``log Z`` is not to be trusted.
+
+    Parameters
+    ----------
+    ranks : ndarray of int
+        Number of surviving live points with a lower likelihood than each new point.
+    n_others : int
+        Number of surviving live points each rank was taken among.
+
+    Returns
+    -------
+    pvalue : float
+        NaN for fewer than 10 ranks.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> ranks = np.random.default_rng(0).integers(0, 51, size=2000)
+    >>> bool(insertion_rank_pvalue(ranks, 50) > 0.01)
+    True
+    >>> bool(insertion_rank_pvalue(np.full(2000, 50), 50) < 1e-6)
+    True
+    """
+    ranks = np.asarray(ranks, dtype=float)
+    if len(ranks) < 10:
+        return float("nan")
+    # Discrete uniform ranks mapped to a continuous uniform by spreading each over its cell.
+    offsets = (np.arange(len(ranks)) * 0.6180339887498949) % 1.0  # fixed, low-discrepancy
+    return float(stats.kstest((ranks + offsets) / (n_others + 1), "uniform").pvalue)
+
+
+MOVES = ("galilean", "slice")
+
+
+@dataclass(frozen=True)
+class NSConfig:
+    """Settings of :func:`nested_sampling_log_evidence`, validated on construction.
+
+    Parameters
+    ----------
+    n_live : int, default=250
+        Live points of each run.
+    n_runs : int, default=2
+        Independent runs, merged into one with ``n_runs * n_live`` live points.
+        With two or more, the reported error is the larger of the simulated
+        spread and the spread of the runs' own estimates over ``sqrt(n_runs)``,
+        which also sees what the simulation cannot: live points that local moves
+        cannot carry between the separated pieces of a multimodal constrained
+        prior, or moves that remember their start.
+    dlogz : float, default=0.01
+        Stop when the live points' remaining evidence, ``X * mean(L_live)``,
+        would change ``log Z`` by less than this.
+    n_replace : int or None, default=None
+        Live points replaced per iteration (all moved in one vectorised batch);
+        None means ``max(1, n_live // 4)`` (the volume bookkeeping stays exact for
+        any batch). At most ``n_live // 2``.
+    moves : {"galilean", "slice"}, default="galilean"
+        The replacement kernel. ``"galilean"``: ``n_galilean_steps`` Galilean
+        Monte Carlo steps (straight whitened moves that reflect off the
+        likelihood constraint, :mod:`evidence_select.kernels._galilean`; needs
+        the model's gradients), then ``round(axis_fraction * n_slice_steps)``
+        slice moves along coordinate axes. ``"slice"``: ``n_slice_steps`` slice
+        moves, a fraction ``axis_fraction`` of them along axes and the rest
+        along whitened random directions. Along the slow directions of a curved
+        ridge or a badly conditioned target in many dimensions, random-direction
+        slice moves carry each coordinate only a little and in a random
+        direction, and the replacements keep a memory of their start that lets
+        ``log Z`` read high; Galilean trajectories keep going.
+    n_slice_steps : int or None, default=None
+        Slice moves per replacement; None means ``max(10, 3 * n_params)``: with
+        fewer, a replacement still remembers its starting live point and
+        ``log Z`` comes out high.
+    n_galilean_steps : int or None, default=None
+        Galilean steps per replacement (``moves="galilean"``); None means
+        ``4 * n_slice_steps``. A step costs one or two likelihood-and-gradient
+        evaluations; its length adapts between iterations towards a quarter of
+        the steps reversing at the constraint.
+    trajectory_length : int, default=3
+        Galilean steps between fresh velocities.
+    max_step_out : int, default=10
+        Stepping-out budget of each slice move.
+    axis_fraction : float, default=0.5
+        Share of slice moves along a random coordinate axis (scaled by the
+        coordinate's spread given the others, under the live points'
+        covariance; see :mod:`evidence_select.kernels._slice`); with
+        ``moves="slice"`` the rest run along whitened random directions. Random
+        directions and Galilean steps keep correlated and curved posteriors in
+        reach, axis moves the spikes and separate modes of each coordinate.
+    n_simulations : int, default=200
+        Simulated-volume replicates for the uncertainty.
+    max_iterations : int, default=100000
+        Cap on iterations of each run (reaching it fails the ``"iterations"`` check).
+    max_move_length : float, default=1.0
+        Largest factor by which the moves per replacement (Galilean and slice
+        steps alike) may grow, at least 1 (1: never). Between iterations the
+        factor grows by 1.25 while a running mean of :func:`replacement_memory`
+        exceeds ``MEMORY_TARGET`` (0.1) and shrinks back towards 1 below half
+        of it. Worth raising (e.g. to 4) for a curved or badly conditioned
+        posterior with one mode in many dimensions, where the default moves
+        remember their start and ``log Z`` can read high (the ``"move_memory"``
+        check fails there). Not the default:
+        on a multimodal posterior a replacement stays in its start's mode,
+        as it should, and that reads as memory too, so the moves would
+        lengthen at a cost and no gain.
+    """
+
+    n_live: int = 250
+    n_runs: int = 2
+    dlogz: float = 0.01
+    n_replace: int = None
+    moves: str = "galilean"
+    n_slice_steps: int = None
+    n_galilean_steps: int = None
+    trajectory_length: int = 3
+    max_step_out: int = 10
+    axis_fraction: float = 0.5
+    n_simulations: int = 200
+    max_iterations: int = 100_000
+    max_move_length: float = 1.0
+
+    def __post_init__(self):
+        set_ = lambda name, value: object.__setattr__(self, name, value)  # noqa: E731 (frozen dataclass)
+        set_("n_live", check_positive_int(self.n_live, "n_live", minimum=2))
+        set_("n_runs", check_positive_int(self.n_runs, "n_runs"))
+        set_("dlogz", check_fraction(self.dlogz, "dlogz", high=np.inf))
+        if self.n_replace is not None:
+            n_replace = check_positive_int(self.n_replace, "n_replace")
+            if n_replace > self.n_live // 2:
+                raise ValueError(f"n_replace must be at most n_live // 2 = {self.n_live // 2}, got {n_replace}")
+            set_("n_replace", n_replace)
+        if self.moves not in MOVES:
+            raise ValueError(f"moves must be one of {MOVES}, got {self.moves!r}")
+        if self.n_slice_steps is not None:
+            set_("n_slice_steps", check_positive_int(self.n_slice_steps, "n_slice_steps"))
+        if self.n_galilean_steps is not None:
+            set_("n_galilean_steps", check_positive_int(self.n_galilean_steps, "n_galilean_steps"))
+        set_("trajectory_length", check_positive_int(self.trajectory_length, "trajectory_length"))
+        set_("max_step_out", check_positive_int(self.max_step_out, "max_step_out", minimum=0))
+        set_("axis_fraction", check_fraction(self.axis_fraction, "axis_fraction", high=1.0 + 1e-12, closed_low=True))
+        set_("n_simulations", check_positive_int(self.n_simulations, "n_simulations", minimum=2))
+        set_("max_iterations", check_positive_int(self.max_iterations, "max_iterations"))
+        set_("max_move_length", check_fraction(self.max_move_length, "max_move_length", low=1.0, high=np.inf,
+                                               closed_low=True))
+
+    def resolved(self, n_params):
+        """A copy with the ``None`` defaults filled in for a model of ``n_params`` parameters."""
+        n_slice_steps = self.n_slice_steps or max(10, 3 * n_params)
+        return replace(self, n_replace=self.n_replace or max(1, self.n_live // 4), n_slice_steps=n_slice_steps,
+                       n_galilean_steps=self.n_galilean_steps or 4 * n_slice_steps)
+
+
+MIN_INSERTION_PVALUE = 0.01
+MIN_RUNS_PVALUE = 0.01
+def _mean_over_iterations(runs, field):
+    """The per-iteration ``field`` of :class:`_Run` averaged over every iteration of ``runs`` (``nan`` when none
+    has a value)."""
+    values = np.concatenate([getattr(r, field) for r in runs])
+    return float(np.nanmean(values)) if np.any(np.isfinite(values)) else float("nan")
+
+
+def _diagnostics(config, runs, run_log_z, run_std, n_params, memory_removed):
+    """Convergence checks of a set of NS runs (see :func:`nested_sampling_log_evidence`, Notes).
+
+    ``memory_removed`` holds the runs' probes, :func:`memory_removed_by_longer_moves`, concatenated.
+    """
+    ranks = np.concatenate([r.insertion_ranks for r in runs])
+    p_insertion = insertion_rank_pvalue(ranks, config.n_live - config.n_replace)
+    n_iterations = max(r.n_iterations for r in runs)
+    out = {
+        "insertion_rank": check(p_insertion, MIN_INSERTION_PVALUE, not p_insertion < MIN_INSERTION_PVALUE),
+        "iterations": check(n_iterations, config.max_iterations, all(r.finished for r in runs)),
+        "live_points": check(config.n_live, n_params + 1, config.n_live > n_params),
+    }
+    if len(runs) > 1:
+        # Do the runs agree within their simulated errors? chi^2 with n_runs - 1 degrees of freedom.
+        weights = 1.0 / np.asarray(run_std) ** 2
+        mean = np.sum(weights * run_log_z) / np.sum(weights)
+        chi2 = float(np.sum(weights * (run_log_z - mean) ** 2))
+        p_runs = float(stats.chi2.sf(chi2, len(runs) - 1))
+        out["runs_agreement"] = check(p_runs, MIN_RUNS_PVALUE, p_runs >= MIN_RUNS_PVALUE)
+    if len(memory_removed) > 1:
+        removed = float(np.mean(memory_removed))
+        noise = float(np.std(memory_removed, ddof=1) / np.sqrt(len(memory_removed)))
+        threshold = max(MAX_MEMORY_REMOVED, PROBE_SIGMAS * noise)
+        out["move_memory"] = check(removed, threshold, removed <= threshold)
+    return out
+
+
+def nested_sampling_log_evidence(model, X, y=None, *, config=None, random_state=None, verbose=0, **settings):
+    """Nested-sampling estimate of ``log p(y | X)`` for any protocol model.
+
+    Parameters
+    ----------
+    model : Model
+        Any object implementing the model protocol (prior sampler, log prior,
+        per-datum log-likelihood).
+    X : ndarray of shape (n_samples, n_features)
+    y : ndarray of shape (n_samples,), default=None
+    config : NSConfig, default=None
+        The settings as one object; None means the defaults.
+    random_state : int, numpy.random.Generator or None, default=None
+    verbose : int, default=0
+        ``>= 1`` shows a progress bar (tqdm, if installed) and logs progress.
+    **settings
+        Fields of :class:`NSConfig` (e.g. ``n_live=500``), overriding ``config``.
+
+    Returns
+    -------
+    result : EvidenceResult
+        ``log_evidence_std`` is the larger of the simulated-volume spread and
+        (with ``n_runs >= 2``) the runs' spread over ``sqrt(n_runs)``;
+        ``diagnostics``/``converged`` hold the checks below; ``info`` holds
+        ``"std_simulated"``, ``"std_between_runs"``, ``"std_information"``
+        (``sqrt(H / n_live)``), ``"information"``, ``"n_iterations"``,
+        ``"insertion_pvalue"``, ``"replacement_memory"`` (:func:`replacement_memory`
+        averaged over the iterations; read it with ``max_move_length``),
+        ``"memory_removed"`` (the ``"move_memory"`` check's value),
+        ``"final_move_length"`` and the moves' statistics (``"slice"``, ``"galilean"``,
+        ``"final_slice_width"``, ``"final_galilean_step"``); ``samples`` and
+        ``log_weights`` are the dead and final live points with their posterior
+        importance weights (logsumexp equals ``log_evidence``).
+
+    Warns
+    -----
+    EvidenceConvergenceWarning
+        When a check fails (``result.converged`` is then False).
+
+    Notes
+    -----
+    Skilling, "Nested sampling for general Bayesian computation" (2006); the
+    thesis "Evidence Estimation Using Stochastic Likelihood Approximations",
+    Sec. 3.2, Eq. (3.21)-(3.27) and Algorithm 5. Replacements are whitened
+    Galilean and slice moves under the likelihood constraint (``moves``); the
+    whitening comes from the surviving live points *other than* the moves'
+    start points, so no move's kernel depends on where it started.
+
+    The checks (``result.diagnostics``):
+
+    - ``"insertion_rank"``: the KS p-value of the ranks at which replacements
+      land among the surviving live points (Fowlie, Handley and Su, "Nested
+      sampling cross-checks using order statistics", 2020), at least 0.01;
+    - ``"iterations"``: every run reached ``dlogz`` before ``max_iterations``;
+    - ``"live_points"``: ``n_live > n_params``; with fewer, the live points'
+      covariance that shapes the slice moves is rank-deficient, and separated
+      modes are easily lost for good;
+    - ``"runs_agreement"`` (``n_runs >= 2``): the chi-square p-value of the runs'
+      estimates against their simulated errors, at least 0.01;
+    - ``"move_memory"``: the memory of their start that moves ``PROBE_LENGTH``
+      times longer remove, probed at each run's final live points
+      (:func:`memory_removed_by_longer_moves`), at most 0.1 (or 4 of the
+      probe's standard errors, when its noise is larger). Moves too short for a
+      curved ridge or a thin direction leave the live points clustered around
+      their ancestors, and ``log Z`` reads high while the runs agree and the
+      insertion ranks stay uniform; moves that stay in their start's mode of a
+      multimodal posterior pass. Cure: ``max_move_length=4``, or more
+      ``n_galilean_steps``/``n_slice_steps``. The probe costs a few iterations'
+      moves and has its own random stream, so the estimate and its error are
+      those of the runs alone.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from evidence_select.testing._targets import GaussianTarget
+    >>> target = GaussianTarget(np.zeros(2), cov=0.1)
+    >>> res = nested_sampling_log_evidence(target, np.zeros((1, 1)), n_live=50, random_state=0)
+    >>> abs(res.log_evidence - target.exact_log_evidence()) < 4 * res.log_evidence_std
+    True
+    """
+    start_time = time.perf_counter()
+    X, y = check_data(X, y)
+    config = merge_settings(NSConfig, config, settings, "NS").resolved(model.n_params)
+    rng = make_generator(random_state)
+
+    def log_lik_fn(theta):
+        return log_lik_sum(model, theta, X, y)
+
+    def log_lik_and_grad_fn(theta):
+        return log_lik_and_grad(model, theta, X, y)
+
+    bar = progress_bar(verbose, total=None, desc="NS", leave=False)
+    likelihood = (log_lik_fn, log_lik_and_grad_fn)
+    # The probe draws from its own generator (spawning leaves rng's state alone): the runs' estimates and errors
+    # are the same with it as without.
+    probe_rng = rng.spawn(1)[0]
+    with single_threaded_blas():
+        runs = [_ns_run(rng, model, likelihood, config, bar, verbose) for _ in range(config.n_runs)]
+        probes = [memory_removed_by_longer_moves(probe_rng, model, likelihood, config, run) for run in runs]
+    if bar is not None:
+        bar.close()
+    memory_removed = np.concatenate([removed for removed, _ in probes])
+    if config.n_runs == 1:
+        run = runs[0]
+        dead_log_lik, dead_n_live, live_log_lik = run.dead_log_lik, run.dead_n_live, run.live_log_lik
+        samples = np.vstack([run.dead_points, run.live])
+    else:
+        dead_log_lik, dead_n_live, samples, live_log_lik = merge_ns_runs(runs)
+    log_z, log_weights, information = ns_quadrature(dead_log_lik, dead_n_live, live_log_lik)
+    std_simulated = float(np.std(simulate_ns_log_evidence(rng, dead_log_lik, dead_n_live, live_log_lik,
+                                                          config.n_simulations), ddof=1))
+    run_log_z = np.array([ns_quadrature(r.dead_log_lik, r.dead_n_live, r.live_log_lik)[0] for r in runs])
+    run_std = [float(np.std(simulate_ns_log_evidence(rng, r.dead_log_lik, r.dead_n_live, r.live_log_lik,
+                                                     config.n_simulations), ddof=1)) for r in runs]
+    # The runs are independent, so their spread sees every source of error, including what the volume
+    # simulation cannot (lost modes, replacements that remember their start).
+    n_runs = config.n_runs
+    std_between_runs = float(np.std(run_log_z, ddof=1) / np.sqrt(n_runs)) if n_runs > 1 else float("nan")
+    std = std_simulated if n_runs == 1 else max(std_simulated, std_between_runs)
+    diagnostics = _diagnostics(config, runs, run_log_z, run_std, model.n_params, memory_removed)
+    converged = warn_not_converged("ns", diagnostics)
+    info = dict(std_simulated=std_simulated, std_information=float(np.sqrt(information / (config.n_live * n_runs))),
+                information=information, std_between_runs=std_between_runs, log_evidence_runs=run_log_z.tolist(),
+                std_simulated_runs=run_std, n_iterations=int(sum(r.n_iterations for r in runs)),
+                n_dead=len(dead_log_lik), insertion_pvalue=diagnostics["insertion_rank"]["value"],
+                **_move_info(runs, memory_removed))
+    n_calls = sum(r.n_calls for r in runs) + sum(calls for _, calls in probes)
+    return EvidenceResult(log_z, std, "ns", float(n_calls), int(n_calls * len(X)), time.perf_counter() - start_time,
+                          asdict(config), samples, log_weights, info, diagnostics, converged)
+
+
+def _move_info(runs, memory_removed):
+    """The replacement moves' entries of the result's ``info``: final scales, totals and memory, over ``runs``."""
+    return dict(final_slice_width=float(np.mean([r.scales.width for r in runs])),
+                final_galilean_step=float(np.mean([r.scales.step_size for r in runs])),
+                final_move_length=float(np.mean([r.scales.length for r in runs])),
+                slice=SliceInfo(*(int(t) for t in np.sum([r.slice_totals for r in runs], axis=0)))._asdict(),
+                galilean=GalileanInfo(*(int(t) for t in np.sum([r.galilean_totals for r in runs], axis=0)))._asdict(),
+                start_correlation=_mean_over_iterations(runs, "start_correlations"),
+                replacement_memory=_mean_over_iterations(runs, "memories"),
+                memory_removed=float(np.mean(memory_removed)) if len(memory_removed) else float("nan"))
+
+
+class _Run(NamedTuple):
+    """One finished nested-sampling run: dead points in removal order, then the final live points."""
+
+    dead_points: np.ndarray
+    dead_log_lik: np.ndarray
+    dead_n_live: np.ndarray
+    live: np.ndarray
+    live_log_lik: np.ndarray
+    n_calls: int
+    n_iterations: int
+    slice_totals: np.ndarray
+    galilean_totals: np.ndarray
+    start_correlations: np.ndarray
+    scales: "_MoveScales"
+    insertion_ranks: np.ndarray = np.empty(0, dtype=int)
+    finished: bool = True
+    memories: np.ndarray = np.empty(0)  # replacement_memory per iteration
+
+
+def _remove_worst(live_log_lik, n_replace, log_volume):
+    """Indices of the ``n_replace`` worst live points, their live counts and log shells, the new log volume.
+
+    Removing the ``k`` lowest of ``n`` at once is removing them one at a time with
+    ``n, n-1, ..., n-k+1`` live points.
+    """
+    n_live = len(live_log_lik)
+    order = np.argsort(live_log_lik, kind="stable")
+    counts = n_live - np.arange(n_replace)
+    volume_steps = -1.0 / counts
+    log_volumes = log_volume + np.cumsum(volume_steps)
+    log_prev = np.concatenate([[log_volume], log_volumes[:-1]])
+    return order[:n_replace], order[n_replace:], counts, log_prev + log1mexp(volume_steps), float(log_volumes[-1])
+
+
+#: The whitening covariance is shrunk towards its diagonal only when the points it comes from number fewer
+#: than this many times the dimension (a regulariser for a poorly determined estimate).
+WELL_DETERMINED = 2
+
+
+def _whitening_factor(points):
+    """Lower-triangular factor of the covariance of ``points``, shrunk only if they are few for the dimension.
+
+    Shrinking towards the diagonal keeps a poorly determined covariance well conditioned, but for a
+    rotated, badly conditioned target it widens the thin directions in the whitened frame, and the
+    replacements then forget their start along the long ones more slowly (``log Z`` reads high).
+    """
+    n_points, n_params = points.shape
+    return preconditioner_from_samples(points, dense=True,
+                                       shrinkage=0.0 if n_points > WELL_DETERMINED * n_params else 0.05)
+
+
+class _MoveScales(NamedTuple):
+    """The replacement kernel's scales, adapted between iterations of a run."""
+
+    width: float  # slice bracket, in units of the whitening factor's scale
+    step_size: float  # Galilean step, in whitened units
+    length: float = 1.0  # factor on the configured moves per replacement
+    memory: float = 0.0  # running mean of replacement_memory, which steers ``length``
+
+
+#: The running mean of :func:`replacement_memory` that lengthens the moves, and its weight on a new value (a
+#: mean over ~10 iterations: one iteration's value is noise of order 1 / sqrt(n_replace n_params)).
+MEMORY_TARGET = 0.1
+MEMORY_SMOOTHING = 0.1
+LENGTH_STEP = 1.25
+
+
+def adapt_move_length(scales, memory, max_length):
+    """``scales`` with the running memory updated by one iteration's ``memory`` and ``length`` adapted to it.
+
+    ``length`` grows by ``LENGTH_STEP`` (up to ``max_length``) while the running
+    memory exceeds ``MEMORY_TARGET`` and shrinks by it (down to 1) below half of
+    it. A ``nan`` memory (no spread to measure) changes nothing.
+
+    Examples
+    --------
+    >>> s = _MoveScales(1.0, 0.5)
+    >>> for _ in range(30):
+    ...     s = adapt_move_length(s, 0.5, max_length=4.0)
+    >>> round(s.length, 2), round(s.memory, 2)
+    (4.0, 0.48)
+    """
+    if not np.isfinite(memory):
+        return scales
+    running = (1.0 - MEMORY_SMOOTHING) * scales.memory + MEMORY_SMOOTHING * memory
+    length = scales.length
+    if running > MEMORY_TARGET:
+        length = min(length * LENGTH_STEP, max_length)
+    elif running < MEMORY_TARGET / 2:
+        length = max(length / LENGTH_STEP, 1.0)
+    return scales._replace(length=length, memory=running)
+
+
+def _replace_points(rng, model, likelihood, config, start, log_lik_min, factor, scales):
+    """Move copies of the ``start`` points ``(position, log_prior, log_lik)`` under ``log L > log_lik_min``.
+
+    Returns the new points, the slice and Galilean totals and the scales adapted from them.
+    """
+    log_lik_fn, log_lik_and_grad_fn = likelihood
+    points = ConstrainedPoints(*start)
+    galilean = GalileanInfo(0, 0, 0, 0)
+    n_slice, axis_fraction = int(round(config.n_slice_steps * scales.length)), config.axis_fraction
+    if config.moves == "galilean":
+        dense = factor if factor.ndim == 2 else np.diag(factor)
+        n_galilean = int(round(config.n_galilean_steps * scales.length))
+        points, galilean = galilean_sample(
+            rng, points, LikelihoodConstraint(log_lik_min, model.log_prior, log_lik_and_grad_fn),
+            GalileanSettings(dense, scales.step_size, n_galilean, config.trajectory_length))
+        scales = scales._replace(step_size=adapt_galilean_step(scales.step_size, galilean))
+        n_slice, axis_fraction = int(round(config.axis_fraction * n_slice)), 1.0
+    points, sliced = constrained_slice_sample(
+        rng, points, LikelihoodConstraint(log_lik_min, model.log_prior, log_lik_fn),
+        SliceSettings(factor, width=scales.width, max_step_out=config.max_step_out, axis_fraction=axis_fraction),
+        n_steps=n_slice)
+    scales = scales._replace(width=adapt_slice_width(scales.width, sliced))
+    return tuple(points), sliced, galilean, scales
+
+
+#: The end-of-run probe (:func:`memory_removed_by_longer_moves`): at most this many final live points (at most
+#: half of them), and the factor on the run's final moves per replacement that it compares them with.
+PROBE_POINTS = 125
+PROBE_LENGTH = 4.0
+#: The ``"move_memory"`` check fails when moves ``PROBE_LENGTH`` times longer remove more than this much of the
+#: replacements' memory of their start, and more than ``PROBE_SIGMAS`` standard errors of the probe's own noise.
+MAX_MEMORY_REMOVED = 0.1
+PROBE_SIGMAS = 4.0
+
+
+def memory_removed_by_longer_moves(rng, model, likelihood, config, run):
+    """Per-point memory of their start that longer moves remove, probed at a run's final live points.
+
+    Copies of ``min(PROBE_POINTS, n_live // 2)`` final live points move under
+    the run's last likelihood level with the run's final moves, then on for
+    ``PROBE_LENGTH - 1`` times as many; the result holds, per point, its
+    :func:`replacement_memory` term after the short moves minus its term after
+    the long ones (their mean is the memory the longer moves remove). Moves too
+    short for a curved ridge or a thin direction leave memory that longer ones
+    remove, and ``log Z`` reads high; a replacement that stays in its start's
+    mode of a multimodal posterior, as it should, keeps its memory however far
+    it moves. The run's own memory cannot tell the two apart; this can. The
+    whitening comes from the final live points that are not moved, as in the
+    run. ``rng`` should be the probe's own: the run is left as it was.
+
+    Returns
+    -------
+    removed : ndarray of shape (n_probe,)
+        Empty when the live points have no spread to measure.
+    n_calls : int
+        Likelihood evaluations the probe made.
+    """
+    live, log_lik = run.live, run.live_log_lik
+    n_probe = min(PROBE_POINTS, len(live) // 2)
+    order = rng.permutation(len(live))
+    start, others = order[:n_probe], order[n_probe:]
+    if n_probe < 2 or len(others) < 2:
+        return np.empty(0), 0
+    factor = _whitening_factor(live[others])
+    centre = np.mean(live[others], axis=0)
+    bound = np.nextafter(np.min(log_lik), -np.inf)  # every start lies strictly above it
+    points = (live[start], np.asarray(model.log_prior(live[start]), dtype=float), log_lik[start])
+    short, sliced, galilean, _ = _replace_points(rng, model, likelihood, config, points, bound, factor, run.scales)
+    n_calls = sliced.n_likelihood_calls + galilean.n_likelihood_calls
+    longer = run.scales._replace(length=run.scales.length * (PROBE_LENGTH - 1.0))
+    long, sliced, galilean, _ = _replace_points(rng, model, likelihood, config, short, bound, factor, longer)
+    n_calls += sliced.n_likelihood_calls + galilean.n_likelihood_calls
+    terms_short = _memory_terms(live[start], short[0], centre, factor)
+    terms_long = _memory_terms(live[start], long[0], centre, factor)
+    if terms_short is None or terms_long is None:
+        return np.empty(0), n_calls
+    return terms_short - terms_long, n_calls
+
+
+def _ns_run(rng, model, likelihood, config, bar, verbose):
+    """One nested-sampling run with ``config.n_live`` live points (see :func:`nested_sampling_log_evidence`).
+
+    ``likelihood`` is the pair ``(log_lik_fn, log_lik_and_grad_fn)`` of full-data functions.
+    """
+    n_live, n_replace = config.n_live, config.n_replace
+    live = np.asarray(model.sample_prior(rng, n_live), dtype=float)
+    live_log_prior = np.asarray(model.log_prior(live), dtype=float)
+    live_log_lik = likelihood[0](live)
+    n_calls = n_live
+    dead_points, dead_log_lik, dead_n_live, ranks, start_corr, memories = [], [], [], [], [], []
+    log_volume, log_z = 0.0, -np.inf
+    scales = _MoveScales(width=np.sqrt(model.n_params), step_size=0.5)
+    slice_totals, galilean_totals = np.zeros(4, dtype=np.int64), np.zeros(4, dtype=np.int64)
+    iteration, finished = 0, False
+    for iteration in range(1, config.max_iterations + 1):
+        worst, survivors, counts, log_shells, log_volume = _remove_worst(live_log_lik, n_replace, log_volume)
+        log_z = np.logaddexp(log_z, logsumexp(live_log_lik[worst] + log_shells))
+        dead_points.append(live[worst])
+        dead_log_lik.append(live_log_lik[worst])
+        dead_n_live.append(counts)
+        log_lik_min = live_log_lik[worst[-1]]
+
+        # Replace by moves from distinct surviving points (all satisfy the new bound). The whitening
+        # comes from the other survivors: a kernel shaped by its own start point is not invariant,
+        # and the replacements drift.
+        start = rng.choice(survivors, size=n_replace, replace=False)
+        others = np.setdiff1d(survivors, start)
+        factor = _whitening_factor(live[others if len(others) > 1 else survivors])
+        (new, new_log_prior, new_log_lik), sliced, galilean, scales = _replace_points(
+            rng, model, likelihood, config, (live[start], live_log_prior[start], live_log_lik[start]),
+            log_lik_min, factor, scales)
+        n_calls += sliced.n_likelihood_calls + galilean.n_likelihood_calls
+        ranks.append(np.searchsorted(np.sort(live_log_lik[survivors]), new_log_lik))
+        start_corr.append(_rank_correlation(live_log_lik[start], new_log_lik))
+        memories.append(replacement_memory(live[start], new, np.mean(live[others], axis=0), factor)
+                        if len(others) > 1 else np.nan)
+        scales = adapt_move_length(scales, memories[-1], config.max_move_length)
+        slice_totals += np.array(sliced)
+        galilean_totals += np.array(galilean)
+        live[worst], live_log_prior[worst], live_log_lik[worst] = new, new_log_prior, new_log_lik
+
+        log_remaining = log_volume + logsumexp(live_log_lik) - np.log(n_live)
+        delta = np.logaddexp(log_z, log_remaining) - log_z
+        if bar is not None:
+            bar.update(1)
+            bar.set_postfix(logz=f"{log_z:.3f}", dlogz=f"{delta:.3g}")
+        if verbose >= 2 and iteration % 100 == 0:
+            logger.info("NS iteration %d: log Z = %.4f, remaining dlogz = %.3g, %s",
+                        iteration, log_z, delta, scales)
+        if delta < config.dlogz:
+            finished = True
+            break
+    return _Run(np.vstack(dead_points), np.concatenate(dead_log_lik), np.concatenate(dead_n_live), live, live_log_lik,
+                n_calls, iteration, slice_totals, galilean_totals, np.array(start_corr), scales,
+                np.concatenate(ranks), finished, np.array(memories))
+
+
+def merge_ns_runs(runs):
+    """Merge independent runs into one run with their live points summed (Skilling 2006; dynesty's ``merge_runs``).
+
+    Each run's final live points are removed in order of likelihood with
+    counts ``m, m-1, ..., 1``; at every point of the merged sequence the live
+    count is the sum over runs of the count each run had at that likelihood
+    level (0 once a run is exhausted). The merged run ends with no live points.
+
+    Returns
+    -------
+    log_lik : ndarray of shape (n_points,)
+    n_live : ndarray of shape (n_points,)
+    samples : ndarray of shape (n_points, n_params)
+    log_lik_live : ndarray of shape (0,)
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from evidence_select.backends._ns import _Run
+    >>> run = _Run(np.zeros((1, 1)), np.array([0.0]), np.array([2]), np.ones((2, 1)), np.array([1.0, 2.0]),
+    ...            0, 0, np.zeros(4), np.zeros(4), np.array([]), None)
+    >>> log_lik, n_live, _, _ = merge_ns_runs([run, run])
+    >>> n_live.tolist()
+    [4.0, 4.0, 4.0, 4.0, 2.0, 2.0]
+    """
+    sequences = []
+    for run in runs:
+        order = np.argsort(run.live_log_lik, kind="stable")
+        log_lik = np.concatenate([run.dead_log_lik, run.live_log_lik[order]])
+        counts = np.concatenate([run.dead_n_live, np.arange(len(order), 0, -1)]).astype(float)
+        sequences.append((log_lik, counts, np.vstack([run.dead_points, run.live[order]])))
+    all_log_lik = np.concatenate([seq[0] for seq in sequences])
+    merged_counts = np.zeros(len(all_log_lik))
+    for log_lik, counts, _ in sequences:  # each run's live count at every merged level
+        position = np.searchsorted(log_lik, all_log_lik, side="left")
+        merged_counts += np.where(position < len(log_lik), counts[np.minimum(position, len(log_lik) - 1)], 0.0)
+    order = np.argsort(all_log_lik, kind="stable")
+    samples = np.vstack([seq[2] for seq in sequences])[order]
+    return all_log_lik[order], merged_counts[order], samples, np.empty(0)

@@ -1,0 +1,42 @@
+"""The fast calibration subset: each reference backend on small cases with exact evidence.
+
+Every backend runs with its documented defaults through ``log_evidence(model,
+X, y, method=...)`` (no ``X`` for the targets without data) on a few 2- to 8-d
+cases of :func:`~evidence_select.testing.calibration_cases`: heavy tails, two
+peaks per coordinate, a funnel, a rotated banana, a ring of double wells, a
+box prior through the sigmoid map, a mixture with label switching and an
+ill-conditioned Gaussian. The estimate must lie within ``max(4 sigma, 0.5)`` nats
+of the exact value, sigma being the backend's own reported error. The full suite
+(up to 64 dimensions, three seeds) is ``benchmarks/bench_calibration.py``; the
+exact values are checked in ``models/tests/test_calibration_targets.py``.
+"""
+
+import warnings
+
+import pytest
+
+from evidence_select import log_evidence
+from evidence_select.exceptions import EvidenceConvergenceWarning
+from evidence_select.testing import calibration_cases
+
+CASES = {c.name: c for c in calibration_cases(8, dims=(2, 8))}
+SMALL = ["student_t_d2", "two_peak_d2", "funnel_d2", "banana_rotated_d2", "ring_chain_d3", "box_two_peak_t_d2",
+         "tiny_mixture_d2", "funnel_d8", "gauss_cond1e4_d8"]
+
+
+def _params():
+    for method in ("ns", "ais", "bridge"):
+        for name in SMALL:
+            yield pytest.param(method, name, id=f"{method}-{name}")
+
+
+@pytest.mark.parametrize("method, name", list(_params()))
+def test_backend_within_its_own_error_of_the_exact_evidence(method, name):
+    case = CASES[name]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", EvidenceConvergenceWarning)  # the verdict is judged by the benchmark
+        result = log_evidence(case.model, case.X, case.y, method=method, random_state=0)
+    error = result.log_evidence - case.exact
+    tolerance = max(4.0 * result.log_evidence_std, 0.5)
+    assert abs(error) <= tolerance, (f"{method} on {name}: {result.log_evidence:.3f} +/- "
+                                     f"{result.log_evidence_std:.3f}, exact {case.exact:.3f}")

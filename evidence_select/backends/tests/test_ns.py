@@ -1,0 +1,275 @@
+"""Nested sampling: quadrature against exact volumes, and the full sampler on analytic evidence.
+
+Tolerance: K_SIGMA = 4 reported standard errors per seeded run (probability
+6e-5 of a miss for a calibrated estimator), with the reported error bounded by
+MAX_STD so that an off-by-one in the live-point count or the volume is caught.
+"""
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from evidence_select.datasets import make_linear_regression
+from evidence_select.backends._ns import (NSConfig, insertion_rank_pvalue, nested_sampling_log_evidence,
+                                         ns_quadrature, simulate_ns_log_evidence)
+from evidence_select.exceptions import EvidenceConvergenceWarning
+from evidence_select.models import LinearGaussianModel
+from evidence_select.testing._calibration import BananaTarget, ProductTarget, TwoPeakFactor
+from evidence_select.testing._targets import BoxGaussianTarget, GaussianTarget, correlated_gaussian_target
+
+K_SIGMA = 4.0
+MAX_STD = 0.45
+X_DUMMY = np.zeros((1, 1))
+
+
+def _exact_volume_run(rng, n_live, n_replace, d, s2):
+    """NS with *exact* constrained-prior draws for an isotropic Gaussian likelihood at 0.
+
+    Under a standard normal prior the prior volume inside radius^2 r2 is
+    chi2.cdf(r2, d), so the run can be simulated in volume space directly.
+    """
+    live = rng.uniform(size=n_live)
+    dead, counts = [], []
+    while True:
+        worst = np.argsort(-live)[:n_replace]
+        dead.append(live[worst])
+        counts.append(n_live - np.arange(n_replace))
+        bound = live[worst[-1]]
+        live[worst] = rng.uniform(0, bound, size=n_replace)
+        if bound < 1e-14:
+            break
+
+    def log_lik(volume):
+        return -0.5 * stats.chi2.ppf(volume, d) / s2 - 0.5 * d * np.log(2 * np.pi * s2)
+
+    return log_lik(np.concatenate(dead)), np.concatenate(counts), log_lik(live)
+
+
+@pytest.mark.parametrize("n_replace", [1, 5])
+def test_quadrature_unbiased_and_simulated_std_calibrated(n_replace):
+    # Few live points and many runs: an off-by-one in the live count biases log Z by
+    # ~H / n_live = 0.27 nats here, 7 standard errors of the mean over 200 runs.
+    d, s2, n_live = 3, 0.01, 20
+    truth = GaussianTarget(np.zeros(d), s2).exact_log_evidence()
+    rng = np.random.default_rng(0)
+    errors, stds = [], []
+    for _ in range(200):
+        dead, counts, live = _exact_volume_run(rng, n_live, n_replace, d, s2)
+        log_z, log_w, info = ns_quadrature(dead, counts, live)
+        assert np.isclose(np.logaddexp.reduce(log_w), log_z)
+        errors.append(log_z - truth)
+        stds.append(np.std(simulate_ns_log_evidence(rng, dead, counts, live, 50)))
+    errors = np.array(errors)
+    # Mean error within 4 standard errors of zero; spread within 30% of the simulated std.
+    assert abs(errors.mean()) < K_SIGMA * errors.std() / np.sqrt(len(errors))
+    assert 0.7 < errors.std() / np.mean(stds) < 1.3
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+@pytest.mark.parametrize("target", [GaussianTarget(np.array([0.3, -0.2, 0.1]), cov=0.01),
+                                    BoxGaussianTarget(np.array([0.5, -0.3]), 0.1)],
+                         ids=lambda t: type(t).__name__)
+def test_analytic_targets(target, seed):
+    res = nested_sampling_log_evidence(target, X_DUMMY, n_live=100, n_slice_steps=6, random_state=seed)
+    assert res.method == "ns" and 0 < res.log_evidence_std < MAX_STD
+    assert abs(res.log_evidence - target.exact_log_evidence()) < K_SIGMA * res.log_evidence_std
+    info = res.info
+    assert abs(info["std_simulated"] - info["std_information"]) < 0.3 * info["std_information"]
+    assert np.isclose(np.logaddexp.reduce(res.log_weights), res.log_evidence)
+    assert len(res.samples) == len(res.log_weights)
+
+
+def test_posterior_samples_by_importance_weights():
+    target = GaussianTarget(np.array([0.5, -0.5]), cov=0.01)
+    res = nested_sampling_log_evidence(target, X_DUMMY, n_live=100, n_slice_steps=6, random_state=0)
+    weights = np.exp(res.log_weights - res.log_evidence)
+    mean, cov = target.posterior()
+    np.testing.assert_allclose(weights @ res.samples, mean, atol=0.05)
+
+
+def test_exact_linear_evidence():
+    data = make_linear_regression(100, n_features=2, random_state=0)
+    model = LinearGaussianModel(2)
+    res = nested_sampling_log_evidence(model, data.X, data.y, n_live=100, n_slice_steps=6, random_state=0)
+    assert 0 < res.log_evidence_std < MAX_STD
+    assert abs(res.log_evidence - model.exact_log_evidence(data.X, data.y)) < K_SIGMA * res.log_evidence_std
+    assert res.n_datum_evaluations == res.n_likelihood_calls * 100
+
+
+@pytest.mark.parametrize("kwargs, match", [(dict(n_live=1), "n_live"), (dict(n_live=100, n_replace=60), "n_replace"),
+                                           (dict(dlogz=0), "dlogz"), (dict(n_slice_steps=0), "n_slice_steps"),
+                                           (dict(moves="hmc"), "moves"), (dict(n_galilean_steps=0), "n_galilean_steps"),
+                                           (dict(trajectory_length=0), "trajectory_length"),
+                                           (dict(max_move_length=0.5), "max_move_length"),
+                                           (dict(max_move_length=np.inf), "max_move_length")])
+def test_bad_arguments(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        nested_sampling_log_evidence(GaussianTarget(np.zeros(2)), X_DUMMY, **kwargs)
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_large_batches_keep_the_volume_bookkeeping(seed):
+    # Replacing half the live points per iteration is valid only if the k removals
+    # are booked with live counts n, n-1, ..., n-k+1; booking them all at n would
+    # bias log Z by ~+1.3 nats here (> 4 reported errors). One run: its simulated error is what the
+    # bookkeeping determines, where a second run's spread (a two-point estimate) would add a heavy tail.
+    target = GaussianTarget(np.array([0.3, -0.2, 0.1]), cov=0.01)
+    res = nested_sampling_log_evidence(target, X_DUMMY, n_live=100, n_replace=50, n_slice_steps=6, n_runs=1,
+                                       random_state=seed)
+    assert 0 < res.log_evidence_std < MAX_STD
+    assert abs(res.log_evidence - target.exact_log_evidence()) < K_SIGMA * res.log_evidence_std
+
+
+@pytest.mark.parametrize("moves", ["slice", "galilean"])
+def test_default_steps_decorrelate_replacements(moves):
+    # Replacements must not remember their starting live point: with too few slice
+    # steps they inherit its high likelihood and log Z comes out high (+1.5 nats on
+    # the 20-d correlated target with n_params steps). The rank correlation of
+    # start and new log L exposes it; each kernel's default step count removes it.
+    target = correlated_gaussian_target(6, correlation=0.9)
+    short = nested_sampling_log_evidence(target, X_DUMMY, n_live=100, moves="slice", n_slice_steps=1,
+                                         max_move_length=1, random_state=0)
+    res = nested_sampling_log_evidence(target, X_DUMMY, n_live=100, moves=moves, random_state=0)
+    assert res.settings["n_slice_steps"] == 18 and res.settings["n_replace"] == 25
+    assert res.settings["n_galilean_steps"] == 72
+    assert short.info["start_correlation"] > 0.3
+    assert abs(res.info["start_correlation"]) < 0.1
+    # The replacements' memory of their start positions says the same (default slice moves keep ~0.1 of it,
+    # Galilean ones ~0.01); by default the moves never lengthen.
+    assert short.info["replacement_memory"] > 0.5
+    assert abs(res.info["replacement_memory"]) < 0.2 and res.info["final_move_length"] == 1.0
+    assert abs(res.log_evidence - target.exact_log_evidence()) < K_SIGMA * res.log_evidence_std
+    assert (res.info["galilean"]["n_likelihood_calls"] > 0) == (moves == "galilean")
+
+
+def test_moves_lengthen_until_replacements_forget_their_start():
+    # Two slice steps per replacement remember their start (memory ~0.7 on this target); with
+    # max_move_length the moves lengthen between iterations, and the memory falls below 0.2.
+    target = correlated_gaussian_target(6, correlation=0.9)
+    kwargs = dict(n_live=100, moves="slice", n_slice_steps=2, n_runs=1, random_state=0)
+    fixed = nested_sampling_log_evidence(target, X_DUMMY, max_move_length=1, **kwargs)
+    adapted = nested_sampling_log_evidence(target, X_DUMMY, max_move_length=16, **kwargs)
+    assert fixed.info["final_move_length"] == 1.0 and adapted.info["final_move_length"] > 4
+    assert adapted.info["replacement_memory"] < 0.2 < fixed.info["replacement_memory"]
+    assert abs(adapted.log_evidence - target.exact_log_evidence()) < K_SIGMA * adapted.log_evidence_std
+
+
+@pytest.mark.slow
+def test_move_memory_check_flags_short_moves_on_a_curved_ridge_but_not_modes():
+    # On the 8-d banana the default moves keep memory of their start that moves 4 times longer remove (the
+    # probe reads ~0.33 against a threshold of ~0.15), and on the rotated banana in 32 and 64 dimensions the
+    # same short moves read log Z high beyond the error (benchmarks/bench_calibration.py); the check must
+    # flag them. On the product of two-peak densities the moves stay in their start's peaks however long
+    # they run (memory ~0.5, removed ~0): a mode, not a short move, so the check passes. The probe has its
+    # own generator, so the estimate is the one the run gives without it (the mocked probe below).
+    from evidence_select.backends import _ns
+
+    banana, peaks = BananaTarget(8), ProductTarget(TwoPeakFactor(), 8)
+    with pytest.warns(EvidenceConvergenceWarning, match="move_memory"):
+        curved = nested_sampling_log_evidence(banana, X_DUMMY, random_state=0)
+    assert not curved.converged and curved.info["memory_removed"] > 0.2
+    assert curved.diagnostics["move_memory"]["value"] > curved.diagnostics["move_memory"]["threshold"]
+    modes = nested_sampling_log_evidence(peaks, X_DUMMY, random_state=0)
+    assert modes.diagnostics["move_memory"]["passed"] and modes.info["replacement_memory"] > 0.3
+    assert abs(modes.info["memory_removed"]) < _ns.MAX_MEMORY_REMOVED
+    # The cure the guide names, moves that lengthen (to 4 times here), passes at this dimension.
+    longer = nested_sampling_log_evidence(banana, X_DUMMY, max_move_length=4, random_state=0)
+    assert longer.info["final_move_length"] == 4.0 and longer.diagnostics["move_memory"]["passed"]
+
+
+def test_the_move_memory_probe_leaves_the_estimate_alone(monkeypatch):
+    from evidence_select.backends import _ns
+
+    target = correlated_gaussian_target(4, correlation=0.9)
+    probed = nested_sampling_log_evidence(target, X_DUMMY, n_live=60, random_state=3)
+    monkeypatch.setattr(_ns, "memory_removed_by_longer_moves", lambda *args: (np.empty(0), 0))
+    unprobed = nested_sampling_log_evidence(target, X_DUMMY, n_live=60, random_state=3)
+    assert probed.log_evidence == unprobed.log_evidence and probed.log_evidence_std == unprobed.log_evidence_std
+    assert "move_memory" in probed.diagnostics and "move_memory" not in unprobed.diagnostics
+    assert probed.n_likelihood_calls > unprobed.n_likelihood_calls
+
+
+def test_merged_runs_are_unbiased_with_the_summed_live_count():
+    # Four exact-volume runs of 5 live points merged must behave as one run of 20: unbiased over 200
+    # repetitions, and with the simulated std calibrated. Booking the merged points with one run's
+    # count (5) instead of the sum shrinks the volumes 4 times too fast: log Z off by ~3/4 H, many nats.
+    from evidence_select.backends._ns import _Run, merge_ns_runs
+
+    d, s2 = 3, 0.01
+    truth = GaussianTarget(np.zeros(d), s2).exact_log_evidence()
+    rng = np.random.default_rng(1)
+    errors, stds = [], []
+    for _ in range(200):
+        runs = []
+        for _ in range(4):
+            dead, counts, live = _exact_volume_run(rng, 5, 1, d, s2)
+            runs.append(_Run(np.zeros((len(dead), 1)), dead, counts, np.zeros((len(live), 1)), live,
+                             0, 0, np.zeros(4), np.zeros(4), np.array([]), None))
+        log_lik, n_live, samples, live = merge_ns_runs(runs)
+        assert np.all(np.diff(log_lik) >= 0) and len(samples) == len(log_lik) and n_live.max() == 20
+        log_z, _, _ = ns_quadrature(log_lik, n_live, live)
+        errors.append(log_z - truth)
+        stds.append(np.std(simulate_ns_log_evidence(rng, log_lik, n_live, live, 50)))
+    errors = np.array(errors)
+    assert abs(errors.mean()) < K_SIGMA * errors.std() / np.sqrt(len(errors))
+    assert 0.7 < errors.std() / np.mean(stds) < 1.3
+
+
+def test_several_runs_report_their_spread():
+    target = GaussianTarget(np.array([0.3, -0.2, 0.1]), cov=0.01)
+    res = nested_sampling_log_evidence(target, X_DUMMY, n_live=50, n_runs=4, n_slice_steps=9, random_state=0)
+    info = res.info
+    assert len(info["log_evidence_runs"]) == 4 and res.settings["n_runs"] == 4
+    assert res.log_evidence_std == max(info["std_simulated"], info["std_between_runs"])
+    assert np.isclose(info["std_between_runs"], np.std(info["log_evidence_runs"], ddof=1) / 2)
+    assert 0 < res.log_evidence_std < MAX_STD
+    assert abs(res.log_evidence - target.exact_log_evidence()) < K_SIGMA * res.log_evidence_std
+    assert np.isclose(np.logaddexp.reduce(res.log_weights), res.log_evidence)
+    assert len(res.samples) == len(res.log_weights)
+
+
+def test_settings_object_and_unknown_settings():
+    target = GaussianTarget(np.zeros(2), cov=0.1)
+    a = nested_sampling_log_evidence(target, X_DUMMY, config=NSConfig(n_live=40), random_state=0)
+    b = nested_sampling_log_evidence(target, X_DUMMY, n_live=40, random_state=0)
+    assert a.log_evidence == b.log_evidence and a.settings["n_live"] == 40 and a.settings["n_slice_steps"] == 10
+    with pytest.raises(TypeError, match="unknown NS setting"):
+        nested_sampling_log_evidence(target, X_DUMMY, n_lives=40)
+
+
+def test_default_run_passes_its_checks():
+    target = correlated_gaussian_target(6, correlation=0.9)
+    res = nested_sampling_log_evidence(target, X_DUMMY, random_state=0)
+    assert res.settings["n_runs"] == 2 and res.converged
+    assert set(res.diagnostics) == {"insertion_rank", "iterations", "live_points", "runs_agreement", "move_memory"}
+    assert res.log_evidence_std == max(res.info["std_simulated"], res.info["std_between_runs"])
+    assert abs(res.log_evidence - target.exact_log_evidence()) < K_SIGMA * res.log_evidence_std
+
+
+@pytest.mark.slow
+def test_too_few_live_points_and_iterations_are_not_converged():
+    target = correlated_gaussian_target(10, correlation=0.9)
+    with pytest.warns(EvidenceConvergenceWarning, match="live_points"):
+        res = nested_sampling_log_evidence(target, X_DUMMY, n_live=6, random_state=0)
+    assert not res.converged
+    with pytest.warns(EvidenceConvergenceWarning, match="iterations"):
+        res = nested_sampling_log_evidence(target, X_DUMMY, n_live=40, max_iterations=5, random_state=0)
+    assert not res.converged
+
+
+def test_insertion_rank_test_catches_replacements_that_remember_their_start():
+    # One slice step per replacement in 20 correlated dimensions: new points stay near their (above-
+    # threshold) start, the live points lose their spread, and log Z is off by tens of nats. The
+    # insertion-rank test must flag it.
+    target = correlated_gaussian_target(20, correlation=0.9)
+    with pytest.warns(EvidenceConvergenceWarning, match="insertion_rank"):
+        res = nested_sampling_log_evidence(target, X_DUMMY, n_live=100, moves="slice", n_slice_steps=1,
+                                           axis_fraction=0.0, random_state=0)
+    assert not res.converged and res.info["insertion_pvalue"] < 0.01
+
+
+def test_insertion_rank_pvalue():
+    rng = np.random.default_rng(0)
+    assert insertion_rank_pvalue(rng.integers(0, 31, size=5000), 30) > 0.01
+    assert insertion_rank_pvalue(np.minimum(rng.integers(0, 31, size=5000) + 3, 30), 30) < 1e-6
+    assert np.isnan(insertion_rank_pvalue(np.arange(5), 30))

@@ -1,0 +1,11 @@
+"""The online engine: SGAIS (stochastic gradient annealed importance sampling).
+
+Its state, the chunk update, the move kernels it runs, the policy for surprising chunks, the checks, and the
+reservoir of past rows. Every estimator runs this one engine; see :mod:`evidence_select.sgais._engine`.
+"""
+
+from ._engine import sgais_stream, sgais_update
+from ._state import PAPER_SETTINGS, ChunkRecord, SamplerDegeneracyWarning, SGAISConfig, SGAISState, sgais_init
+
+__all__ = ["PAPER_SETTINGS", "ChunkRecord", "SGAISConfig", "SGAISState", "SamplerDegeneracyWarning", "sgais_init",
+           "sgais_stream", "sgais_update"]

@@ -1,0 +1,416 @@
+"""SGAIS: stochastic gradient annealed importance sampling, the one online engine.
+
+Implements Algorithm 1 of Cameron, Eggers & Kroon, "Stochastic Gradient Annealed
+Importance Sampling for Efficient Online Marginal Likelihood Estimation",
+Entropy 21 (2019) 1109. :func:`sgais_update` anneals one chunk into an
+:class:`SGAISState` as a short pipeline of pure steps; each module owns one job:
+
+- :mod:`._state`: settings, state, records, initial state, the pooled
+  evidence of the replicate groups;
+- :mod:`._steps`: the tempering step (choose the increment, reweight,
+  resample, move) on a :class:`~._state.Particles` system;
+- :mod:`._moves`: the move kernels (SGHMC, then a model's global
+  Metropolis-Hastings moves) on a tempered target;
+- :mod:`._reference`: the control-variate references of the gradients;
+- :mod:`._policy`: what a surprising chunk gets (finer annealing, an
+  excursion, a restart);
+- this module: the chunk pipeline, the record, and :func:`sgais_stream`.
+
+The chunk's log-likelihood is annealed in along ``f(theta) ∝
+p(chunk|theta)^lambda p(past|theta) p(theta)`` (paper Eq. 2); log-weights grow
+by ``delta * log p(chunk|theta)`` and each group's log evidence by the logsumexp
+of normalised weights times increments (thesis Ch. 4.2, Eq. 4.6-4.11). Particles
+move by SGHMC on the potential of Eq. (4) (by default the BAOAB splitting, exact
+for Gaussian targets), the past-data gradient a reservoir mini-batch scaled by
+``n / |B|`` with control variates; the step size follows the current tempered
+target's curvature (see ``doc/user_guide/sgais.rst`` for every departure from
+the paper and its reason). ``n_replicates`` independent particle groups run in
+one vectorised state on a common schedule; the combined ``Z`` is their mean and
+their spread gives ``log_evidence_std``.
+
+Adaptive choices and unbiasedness
+---------------------------------
+For a path and kernels fixed in advance, each group's ``Z_g`` is an unbiased
+estimate of the evidence when every move leaves its tempered target invariant
+(thesis Ch. 4.2) and every resampling is unbiased (systematic resampling). The
+engine adapts these choices to the particles; for each:
+
+- *the tempering increment* (largest keeping the conditional ESS at
+  ``target_ess``, common to the groups): chosen from the weights and chunk
+  log-likelihoods it then reweights, so ``Z`` is consistent as the particles
+  grow (adaptive SMC, Beskos, Jasra, Kantas & Thiery 2016) with an ``O(1/M)``
+  bias, not exactly unbiased;
+- *the resampling trigger* (ESS below ``resample_threshold``): each
+  resampling is unbiased given the weights, and the trigger is decided from
+  them before the draw; with it ``Z`` is consistent (Del Moral, Doucet & Jasra
+  2012, adaptive resampling); ``resample_threshold=0`` never resamples;
+- *the step size* (``n``, the tempering reached, the data's step scales): it
+  changes which kernel runs, not the weights; it is adaptive only through the
+  tempering. The SGHMC/BAOAB kernels are not exactly invariant (discretisation
+  and mini-batch noise, no accept/reject): this is the one bias that more
+  particles do not remove; it shrinks with ``learning_rate`` (BAOAB removes it
+  for Gaussian targets);
+- *the exact HMC kernel* on the first rows (``exact_move_rows``):
+  Metropolis-corrected, so exactly invariant for a fixed mass and step; each
+  group moves in two halves in turn, each with a mass from the other half (its
+  covariance averaged with the target's inverse curvature at its mean; a
+  particle's resampled copies in its own half), so the mass a particle moves
+  with is fixed while it moves; the step comes from earlier acceptance
+  rates, an adaptive choice of kernel from the population: consistent, like the
+  schedule;
+- *exact draws* (a conjugate model, in the exact kernel's place): the kernel
+  ``K(theta, .) = target``, exactly invariant; from every past row's summed
+  statistics where the model offers that (the linear model, at any ``n``);
+- *the global moves' proposals* (mixtures: refits drawn from the particle
+  population): Metropolis-Hastings with the exact tempered target while the
+  reservoir holds every past row, so invariant for the population they were
+  built from; consistent, like the schedule;
+- *surprise flags* (``surprise_threshold`` from the particles' disagreement
+  before the first step; ``reheat_after_steps`` from the step count): they
+  choose the kernel (more moves, global moves), the ESS target and whether an
+  excursion runs. An excursion tempers the past down and back, another SMC path
+  between the same two distributions, its increments multiplying to 1 in
+  expectation. Both are adaptive choices of the path: consistent;
+- *restarts*: a replay from the prior is an independent run of the same
+  estimator; pooling it (the mean of the two ``Z_g``, particles resampled from
+  both) is unbiased for restart positions fixed in advance (``restart_growth``).
+  Positions chosen by a surprise depend on the run (a run that did badly is
+  more likely to be averaged with a fresh one), so ``Z`` is then consistent, not
+  unbiased;
+- *the past likelihood* in weights (excursions) and acceptances (global
+  moves) is always exact: those steps run only while the reservoir holds every
+  row seen (a subsample's scaled log-likelihood in an exponent would not be an
+  unbiased estimate of the likelihood);
+- *beyond* ``reservoir_size`` the reservoir is a uniform sample of the past:
+  mini-batch gradients and re-centred reference sums are unbiased over the
+  reservoir's draw but fixed given it, so the kernels follow the reservoir's
+  view of the past, whose mode can sit ``sqrt(n / |R| - 1)`` posterior standard
+  deviations off. On a stationary stream the control variates keep this small;
+  after a shift it is not, and nothing the engine can run cures it.
+
+Long streams and the surprise budget
+------------------------------------
+Beyond the reservoir, a chunk that surprises (the configured triggers) or
+shifts (its rows predicted far worse than the stream so far,
+:func:`~._policy.shift_detected`; every later chunk too) is *degraded*:
+``ChunkRecord.degraded`` says why, an
+:class:`~evidence_select.EvidenceConvergenceWarning` names the cure
+(a ``reservoir_size`` at least the stream's length), and the error is widened
+in quadrature by ``|chunk|`` times the particles' per-row spread on it times
+``max(sqrt(n / |R| - 1), 1)`` (:func:`degraded_widening`). So is a chunk that
+shifts while the reservoir still holds every row, past ``exact_move_rows``, in a
+run with no surprise trigger configured: it restarts when the budget covers the
+replay, but SGHMC alone may not follow a posterior that keeps moving after the
+shift, so it is degraded either way. Restarts and
+excursions share a budget: their datum evaluations stay within
+``surprise_budget`` (default 4) times the stream's own annealing, plus the
+overrun of one restart or excursion. A surprise refused its cure by the budget
+is degraded the same way; a periodic restart skipped (reservoir or budget) is
+recorded in ``ChunkRecord.fallback`` with a warning. So the amortised cost of
+a chunk of ``b`` rows is at most ``1 + surprise_budget`` times that of its own
+annealing, which is bounded by ``max_annealing_steps * n_mcmc_steps`` passes
+over ``b`` chunk rows and at most ``b`` mini-batch rows: a constant times the
+chunk.
+
+The paper's settings are ``n_particles=10, n_replicates=1 (std unavailable),
+learning_rate=0.1, friction=0.2, n_mcmc_steps=20, target_ess=0.5,
+resample_threshold=0, control_variates=False, step_size_schedule="data",
+integrator="sghmc", exact_move_rows=0`` (:data:`PAPER_SETTINGS`, without the replicate count).
+"""
+
+import math
+import time
+from typing import NamedTuple
+
+import numpy as np
+
+from ._reservoir import reservoir_insert
+from ..exceptions import EvidenceConvergenceWarning
+from ..utils import ess_from_log_weights, log_mean_exp, make_generator
+from ..utils._warnings import warn
+from ._moves import MoveTarget, chunk_context, pooled_step_scales
+from ._policy import (RESERVOIR_OUTGROWN, SHIFT_UNCURED, ChunkMode, excursion, excursion_due, growth_checkpoint,
+                            growth_restart_due, initial_mode, merge_independent_runs, per_row_spread,
+                            replay_from_prior, shift_detected, surprise_policy, surprised_on_arrival)
+from ._reference import refresh_reference
+from ._state import (PAPER_SETTINGS, POPULATION_BIAS_WARNING, ChunkRecord, Particles,
+                           SamplerDegeneracyWarning, SGAISConfig, SGAISState, StepCounts, combine_replicates,
+                           evidence_estimate, increment_spread, lineage_threshold, particle_log_weights,
+                           population_log_variance, sgais_init)
+from ._steps import choose_increment, count_lineages, tempering_step
+
+__all__ = ["SGAISConfig", "SGAISState", "ChunkRecord", "sgais_init", "sgais_update", "sgais_stream",
+           "combine_replicates",
+           "evidence_estimate",
+           "particle_log_weights", "SamplerDegeneracyWarning", "PAPER_SETTINGS"]
+
+
+class ChunkProgress(NamedTuple):
+    """Where the annealing of one chunk stands (see :func:`anneal_chunk`)."""
+
+    particles: Particles
+    tempering: float  # the chunk's power, in [0, 1]
+    mode: ChunkMode
+    excursed: bool  # the chunk has surprised by its step count (an excursion ran, or a restart replaces it)
+    restart: bool  # the chunk ends with a restart
+    counts: StepCounts
+    arrival_spread: float = 0.0  # per-row spread of the particles' chunk log-likelihood before the first step
+    degraded: str = ""  # why a surprise could not get its cure ("" if it did or there was none)
+
+
+def sgais_update(state, X, y, model, config):
+    """Anneal one chunk into the state (paper Algorithm 1, lines 4-10).
+
+    Parameters
+    ----------
+    state : SGAISState
+    X : ndarray of shape (n_chunk, n_features)
+    y : ndarray of shape (n_chunk,) or None
+    model : Model
+    config : SGAISConfig
+
+    Returns
+    -------
+    new_state : SGAISState
+    record : ChunkRecord
+    reservoir_undo : tuple or None
+        Pass to :func:`~evidence_select.sgais._reservoir.reservoir_undo` with
+        ``new_state.reservoir`` to roll the in-place reservoir insertion back.
+
+    Notes
+    -----
+    The pipeline: anneal the chunk in (:func:`anneal_chunk`), re-centre the
+    control-variate references, restart if the policy asks, insert the chunk into
+    the reservoir, then assemble the state and the record. ``state`` is never
+    modified except for the reservoir rows overwritten by the insertion at the
+    very end (after everything that can fail).
+    """
+    tic = time.perf_counter()
+    rng = make_generator(state.rng)  # a copy: the old state's generator is never advanced
+    n_seen, n_chunk = state.n_samples_seen, len(X)
+    context = chunk_context(state, X, y, model, config)
+    policy = surprise_policy(state, context)
+    progress = anneal_chunk(rng, context, policy, Particles(*state[:4], state.reference, state.reference_grad,
+                                                            np.arange(len(state.particles))))
+    n_lineages = count_lineages(progress.particles)
+    restart = progress.restart or growth_restart_due(policy, n_seen, n_chunk, config.batch_size)
+    skipped = not restart and growth_checkpoint(policy, n_seen, n_chunk, config.batch_size)
+    particles, n_reference, counts, n_replayed = _close_chunk(rng, state, context, progress, restart)
+    reservoir, undo = reservoir_insert(rng, state.reservoir, X, y)  # last: the only in-place write
+    chunk_scales, past_scales, _, _ = context.scales
+    widening = degraded_widening(progress, n_chunk, n_seen, state.reservoir.n_stored)
+    new_state = SGAISState(*particles[:4], particles.reference, particles.reference_grad, n_reference, reservoir, rng,
+                           n_seen + n_chunk, state.n_chunks + 1, state.n_datum_evaluations + counts.n_evaluations,
+                           pooled_step_scales(past_scales, n_seen, chunk_scales, n_chunk),
+                           state.n_surprise_evaluations + counts.n_surprise_evaluations,
+                           state.degraded_variance + widening**2,
+                           state.n_degraded_chunks + bool(progress.degraded),
+                           state.increment_variance + increment_spread(state.log_evidence, particles.log_evidence),
+                           state.mode_gap_variance,
+                           None if context.past_statistics is None else context.past_statistics
+                           + context.chunk_statistics)
+    record = chunk_record(state, new_state, counts, n_replayed, time.perf_counter() - tic)
+    record = record._replace(degraded=progress.degraded, log_evidence_widening=widening,
+                             fallback=_fallbacks(counts, skipped, policy), n_lineages=n_lineages)
+    _warn_degraded(record, skipped, policy)
+    _warn_population_bias(record, state.log_evidence_variance)
+    _warn_collapsed_lineages(record, n_seen, config.n_particles)
+    return new_state, record, undo
+
+
+def _fallbacks(counts, skipped_restart, policy):
+    """The record's ``fallback`` text: step caps reached, a periodic restart skipped."""
+    taken = []
+    if counts.n_capped:
+        taken.append(f"{counts.n_capped} step(s) took the rest of their tempering at once (step cap reached)")
+    if skipped_restart:
+        taken.append(f"periodic restart skipped: {policy.restart_blocked}")
+    return "; ".join(taken)
+
+
+#: The cure a degraded chunk's warning names, by the start of its reason (see :func:`surprise_policy`).
+_CURES = {
+    RESERVOIR_OUTGROWN: "Cure: a reservoir_size at least the stream's length",
+    SHIFT_UNCURED: (
+        "Cure: a reference evidence on the rows (log_evidence with method='exact' for linear models, 'ais' or "
+        "'bridge'); exact_move_rows at least the stream's length (where its rows fit) narrows the miss"),
+}
+
+
+def _warn_degraded(record, skipped_restart, policy):
+    """The EvidenceConvergenceWarning of a degraded chunk or a skipped periodic restart, naming the cure.
+
+    Beyond the reservoir every chunk after the first degraded one is degraded too; only the first warns.
+    """
+    if record.degraded or skipped_restart:
+        reason = record.degraded or policy.restart_blocked
+        cure = next((cure for opening, cure in _CURES.items() if reason.startswith(opening)),
+                    "Cure: a larger surprise_budget")
+    if record.degraded and not policy.already_degraded:  # later chunks of a degraded run: in their records only
+        warn(f"SGAIS: the chunk ending at row {record.n_samples_seen} surprised the particles, but "
+             f"{record.degraded}; its evidence is not guaranteed and log_evidence_std was widened by "
+             f"{record.log_evidence_widening:.3g} nats (later degraded chunks are flagged in "
+             f"ChunkRecord.degraded and widened too). {cure}", EvidenceConvergenceWarning)
+    if skipped_restart:
+        warn(f"SGAIS: the periodic restart at row {record.n_samples_seen} was skipped: "
+             f"{policy.restart_blocked}; a mode the particles missed would go unnoticed. {cure}",
+             EvidenceConvergenceWarning)
+
+
+def _warn_population_bias(record, log_evidence_variance_before):
+    """The EvidenceConvergenceWarning of a run whose finite-population bias reaches ``POPULATION_BIAS_WARNING``.
+
+    Warns once, on the chunk where the bias first crosses it (it grows with the stream); the state before the
+    chunk is consulted only when the chunk ends at or above it.
+    """
+    if (-record.population_bias >= POPULATION_BIAS_WARNING
+            > 0.5 * population_log_variance(log_evidence_variance_before)):
+        warn(
+            f"SGAIS: after {record.n_samples_seen} rows the groups' importance weights put the log evidence's "
+            f"log-variance at {-2 * record.population_bias:.3g}, so log_evidence reads low by at least "
+            f"{-record.population_bias:.3g} nats from the finite particle population (the lognormal value; heavy-"
+            "tailed weights make it larger, and it grows with the stream). ChunkRecord.population_bias tracks it. "
+            "Cure: more n_particles (the bias falls as 1/n_particles) or a target_ess closer to 1",
+            EvidenceConvergenceWarning)
+
+
+def _warn_collapsed_lineages(record, n_seen_before, n_particles):
+    """The EvidenceConvergenceWarning of a chunk annealed from the prior that left fewer lineages than
+    :func:`~._state.lineage_threshold` of ``n_particles``.
+
+    Only for the stream's first chunk (``n_seen_before == 0``): its increment is the whole log evidence of
+    its rows, a single heavy-tailed draw per group; later chunks add small increments whose spread the
+    groups' increment variance follows chunk by chunk.
+    """
+    if n_seen_before == 0 and record.n_lineages < lineage_threshold(n_particles):
+        warn(
+            f"SGAIS: resampling on the first {record.n_samples_seen} rows left every replicate group's particles "
+            f"descending from at most {record.n_lineages} of its {n_particles} starting particles, so each group's "
+            "evidence rests on a few annealing paths from the prior; neither the importance weights nor the "
+            "groups' spread can measure its error, and the estimate may read low by nats beyond log_evidence_std. "
+            "ChunkRecord.n_lineages records it. Cure: check the evidence against a reference backend on these rows "
+            "(log_evidence with method='ais' and more n_chains and n_mcmc_steps than its defaults); more n_particles "
+            "or n_mcmc_steps make the miss smaller, but log_evidence_std may still not cover it",
+            EvidenceConvergenceWarning)
+
+
+def degraded_widening(progress, n_chunk, n_seen, n_stored):
+    """Standard deviation (nats) to add for a degraded chunk, else 0.
+
+    ``n_chunk`` times the arrival spread is the standard deviation across the
+    particles of the chunk's total log-likelihood: the change of the chunk's
+    log predictive when the particles sit one posterior standard deviation off.
+    Beyond the reservoir the particles follow the reservoir's view of the past,
+    whose mode may sit ``sqrt(n / |R| - 1)`` posterior standard deviations off
+    (a uniform subsample's mode error relative to the full posterior's width),
+    and a surprise whose cure could not run may have left them further off; the
+    larger factor, at least 1, multiplies.
+    """
+    if not progress.degraded:
+        return 0.0
+    return n_chunk * progress.arrival_spread * math.sqrt(max(n_seen / max(n_stored, 1) - 1.0, 1.0))
+
+
+def anneal_chunk(rng, context, policy, particles):
+    """Anneal the chunk's power from 0 to 1 by tempering steps; returns the final :class:`ChunkProgress`."""
+    mode = initial_mode(context.config, context.n_seen, context.move_factor)
+    progress = ChunkProgress(particles, 0.0, mode, False, False, StepCounts())
+    while progress.tempering < 1.0:
+        progress = _annealing_step(rng, context, policy, progress)
+    return progress
+
+
+def _annealing_step(rng, context, policy, progress):
+    """One tempering step of the chunk, after which the policy may declare a surprise."""
+    model, config, n_seen = context.model, context.config, context.n_seen
+    particles, tempering = progress.particles, progress.tempering
+    log_lik = model.log_likelihood(particles.theta, context.X, context.y)
+    chunk_log_lik = log_lik.sum(axis=1).reshape(particles.log_weights.shape)
+    _check_finite_log_lik(log_lik, chunk_log_lik, tempering, n_seen)
+    counts = progress.counts.plus(StepCounts(n_evaluations=log_lik.size))
+    if counts.n_steps == 0 and policy.has_past:
+        progress = progress._replace(arrival_spread=per_row_spread(particles.log_weights,
+                                                                   chunk_log_lik / len(context.X)))
+        if surprised_on_arrival(policy, progress.arrival_spread):
+            progress = progress._replace(mode=policy.mode, restart=policy.can_restart,
+                                         degraded=policy.degraded_reason)
+        elif policy.already_degraded or shift_detected(policy, particles.log_weights, log_lik):
+            progress = progress._replace(restart=policy.restart_on_shift, degraded=policy.degraded_reason)
+    mode, remaining = progress.mode, 1.0 - tempering
+    at_cap = counts.n_steps + 1 >= config.max_annealing_steps
+    cap_message = (f"annealing the chunk after {n_seen} samples needed more than {config.max_annealing_steps} steps"
+                   if at_cap else None)
+    delta = choose_increment(particles.log_weights, chunk_log_lik, remaining, mode.target_ess, cap_message)
+    tempering = 1.0 if delta >= remaining else tempering + delta
+    particles, step_counts, _ = tempering_step(
+        rng, context, particles, chunk_log_lik, delta, MoveTarget(tempering, 1.0, mode.n_mcmc_steps, mode.jump),
+        f"on the chunk after {n_seen} samples (tempering={tempering:.3g})")
+    counts = counts.plus(step_counts).plus(StepCounts(n_steps=1, n_capped=int(at_cap)))
+    progress = progress._replace(particles=particles, tempering=tempering, counts=counts)
+    if not excursion_due(policy, counts.n_steps, progress.excursed, progress.restart):
+        return progress
+    # A surprising chunk: the posterior may be moving to modes that local moves cannot reach. Like the first
+    # chunk, the rest of it carries the particles a long way, so it gets more moves per step.
+    progress = progress._replace(mode=policy.mode, excursed=True)
+    if policy.can_restart:  # the replay after the chunk takes the excursion's place
+        return progress._replace(restart=True)
+    if not policy.can_excurse:
+        return progress._replace(degraded=policy.degraded_reason)
+    particles, excursion_counts = excursion(rng, context, particles, tempering, policy.mode.n_mcmc_steps)
+    return progress._replace(particles=particles, counts=counts.plus(excursion_counts))
+
+
+def _close_chunk(rng, state, context, progress, restart):
+    """Re-centre the references, then restart if asked: ``(particles, n_reference, counts, n_replayed)``.
+
+    A restart runs every row seen again from the prior, one random order per
+    group, and pools that run with this one (the evidence keeps the better of
+    the two up to ``log 2`` and stays unbiased for fixed restart decisions).
+    """
+    model, config, X, y = context.model, context.config, context.X, context.y
+    particles, counts = progress.particles, progress.counts
+    reference, reference_grad, n_reference, n_evaluations = refresh_reference(state, model, config, particles, X, y,
+                                                                              context.chunk_statistics)
+    particles = particles._replace(reference=reference, reference_grad=reference_grad)
+    counts = counts.plus(StepCounts(n_evaluations=n_evaluations))
+    if not restart:
+        return particles, n_reference, counts, 0
+    replay, n_evaluations, replay_n_reference = replay_from_prior(rng, state.reservoir, (X, y), model, config,
+                                                                  sgais_stream)
+    particles = merge_independent_runs(rng, particles, replay)
+    n_replayed = state.n_samples_seen + len(X)
+    counts = counts.plus(StepCounts(n_evaluations=n_evaluations, n_surprise_evaluations=n_evaluations))
+    return particles, min(n_reference, replay_n_reference), counts, n_replayed
+
+
+def chunk_record(state, new_state, counts, n_replayed, seconds):
+    """The :class:`ChunkRecord` of the update ``state -> new_state``."""
+    log_z_before = float(log_mean_exp(state.log_evidence))
+    log_z, log_z_std = evidence_estimate(new_state)
+    ess = float(np.min(ess_from_log_weights(new_state.log_weights, axis=1)))
+    n_chunk = new_state.n_samples_seen - state.n_samples_seen
+    return ChunkRecord(new_state.n_samples_seen, log_z, log_z_std, counts.n_steps, ess,
+                       (log_z - log_z_before) / n_chunk, counts.n_resampled, seconds, counts.n_reheat_steps,
+                       counts.n_jumps, n_replayed, counts.n_surprise_evaluations,
+                       n_correlated_moves=counts.n_correlated_moves,
+                       population_bias=-0.5 * population_log_variance(new_state.log_evidence_variance))
+
+
+def _check_finite_log_lik(log_lik, chunk_log_lik, tempering, n_seen):
+    # A particle's row sum is NaN or +inf exactly when a row entry is (or the sum overflows): a cheap screen,
+    # one comparison (NaN < inf is False).
+    if not np.all(chunk_log_lik < np.inf):
+        bad = int(np.sum(np.any(np.isnan(log_lik) | np.isposinf(log_lik), axis=1)))
+        what = f"NaN or +inf for {bad} particle(s)" if bad else "overflowing (its sum over the chunk is +inf)"
+        raise FloatingPointError(
+            f"log-likelihood is {what} on the chunk after {n_seen} samples "
+            f"(tempering={tempering:.3g}); check the data for extreme values or lower learning_rate")
+
+
+def sgais_stream(rng, model, config, X, y=None):
+    """A fresh run over ``(X, y)`` in chunks of ``config.batch_size`` rows, from the prior; its final state."""
+    state = sgais_init(rng, model, config, X.shape[1], None if y is None else np.asarray(y).dtype)
+    for start in range(0, len(X), config.batch_size):
+        stop = start + config.batch_size
+        state, _, _ = sgais_update(state, X[start:stop], None if y is None else y[start:stop], model, config)
+    return state

@@ -1,0 +1,105 @@
+"""An online evidence's failed checks: each names a warning its stream raised, and they outlive the warnings."""
+
+import warnings
+
+import pytest
+
+from evidence_select import BayesianLinearRegressor, BayesianMixture, EvidenceModelSelector, log_evidence
+from evidence_select.datasets import make_linear_regression, make_mixture
+from evidence_select._result import failed_checks
+from evidence_select.sgais._checks import CHECK_NAMES, CHUNK_CHECKS, failed_evidence_checks
+from evidence_select.sgais._state import POPULATION_BIAS_WARNING
+
+#: The opening words of each check's warning.
+WARNING_OF_CHECK = {"population_bias": "finite particle population", "lineages": "starting particles",
+                    "posterior_mode": "best posterior mode", "degraded": "surprised the particles, but",
+                    "fallback": "was skipped", "collapsed_weights": "have been on one particle"}
+
+
+def _stream(estimator, X, y=None, chunk=None):
+    """``(estimator, names of the checks whose warnings the stream raised)``."""
+    chunk = chunk or len(X)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for start in range(0, len(X), chunk):
+            estimator.partial_fit(X[start:start + chunk], None if y is None else y[start:start + chunk])
+    text = " ".join(str(w.message) for w in caught)
+    return estimator, {name for name, opening in WARNING_OF_CHECK.items() if opening in text}
+
+
+def test_a_clean_run_has_no_failed_checks():
+    data = make_linear_regression(1000, random_state=0)
+    estimator, warned = _stream(BayesianLinearRegressor(random_state=0), data.X, data.y)
+    assert estimator.evidence_checks_ == () and not warned
+
+
+@pytest.mark.parametrize("case", ["population_bias", "collapsed_weights"])
+def test_linear_runs_name_the_checks_their_warnings_named(case):
+    # 4 particles on 20,000 rows: the finite-population bias passes its threshold; 2 particles without resampling
+    # on 40 chunks: the weights sit on one particle (and 2 particles cannot keep 3 lineages).
+    data = make_linear_regression(20_000 if case == "population_bias" else 4000, random_state=0)
+    params = dict(n_particles=4) if case == "population_bias" else dict(n_particles=2, resample_threshold=0.0,
+                                                                         batch_size=100)
+    estimator, warned = _stream(BayesianLinearRegressor(random_state=0, **params), data.X, data.y, chunk=500)
+    checks = set(estimator.evidence_checks_)
+    assert case in checks
+    assert checks <= warned  # every failed check raised its warning
+    assert {name for name in CHUNK_CHECKS if name in warned} <= checks  # and chunk checks never clear
+
+
+def test_mixture_misses_carry_their_lineage_and_mode_checks():
+    # Seed 4 of the paper mixture's first 1000 rows: the first chunk keeps one or two lineages per group and the
+    # estimate reads low, which the posterior-mode check catches (test_known_misses).
+    estimator, warned = _stream(BayesianMixture(5, random_state=4), make_mixture(1000, random_state=0).X)
+    checks = set(estimator.evidence_checks_)
+    assert "lineages" in checks and checks <= warned
+    assert ("posterior_mode" in checks) == (estimator.sgais_state_.mode_gap_variance > 0)
+
+
+def test_a_shortened_history_cannot_see_the_first_chunk():
+    # A selector's job carries only the last records: the lineage check needs the first chunk's.
+    data = make_linear_regression(400, n_features=2, random_state=3)
+    estimator, _ = _stream(BayesianLinearRegressor(n_particles=2, batch_size=10, random_state=0), data.X, data.y,
+                           chunk=10)
+    assert "lineages" in estimator.evidence_checks_
+    recent = failed_evidence_checks(estimator.sgais_state_, estimator.evidence_history_[-16:], 2)
+    assert "lineages" not in recent
+
+
+@pytest.mark.filterwarnings("ignore::evidence_select.EvidenceConvergenceWarning",
+                            "ignore::evidence_select.SamplerDegeneracyWarning")
+def test_the_selector_summary_shows_the_checks_column():
+    data = make_linear_regression(200, n_features=2, random_state=3)
+    selector = EvidenceModelSelector([("tiny", BayesianLinearRegressor(n_particles=2, batch_size=10)),
+                                      ("fine", BayesianLinearRegressor())], random_state=0)
+    for start in range(0, 200, 10):
+        selector.partial_fit(data.X[start:start + 10], data.y[start:start + 10])
+    assert selector.evidence_checks_[0] == selector.estimators_[0].evidence_checks_
+    assert "lineages" in selector.evidence_checks_[0] and selector.evidence_checks_[1] == ()
+    lines = selector.summary(order="input").splitlines()
+    assert lines[0].endswith("checks") and lines[1].endswith(", ".join(selector.evidence_checks_[0]))
+    assert selector.results_["checks"].tolist() == [", ".join(selector.evidence_checks_[0]), ""]
+
+
+def test_a_reference_backend_reports_its_failed_diagnostics():
+    data = make_linear_regression(200, n_features=2, random_state=3)
+    with pytest.warns(Warning):
+        selector = EvidenceModelSelector([("a", BayesianLinearRegressor(n_particles=8))], backend="bridge",
+                                         backend_params=dict(n_chains=4, n_warmup=20, n_draws=40),
+                                         random_state=0).fit(data.X, data.y)
+    assert "rhat" in selector.evidence_checks_[0]
+    assert "rhat" in selector.summary().splitlines()[1]
+
+
+@pytest.mark.filterwarnings("ignore::evidence_select.EvidenceConvergenceWarning")
+def test_log_evidence_by_sgais_carries_the_checks_in_its_verdict():
+    # The functional API's result: the checks as diagnostics, converged=False when one fails, on both paths.
+    data = make_linear_regression(20_000, random_state=0)
+    flagged = log_evidence(BayesianLinearRegressor(n_particles=4), data.X, data.y, method="sgais", random_state=0)
+    assert not flagged.converged and not flagged.diagnostics["population_bias"]["passed"]
+    assert flagged.diagnostics["population_bias"]["value"] >= POPULATION_BIAS_WARNING
+    model = BayesianLinearRegressor()._make_model(data.X.shape[1])
+    on_model = log_evidence(model, data.X, data.y, method="sgais", random_state=0, n_particles=4)
+    assert not on_model.converged and "population_bias" in failed_checks(on_model.diagnostics)
+    clean = log_evidence(BayesianLinearRegressor(), data.X[:1000], data.y[:1000], method="sgais", random_state=0)
+    assert clean.converged and set(clean.diagnostics) == set(CHECK_NAMES)

@@ -1,0 +1,217 @@
+"""The engine's exact HMC kernel: when it runs, and that it leaves the exact tempered posterior invariant."""
+
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from evidence_select import BayesianLinearRegressor
+from evidence_select.datasets import make_linear_regression
+from evidence_select.sgais import _moves as _sgais_moves
+from evidence_select.sgais._moves import (EXACT_MAX_LEAPFROG, EXACT_MAX_REPEATS, ChunkContext, MoveTarget,
+                                                   exact_draw_kernel, exact_hmc_kernel, move_kernels, sghmc_kernel,
+                                                   uses_exact_moves)
+from evidence_select.sgais._state import Particles, SGAISConfig
+from evidence_select.kernels import _particle_hmc
+from evidence_select.kernels._hmc import jittered_leapfrog_count
+from evidence_select.sgais._reservoir import reservoir_init, reservoir_insert
+from evidence_select.models import LinearGaussianModel
+
+
+@pytest.mark.parametrize("n_seen, n_chunk, n_stored, budget, from_statistics, expected", [
+    (0, 500, 0, 2000, False, True),  # the first chunk
+    (1500, 500, 1500, 2000, False, True),  # the chunk that reaches the budget
+    (1500, 501, 1500, 2000, False, False),  # past the budget
+    (1500, 500, 1000, 2000, False, False),  # the reservoir lost rows: the past is no longer exact
+    (1500, 500, 1000, 2000, True, True),  # ... unless the draws come from every past row's summed statistics
+    (1500, 501, 1500, 2000, True, False),  # which still keep to the budget
+    (10**6, 500, 1000, None, True, True),  # no budget
+    (0, 500, 0, 0, True, False),  # switched off
+])
+def test_exact_moves_only_while_the_past_is_exact_and_within_budget(n_seen, n_chunk, n_stored, budget,
+                                                                      from_statistics, expected):
+    state = SimpleNamespace(n_samples_seen=n_seen, reservoir=SimpleNamespace(n_stored=n_stored))
+    assert uses_exact_moves(SGAISConfig(exact_move_rows=budget), state, n_chunk, from_statistics) is expected
+
+
+def test_the_state_keeps_the_summed_statistics_of_every_row_seen():
+    """Past the reservoir's 300 rows the kept sum is still every row's: the exact draws rest on it."""
+    data = make_linear_regression(1000, random_state=0)
+    est = BayesianLinearRegressor(batch_size=128, reservoir_size=300, random_state=0).fit(data.X, data.y)
+    expected = est.model_.gradient_statistics(data.X, data.y)
+    np.testing.assert_allclose(est.sgais_state_.past_statistics, expected, rtol=1e-12)
+    assert est.sgais_state_.reservoir.n_stored == 300
+
+
+def test_a_state_without_the_summed_statistics_moves_by_sghmc_past_the_reservoir():
+    """A state pickled before the engine kept the sum: past the reservoir its chunks cannot draw exactly (the
+    stored rows are a subsample), so they move by SGHMC, and the state goes on without a sum."""
+    data = make_linear_regression(700, random_state=0)
+    est = BayesianLinearRegressor(batch_size=100, reservoir_size=300, random_state=0).fit(data.X[:600], data.y[:600])
+    est.sgais_state_ = est.sgais_state_._replace(past_statistics=None)
+    context = _sgais_moves.chunk_context(est.sgais_state_, data.X[600:], data.y[600:], est.model_, est.sgais_config_)
+    assert context.past_statistics is None and context.exact_step is None
+    est.partial_fit(data.X[600:], data.y[600:])
+    assert est.sgais_state_.past_statistics is None and np.isfinite(est.log_evidence_)
+
+
+def _tempered_posterior(model, past, chunk, tempering):
+    """Mean and covariance of ``p(theta) p(past|theta) p(chunk|theta)^tempering`` (conjugate, exact)."""
+    design = np.vstack([model._design(past[0]), model._design(chunk[0])])
+    y = np.concatenate([past[1], chunk[1]])
+    weights = np.concatenate([np.ones(len(past[1])), np.full(len(chunk[1]), tempering)])
+    precision = np.diag(1.0 / model.prior_variances) + (design.T * weights) @ design / model.noise_variance
+    covariance = np.linalg.inv(precision)
+    return covariance @ (design.T @ (weights * y)) / model.noise_variance, covariance
+
+
+def _linear_case(rng):
+    """A linear model with correlated features, 200 past rows in a reservoir and a chunk of 50 at tempering 0.4:
+    ``(model, X, y, reservoir, mean, covariance)`` of that exact tempered posterior."""
+    mixing = np.array([[1.0, 0.9, 0.0], [0.0, 0.3, 0.0], [0.0, 0.0, 2.0]])
+    X = rng.normal(size=(250, 3)) @ mixing
+    y = X @ [0.5, -1.0, 0.2] + 0.3 + rng.normal(size=250)
+    model = LinearGaussianModel(3, noise_variance=1.0, prior_scale=3.0)
+    reservoir, _ = reservoir_insert(rng, reservoir_init(1000, 3, y.dtype), X[:200], y[:200])
+    mean, covariance = _tempered_posterior(model, (X[:200], y[:200]), (X[200:], y[200:]), 0.4)
+    return model, X, y, reservoir, mean, covariance
+
+
+def _assert_whitened_standard(theta, mean, covariance):
+    """Each whitened coordinate's mean within 4 standard errors (sqrt(1/n)), its variance within 4 (sqrt(2/n))."""
+    whitened = np.linalg.solve(np.linalg.cholesky(covariance), (theta - mean).T).T
+    n = len(whitened)
+    assert np.all(np.abs(whitened.mean(axis=0)) < 4 * np.sqrt(1.0 / n)), whitened.mean(axis=0)
+    assert np.all(np.abs(whitened.var(axis=0) - 1.0) < 4 * np.sqrt(2.0 / n)), whitened.var(axis=0)
+
+
+def test_exact_draws_give_the_tempered_linear_posterior():
+    """The linear model's exact moves are independent draws from the tempered posterior (past at power 1, the chunk
+    at 0.4): from a population far off (all at the origin), one move lands on its mean and covariance. Draws that
+    used the chunk at full power, or left the past out, fail."""
+    rng = np.random.default_rng(1)
+    model, X, y, reservoir, mean, covariance = _linear_case(rng)
+    n_groups, n_particles = 2, 2000
+    particles = Particles(np.zeros((n_groups * n_particles, 4)), np.full((n_groups, n_particles), -np.log(n_particles)),
+                          np.zeros(n_groups), np.zeros(n_groups), None, None)
+    context = ChunkContext(model, SGAISConfig(), X[200:], y[200:], 200, n_groups, reservoir, None, False, None,
+                           np.full(n_groups, 0.5))
+    target = MoveTarget(0.4, 1.0, 5, False)
+    assert move_kernels(context, target) == (exact_draw_kernel,)
+    moved, counts, _ = exact_draw_kernel(rng, context, particles, target)
+    assert counts.n_evaluations == 250
+    _assert_whitened_standard(moved.theta, mean, covariance)
+
+
+def test_exact_kernel_keeps_the_tempered_linear_posterior(monkeypatch):
+    """2 groups of 300 particles drawn from the exact tempered posterior of a linear model with correlated
+    features (past 200 rows in the reservoir, a chunk of 50 at tempering 0.4) keep its mean and covariance after
+    8 HMC moves (the kernel of models without exact draws): each whitened coordinate's mean within 4 standard
+    errors (sqrt(1/n)) and variance within 4 standard errors (sqrt(2/n)). A kernel that used the chunk at full
+    power, or left the past out, fails."""
+    rng = np.random.default_rng(0)
+    model, X, y, reservoir, mean, covariance = _linear_case(rng)
+    factor = np.linalg.cholesky(covariance)
+    n_groups, n_particles = 2, 300
+    theta = mean + rng.standard_normal((n_groups * n_particles, 4)) @ factor.T
+    particles = Particles(theta, np.full((n_groups, n_particles), -np.log(n_particles)), np.zeros(n_groups),
+                          np.zeros(n_groups), None, None)
+    context = ChunkContext(model, SGAISConfig(), X[200:], y[200:], 200, n_groups, reservoir, None, False, None,
+                           np.full(n_groups, 0.5))
+    drawn = []  # the leapfrog counts each transition drew, one per group
+
+    def recorded_counts(*args):
+        drawn.append(jittered_leapfrog_count(*args))
+        return drawn[-1]
+
+    monkeypatch.setattr(_particle_hmc, "jittered_leapfrog_count", recorded_counts)
+    start = theta.copy()
+    for _ in range(8):
+        drawn.clear()
+        particles, counts, _ = exact_hmc_kernel(rng, context, particles, MoveTarget(0.4, 1.0, 5, False))
+    # A move is 2 transitions of each half, and a group moves again while its particles correlate with where the
+    # move began (at most EXACT_MAX_REPEATS more times). Per particle of the groups that move, for each half: the
+    # start plus 2 transitions, each integrated for the longest of the moving groups' jittered counts; plus each
+    # half's curvature (n_params + 1 positions per group); shared out over those particles and rounded up, then
+    # summed over the moves and shared out over all particles.
+    moves = [drawn[i:i + 4] for i in range(0, len(drawn), 4)]
+    assert 1 <= len(moves) <= 1 + EXACT_MAX_REPEATS and all(len(move) == 4 for move in moves)
+    assert all(np.all((1 <= c) & (c <= EXACT_MAX_LEAPFROG)) for c in drawn)
+    evaluations = 0
+    for move in moves:
+        n_moving = len(move[0]) * n_particles
+        chain_steps = sum(n_moving // 2 * (1 + sum(int(c.max()) for c in pair)) for pair in (move[:2], move[2:]))
+        evaluations += -(-(chain_steps + 2 * len(move[0]) * (theta.shape[1] + 1)) // n_moving) * n_moving
+    per_particle = -(-evaluations // len(theta))
+    assert counts.n_evaluations == per_particle * len(theta) * 250
+    assert np.mean(np.all(particles.theta != start, axis=1)) > 0.9  # the particles did move
+    _assert_whitened_standard(particles.theta, mean, covariance)
+    assert np.all((context.exact_step > 0.05) & (context.exact_step < 2.0))
+
+
+def test_sghmc_beyond_the_budget():
+    context = ChunkContext(None, SGAISConfig(), None, None, 0, 1, None, None, False, None, None)
+    assert move_kernels(context, MoveTarget(1.0, 1.0, 5, False)) == (sghmc_kernel,)
+
+
+def test_moves_that_stay_correlated_are_recorded(monkeypatch):
+    """A group whose exact moves run out of repeats while its particles still correlate with their start is counted
+    in its chunk record's ``n_correlated_moves``. With the threshold at -1 (every group stays correlated) and no
+    repeats, every group's move of every chunk counts: a positive multiple of the groups; at the default threshold
+    this well-conditioned linear stream decorrelates, and nothing is counted. The linear model's exact draws are
+    switched off, so its exact moves are HMC's."""
+    monkeypatch.delattr(LinearGaussianModel, "sample_tempered_posterior")
+    monkeypatch.delattr(LinearGaussianModel, "sample_tempered_posterior_from_statistics")
+    data = make_linear_regression(300, random_state=0)
+
+    def counted():
+        est = BayesianLinearRegressor(n_particles=20, batch_size=100, random_state=0).fit(data.X, data.y)
+        return [record.n_correlated_moves for record in est.evidence_history_]
+
+    assert counted() == [0, 0, 0]
+    monkeypatch.setattr(_sgais_moves, "EXACT_MAX_CORRELATION", -1.0)
+    monkeypatch.setattr(_sgais_moves, "EXACT_MAX_REPEATS", 0)
+    assert all(count > 0 and count % 2 == 0 for count in counted())
+
+
+def test_exact_target_kicks_with_a_fast_gradient_and_keeps_the_exact_density():
+    """A model with ``fast_gradient`` (the softmax) gets a KickedTarget: exact density and curvature gradient from
+    the fused double-precision call, kicks from its single-precision gradient; other models the fused call alone."""
+    from evidence_select.kernels._hmc import KickedTarget
+    from evidence_select.models import SoftmaxRegressionModel
+
+    rng = np.random.default_rng(0)
+    X, y = rng.normal(size=(300, 4)), rng.integers(0, 3, size=300)
+    weights = np.where(np.arange(300) < 100, 0.3, 1.0)  # a chunk at power 0.3 before 200 past rows
+    softmax = SoftmaxRegressionModel(4, 3)
+    theta = softmax.sample_prior(rng, 6)
+    target = _sgais_moves._exact_target(softmax, X, y, weights)
+    assert isinstance(target, KickedTarget)
+    exact = softmax.log_prior(theta) + softmax.log_likelihood(theta, X, y) @ weights
+    np.testing.assert_allclose(target(theta)[0], exact, rtol=1e-12)
+    np.testing.assert_allclose(target.density_fn(theta)[0], exact, rtol=1e-12)
+    exact_grad = target(theta)[1]
+    # float32 products over 300 rows: within 1e-5 of the gradient's row-sum scale
+    np.testing.assert_allclose(target.kick_gradient_fn(theta), exact_grad, atol=1e-5 * 300 * 4)
+    linear = LinearGaussianModel(4)
+    assert not isinstance(_sgais_moves._exact_target(linear, X, rng.normal(size=300), weights), KickedTarget)
+
+
+def test_exact_draws_only_for_the_likelihood_they_were_written_for():
+    """A subclass that overrides the likelihood alone must not inherit the conjugate draws; one that overrides
+    both keeps them."""
+    from evidence_select.sgais._moves import offers_exact_draws
+
+    class HeavierNoise(LinearGaussianModel):
+        def log_likelihood(self, theta, X, y=None):
+            return 0.5 * super().log_likelihood(theta, X, y)
+
+    class WithItsOwnDraws(HeavierNoise):
+        def sample_tempered_posterior(self, rng, n_samples, X, y, weights):
+            return super().sample_tempered_posterior(rng, n_samples, X, y, 0.5 * np.asarray(weights))
+
+    assert offers_exact_draws(LinearGaussianModel(2))
+    assert not offers_exact_draws(HeavierNoise(2))
+    assert offers_exact_draws(WithItsOwnDraws(2))
+    from evidence_select.models import SoftmaxRegressionModel
+    assert not offers_exact_draws(SoftmaxRegressionModel(2, 3))
