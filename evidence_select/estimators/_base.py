@@ -7,7 +7,6 @@ at the very end, so a failing call leaves the estimator exactly as it was.
 
 import contextlib
 import logging
-import math
 from numbers import Integral, Real
 
 import numpy as np
@@ -17,7 +16,6 @@ from sklearn.base import BaseEstimator
 from ..sgais._engine import (SamplerDegeneracyWarning, SGAISConfig, evidence_estimate, particle_log_weights,
                              sgais_init, sgais_update)
 from ..sgais._settings import EngineTuning
-from ..sgais._mode_check import apply_mode_check, check_against_mode
 from ..sgais._checks import collapsed_chunks, failed_evidence_checks
 from ..sgais._reservoir import reservoir_undo
 from ..utils import make_generator
@@ -216,7 +214,6 @@ class BaseSGAISEstimator(BaseEstimator):
             raise
         self.sgais_state_ = state
         self.evidence_history_ = history
-        self.__dict__.pop("_end_check_", None)  # the check of the state the attributes reported before this call
         self._warn_if_collapsed(history)
         return self
 
@@ -228,37 +225,6 @@ class BaseSGAISEstimator(BaseEstimator):
         in force (one worker without one).
         """
         return contextlib.nullcontext() if self.n_jobs is None else parallel_config(n_jobs=self.n_jobs)
-
-    def _check_posterior_mode(self, state, record, n_seen_before):
-        """The chunk's posterior-mode check (:func:`check_against_mode`, when due: at a row checkpoint or after
-        a restart or excursion): the state with its widening and the record with its result."""
-        surprised = record.n_replayed > 0 or record.n_reheat_steps > 0
-        state, check = check_against_mode(state, self.model_, n_seen_before, type(self).__name__,
-                                          self.sgais_config_.tuning.mode_check, surprised=surprised)
-        if check is None:
-            return state, record
-        return state, record._replace(log_evidence_std=evidence_estimate(state)[1],
-                                      mode_log_evidence=check.log_evidence, mode_log_evidence_std=check.std)
-
-    def _reported_state(self):
-        """The state whose evidence the fitted attributes report: the streamed state, checked against the
-        posterior's best mode (:func:`apply_mode_check`) when its last chunk was not.
-
-        The chunks' own checks run at row checkpoints, so up to a factor ``ModeCheckSettings.growth`` of rows at the
-        end of a stream (a cluster that arrived there) would go unchecked. This check runs when the evidence is
-        first read after a call, on the state as it is, not recorded in the history and not kept in the state
-        that later chunks continue from: ``fit`` and a ``partial_fit`` loop over the same chunks still report
-        the same numbers, and reading them does not change what later calls compute. Cached per state.
-        """
-        state = self._state()
-        cached = self.__dict__.get("_end_check_")
-        if cached is None or cached[0] is not state:
-            history = self.evidence_history_
-            checked = (state if not history or not math.isnan(history[-1].mode_log_evidence)
-                       else apply_mode_check(state, self.model_, type(self).__name__,
-                                             self.sgais_config_.tuning.mode_check)[0])
-            cached = self._end_check_ = (state, checked)
-        return cached[1]
 
     def _check_data_scale(self, X, y):
         """Warn (:class:`FeatureScaleWarning`) when the data's scale contradicts the model's priors."""
@@ -301,11 +267,11 @@ class BaseSGAISEstimator(BaseEstimator):
         progress = self._progress(n_chunks)
         for start in range(0, len(X), batch_size):
             stop = start + batch_size
-            n_seen_before = state.n_samples_seen
+            # The call's last chunk is checked against the posterior's best mode wherever it can be: its evidence
+            # is the one the fitted attributes report.
             state, record, undo = sgais_update(state, X[start:stop], None if y is None else y[start:stop],
-                                               self.model_, self.sgais_config_)
+                                               self.model_, self.sgais_config_, check=True if stop >= len(X) else None)
             undo_log.append((state.reservoir, undo))
-            state, record = self._check_posterior_mode(state, record, n_seen_before)
             if self.verbose:
                 logger.info("n=%d log Z=%.4f +/- %.4f steps=%d ESS=%.1f %.1f ms", record.n_samples_seen,
                             record.log_evidence, record.log_evidence_std, record.n_annealing_steps, record.ess,
@@ -334,13 +300,13 @@ class BaseSGAISEstimator(BaseEstimator):
     @property
     def log_evidence_(self):
         """Log evidence of all data seen so far (float)."""
-        return evidence_estimate(self._reported_state())[0]
+        return evidence_estimate(self._state())[0]
 
     @property
     def log_evidence_std_(self):
         """Standard error of ``log_evidence_``: the larger of the replicate spread and the weight-based estimate,
         widened by any gap to a failed check (a degraded chunk, the posterior's best mode)."""
-        return evidence_estimate(self._reported_state())[1]
+        return evidence_estimate(self._state())[1]
 
     @property
     def n_samples_seen_(self):
@@ -355,7 +321,7 @@ class BaseSGAISEstimator(BaseEstimator):
         ``population_bias``, ``lineages``, ``fallback`` or ``collapsed_weights``
         (:mod:`evidence_select.sgais._checks` says what each means).
         """
-        return failed_evidence_checks(self._reported_state(), self.evidence_history_, self.sgais_config_)
+        return failed_evidence_checks(self._state(), self.evidence_history_, self.sgais_config_)
 
     def _state(self):
         if "sgais_state_" not in vars(self):

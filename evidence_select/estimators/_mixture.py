@@ -195,13 +195,11 @@ class BayesianMixture(DensityMixin, BaseSGAISEstimator):
     evidence low, and their spread cannot show it. With up to five components
     and 5000 rows (all stored), chunks are checked against the posterior's best
     mode, found by EM and a quasi-Newton search and importance-sampled
-    (:func:`~evidence_select.sgais._mode_check.check_against_mode`; after
+    (:func:`~evidence_select.sgais._mode_check.apply_mode_check`; after
     the chunks that cross 100, 141, 200, 282, ... rows, a factor ``sqrt(2)``
-    apart, and after each chunk that ran a restart or an excursion). When the
-    evidence is read after a call whose last chunk was not checked, the state
-    it reports is checked then (once per state; not recorded in the history,
-    and later chunks continue from the unchecked state, so reading changes
-    nothing they compute). A run reading more than two standard deviations
+    apart, after each chunk that ran a restart or an excursion, and after the
+    last chunk of every ``fit`` or ``partial_fit`` call, whose evidence the
+    fitted attributes report; reading them computes nothing). A run reading more than two standard deviations
     below that mode's mass raises an
     :class:`~evidence_select.EvidenceConvergenceWarning` and its error bar grows
     by the gap; ``ChunkRecord.mode_log_evidence`` records the chunks' checks.

@@ -7,7 +7,6 @@ from sklearn.base import clone
 
 from ..models import Model
 from ..backends._exact import exact_log_evidence
-from ..sgais._mode_check import apply_mode_check
 from ..utils._threads import single_threaded_blas
 from .._result import EvidenceResult, failed_checks
 from ..sgais._engine import SGAISConfig, evidence_estimate, sgais_stream
@@ -70,14 +69,14 @@ def _model_and_data(estimator, X, y):
 
 
 def _sgais_on_model(model, X, y, random_state, **settings):
-    """The engine's stream over the rows, then the posterior-mode check of its final state (the estimators check
-    at row checkpoints and when their evidence is read; see :func:`~..sgais._mode_check.apply_mode_check`)."""
+    """The engine's stream over the rows, as the estimators run it (the same chunk updates and checks, the last
+    chunk checked): ``(state, config, history)``."""
     X = np.asarray(X, dtype=float)
     config = SGAISConfig(**settings)
+    history = []
     with single_threaded_blas():
-        state = sgais_stream(np.random.default_rng(random_state), model, config, X, y)
-        state, _ = apply_mode_check(state, model, "log_evidence(method='sgais')", config.tuning.mode_check)
-    return state, config
+        state = sgais_stream(np.random.default_rng(random_state), model, config, X, y, history=history)
+    return state, config, history
 
 
 def log_evidence(estimator_or_model, X=None, y=None, *, method, random_state=None, verbose=0, **method_kwargs):
@@ -170,11 +169,12 @@ def log_evidence(estimator_or_model, X=None, y=None, *, method, random_state=Non
         value = exact_log_evidence(model, X, y)
         return EvidenceResult(value, 0.0, "exact", 1.0, len(X), time.perf_counter() - tic)
     if method == "sgais":
-        state, config = _sgais_on_model(model, X, y, random_state, **method_kwargs)
+        state, config, history = _sgais_on_model(model, X, y, random_state, **method_kwargs)
         log_z, std = evidence_estimate(state)
-        diagnostics = evidence_diagnostics(state, [], config)  # the stream keeps no records
+        diagnostics = evidence_diagnostics(state, history, config)
         return EvidenceResult(log_z, std, "sgais", state.n_datum_evaluations / max(len(X), 1),
                               state.n_datum_evaluations, time.perf_counter() - tic, settings=config._asdict(),
                               samples=state.particles, log_weights=state.log_weights.ravel(),
-                              diagnostics=diagnostics, converged=not failed_checks(diagnostics))
+                              info={"evidence_history": history}, diagnostics=diagnostics,
+                              converged=not failed_checks(diagnostics))
     return _reference_backend(method)(model, X, y, random_state=random_state, verbose=verbose, **method_kwargs)

@@ -118,20 +118,22 @@ resample_threshold=0, control_variates=False, step_size_schedule="data",
 integrator="sghmc", exact_move_rows=0`` (:data:`PAPER_SETTINGS`, without the replicate count).
 """
 
+import functools
 import math
 import time
 from typing import NamedTuple
 
 import numpy as np
 
-from ._reservoir import reservoir_insert
+from ._reservoir import reservoir_data, reservoir_insert
 from ..exceptions import EvidenceConvergenceWarning
 from ..utils import ess_from_log_weights, log_mean_exp, make_generator
 from ..utils._warnings import warn
+from ._mode_check import ModeEvidence, apply_mode_check, mode_check_due, rows_checkable, rows_mode_evidence
 from ._moves import MoveTarget, chunk_context, pooled_step_scales
 from ._policy import (ActionKind, ChunkMode, arrival_action, closing_action, cure_of, degradation_text, excursion,
-                      initial_mode, merge_independent_runs, per_row_spread, replay_from_prior, shift_detected,
-                      steps_action, surprise_limits, surprised_on_arrival)
+                      initial_mode, merge_independent_runs, per_row_spread, pooled_mode_gap, replay_from_prior,
+                      shift_detected, steps_action, surprise_limits, surprised_on_arrival)
 from ._reference import refresh_reference
 from ._settings import lineage_threshold
 from ._state import (PAPER_SETTINGS, ChunkRecord, Particles, SamplerDegeneracyWarning, SGAISConfig, SGAISState,
@@ -163,10 +165,12 @@ class ClosedChunk(NamedTuple):
     n_reference: int  # rows seen when the references were last re-centred
     counts: StepCounts
     n_replayed: int  # rows a restart re-annealed from the prior (0 without one)
+    mode_gap_variance: float  # the pooled run's squared posterior-mode gap (see pooled_mode_gap)
+    mode_evidence: ModeEvidence = None  # the posterior-mode check's value on every row seen, where a restart took it
 
 
-def sgais_update(state, X, y, model, config):
-    """Anneal one chunk into the state (paper Algorithm 1, lines 4-10).
+def sgais_update(state, X, y, model, config, *, check=None):
+    """Anneal one chunk into the state (paper Algorithm 1, lines 4-10), then check it.
 
     Parameters
     ----------
@@ -175,6 +179,14 @@ def sgais_update(state, X, y, model, config):
     y : ndarray of shape (n_chunk,) or None
     model : Model
     config : SGAISConfig
+    check : bool, None or ModeEvidence, default=None
+        Whether the posterior-mode check runs after the chunk
+        (:func:`~._mode_check.apply_mode_check`, where the model and the rows
+        allow it): None when due (:func:`~._mode_check.mode_check_due`: at row
+        checkpoints and after a restart or an excursion), True always (the
+        last chunk of a call, whose evidence its caller reports), False never;
+        a :class:`~._mode_check.ModeEvidence` always, against that value of the
+        rows seen (a restart's replays share the restart's).
 
     Returns
     -------
@@ -190,10 +202,12 @@ def sgais_update(state, X, y, model, config):
     (:func:`~._policy.surprise_limits`), anneal the chunk in, carrying out the
     policy's action (:func:`anneal_chunk`), take the closing action
     (:func:`~._policy.closing_action`), re-centre the control-variate references
-    and restart if the action says so, insert the chunk into the reservoir, then
-    build the state and the record. ``state`` is never modified except for the
-    reservoir rows overwritten by the insertion at the very end (after
-    everything that can fail).
+    and restart if the action says so, insert the chunk into the reservoir,
+    build the state and the record, then check the evidence against the
+    posterior's best mode. ``state`` is never modified except for the reservoir
+    rows overwritten by the insertion (after everything that can fail but the
+    check, which reads the new state; the caller undoes the insertion on any
+    failure).
     """
     tic = time.perf_counter()
     rng = make_generator(state.rng)  # a copy: the old state's generator is never advanced
@@ -215,7 +229,28 @@ def sgais_update(state, X, y, model, config):
     _warn_degraded(record, action, (blocked, blocked_text), limits.already_degraded)
     _warn_population_bias(record, state.log_evidence_variance, config.tuning.checks)
     _warn_collapsed_lineages(record, state.n_samples_seen, config)
+    evidence = check if isinstance(check, ModeEvidence) else closed.mode_evidence
+    new_state, record = _posterior_mode_check(new_state, record, (model, config), check, state.n_samples_seen,
+                                              evidence)
     return new_state, record, undo
+
+
+def _posterior_mode_check(state, record, model_config, check, n_seen_before, evidence):
+    """The chunk's posterior-mode check (``check`` as in :func:`sgais_update`; ``evidence``, the mode's value on
+    these rows where already taken, or None): the state with its widening and the record with the check's
+    result and the error bar it leaves."""
+    model, config = model_config
+    settings = config.tuning.mode_check
+    if check is None:
+        surprised = record.n_replayed > 0 or record.n_reheat_steps > 0
+        check = mode_check_due(n_seen_before, state.n_samples_seen, settings, surprised=surprised)
+    if check is False:
+        return state, record
+    state, result = apply_mode_check(state, model, settings, evidence)
+    if result is None:
+        return state, record
+    return state, record._replace(log_evidence_std=evidence_estimate(state)[1], mode_log_evidence=result.log_evidence,
+                                  mode_log_evidence_std=result.std)
 
 
 def _start_particles(state):
@@ -242,7 +277,8 @@ def _next_state(state, context, closed, carried, widening, degraded):
         n_surprise_evaluations=state.n_surprise_evaluations + counts.n_surprise_evaluations,
         increment_variance=state.increment_variance + increment_spread(state.log_evidence, particles.log_evidence),
         widening=state.widening._replace(degraded_variance=state.widening.degraded_variance + widening**2,
-                                         n_degraded_chunks=state.widening.n_degraded_chunks + degraded),
+                                         n_degraded_chunks=state.widening.n_degraded_chunks + degraded,
+                                         mode_gap_variance=closed.mode_gap_variance),
         past_statistics=past_statistics)
 
 
@@ -411,13 +447,28 @@ def _close_chunk(rng, state, context, progress, restart):
     particles = particles._replace(reference=reference, reference_grad=reference_grad)
     counts = counts.plus(StepCounts(n_evaluations=n_evaluations))
     if not restart:
-        return ClosedChunk(particles=particles, n_reference=n_reference, counts=counts, n_replayed=0)
-    replay, n_evaluations, replay_n_reference = replay_from_prior(rng, state.reservoir, (X, y), model, config,
-                                                                  sgais_stream)
-    replay_counts = StepCounts(n_evaluations=n_evaluations, n_surprise_evaluations=n_evaluations)
-    return ClosedChunk(particles=merge_independent_runs(rng, particles, replay),
-                       n_reference=min(n_reference, replay_n_reference), counts=counts.plus(replay_counts),
-                       n_replayed=state.n_samples_seen + len(X))
+        return ClosedChunk(particles=particles, n_reference=n_reference, counts=counts, n_replayed=0,
+                           mode_gap_variance=state.widening.mode_gap_variance)
+    evidence = _rows_evidence(rng, state.reservoir, (X, y), model, config.tuning.mode_check)
+    replay = replay_from_prior(rng, state.reservoir, (X, y), model, config,
+                               functools.partial(replay_stream, check=True if evidence is None else evidence))
+    replay_counts = StepCounts(n_evaluations=replay.n_datum_evaluations,
+                               n_surprise_evaluations=replay.n_datum_evaluations)
+    mode_gap = pooled_mode_gap(particles, replay.particles, state.widening.mode_gap_variance, replay.mode_gap_variance)
+    return ClosedChunk(particles=merge_independent_runs(rng, particles, replay.particles),
+                       n_reference=min(n_reference, replay.n_reference), counts=counts.plus(replay_counts),
+                       n_replayed=state.n_samples_seen + len(X), mode_gap_variance=mode_gap, mode_evidence=evidence)
+
+
+def _rows_evidence(rng, reservoir, rows, model, settings):
+    """The posterior-mode check's value on every row seen, the chunk's ``rows`` included, where they can be
+    checked (a copy of ``rng`` draws it), else None: a restart's replays and the chunk's own check share it."""
+    X, y = rows
+    if not rows_checkable(model, reservoir.n_seen + len(X), settings):
+        return None
+    past_X, past_y = reservoir_data(reservoir)
+    all_y = None if y is None else np.concatenate([past_y, y])
+    return rows_mode_evidence(model, np.concatenate([past_X, X]), all_y, make_generator(rng), settings)
 
 
 def chunk_record(state, new_state, closed, seconds):
@@ -447,10 +498,27 @@ def _check_finite_log_lik(log_lik, chunk_log_lik, tempering, n_seen):
             f"(tempering={tempering:.3g}); check the data for extreme values or lower learning_rate")
 
 
-def sgais_stream(rng, model, config, X, y=None):
-    """A fresh run over ``(X, y)`` in chunks of ``config.batch_size`` rows, from the prior; its final state."""
+def sgais_stream(rng, model, config, X, y=None, *, history=None, check_chunks=True, check=True):
+    """A fresh run over ``(X, y)`` in chunks of ``config.batch_size`` rows, from the prior; its final state.
+
+    Every chunk goes through :func:`sgais_update`, the last one checked as
+    ``check`` says (as in :func:`sgais_update`; by default always);
+    ``check_chunks=False`` checks only that last one. ``history``, a list,
+    receives each chunk's :class:`ChunkRecord`.
+    """
     state = sgais_init(rng, model, config, X.shape[1], None if y is None else np.asarray(y).dtype)
     for start in range(0, len(X), config.batch_size):
         stop = start + config.batch_size
-        state, _, _ = sgais_update(state, X[start:stop], None if y is None else y[start:stop], model, config)
+        last = stop >= len(X)
+        state, record, _ = sgais_update(state, X[start:stop], None if y is None else y[start:stop], model, config,
+                                        check=check if last else (None if check_chunks else False))
+        if history is not None:
+            history.append(record)
     return state
+
+
+def replay_stream(rng, model, config, X, y=None, *, check=True):
+    """A restart's replay of one group (:func:`~._policy.replay_from_prior`): :func:`sgais_stream` with only its
+    last chunk checked (``check``, the restart's value of the rows where it took one), since nothing reads a
+    replay's records and its last check decides its widening."""
+    return sgais_stream(rng, model, config, X, y, check_chunks=False, check=check)

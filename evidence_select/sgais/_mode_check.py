@@ -32,8 +32,8 @@ from ._policy import crossed_checkpoint
 from ._settings import ModeCheckSettings
 from ._state import evidence_estimate
 
-__all__ = ["ModeEvidence", "mode_importance_log_evidence", "check_against_mode", "mode_check_due",
-           "apply_mode_check", "symmetrised_t", "symmetrised_log_density", "SymmetrisedT"]
+__all__ = ["ModeEvidence", "mode_importance_log_evidence", "mode_check_due", "apply_mode_check", "rows_checkable",
+           "rows_mode_evidence", "symmetrised_t", "symmetrised_log_density", "SymmetrisedT"]
 
 # Point-row pairs per likelihood call: a mixture's (K, points, rows) block then stays within its reusable
 # buffers at any row count (K of them per pair, 4 MiB each).
@@ -235,55 +235,48 @@ def _block_log_weights(model, X, y, rng, proposal, size):
     return np.where(np.isfinite(log_joint), log_joint - log_q, -np.inf)
 
 
-def _checkable(model, state, settings):
-    """Whether the online state can be checked: a model with a mode search, few symmetries, every row stored."""
-    if not model.capabilities().mode_search or state.n_samples_seen > settings.max_rows:
-        return False
-    if state.reservoir.n_stored != state.n_samples_seen:
-        return False
-    return model.n_mode_symmetries <= settings.max_symmetries
+def rows_checkable(model, n_rows, settings):
+    """Whether ``n_rows`` rows of ``model`` can be checked: a declared mode search, few symmetries, few rows."""
+    return (model.capabilities().mode_search and n_rows <= settings.max_rows
+            and model.n_mode_symmetries <= settings.max_symmetries)
+
+
+def rows_mode_evidence(model, X, y, rng, settings):
+    """The check's value on the rows ``(X, y)``: :func:`mode_importance_log_evidence`, or None where no finite
+    value was found (no mode with a positive-definite Hessian, or a degenerate one)."""
+    try:
+        evidence = mode_importance_log_evidence(model, X, y, rng, settings)
+    except (np.linalg.LinAlgError, ValueError):  # a degenerate mode (e.g. a scale that is not positive definite)
+        return None
+    if evidence is None or not (np.isfinite(evidence.log_evidence) and np.isfinite(evidence.std)):
+        return None
+    return evidence
 
 
 def mode_check_due(n_seen_before, n_seen, settings, *, surprised=False):
-    """Whether the chunk that took the rows seen from ``n_seen_before`` to ``n_seen`` is checked.
+    """Whether the chunk that took the rows seen from ``n_seen_before`` to ``n_seen`` is due a check.
 
-    After the chunks that cross a checkpoint ``floor(settings.unit *
-    settings.growth**j)`` and after the chunks that ``surprised`` the
-    particles (a restart or an excursion ran): a chunk whose rows the particles
-    did not foresee, such as a cluster arriving late, is where they most likely
-    settle in a poorer configuration, and the check costs little next to the
-    replay it follows. The chunks alone decide, so ``fit`` and ``partial_fit``
-    over the same chunks check the same ones.
+    The chunks that cross a checkpoint ``floor(settings.unit *
+    settings.growth**j)`` and the chunks that ``surprised`` the particles (a
+    restart or an excursion ran): a chunk whose rows the particles did not
+    foresee, such as a cluster arriving late, is where they most likely settle
+    in a poorer configuration, and the check costs little next to the replay
+    it follows. (The engine also checks the last chunk of every call, see
+    :func:`~._engine.sgais_update`.)
     """
     return surprised or crossed_checkpoint(n_seen_before, n_seen, settings.unit, settings.growth)
 
 
-def check_against_mode(state, model, n_seen_before, estimator_name, settings, *, surprised=False):
-    """Check an online state's evidence against its posterior's best mode after a chunk, when due.
-
-    ``n_seen_before`` is the rows seen before the chunk; :func:`mode_check_due`
-    decides whether the chunk is checked, :func:`apply_mode_check` checks it.
-
-    Returns
-    -------
-    state : SGAISState
-        With ``widening.mode_gap_variance`` updated when the check ran.
-    check : ModeEvidence or None
-        None when no check ran.
-    """
-    if not mode_check_due(n_seen_before, state.n_samples_seen, settings, surprised=surprised):
-        return state, None
-    return apply_mode_check(state, model, estimator_name, settings)
-
-
-def apply_mode_check(state, model, estimator_name, settings):
+def apply_mode_check(state, model, settings, evidence=None):
     """Check an online state's evidence against its posterior's best mode, now.
 
     The check runs for a model with a mode search (``capabilities().mode_search``)
     and at most ``settings.max_symmetries`` label symmetries, while every row is
-    stored and there are at most ``settings.max_rows``. Its generator is a copy of the
-    state's, so the run's own draws do not change, and checking the same state
-    twice gives the same numbers. When ``log Z`` reads below the mode's value by
+    stored and there are at most ``settings.max_rows``. The mode's value is
+    ``evidence`` where the caller computed it on the same rows (a restart's
+    replays share one), else :func:`rows_mode_evidence` with a copy of the
+    state's generator, so the run's own draws do not change, and checking the
+    same state twice gives the same numbers. When ``log Z`` reads below the mode's value by
     more than ``settings.gap_sigmas`` combined standard deviations the gap is
     kept as ``SGAISState.widening.mode_gap_variance`` (``log_evidence_std`` includes it)
     and an :class:`EvidenceConvergenceWarning` names the cure; a check that
@@ -296,22 +289,20 @@ def apply_mode_check(state, model, estimator_name, settings):
     check : ModeEvidence or None
         None when no check ran (the state cannot be checked, or no mode was found).
     """
-    if not _checkable(model, state, settings):
-        return state, None
     n_seen = state.n_samples_seen
-    X, y = reservoir_data(state.reservoir)
-    try:
-        check = mode_importance_log_evidence(model, X, y, make_generator(state.rng), settings)
-    except (np.linalg.LinAlgError, ValueError):  # a degenerate mode (e.g. a scale that is not positive definite)
-        check = None
-    if check is None or not (np.isfinite(check.log_evidence) and np.isfinite(check.std)):
+    if not rows_checkable(model, n_seen, settings) or state.reservoir.n_stored != n_seen:
+        return state, None
+    check = evidence
+    if check is None:
+        check = rows_mode_evidence(model, *reservoir_data(state.reservoir), make_generator(state.rng), settings)
+    if check is None:
         return state, None
     log_z, std = evidence_estimate(state._replace(widening=state.widening._replace(mode_gap_variance=0.0)))
     gap = check.log_evidence - log_z
     failed = gap > settings.gap_sigmas * math.hypot(std, check.std)
     if failed:
         warn(
-            f"{estimator_name}: importance sampling at the best posterior mode that optimisation finds on the "
+            f"SGAIS: importance sampling at the best posterior mode that optimisation finds on the "
             f"{n_seen} rows gives log Z = {check.log_evidence:.2f} +/- {check.std:.2g}, {gap:.2f} nats above "
             f"the SGAIS estimate {log_z:.2f} +/- {std:.2g}: the particles missed posterior mass (e.g. a better "
             "cluster configuration). The reported standard error now includes the gap and evidence_checks_ names "

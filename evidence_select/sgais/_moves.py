@@ -309,7 +309,7 @@ class _StatisticsEstimate(NamedTuple):
 
     model: object
     target_statistics: np.ndarray  # (n_steps, ...): tempering * chunk's + past_power n / |B| * each mini-batch's
-    batch_statistics: np.ndarray  # (n_steps, ...): past_power n / |B| * each mini-batch's; None without control variates
+    batch_statistics: np.ndarray  # (n_steps, ...): past_power n / |B| times each mini-batch's; None without CVs
     reference: np.ndarray
     past_reference_grad: np.ndarray
 

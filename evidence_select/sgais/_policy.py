@@ -37,7 +37,7 @@ from joblib.parallel import get_active_backend
 from ..exceptions import EvidenceConvergenceWarning
 from ._reservoir import reservoir_data
 from ..kernels._resampling import systematic_resample
-from ..utils import log_mean_exp, make_generator
+from ..utils import log_mean_exp, logsumexp, make_generator
 from ..utils._diagnostics import mean_and_squared_error
 from ..utils._logspace import log_expm1
 from ..utils._threads import single_threaded_blas
@@ -46,10 +46,10 @@ from ._moves import MoveTarget, past_log_likelihood
 from ._state import Particles, StepCounts
 from ._steps import choose_increment, tempering_step
 
-__all__ = ["ActionKind", "ChunkAction", "ChunkMode", "Degradation", "SurpriseLimits", "arrival_action",
+__all__ = ["ActionKind", "ChunkAction", "ChunkMode", "Degradation", "Replay", "SurpriseLimits", "arrival_action",
            "closing_action", "cure_of", "degradation_text", "initial_mode", "steps_action", "surprise_limits",
            "surprised_on_arrival", "shift_detected", "excursion", "replay_from_prior", "merge_independent_runs",
-           "per_row_spread", "crossed_checkpoint"]
+           "pooled_mode_gap", "per_row_spread", "crossed_checkpoint"]
 
 
 class ChunkMode(NamedTuple):
@@ -405,8 +405,7 @@ def replay_from_prior(rng, reservoir, rows, model, config, stream_fn):
     rows came in. The groups' orders and seeds are drawn first, so the runs are
     independent tasks: they run in parallel under a :func:`joblib.parallel_config`
     with ``n_jobs`` above 1 (the estimators' ``n_jobs``), with the same results.
-    Returns ``(particles, n_datum_evaluations, n_reference)``, the groups stacked
-    as in :class:`SGAISState` and ``n_reference`` the smallest of the runs'.
+    Returns a :class:`Replay`.
     """
     X, y = rows
     res_X, res_y = reservoir_data(reservoir)
@@ -425,10 +424,21 @@ def replay_from_prior(rng, reservoir, rows, model, config, stream_fn):
     stacked = ("theta", "log_weights", "log_evidence", "log_evidence_variance", "reference", "reference_grad")
     particles = Particles(**{name: None if getattr(runs[0].particles, name) is None
                              else np.concatenate([getattr(run.particles, name) for run in runs]) for name in stacked})
-    if any(run.degraded_variance for run in runs):
-        particles = particles._replace(log_evidence_variance=particles.log_evidence_variance
-                                       + np.array([run.degraded_variance for run in runs]))
-    return particles, sum(run.n_datum_evaluations for run in runs), min(run.n_reference for run in runs)
+    degraded = np.array([run.widening.degraded_variance for run in runs])
+    if np.any(degraded):
+        particles = particles._replace(log_evidence_variance=particles.log_evidence_variance + degraded)
+    return Replay(particles=particles, n_datum_evaluations=sum(run.n_datum_evaluations for run in runs),
+                  n_reference=min(run.n_reference for run in runs),
+                  mode_gap_variance=np.array([run.widening.mode_gap_variance for run in runs]))
+
+
+class Replay(NamedTuple):
+    """A restart's replay (:func:`replay_from_prior`): the groups' runs stacked as in :class:`SGAISState`."""
+
+    particles: Particles
+    n_datum_evaluations: int
+    n_reference: int  # the smallest of the runs'
+    mode_gap_variance: np.ndarray  # (n_groups,) squared gap of each run's failed final posterior-mode check, or 0
 
 
 def _replay_n_jobs(n_tasks):
@@ -445,7 +455,7 @@ class _ReplayRun(NamedTuple):
     """What a replay group's run hands back (not its reservoir, which would travel back from a worker)."""
 
     particles: Particles
-    degraded_variance: float
+    widening: object  # the run's ErrorWidening
     n_datum_evaluations: int
     n_reference: int
     warnings: tuple  # (category, message) of the run's warnings for the caller, in order
@@ -456,14 +466,14 @@ def _replay_group(stream_fn, seed, model, config, X, y):
     with warnings.catch_warnings(record=True) as caught, single_threaded_blas():
         warnings.simplefilter("always")
         run = stream_fn(seed, model, config, X, y)
-    # A replay's own degraded chunks (surprise budget spent) widen its group's variance instead of warning;
-    # the rest (a degenerate sampler) go to the caller, from a worker process as from its own.
+    # A replay's own degraded chunks (surprise budget spent) and failed final check widen the pooled error bar
+    # instead of warning; the rest (a degenerate sampler) go to the caller, from a worker process as from its own.
     relayed = tuple((w.category, str(w.message)) for w in caught
                     if not issubclass(w.category, EvidenceConvergenceWarning))
     particles = Particles(theta=run.particles, log_weights=run.log_weights, log_evidence=run.log_evidence,
                           log_evidence_variance=run.log_evidence_variance, reference=run.reference,
                           reference_grad=run.reference_grad)
-    return _ReplayRun(particles=particles, degraded_variance=run.widening.degraded_variance,
+    return _ReplayRun(particles=particles, widening=run.widening,
                       n_datum_evaluations=run.n_datum_evaluations, n_reference=run.n_reference, warnings=relayed)
 
 
@@ -498,6 +508,24 @@ def merge_independent_runs(rng, first, second):
     return first._replace(theta=theta, log_weights=log_weights, log_evidence=log_z_sum - math.log(2),
                           log_evidence_variance=np.logaddexp(0.0, log_relative_variance), reference=reference,
                           reference_grad=reference_grad, origins=None)
+
+
+def pooled_mode_gap(first, second, mode_gap_variance, replay_gaps):
+    """The squared mode gap of a pooled run (:func:`merge_independent_runs` of ``first`` and ``second``), from
+    the in-order run's ``mode_gap_variance`` and the replay groups' ``replay_gaps`` (``(n_groups,)``).
+
+    A gap is a possible error of the log evidence it was measured on. The pooled
+    log evidence ``log sum_g (Z_a,g + Z_b,g) - log 2G`` moves by ``s_a`` times a
+    shift of the whole in-order run and by ``s_b,g`` times one of replay group
+    ``g``, ``s`` the runs' shares of the pooled ``Z``: the delta method weighs
+    each squared gap by its share squared. A run the pooled evidence barely
+    rests on (a replay far below the in-order run, or the reverse) passes on
+    little of its gap.
+    """
+    log_total = float(logsumexp(np.concatenate([first.log_evidence, second.log_evidence])))
+    share_first = math.exp(float(logsumexp(first.log_evidence)) - log_total)
+    shares_second = np.exp(second.log_evidence - log_total)
+    return share_first**2 * mode_gap_variance + float(np.sum(shares_second**2 * replay_gaps))
 
 
 def per_row_spread(log_weights, per_row_log_lik):

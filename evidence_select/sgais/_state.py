@@ -17,9 +17,9 @@ from ..utils import log_mean_exp, logsumexp
 from ..utils._diagnostics import mean_and_squared_error
 from ..utils._logspace import log_expm1
 
-__all__ = ["SGAISConfig", "SGAISState", "ErrorWidening", "ChunkRecord", "Particles", "StepCounts", "sgais_init", "combine_replicates",
-           "evidence_estimate", "increment_spread", "population_log_variance", "particle_log_weights",
-           "SamplerDegeneracyWarning", "PAPER_SETTINGS"]
+__all__ = ["SGAISConfig", "SGAISState", "ErrorWidening", "ChunkRecord", "Particles", "StepCounts", "sgais_init",
+           "combine_replicates", "evidence_estimate", "increment_spread", "population_log_variance",
+           "particle_log_weights", "SamplerDegeneracyWarning", "PAPER_SETTINGS"]
 
 
 class SamplerDegeneracyWarning(RuntimeWarning):
@@ -213,9 +213,11 @@ class ChunkRecord(NamedTuple):
         :class:`~evidence_select.EvidenceConvergenceWarning`.
     mode_log_evidence, mode_log_evidence_std : float
         The posterior-mode check run after this chunk
-        (:func:`~evidence_select.sgais._mode_check.check_against_mode`; models
-        with ``mode_starts``, such as the mixture up to five components, while
-        every row seen is stored and their number is small): importance sampling
+        (:func:`~evidence_select.sgais._mode_check.apply_mode_check`; models
+        that declare a mode search, such as the mixture up to five components,
+        while every row seen is stored and their number is small; at row
+        checkpoints, after restarts and excursions, and after the last chunk of
+        every call): importance sampling
         at the best posterior mode found by optimisation, a value the evidence
         cannot lie far below. NaN where no check ran. When ``log_evidence``
         reads below it by more than ``ModeCheckSettings.gap_sigmas`` combined standard

@@ -77,9 +77,9 @@ def _small_mixture():
 def _replay(est, stream_fn, **config):
     state_config = est.sgais_config_._replace(n_replicates=2)
     with parallel_config(**config):
-        particles, _, _ = replay_from_prior(make_generator(0), est.sgais_state_.reservoir,
-                                            (np.zeros((5, 2)), None), est.model_, state_config, stream_fn)
-    return particles
+        replay = replay_from_prior(make_generator(0), est.sgais_state_.reservoir, (np.zeros((5, 2)), None),
+                                   est.model_, state_config, stream_fn)
+    return replay.particles
 
 
 @pytest.mark.parametrize("n_jobs", [1, 2])

@@ -10,9 +10,12 @@ from sklearn import datasets
 
 from evidence_select import BayesianLinearRegressor, BayesianMixture, EvidenceConvergenceWarning
 from evidence_select.datasets import make_linear_regression
+from evidence_select.sgais import _mode_check
+from evidence_select.sgais._engine import sgais_init, sgais_update
 from evidence_select.sgais._mode_check import mode_importance_log_evidence, symmetrised_log_density, symmetrised_t
 from evidence_select.sgais._policy import crossed_checkpoint
 from evidence_select.sgais._settings import EngineTuning, ModeCheckSettings
+from evidence_select.sgais._state import SGAISConfig
 from evidence_select.models import GaussianMixtureModel
 from evidence_select.utils import log_mean_exp
 
@@ -162,54 +165,74 @@ def test_log_evidence_of_a_model_checks_the_final_state(sorted_iris):
     assert flagged_runs >= 1
 
 
-def _without_chunk_checks(monkeypatch):
-    """No check after any chunk: only the one when the evidence is read can run."""
-    monkeypatch.setattr("evidence_select.estimators._base.check_against_mode", lambda state, *args, **kw: (state, None))
+def test_the_last_chunk_of_every_call_is_checked_and_reading_computes_nothing(sorted_iris, monkeypatch):
+    """Chunks of 100 rows over 130 rows: the chunk ending at 100 crosses a checkpoint, the one ending at 130 none
+    (141 is next), yet, as the last of the call, it is checked too. Reading the fitted attributes then runs no
+    check: with the check's importance sampler made to fail, they read the last record's numbers."""
+    est = BayesianMixture(3, batch_size=100, random_state=2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        est.partial_fit(sorted_iris[:130])
+    settings = ModeCheckSettings()
+    assert not crossed_checkpoint(100, 130, settings.unit, settings.growth)
+    assert [bool(np.isfinite(r.mode_log_evidence)) for r in est.evidence_history_] == [True, True]
+
+    def fail(*args):
+        raise AssertionError("reading a fitted attribute ran a check")
+
+    monkeypatch.setattr(_mode_check, "mode_importance_log_evidence", fail)
+    last = est.evidence_history_[-1]
+    assert (est.log_evidence_, est.log_evidence_std_) == (last.log_evidence, last.log_evidence_std)
+    assert isinstance(est.evidence_checks_, tuple)
 
 
-def test_reading_the_evidence_checks_a_last_chunk_the_stream_did_not(sorted_iris, monkeypatch):
-    """The stuck seed of sorted iris with the chunks' checks switched off: the first read of the evidence checks
-    the final state, warns at the reading line, widens the reported error over the gap and names the check,
-    but records nothing in the history and keeps nothing in the state later chunks continue from. A second
-    read reuses the check (no second warning, same numbers)."""
-    _without_chunk_checks(monkeypatch)
-    est, flagged = _fit(sorted_iris, 2)
-    assert flagged == [] and all(np.isnan(r.mode_log_evidence) for r in est.evidence_history_)
-    streamed_std = est.evidence_history_[-1].log_evidence_std
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        value, std, checks = est.log_evidence_, est.log_evidence_std_, est.evidence_checks_
-    flagged = [w for w in caught if "best posterior mode" in str(w.message)]
-    assert len(flagged) == 1 and flagged[0].filename == __file__
-    gap = float(re.search(r"([0-9.]+) nats above", str(flagged[0].message)).group(1))
-    assert gap > 5.0 and std >= gap > streamed_std and "posterior_mode" in checks
-    assert value == est.evidence_history_[-1].log_evidence and est.sgais_state_.widening.mode_gap_variance == 0.0
-    with warnings.catch_warnings(record=True) as again:
-        warnings.simplefilter("always")
-        assert (est.log_evidence_, est.log_evidence_std_) == (value, std)
-    assert again == []
+@pytest.fixture
+def counted_checks(monkeypatch):
+    """The row counts of the posterior-mode checks that run (the engine's importance sampler, counted)."""
+    calls, original = [], _mode_check.mode_importance_log_evidence
+
+    def counted(model, X, y, rng, settings):
+        calls.append(len(X))
+        return original(model, X, y, rng, settings)
+
+    monkeypatch.setattr(_mode_check, "mode_importance_log_evidence", counted)
+    return calls
 
 
-def test_reading_the_evidence_between_calls_changes_nothing_later(sorted_iris, monkeypatch):
-    """The stuck seed's 150 rows, then 50 more in a second call, with and without reading the evidence in
-    between: the read's check fails (the reported error widens), yet the second call's chunks, state and
-    reported numbers are the same either way."""
-    _without_chunk_checks(monkeypatch)
-    more = sorted_iris[::3]
+@pytest.mark.filterwarnings("ignore::evidence_select.EvidenceConvergenceWarning")
+def test_each_replay_checks_its_last_chunk(monkeypatch):
+    """A periodic restart at row 200 (restart_growth=2, chunks of 50) replays every row once per replicate group.
+    The mode's value is made 0 nats, hundreds above the rows' log evidence (about -400), so every check fails; the stream's own chunks are not
+    checked (check=False), so the gap the pooled state carries after the restart is the replays': each checked
+    its last chunk against the value the restart took once, on all 200 rows. A replay path that skipped the
+    check would leave no gap."""
+    values = []
 
-    def stream(read_between):
-        est = BayesianMixture(3, batch_size=100, random_state=2)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            est.partial_fit(sorted_iris)
-            if read_between:
-                assert "posterior_mode" in est.evidence_checks_
-                assert est.log_evidence_std_ > 5.0 > est.evidence_history_[-1].log_evidence_std
-            est.partial_fit(more)
-            return est, (est.log_evidence_, est.log_evidence_std_)
+    def far_above(model, X, y, rng, settings):
+        values.append(len(X))
+        return _mode_check.ModeEvidence(0.0, 0.01)
 
-    (read, read_numbers), (unread, unread_numbers) = stream(True), stream(False)
-    np.testing.assert_array_equal(read.particles_, unread.particles_)
-    assert [r.log_evidence_std for r in read.evidence_history_] == [r.log_evidence_std
-                                                                     for r in unread.evidence_history_]
-    assert read_numbers == unread_numbers
+    monkeypatch.setattr(_mode_check, "mode_importance_log_evidence", far_above)
+    X = np.random.default_rng(0).normal(size=(200, 1)) + np.repeat([[-2.0], [2.0]], 100, axis=0)
+    model = GaussianMixtureModel(2, 1)
+    config = SGAISConfig(n_particles=8, n_replicates=2, batch_size=50, restart_on_surprise=True, restart_growth=2.0)
+    state = sgais_init(np.random.default_rng(0), model, config, 1)
+    replayed = []
+    for start in range(0, 200, 50):
+        state, record, _ = sgais_update(state, X[start:start + 50], None, model, config, check=False)
+        replayed.append(record.n_replayed)
+    assert replayed == [0, 0, 0, 200] and values == [200]
+    assert state.widening.mode_gap_variance > 100.0**2
+
+
+@pytest.mark.filterwarnings("ignore::evidence_select.EvidenceConvergenceWarning")
+def test_log_evidence_of_a_model_checks_its_chunks_as_the_estimators_do(sorted_iris, counted_checks):
+    """``log_evidence(model, method="sgais")`` streams through the same chunk updates: chunks of 100 over 150 rows,
+    the first crossing the checkpoint 100, the last both 141 and the end of the stream. Its records carry the
+    checks' values."""
+    from evidence_select import log_evidence
+
+    result = log_evidence(GaussianMixtureModel(3, 4), sorted_iris, method="sgais", random_state=0, batch_size=100)
+    assert counted_checks == [100, 150]
+    history = result.info["evidence_history"]
+    assert [r.n_samples_seen for r in history] == [100, 150] and np.isfinite(history[-1].mode_log_evidence)
