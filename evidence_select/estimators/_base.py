@@ -13,10 +13,10 @@ import numpy as np
 from joblib import parallel_config
 from sklearn.base import BaseEstimator
 
-from ..sgais._engine import (SamplerDegeneracyWarning, SGAISConfig, evidence_estimate, particle_log_weights,
+from ..sgais._engine import (SGAISConfig, evidence_estimate, particle_log_weights,
                              sgais_init, sgais_update)
 from ..sgais._settings import EngineTuning
-from ..sgais._checks import collapsed_chunks, failed_evidence_checks
+from ..sgais._checks import failed_evidence_checks, raise_notices
 from ..sgais._reservoir import reservoir_undo
 from ..utils import make_generator
 from ..utils._progress import progress_bar
@@ -202,8 +202,9 @@ class BaseSGAISEstimator(BaseEstimator):
             else:
                 state, history = self.sgais_state_, self.evidence_history_
             with single_threaded_blas(), self._replay_context():
-                for state, record in self._stream(state, X, y, undo_log):
+                for state, record in self._stream(state, X, y, undo_log, history[-1] if history else None):
                     history.append(record)
+            raise_notices(history[history_length:])  # before the commit: an escalated warning rolls the call back
         except BaseException:
             for reservoir, undo in reversed(undo_log):
                 reservoir_undo(reservoir, undo)
@@ -214,7 +215,6 @@ class BaseSGAISEstimator(BaseEstimator):
             raise
         self.sgais_state_ = state
         self.evidence_history_ = history
-        self._warn_if_collapsed(history)
         return self
 
     def _replay_context(self):
@@ -246,22 +246,9 @@ class BaseSGAISEstimator(BaseEstimator):
         self._check_data_scale(X, y)
         self._checked_scales_ = scales
 
-    def _warn_if_collapsed(self, history):
-        """Warn when every one of the last ``CheckSettings.degenerate_chunks`` chunks ended with collapsed weights.
-
-        With resampling (``resample_threshold > 0``, the default) the engine restores the ESS itself;
-        with ``resample_threshold=0`` (the paper's setting) a collapse persists and the evidence rests on
-        one particle per group.
-        """
-        checks = self.sgais_config_.tuning.checks
-        if collapsed_chunks(history, checks) == checks.degenerate_chunks:
-            warn(f"{type(self).__name__}: the importance weights of a particle group have been on one "
-                 f"particle (ESS < {checks.degenerate_ess}) for the last {checks.degenerate_chunks} chunks; the "
-                 "evidence rests on that particle: enable resampling (resample_threshold > 0) or use more particles",
-                 SamplerDegeneracyWarning)
-
-    def _stream(self, state, X, y, undo_log):
-        """Yield ``(state, record)`` per chunk of at most ``batch_size`` rows."""
+    def _stream(self, state, X, y, undo_log, previous):
+        """Yield ``(state, record)`` per chunk of at most ``batch_size`` rows; ``previous`` is the stream's last
+        record before the call (None on a first call)."""
         batch_size = self.sgais_config_.batch_size
         n_chunks = -(-len(X) // batch_size)
         progress = self._progress(n_chunks)
@@ -270,7 +257,9 @@ class BaseSGAISEstimator(BaseEstimator):
             # The call's last chunk is checked against the posterior's best mode wherever it can be: its evidence
             # is the one the fitted attributes report.
             state, record, undo = sgais_update(state, X[start:stop], None if y is None else y[start:stop],
-                                               self.model_, self.sgais_config_, check=True if stop >= len(X) else None)
+                                               self.model_, self.sgais_config_, check=True if stop >= len(X) else None,
+                                               previous=previous)
+            previous = record
             undo_log.append((state.reservoir, undo))
             if self.verbose:
                 logger.info("n=%d log Z=%.4f +/- %.4f steps=%d ESS=%.1f %.1f ms", record.n_samples_seen,
@@ -321,7 +310,8 @@ class BaseSGAISEstimator(BaseEstimator):
         ``population_bias``, ``lineages``, ``fallback`` or ``collapsed_weights``
         (:mod:`evidence_select.sgais._checks` says what each means).
         """
-        return failed_evidence_checks(self._state(), self.evidence_history_, self.sgais_config_)
+        self._state()
+        return failed_evidence_checks(self.evidence_history_)
 
     def _state(self):
         if "sgais_state_" not in vars(self):

@@ -10,7 +10,7 @@ from ..backends._exact import exact_log_evidence
 from ..utils._threads import single_threaded_blas
 from .._result import EvidenceResult, failed_checks
 from ..sgais._engine import SGAISConfig, evidence_estimate, sgais_stream
-from ..sgais._checks import evidence_diagnostics
+from ..sgais._checks import evidence_diagnostics, raise_notices
 
 __all__ = ["log_evidence", "METHODS", "no_data"]
 
@@ -76,6 +76,7 @@ def _sgais_on_model(model, X, y, random_state, **settings):
     history = []
     with single_threaded_blas():
         state = sgais_stream(np.random.default_rng(random_state), model, config, X, y, history=history)
+    raise_notices(history)
     return state, config, history
 
 

@@ -1,4 +1,4 @@
-"""The named checks that flag an online (SGAIS) evidence as possibly wrong, read off its state and records.
+"""The named checks that flag an online (SGAIS) evidence as possibly wrong, and the warnings that name them.
 
 Each name matches a warning the stream raised when the check failed, so a
 result can say what its warnings said after they have scrolled away (an
@@ -10,11 +10,11 @@ estimator's ``evidence_checks_``, a selector's ``checks`` column):
 ``posterior_mode``
     The latest posterior-mode check found the evidence below the best mode's
     importance-sampling value (``ChunkRecord.mode_log_evidence``); the gap is
-    in ``log_evidence_std``.
+    in ``log_evidence_std`` until a later check passes.
 ``population_bias``
-    The finite particle population makes the log evidence read low by at least
-    ``CheckSettings.population_bias`` nats (``ChunkRecord.population_bias``), beyond
-    what ``log_evidence_std`` covers.
+    The finite particle population's lognormal bias of the log evidence
+    (``ChunkRecord.population_bias``) reaches ``CheckSettings.population_bias``
+    nats, a bias that ``log_evidence_std`` does not include.
 ``lineages``
     The first chunk's resampling left fewer lineages than
     :func:`~._settings.lineage_threshold` (``ChunkRecord.n_lineages``).
@@ -23,20 +23,30 @@ estimator's ``evidence_checks_``, a selector's ``checks`` column):
     (``ChunkRecord.fallback``).
 ``collapsed_weights``
     The last ``CheckSettings.degenerate_chunks`` chunks ended with an ESS below
-    ``CheckSettings.degenerate_ess`` in some group.
+    ``CheckSettings.degenerate_ess`` in some group (``ChunkRecord.n_collapsed_chunks``).
 
 ``degraded``, ``lineages`` and ``fallback`` describe chunks, and stay once
 raised; the others describe the current state, and clear when it recovers.
+
+Every chunk's :class:`~._state.ChunkRecord` carries the checks that fail after
+it (``failed_checks``, :func:`with_checks`) and the warnings it gives
+(``notices``); the caller of a run raises those once per cause per call
+(:func:`raise_notices`), so an estimator's fitted attributes only read its last
+record.
 """
 
 import math
+from typing import NamedTuple
 
-from .._result import check, failed_checks
+from .._result import check
+from ..exceptions import EvidenceConvergenceWarning
+from ..utils._warnings import warn
+from ._policy import cure_of
 from ._settings import lineage_threshold
-from ._state import population_log_variance
+from ._state import SamplerDegeneracyWarning, population_log_variance
 
-__all__ = ["CHUNK_CHECKS", "CHECK_NAMES", "collapsed_chunks", "evidence_diagnostics", "failed_evidence_checks",
-           "with_chunk_checks"]
+__all__ = ["CHUNK_CHECKS", "CHECK_NAMES", "ChunkCauses", "Notice", "evidence_diagnostics", "failed_evidence_checks",
+           "raise_notices", "with_checks", "with_chunk_checks"]
 
 #: Every check, in the order results list them.
 CHECK_NAMES = ("degraded", "posterior_mode", "population_bias", "lineages", "fallback", "collapsed_weights")
@@ -44,57 +54,180 @@ CHECK_NAMES = ("degraded", "posterior_mode", "population_bias", "lineages", "fal
 CHUNK_CHECKS = ("degraded", "lineages", "fallback")
 
 
-def evidence_diagnostics(state, history, config):
-    """The checks of ``state``'s evidence as a diagnostics dict, ``name -> check(value, threshold, passed)``.
+class Notice(NamedTuple):
+    """A warning a chunk gives, kept in its record until the run's caller raises it (:func:`raise_notices`)."""
 
-    The format of :attr:`~evidence_select.EvidenceResult.diagnostics`, in the order
-    of this module's list; a check that needs records the history does not
-    hold passes.
+    check: str  # the check it names (CHECK_NAMES)
+    cause: str  # which of that check's causes ("" where it has one; the Degradation's name for degraded chunks)
+    category: type
+    message: str
+
+
+class ChunkCauses(NamedTuple):
+    """What a chunk's warnings say, beyond its record (see :func:`with_checks`)."""
+
+    degradation: object  # the Degradation of a degraded chunk that warns, or None (not degraded, or not the first)
+    blocked: tuple  # (Degradation, its words) of a periodic restart the chunk skipped, or (None, "")
+    mode_check: object  # the ModeCheck run after the chunk, or None
+    capabilities: object  # the model's ModelCapabilities (the cures name only what it offers)
+    n_seen_before: int  # rows seen before the chunk
+
+
+def with_checks(record, previous, state, config, causes):
+    """``record`` with its ``n_collapsed_chunks``, ``failed_checks`` and ``notices``.
+
+    ``previous`` is the stream's previous record (None before the first chunk): the chunk checks stay failed once
+    failed, and the state checks give a notice where they start to fail (``posterior_mode`` on every check that
+    fails: each measures a new gap); ``state`` is the state after the chunk.
+    """
+    checks = config.tuning.checks
+    collapsed = ((0 if previous is None else previous.n_collapsed_chunks) + 1 if record.ess < checks.degenerate_ess
+                 else 0)
+    bias = 0.5 * population_log_variance(state.log_evidence_variance)
+    first = causes.n_seen_before == 0
+    failing = {
+        "degraded": bool(record.degraded),
+        "posterior_mode": state.widening.mode_gap_variance > 0,
+        "population_bias": bias >= checks.population_bias,
+        "lineages": first and record.n_lineages < lineage_threshold(config.n_particles, checks),
+        "fallback": bool(record.fallback),
+        "collapsed_weights": collapsed >= checks.degenerate_chunks,
+    }
+    before = () if previous is None else previous.failed_checks
+    failed = tuple(name for name in CHECK_NAMES if failing[name] or (name in CHUNK_CHECKS and name in before))
+    record = record._replace(n_collapsed_chunks=collapsed, failed_checks=failed)
+    started = {name for name in failed if name not in before}
+    return record._replace(notices=_notices(record, started, causes, config))
+
+
+def _notices(record, started, causes, config):
+    """The record's :class:`Notice` tuple: the degraded chunk, the skipped restart, a failed posterior-mode check,
+    and the checks that started to fail with this chunk."""
+    notices = []
+    if causes.degradation is not None:
+        notices.append(Notice("degraded", causes.degradation.name, EvidenceConvergenceWarning,
+                              _degraded_message(record, causes)))
+    reason, words = causes.blocked
+    if reason is not None:
+        notices.append(Notice("fallback", reason.name, EvidenceConvergenceWarning,
+                              f"SGAIS: the periodic restart at row {record.n_samples_seen} was skipped: {words}; a "
+                              "mode the particles missed would go unnoticed. "
+                              f"{cure_of(reason)}"))
+    if causes.mode_check is not None and causes.mode_check.failed:
+        notices.append(Notice("posterior_mode", "", EvidenceConvergenceWarning,
+                              _mode_message(record.n_samples_seen, causes.mode_check)))
+    if "lineages" in started:
+        notices.append(Notice("lineages", "", EvidenceConvergenceWarning, _lineage_message(record, config)))
+    if "population_bias" in started:
+        notices.append(Notice("population_bias", "", EvidenceConvergenceWarning, _bias_message(record)))
+    if "collapsed_weights" in started:
+        notices.append(Notice("collapsed_weights", "", SamplerDegeneracyWarning, _collapsed_message(config)))
+    return tuple(notices)
+
+
+def _degraded_message(record, causes):
+    return (f"SGAIS: the chunk ending at row {record.n_samples_seen} surprised the particles, but "
+            f"{record.degraded}; its evidence is not guaranteed and log_evidence_std was widened by "
+            f"{record.log_evidence_widening:.3g} nats (later degraded chunks are flagged in ChunkRecord.degraded and "
+            f"widened too). {cure_of(causes.degradation)}")
+
+
+def _mode_message(n_seen, mode_check):
+    evidence = mode_check.evidence
+    return (f"SGAIS: importance sampling at the best posterior mode that optimisation finds on the {n_seen} rows "
+            f"gives log Z = {evidence.log_evidence:.2f} +/- {evidence.std:.2g}, {mode_check.gap:.2f} nats above the "
+            f"SGAIS estimate {mode_check.log_evidence:.2f} +/- {mode_check.std:.2g}: the particles missed posterior "
+            "mass (e.g. a better cluster configuration). The reported standard error includes the gap, and "
+            "evidence_checks_ names 'posterior_mode', until a later check passes; ChunkRecord.mode_log_evidence "
+            "records the checks. Cure: more n_mcmc_steps or n_particles, or a reference evidence on the rows "
+            "(log_evidence with method='ais' and more n_chains and n_mcmc_steps than its defaults)")
+
+
+def _lineage_message(record, config):
+    return (f"SGAIS: resampling on the first {record.n_samples_seen} rows left every replicate group's particles "
+            f"descending from at most {record.n_lineages} of its {config.n_particles} starting particles, so each "
+            "group's evidence rests on a few annealing paths from the prior; neither the importance weights nor the "
+            "groups' spread can measure its error, and the estimate may read low by nats beyond log_evidence_std. "
+            "ChunkRecord.n_lineages records it. Cure: check the evidence against a reference backend on these rows "
+            "(log_evidence with method='ais' and more n_chains and n_mcmc_steps than its defaults); more n_particles "
+            "or n_mcmc_steps make the miss smaller, but log_evidence_std may still not cover it")
+
+
+def _bias_message(record):
+    return (f"SGAIS: after {record.n_samples_seen} rows the groups' importance weights put the log evidence's "
+            f"log-variance at {-2 * record.population_bias:.3g}, so log_evidence reads low by at least "
+            f"{-record.population_bias:.3g} nats from the finite particle population (the lognormal value; heavy-"
+            "tailed weights make it larger, and it grows with the stream). ChunkRecord.population_bias tracks it. "
+            "Cure: more n_particles (the bias falls as 1/n_particles) or a target_ess closer to 1")
+
+
+def _collapsed_message(config):
+    checks = config.tuning.checks
+    return (f"SGAIS: the importance weights of a particle group have been on one particle (ESS < "
+            f"{checks.degenerate_ess}) for the last {checks.degenerate_chunks} chunks; the evidence rests on that "
+            "particle: enable resampling (resample_threshold > 0) or use more particles")
+
+
+def raise_notices(records):
+    """Raise the warnings of one call's chunk ``records``, one per cause, at the user's line.
+
+    A chunk check's cause raises its first notice of the call (a degraded run's first degraded chunk, say); a
+    state check's cause raises its last, and only while the check still fails after the call's last chunk (a
+    population bias that crossed its threshold twice in the call warns once, with the latest numbers).
+    """
+    if not records:
+        return
+    failing = set(records[-1].failed_checks)
+    chosen = {}
+    for record in records:
+        for notice in record.notices:
+            key = (notice.check, notice.cause)
+            if notice.check in CHUNK_CHECKS:
+                chosen.setdefault(key, notice)
+            elif notice.check in failing:
+                chosen[key] = notice
+    for notice in chosen.values():
+        warn(notice.message, notice.category)
+
+
+def evidence_diagnostics(state, history, config):
+    """The checks of a run's evidence as a diagnostics dict, ``name -> check(value, threshold, passed)``.
+
+    The format of :attr:`~evidence_select.EvidenceResult.diagnostics`, in the order of this module's list; the
+    verdicts are the last record's ``failed_checks`` (all pass without records).
 
     Parameters
     ----------
     state : SGAISState
+        The run's final state.
     history : list of ChunkRecord
-        The stream's records, oldest first; the chunk checks read only these,
-        so a shortened history (a selector's job) sees only its own chunks,
-        and ``lineages`` only a history that starts at the first chunk.
+        The run's records, oldest first.
     config : SGAISConfig
-        The run's settings: its particles per replicate group (for
-        :func:`~._settings.lineage_threshold`) and its checks' thresholds.
+        The run's settings: its particles per replicate group (for :func:`~._settings.lineage_threshold`) and its
+        checks' thresholds.
 
     Returns
     -------
     diagnostics : dict
     """
     checks = config.tuning.checks
-    degraded = int(state.widening.n_degraded_chunks)  # counted by the engine: no pass over the history
-    gap = math.sqrt(state.widening.mode_gap_variance)
-    bias = 0.5 * population_log_variance(state.log_evidence_variance)
-    complete = bool(history) and len(history) == state.n_chunks
-    lineages = int(history[0].n_lineages) if complete else None
-    threshold = lineage_threshold(config.n_particles, checks)
-    fallbacks = sum(bool(record.fallback) for record in history)
-    collapsed = collapsed_chunks(history, checks)
-    return {
-        "degraded": check(degraded, 0, degraded == 0),
-        "posterior_mode": check(gap, 0.0, gap == 0.0),
-        "population_bias": check(bias, checks.population_bias, bias < checks.population_bias),
-        "lineages": check(lineages, threshold, not lineages or lineages >= threshold),
-        "fallback": check(fallbacks, 0, fallbacks == 0),
-        "collapsed_weights": check(collapsed, checks.degenerate_chunks, collapsed < checks.degenerate_chunks),
+    failed = failed_evidence_checks(history)
+    last = history[-1] if history else None
+    values = {
+        "degraded": (sum(bool(record.degraded) for record in history), 0),
+        "posterior_mode": (math.sqrt(state.widening.mode_gap_variance), 0.0),
+        "population_bias": (0.5 * population_log_variance(state.log_evidence_variance), checks.population_bias),
+        "lineages": (history[0].n_lineages if history else None, lineage_threshold(config.n_particles, checks)),
+        "fallback": (sum(bool(record.fallback) for record in history), 0),
+        "collapsed_weights": (0 if last is None else last.n_collapsed_chunks, checks.degenerate_chunks),
     }
+    return {name: check(*values[name], name not in failed) for name in CHECK_NAMES}
 
 
-def collapsed_chunks(history, checks):
-    """How many of the last ``checks.degenerate_chunks`` records ended with an ESS below ``checks.degenerate_ess``
-    (``checks`` a :class:`~._settings.CheckSettings`): all of them fail the ``collapsed_weights`` check (and raise
-    the estimators' SamplerDegeneracyWarning)."""
-    return sum(bool(record.ess < checks.degenerate_ess) for record in history[-checks.degenerate_chunks:])
-
-
-def failed_evidence_checks(state, history, config):
-    """Names of the checks that flag ``state``'s evidence (:func:`evidence_diagnostics`); empty when none."""
-    return tuple(failed_checks(evidence_diagnostics(state, history, config)))
+def failed_evidence_checks(history):
+    """Names of the checks that flag the evidence after the last of ``history`` (its ``failed_checks``); empty
+    when none fails or there is no record."""
+    return tuple(history[-1].failed_checks) if history else ()
 
 
 def with_chunk_checks(current, earlier):
@@ -106,4 +239,3 @@ def with_chunk_checks(current, earlier):
     ('population_bias', 'lineages')
     """
     return tuple(name for name in CHECK_NAMES if name in current or (name in CHUNK_CHECKS and name in earlier))
-

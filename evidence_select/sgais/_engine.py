@@ -126,16 +126,14 @@ from typing import NamedTuple
 import numpy as np
 
 from ._reservoir import reservoir_data, reservoir_insert
-from ..exceptions import EvidenceConvergenceWarning
 from ..utils import ess_from_log_weights, log_mean_exp, make_generator
-from ..utils._warnings import warn
+from ._checks import ChunkCauses, with_checks
 from ._mode_check import ModeEvidence, apply_mode_check, mode_check_due, rows_checkable, rows_mode_evidence
 from ._moves import MoveTarget, chunk_context, pooled_step_scales
-from ._policy import (ActionKind, ChunkMode, arrival_action, closing_action, cure_of, degradation_text, excursion,
+from ._policy import (ActionKind, ChunkMode, arrival_action, closing_action, degradation_text, excursion,
                       initial_mode, merge_independent_runs, per_row_spread, pooled_mode_gap, replay_from_prior,
                       shift_detected, steps_action, surprise_limits, surprised_on_arrival)
 from ._reference import refresh_reference
-from ._settings import lineage_threshold
 from ._state import (PAPER_SETTINGS, ChunkRecord, Particles, SamplerDegeneracyWarning, SGAISConfig, SGAISState,
                      StepCounts, combine_replicates, evidence_estimate, increment_spread, particle_log_weights,
                      population_log_variance, sgais_init)
@@ -169,7 +167,7 @@ class ClosedChunk(NamedTuple):
     mode_evidence: ModeEvidence = None  # the posterior-mode check's value on every row seen, where a restart took it
 
 
-def sgais_update(state, X, y, model, config, *, check=None):
+def sgais_update(state, X, y, model, config, *, check=None, previous=None):
     """Anneal one chunk into the state (paper Algorithm 1, lines 4-10), then check it.
 
     Parameters
@@ -187,11 +185,17 @@ def sgais_update(state, X, y, model, config, *, check=None):
         last chunk of a call, whose evidence its caller reports), False never;
         a :class:`~._mode_check.ModeEvidence` always, against that value of the
         rows seen (a restart's replays share the restart's).
+    previous : ChunkRecord or None, default=None
+        The stream's record of the chunk before, None before the first: the
+        checks that describe chunks stay failed from it
+        (:func:`~._checks.with_checks`).
 
     Returns
     -------
     new_state : SGAISState
     record : ChunkRecord
+        With the checks that fail after the chunk and the warnings it gives,
+        which the caller raises (:func:`~._checks.raise_notices`).
     reservoir_undo : tuple or None
         Pass to :func:`~evidence_select.sgais._reservoir.reservoir_undo` with
         ``new_state.reservoir`` to roll the in-place reservoir insertion back.
@@ -216,9 +220,25 @@ def sgais_update(state, X, y, model, config, *, check=None):
     progress = anneal_chunk(rng, context, limits, _start_particles(state))
     action, skipped = closing_action(config, limits, progress.action, len(X))
     closed = _close_chunk(rng, state, context, progress, action.kind is ActionKind.RESTART)
-    reservoir, undo = reservoir_insert(rng, state.reservoir, X, y)  # last: the only in-place write
+    reservoir, undo = reservoir_insert(rng, state.reservoir, X, y)  # the only in-place write
+    new_state, record, causes = _chunk_result(state, context, limits, (progress, action, skipped, closed),
+                                              (reservoir, rng, tic))
+    evidence = check if isinstance(check, ModeEvidence) else closed.mode_evidence
+    new_state, record, mode_check = _posterior_mode_check(new_state, record, (model, config), check,
+                                                          state.n_samples_seen, evidence)
+    record = with_checks(record, previous, new_state, config, causes._replace(mode_check=mode_check))
+    return new_state, record, undo
+
+
+def _chunk_result(state, context, limits, outcome, carried):
+    """``(new_state, record, causes)`` of the chunk of ``context``: ``outcome`` is ``(progress, action, skipped,
+    closed)`` of its annealing and closing, ``carried`` ``(reservoir, rng, tic)``; ``causes`` are its warnings'
+    (:class:`~._checks.ChunkCauses`, the posterior-mode check still to run)."""
+    progress, action, skipped, closed = outcome
+    reservoir, rng, tic = carried
+    config = context.config
     degraded = "" if action.reason is None else degradation_text(action.reason, config, limits)
-    widening = degraded_widening(bool(degraded), progress.arrival_spread, len(X), state.n_samples_seen,
+    widening = degraded_widening(bool(degraded), progress.arrival_spread, len(context.X), state.n_samples_seen,
                                  state.reservoir.n_stored)
     new_state = _next_state(state, context, closed, (reservoir, rng), widening, bool(degraded))
     blocked = limits.restart_blocked if skipped else None  # why a periodic restart due here could not run
@@ -226,31 +246,31 @@ def sgais_update(state, X, y, model, config, *, check=None):
     record = chunk_record(state, new_state, closed, time.perf_counter() - tic)._replace(
         degraded=degraded, log_evidence_widening=widening, fallback=_fallbacks(closed.counts, blocked_text),
         n_lineages=count_lineages(progress.particles))
-    _warn_degraded(record, action, (blocked, blocked_text), limits.already_degraded)
-    _warn_population_bias(record, state.log_evidence_variance, config.tuning.checks)
-    _warn_collapsed_lineages(record, state.n_samples_seen, config)
-    evidence = check if isinstance(check, ModeEvidence) else closed.mode_evidence
-    new_state, record = _posterior_mode_check(new_state, record, (model, config), check, state.n_samples_seen,
-                                              evidence)
-    return new_state, record, undo
+    # Beyond the reservoir every chunk after the first degraded one is degraded too: only the first warns.
+    causes = ChunkCauses(degradation=None if limits.already_degraded else action.reason,
+                         blocked=(blocked, blocked_text), mode_check=None, capabilities=context.capabilities,
+                         n_seen_before=state.n_samples_seen)
+    return new_state, record, causes
 
 
 def _posterior_mode_check(state, record, model_config, check, n_seen_before, evidence):
     """The chunk's posterior-mode check (``check`` as in :func:`sgais_update`; ``evidence``, the mode's value on
-    these rows where already taken, or None): the state with its widening and the record with the check's
-    result and the error bar it leaves."""
+    these rows where already taken, or None): ``(state, record, mode_check)``, the state with its widening, the
+    record with the check's result and the error bar it leaves, and the :class:`~._mode_check.ModeCheck` (or
+    None where no check ran)."""
     model, config = model_config
     settings = config.tuning.mode_check
     if check is None:
         surprised = record.n_replayed > 0 or record.n_reheat_steps > 0
         check = mode_check_due(n_seen_before, state.n_samples_seen, settings, surprised=surprised)
     if check is False:
-        return state, record
+        return state, record, None
     state, result = apply_mode_check(state, model, settings, evidence)
     if result is None:
-        return state, record
-    return state, record._replace(log_evidence_std=evidence_estimate(state)[1], mode_log_evidence=result.log_evidence,
-                                  mode_log_evidence_std=result.std)
+        return state, record, None
+    return state, record._replace(log_evidence_std=evidence_estimate(state)[1],
+                                  mode_log_evidence=result.evidence.log_evidence,
+                                  mode_log_evidence_std=result.evidence.std), result
 
 
 def _start_particles(state):
@@ -291,65 +311,6 @@ def _fallbacks(counts, skipped_restart):
     if skipped_restart:
         taken.append(f"periodic restart skipped: {skipped_restart}")
     return "; ".join(taken)
-
-
-def _warn_degraded(record, action, blocked, already_degraded):
-    """The EvidenceConvergenceWarning of a degraded chunk or of a periodic restart skipped, naming the cure.
-
-    ``blocked`` is ``(reason, text)`` of the skipped restart (a :class:`~._policy.Degradation` and its words), or
-    ``(None, "")``.
-
-    Beyond the reservoir every chunk after the first degraded one is degraded too (``already_degraded``); only
-    the first warns.
-    """
-    if record.degraded and not already_degraded:  # later chunks of a degraded run: in their records only
-        warn(f"SGAIS: the chunk ending at row {record.n_samples_seen} surprised the particles, but "
-             f"{record.degraded}; its evidence is not guaranteed and log_evidence_std was widened by "
-             f"{record.log_evidence_widening:.3g} nats (later degraded chunks are flagged in "
-             f"ChunkRecord.degraded and widened too). {cure_of(action.reason)}", EvidenceConvergenceWarning)
-    reason, text = blocked
-    if reason is not None:
-        warn(f"SGAIS: the periodic restart at row {record.n_samples_seen} was skipped: "
-             f"{text}; a mode the particles missed would go unnoticed. {cure_of(reason)}",
-             EvidenceConvergenceWarning)
-
-
-def _warn_population_bias(record, log_evidence_variance_before, checks):
-    """The EvidenceConvergenceWarning of a run whose finite-population bias reaches ``checks.population_bias``.
-
-    Warns once, on the chunk where the bias first crosses it (it grows with the stream); the state before the
-    chunk is consulted only when the chunk ends at or above it.
-    """
-    if (-record.population_bias >= checks.population_bias
-            > 0.5 * population_log_variance(log_evidence_variance_before)):
-        warn(
-            f"SGAIS: after {record.n_samples_seen} rows the groups' importance weights put the log evidence's "
-            f"log-variance at {-2 * record.population_bias:.3g}, so log_evidence reads low by at least "
-            f"{-record.population_bias:.3g} nats from the finite particle population (the lognormal value; heavy-"
-            "tailed weights make it larger, and it grows with the stream). ChunkRecord.population_bias tracks it. "
-            "Cure: more n_particles (the bias falls as 1/n_particles) or a target_ess closer to 1",
-            EvidenceConvergenceWarning)
-
-
-def _warn_collapsed_lineages(record, n_seen_before, config):
-    """The EvidenceConvergenceWarning of a chunk annealed from the prior that left fewer lineages than
-    :func:`~._settings.lineage_threshold` of ``config.n_particles``.
-
-    Only for the stream's first chunk (``n_seen_before == 0``): its increment is the whole log evidence of
-    its rows, a single heavy-tailed draw per group; later chunks add small increments whose spread the
-    groups' increment variance follows chunk by chunk.
-    """
-    n_particles = config.n_particles
-    if n_seen_before == 0 and record.n_lineages < lineage_threshold(n_particles, config.tuning.checks):
-        warn(
-            f"SGAIS: resampling on the first {record.n_samples_seen} rows left every replicate group's particles "
-            f"descending from at most {record.n_lineages} of its {n_particles} starting particles, so each group's "
-            "evidence rests on a few annealing paths from the prior; neither the importance weights nor the "
-            "groups' spread can measure its error, and the estimate may read low by nats beyond log_evidence_std. "
-            "ChunkRecord.n_lineages records it. Cure: check the evidence against a reference backend on these rows "
-            "(log_evidence with method='ais' and more n_chains and n_mcmc_steps than its defaults); more n_particles "
-            "or n_mcmc_steps make the miss smaller, but log_evidence_std may still not cover it",
-            EvidenceConvergenceWarning)
 
 
 def degraded_widening(degraded, arrival_spread, n_chunk, n_seen, n_stored):
@@ -504,14 +465,16 @@ def sgais_stream(rng, model, config, X, y=None, *, history=None, check_chunks=Tr
     Every chunk goes through :func:`sgais_update`, the last one checked as
     ``check`` says (as in :func:`sgais_update`; by default always);
     ``check_chunks=False`` checks only that last one. ``history``, a list,
-    receives each chunk's :class:`ChunkRecord`.
+    receives each chunk's :class:`ChunkRecord` (whose warnings the caller
+    raises, :func:`~._checks.raise_notices`).
     """
     state = sgais_init(rng, model, config, X.shape[1], None if y is None else np.asarray(y).dtype)
+    record = None
     for start in range(0, len(X), config.batch_size):
         stop = start + config.batch_size
         last = stop >= len(X)
         state, record, _ = sgais_update(state, X[start:stop], None if y is None else y[start:stop], model, config,
-                                        check=check if last else (None if check_chunks else False))
+                                        check=check if last else (None if check_chunks else False), previous=record)
         if history is not None:
             history.append(record)
     return state

@@ -22,18 +22,16 @@ from scipy import optimize, stats
 from scipy.linalg import solve_triangular
 from scipy.special import gammaln
 
-from ..exceptions import EvidenceConvergenceWarning
 from ._reservoir import reservoir_data
 from ..utils import logsumexp, make_generator
 from ..utils._likelihood import log_lik_sum
-from ..utils._warnings import warn
 from ..utils._workspace import Workspace
 from ._policy import crossed_checkpoint
 from ._settings import ModeCheckSettings
 from ._state import evidence_estimate
 
-__all__ = ["ModeEvidence", "mode_importance_log_evidence", "mode_check_due", "apply_mode_check", "rows_checkable",
-           "rows_mode_evidence", "symmetrised_t", "symmetrised_log_density", "SymmetrisedT"]
+__all__ = ["ModeCheck", "ModeEvidence", "mode_importance_log_evidence", "mode_check_due", "apply_mode_check",
+           "rows_checkable", "rows_mode_evidence", "symmetrised_t", "symmetrised_log_density", "SymmetrisedT"]
 
 # Point-row pairs per likelihood call: a mixture's (K, points, rows) block then stays within its reusable
 # buffers at any row count (K of them per pair, 4 MiB each).
@@ -46,6 +44,16 @@ class ModeEvidence(NamedTuple):
 
     log_evidence: float
     std: float
+
+
+class ModeCheck(NamedTuple):
+    """One posterior-mode check of a run's evidence (:func:`apply_mode_check`)."""
+
+    evidence: ModeEvidence  # the mode's value on the rows
+    log_evidence: float  # the run's log evidence and its std without a posterior-mode gap
+    std: float
+    gap: float  # evidence.log_evidence - log_evidence
+    failed: bool  # the gap exceeds gap_sigmas combined standard deviations
 
 
 def _negative_log_joint(model, X, y):
@@ -278,15 +286,14 @@ def apply_mode_check(state, model, settings, evidence=None):
     state's generator, so the run's own draws do not change, and checking the
     same state twice gives the same numbers. When ``log Z`` reads below the mode's value by
     more than ``settings.gap_sigmas`` combined standard deviations the gap is
-    kept as ``SGAISState.widening.mode_gap_variance`` (``log_evidence_std`` includes it)
-    and an :class:`EvidenceConvergenceWarning` names the cure; a check that
-    passes clears it. The warning names the user's line that called.
+    kept as ``SGAISState.widening.mode_gap_variance`` (``log_evidence_std``
+    includes it) until a later check passes, which clears it.
 
     Returns
     -------
     state : SGAISState
         With ``widening.mode_gap_variance`` updated when the check ran.
-    check : ModeEvidence or None
+    check : ModeCheck or None
         None when no check ran (the state cannot be checked, or no mode was found).
     """
     n_seen = state.n_samples_seen
@@ -299,15 +306,6 @@ def apply_mode_check(state, model, settings, evidence=None):
         return state, None
     log_z, std = evidence_estimate(state._replace(widening=state.widening._replace(mode_gap_variance=0.0)))
     gap = check.log_evidence - log_z
-    failed = gap > settings.gap_sigmas * math.hypot(std, check.std)
-    if failed:
-        warn(
-            f"SGAIS: importance sampling at the best posterior mode that optimisation finds on the "
-            f"{n_seen} rows gives log Z = {check.log_evidence:.2f} +/- {check.std:.2g}, {gap:.2f} nats above "
-            f"the SGAIS estimate {log_z:.2f} +/- {std:.2g}: the particles missed posterior mass (e.g. a better "
-            "cluster configuration). The reported standard error now includes the gap and evidence_checks_ names "
-            "'posterior_mode'; ChunkRecord.mode_log_evidence records the checks made after chunks. Cure: more "
-            "n_mcmc_steps or n_particles, or a reference evidence "
-            "on the rows (log_evidence with method='ais' and more n_chains and n_mcmc_steps than its defaults)",
-            EvidenceConvergenceWarning)
-    return state._replace(widening=state.widening._replace(mode_gap_variance=gap**2 if failed else 0.0)), check
+    failed = bool(gap > settings.gap_sigmas * math.hypot(std, check.std))
+    result = ModeCheck(evidence=check, log_evidence=log_z, std=std, gap=gap, failed=failed)
+    return state._replace(widening=state.widening._replace(mode_gap_variance=gap**2 if failed else 0.0)), result

@@ -223,6 +223,17 @@ class ChunkRecord(NamedTuple):
         reads below it by more than ``ModeCheckSettings.gap_sigmas`` combined standard
         deviations, the gap is added to ``log_evidence_std`` in quadrature and an
         :class:`~evidence_select.EvidenceConvergenceWarning` names the cure.
+    n_collapsed_chunks : int
+        Chunks in a row, up to this one, that ended with an ESS below
+        ``CheckSettings.degenerate_ess`` in some group (the ``collapsed_weights``
+        check).
+    failed_checks : tuple of str
+        The checks that flag the evidence after this chunk
+        (:mod:`~evidence_select.sgais._checks`): an estimator's
+        ``evidence_checks_`` is its last record's.
+    notices : tuple of Notice
+        The warnings this chunk gives (check, cause, category, message), raised
+        by the run's caller once per cause per call.
 
     Examples
     --------
@@ -256,10 +267,13 @@ class ChunkRecord(NamedTuple):
     n_lineages: int = 0
     mode_log_evidence: float = float("nan")
     mode_log_evidence_std: float = float("nan")
+    n_collapsed_chunks: int = 0
+    failed_checks: tuple = ()
+    notices: tuple = ()
 
     def __deepcopy__(self, memo):
-        # Numbers and strings only, so the record is its own deep copy. Estimators are deep-copied on every
-        # selector update; walking each record's fields would make that cost grow with the stream.
+        # Numbers, strings and tuples of them only, so the record is its own deep copy. Estimators are deep-copied on
+        # every selector update; walking each record's fields would make that cost grow with the stream.
         return self
 
 

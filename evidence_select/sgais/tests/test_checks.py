@@ -4,10 +4,12 @@ import warnings
 
 import pytest
 
-from evidence_select import BayesianLinearRegressor, BayesianMixture, EvidenceModelSelector, log_evidence
+from evidence_select import (BayesianLinearRegressor, BayesianMixture, EvidenceConvergenceWarning,
+                             EvidenceModelSelector, log_evidence)
 from evidence_select.datasets import make_linear_regression, make_mixture
 from evidence_select._result import failed_checks
-from evidence_select.sgais._checks import CHECK_NAMES, CHUNK_CHECKS, failed_evidence_checks
+from evidence_select.sgais._checks import CHECK_NAMES, CHUNK_CHECKS, Notice, failed_evidence_checks, raise_notices
+from evidence_select.sgais._state import ChunkRecord
 from evidence_select.sgais._settings import CheckSettings
 
 #: The opening words of each check's warning.
@@ -56,15 +58,15 @@ def test_mixture_misses_carry_their_lineage_and_mode_checks():
     assert ("posterior_mode" in checks) == (estimator.sgais_state_.widening.mode_gap_variance > 0)
 
 
-def test_a_shortened_history_cannot_see_the_first_chunk():
-    # A selector's job carries only the last records: the lineage check needs the first chunk's.
+def test_the_checks_travel_with_the_records():
+    # The first chunk's lineage check stays failed in every later record, so a selector's job, which carries only
+    # the last records, still sees it.
     data = make_linear_regression(400, n_features=2, random_state=3)
     estimator, _ = _stream(BayesianLinearRegressor(n_particles=2, batch_size=10, random_state=0), data.X, data.y,
                            chunk=10)
     assert "lineages" in estimator.evidence_checks_
-    recent = failed_evidence_checks(estimator.sgais_state_, estimator.evidence_history_[-16:],
-                                    estimator.sgais_config_)
-    assert "lineages" not in recent
+    assert failed_evidence_checks(estimator.evidence_history_[-16:]) == estimator.evidence_checks_
+    assert all("lineages" in record.failed_checks for record in estimator.evidence_history_)
 
 
 @pytest.mark.filterwarnings("ignore::evidence_select.EvidenceConvergenceWarning",
@@ -104,3 +106,28 @@ def test_log_evidence_by_sgais_carries_the_checks_in_its_verdict():
     assert not on_model.converged and "population_bias" in failed_checks(on_model.diagnostics)
     clean = log_evidence(BayesianLinearRegressor(), data.X[:1000], data.y[:1000], method="sgais", random_state=0)
     assert clean.converged and set(clean.diagnostics) == set(CHECK_NAMES)
+
+
+def _record(n_seen, failed, *notices):
+    return ChunkRecord(n_samples_seen=n_seen, log_evidence=0.0, log_evidence_std=0.0, n_annealing_steps=1, ess=1.0,
+                       log_predictive_per_datum=0.0, n_resampled=0, seconds=0.0, failed_checks=failed,
+                       notices=notices)
+
+
+def test_a_call_raises_one_warning_per_cause():
+    """Chunk causes raise their first notice of the call, each cause once (two degradation reasons are two
+    causes); state causes raise their last, and only while the check still fails after the call."""
+    bias = [Notice("population_bias", "", EvidenceConvergenceWarning, f"bias {i}") for i in range(2)]
+    degraded = [Notice("degraded", reason, EvidenceConvergenceWarning, f"degraded {reason} {i}")
+                for i, reason in enumerate(("BUDGET_SPENT", "BUDGET_SPENT", "RESERVOIR_OUTGROWN"))]
+    records = [_record(100, ("degraded", "population_bias"), degraded[0], bias[0]),
+               _record(200, ("degraded",), degraded[1]),
+               _record(300, ("degraded", "population_bias"), degraded[2], bias[1])]
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        raise_notices(records)
+    assert [str(w.message) for w in caught] == ["degraded BUDGET_SPENT 0", "bias 1", "degraded RESERVOIR_OUTGROWN 2"]
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        raise_notices(records[:2])  # the bias no longer fails after the call: its notice is stale
+    assert [str(w.message) for w in caught] == ["degraded BUDGET_SPENT 0"]

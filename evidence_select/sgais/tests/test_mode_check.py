@@ -236,3 +236,26 @@ def test_log_evidence_of_a_model_checks_its_chunks_as_the_estimators_do(sorted_i
     assert counted_checks == [100, 150]
     history = result.info["evidence_history"]
     assert [r.n_samples_seen for r in history] == [100, 150] and np.isfinite(history[-1].mode_log_evidence)
+
+
+class _CheckedUpTo150(BayesianMixture):
+    """The mixture estimator whose posterior-mode checks stop after 150 rows."""
+
+    _engine_tuning = EngineTuning(mode_check=ModeCheckSettings(max_rows=150))
+
+
+def test_a_failed_check_stays_until_a_later_check_passes(sorted_iris):
+    """The stuck seed's 150 rows fail the check; 25 more rows in a second call (no restart is due) can no longer be
+    checked (past the 150 rows the checks run to here), so the failed check, its widening and its name stay with
+    the evidence: neither a later call nor a reading forgets them."""
+    est = _CheckedUpTo150(3, batch_size=100, random_state=2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        est.partial_fit(sorted_iris)
+        gap = est.evidence_history_[-1].mode_log_evidence - est.log_evidence_
+        assert "posterior_mode" in est.evidence_checks_ and est.log_evidence_std_ >= gap > 5.0
+        est.partial_fit(sorted_iris[::6])
+    last = est.evidence_history_[-1]
+    assert last.n_replayed == 0 and np.isnan(last.mode_log_evidence) and "posterior_mode" in last.failed_checks
+    assert "posterior_mode" in est.evidence_checks_ and est.log_evidence_std_ >= 5.0
+    assert est.sgais_state_.widening.mode_gap_variance == pytest.approx(gap**2)

@@ -1,6 +1,7 @@
 """The finite-population bias of the online evidence: recorded per chunk, warned of, and real."""
 
 import math
+import re
 import warnings
 
 import numpy as np
@@ -75,3 +76,22 @@ def test_the_recorded_bias_is_a_lower_bound_of_the_measured_one():
     assert errors.mean() < -2 * standard_error  # the bias is real
     assert errors.mean() <= biases.mean() + 2 * standard_error
     assert biases.mean() <= 0.2 * errors.mean()
+
+
+def test_the_warning_says_what_the_record_holds_and_comes_once_per_call():
+    """The bias warning's numbers are the record's at the row it names; a second call on which the bias still
+    exceeds the threshold, without crossing it again, raises none (the check keeps failing in its records)."""
+    data = make_linear_regression(24_000, random_state=0)
+    est = BayesianLinearRegressor(n_particles=4, random_state=0)
+    warned = []
+    for part in (slice(0, 20_000), slice(20_000, 24_000)):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            est.partial_fit(data.X[part], data.y[part])
+        warned.append([str(w.message) for w in caught if "finite particle population" in str(w.message)
+                       or "ChunkRecord.population_bias" in str(w.message)])
+    assert len(warned[0]) == 1 and warned[1] == []
+    assert all("population_bias" in record.failed_checks for record in est.evidence_history_[-8:])
+    rows = int(re.search(r"after (\d+) rows", warned[0][0]).group(1))
+    record = next(r for r in est.evidence_history_ if r.n_samples_seen == rows)
+    assert f"{-record.population_bias:.3g} nats" in warned[0][0]
