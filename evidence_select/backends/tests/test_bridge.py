@@ -57,7 +57,7 @@ def test_given_posterior_samples():
     draws = np.random.default_rng(0).multivariate_normal(mean, cov, size=2000)
     res = bridge_log_evidence(target, posterior_samples=draws, random_state=0)
     assert res.info["halves"][0]["tau"] < 1.5  # independent draws
-    assert res.n_likelihood_calls < 2 * len(draws) + 2 * 100_000
+    assert res.n_likelihood_calls < 2 * len(draws) + 2 * 100_000 and 0 < res.log_evidence_std < MAX_STD
     assert abs(res.log_evidence - target.exact_log_evidence()) < K_SIGMA * res.log_evidence_std
 
 
@@ -108,6 +108,7 @@ def test_any_partition_into_cells_sums_to_the_evidence(target):
         res = bridge_log_evidence(target, random_state=0, mode_rhat=1 + 1e-12, **FAST)
     assert res.info["bridged_over"] == "cells" and res.info["mode_groups"] == [1, 1, 1, 1]
     assert not res.diagnostics["mode_census"]["passed"] and not res.diagnostics["cells_separate"]["passed"]
+    assert 0 < res.log_evidence_std < MAX_STD
     assert abs(res.log_evidence - target.exact_log_evidence()) < K_SIGMA * res.log_evidence_std
 
 
