@@ -262,7 +262,6 @@ def test_reheat_that_cannot_return_warns_and_ends_at_the_chunks_target():
         state, records = run_sgais(data.X, data.y, model, config, 0)
     assert [r.n_reheat_steps for r in records] == [0, 0, 8]  # both legs at their cap
     error, std = exact_error(state, model, data)
-    assert 0 < std < 2.0
     assert error < 5 * std + 1e-3
 
 
