@@ -71,6 +71,7 @@ def test_misspecified_run_gets_a_non_converged_verdict():
     assert "ess_bulk" in failed
 
 
+@pytest.mark.slow
 def test_disconnected_modes_are_summed_over_cells():
     # Chains from the prior settle in either mode by their basins of attraction, whatever the modes' masses (0.2
     # and 0.8 here): the pooled draws would weigh the modes by chain counts (-0.2 nats, ~50 sigma). Summed over
