@@ -2,24 +2,23 @@
 
 ``name>=X`` becomes ``name==X``, so that CI tests the oldest versions the package claims to support and the pins
 cannot drift from what ``pyproject.toml`` declares. A dependency without a ``>=`` bound is an error: its floor
-would go untested.
+would go untested. (The ``[project] dependencies`` array is read with a regular expression rather than tomllib,
+which Python 3.10 lacks.)
 """
 
 import re
 import sys
 from pathlib import Path
 
-try:
-    import tomllib
-except ModuleNotFoundError:  # Python 3.10
-    import tomli as tomllib
-
 
 def floor_pins(pyproject):
     """``["name==X", ...]`` from ``[project] dependencies`` of the given ``pyproject.toml`` path."""
-    dependencies = tomllib.loads(Path(pyproject).read_text())["project"]["dependencies"]
+    text = Path(pyproject).read_text()
+    block = re.search(r"^dependencies\s*=\s*\[(.*?)\]", text, flags=re.MULTILINE | re.DOTALL)
+    if block is None:
+        raise ValueError(f"no [project] dependencies array in {pyproject}")
     pins = []
-    for requirement in dependencies:
+    for requirement in re.findall(r"\"([^\"]+)\"", block.group(1)):
         match = re.fullmatch(r"\s*([A-Za-z0-9_.\-]+)\s*>=\s*([0-9][A-Za-z0-9.]*)\s*(,.*)?", requirement)
         if match is None:
             raise ValueError(f"runtime dependency {requirement!r} has no '>=' lower bound to test")
