@@ -1,6 +1,5 @@
 """Copies of generators keep their seed sequence, so what they spawn depends on their seed."""
 
-
 import numpy as np
 import pytest
 
