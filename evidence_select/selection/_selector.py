@@ -9,6 +9,7 @@ from typing import NamedTuple
 import numpy as np
 from sklearn.base import BaseEstimator, MetaEstimatorMixin, clone
 from sklearn.metrics import accuracy_score, r2_score
+from sklearn.pipeline import Pipeline
 from sklearn.utils import get_tags
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.multiclass import check_classification_targets
@@ -21,6 +22,7 @@ from ._distributed import (PARALLEL_OPTIONS, AdvanceTask, JoblibPayoff, Resident
                            relay_warnings)
 from ._averaging import (log_model_prior, log_model_probabilities, mix_log_density, mix_normal, mix_proba,
                          model_probability_std)
+from ._streaming import EvidencePipeline, check_evidence_step
 from ._summary import format_summary, selection_results
 
 __all__ = ["EvidenceModelSelector", "SelectionRecord"]
@@ -81,11 +83,16 @@ _CANDIDATE_NEEDS = ("a candidate needs partial_fit and the fitted attributes log
 
 
 def _check_online_candidate(name, estimator):
-    """Raise a TypeError unless ``estimator`` is an estimator instance with ``partial_fit``."""
+    """Raise a TypeError unless ``estimator`` is an estimator instance with ``partial_fit``, or a ``Pipeline``
+    that streams into one through preprocessing that learns nothing from the rows."""
     if isinstance(estimator, type):
         raise TypeError(f"candidate {name!r} is the class {estimator.__name__}, not an instance; "
                         f"pass {estimator.__name__}(...)")
-    if not hasattr(estimator, "partial_fit"):
+    if isinstance(estimator, Pipeline):
+        if not estimator.steps:
+            raise TypeError(f"candidate {name!r} is a Pipeline without steps")
+        check_evidence_step(estimator, name)
+    elif not hasattr(estimator, "partial_fit"):
         raise TypeError(f"candidate {name!r} ({type(estimator).__name__}) has no partial_fit; {_CANDIDATE_NEEDS}")
 
 
@@ -97,10 +104,26 @@ def _check_evidence_candidate(name, estimator):
     the check needs no fitting: a point-estimate learner such as
     ``SGDRegressor`` is refused before any candidate has run.
     """
+    if isinstance(estimator, Pipeline):
+        return  # its last step was checked with the rest of the pipeline (_check_online_candidate)
     missing = [attr for attr in ("log_evidence_", "log_evidence_std_") if not hasattr(type(estimator), attr)]
     if missing:
         raise TypeError(f"candidate {name!r} ({type(estimator).__name__}) cannot give an evidence: it does not "
                         f"define {' or '.join(missing)}; {_CANDIDATE_NEEDS}")
+
+
+def streamable(candidate):
+    """``candidate`` itself, or an :class:`EvidencePipeline` with the steps and settings of a ``Pipeline``
+    candidate (which has no ``partial_fit`` of its own)."""
+    if isinstance(candidate, Pipeline) and not isinstance(candidate, EvidencePipeline):
+        return EvidencePipeline(**candidate.get_params(deep=False))
+    return candidate
+
+
+def _seeded(candidate, seed):
+    """``candidate`` with ``random_state=seed`` (a pipeline's: its last step's), when it has one."""
+    key = f"{candidate.steps[-1][0]}__random_state" if isinstance(candidate, Pipeline) else "random_state"
+    return candidate.set_params(**{key: seed}) if key in candidate.get_params() else candidate
 
 
 def _describe_kinds(kinds):
@@ -518,10 +541,9 @@ class EvidenceModelSelector(MetaEstimatorMixin, BaseEstimator):
         names, candidates, kind = self._validate_estimators()
         rng = make_generator(self.random_state)
         seeds = [int(s) for s in rng.integers(0, 2**32, size=len(candidates))]
-        candidates = [clone(est) for est in candidates]
+        candidates = [streamable(clone(est)) for est in candidates]
         if self.random_state is not None:
-            candidates = [est.set_params(random_state=seed) if "random_state" in est.get_params() else est
-                          for est, seed in zip(candidates, seeds)]
+            candidates = [_seeded(est, seed) for est, seed in zip(candidates, seeds)]
         return names, candidates, kind, rng
 
     def _current_candidates(self):
