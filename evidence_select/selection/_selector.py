@@ -23,6 +23,7 @@ from ._distributed import (PARALLEL_OPTIONS, AdvanceTask, JoblibPayoff, Resident
 from ._averaging import (log_model_prior, log_model_probabilities, mix_log_density, mix_normal, mix_proba,
                          model_probability_std)
 from ._streaming import EvidencePipeline, check_evidence_step
+from ._features import candidate_feature_masks, feature_names, format_feature_inclusion, inclusion_probabilities
 from ._summary import format_summary, selection_results
 
 __all__ = ["EvidenceModelSelector", "SelectionRecord"]
@@ -168,8 +169,14 @@ class EvidenceModelSelector(MetaEstimatorMixin, BaseEstimator):
         Candidates, all regressors, all classifiers or all density estimators
         (e.g. :class:`~evidence_select.BayesianMixture` with different
         ``n_components``). Each must support ``partial_fit`` and expose
-        ``log_evidence_`` and ``log_evidence_std_`` once fitted. They are cloned;
-        their parameters are reachable as ``<name>__<param>``.
+        ``log_evidence_`` and ``log_evidence_std_`` once fitted, or be a
+        :class:`~sklearn.pipeline.Pipeline` whose last step does and whose
+        other steps learn nothing from the rows (stateless or frozen; see
+        :class:`~evidence_select.selection.EvidencePipeline`), which is streamed
+        as an ``EvidencePipeline``: that is how feature subsets
+        (:func:`~evidence_select.selection.feature_subset_candidates`) and
+        feature maps are compared. They are cloned; their parameters are
+        reachable as ``<name>__<param>``.
     backend : {"sgais", "ais", "ns", "bridge"}, default="sgais"
         Where ``log_evidences_`` come from. ``"sgais"``: the candidates' own
         online estimates, at a cost per chunk independent of the data seen.
@@ -238,6 +245,17 @@ class EvidenceModelSelector(MetaEstimatorMixin, BaseEstimator):
     results_ : dict of str -> ndarray of shape (n_candidates,)
         The results by candidate name, ready for ``pandas.DataFrame``; see
         :attr:`results_` and :meth:`summary`.
+    candidate_features_ : ndarray of bool of shape (n_candidates, n_features_in_)
+        Which input columns each candidate uses: those a pipeline's leading
+        ``ColumnTransformer`` keeps (selected by position), all of them for
+        any other candidate.
+    feature_inclusion_probabilities_ : ndarray of shape (n_features_in_,)
+        Posterior probability that each input column is in the model: the sum
+        of ``model_probabilities_`` over the candidates that use it (model
+        averaging over feature subsets). ``summary()`` lists them when the
+        candidates differ in the columns they use.
+    feature_inclusion_probabilities_std_ : ndarray of shape (n_features_in_,)
+        Their delta-method standard errors from ``log_evidence_stds_``.
     best_index_ : int
         Index of the most probable candidate.
     best_estimator_ : estimator
@@ -499,6 +517,8 @@ class EvidenceModelSelector(MetaEstimatorMixin, BaseEstimator):
         names, candidates, kind, rng = self._fresh_candidates() if first_call else self._current_candidates()
         log_prior = log_model_prior(self.model_prior, len(candidates))
         X, y, fit_params = self._validate_stream(X, y, classes, kind, reset=reset, first_call=first_call)
+        masks = (candidate_feature_masks(candidates, X.shape[1], names) if first_call
+                 else getattr(self, "candidate_features_", np.ones((len(candidates), X.shape[1]), dtype=bool)))
         X_all, y_all = self._rows_for_backend(X, y, kind, first_call)
         backend_seeds = ([None] * len(candidates) if X_all is None
                          else [int(s) for s in rng.integers(0, 2**32, size=len(candidates))])
@@ -520,6 +540,7 @@ class EvidenceModelSelector(MetaEstimatorMixin, BaseEstimator):
         self._n_candidate_records = [start + len(summary.new_records)
                                      for start, summary in zip(history_lengths, summaries)]
         self._joblib_payoff = payoff
+        self.candidate_features_ = masks
         self._commit_evidences(log_evidences, log_evidence_stds, log_prior,
                                self._evidence_checks(summaries, self.backend, first_call))
         self.evidence_history_ = (new_records if first_call else self.evidence_history_ + new_records)
@@ -584,6 +605,8 @@ class EvidenceModelSelector(MetaEstimatorMixin, BaseEstimator):
         self.model_probabilities_ = np.exp(log_probabilities)
         self.model_probabilities_std_ = model_probability_std(self.model_probabilities_, log_evidence_stds)
         self.best_index_ = int(np.argmax(log_probabilities))
+        self.feature_inclusion_probabilities_, self.feature_inclusion_probabilities_std_ = inclusion_probabilities(
+            self.model_probabilities_, self.candidate_features_, log_evidence_stds)
 
     def _validate_stream(self, X, y, classes, kind, *, reset, first_call):
         """Validated float ``X``, ``y`` (None for density candidates) and the candidates' fit kwargs."""
@@ -795,7 +818,10 @@ class EvidenceModelSelector(MetaEstimatorMixin, BaseEstimator):
 
         A probability below 1e-300, or whose error exceeds it, is printed as an
         upper bound (``< 1e-16``): the log probability plus two of its
-        standard errors, rounded up to a power of ten.
+        standard errors, rounded up to a power of ten. When the candidates
+        differ in the input columns they use (feature subsets), a second table
+        follows with each feature's inclusion probability and its error
+        (``feature_inclusion_probabilities_``), most probable first.
 
         Parameters
         ----------
@@ -821,4 +847,11 @@ class EvidenceModelSelector(MetaEstimatorMixin, BaseEstimator):
         >>> selector.results_["rank"].tolist(), selector.results_["name"].tolist()
         ([2, 1], ['noise=0.5', 'noise=1.0'])
         """
-        return format_summary(self.results_, order=order)
+        text = format_summary(self.results_, order=order)
+        masks = getattr(self, "candidate_features_", None)
+        if masks is None or not np.any(masks != masks[:1]):
+            return text
+        names = (list(map(str, self.feature_names_in_)) if hasattr(self, "feature_names_in_")
+                 else feature_names(self.n_features_in_)[1])
+        return f"{text}\n\n" + format_feature_inclusion(names, self.feature_inclusion_probabilities_,
+                                                          self.feature_inclusion_probabilities_std_)
