@@ -121,7 +121,7 @@ def feature_subset_candidates(estimator, features, *, min_size=1, max_size=None,
 # -- the input columns a candidate uses ----------------------------------------------------------
 def _column_positions(spec, n_features, name):
     """Positions (ndarray of int) selected by one ``ColumnTransformer`` column specification on an array."""
-    if callable(spec) or isinstance(spec, str) or np.asarray(spec).dtype.kind in "USO":
+    if callable(spec) or isinstance(spec, str) or (not isinstance(spec, slice) and np.asarray(spec).dtype.kind in "USO"):
         raise ValueError(f"candidate {name!r} selects columns by name or by a callable ({spec!r}); the selector "
                          "hands its candidates float arrays, so select columns by position (ints, a slice or a "
                          "boolean mask)")
