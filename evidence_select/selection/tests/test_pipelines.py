@@ -11,6 +11,7 @@ from sklearn.frozen import FrozenEstimator
 from sklearn.linear_model import Ridge
 from sklearn.pipeline import FeatureUnion, Pipeline, make_pipeline
 from sklearn.preprocessing import FunctionTransformer, PolynomialFeatures, SplineTransformer, StandardScaler
+from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from evidence_select import (BayesianLinearRegressor, BayesianLogisticClassifier, BayesianMixture,
                              EvidenceModelSelector)
@@ -214,3 +215,32 @@ def test_failed_first_call_leaves_the_pipeline_as_it_was(data):
     with pytest.raises(ValueError):
         pipe.partial_fit(data.X, y_bad)
     assert pipe.steps == steps and not hasattr(pipe[0], "transformers_") and not hasattr(pipe[-1], "sgais_state_")
+
+
+# -- scikit-learn's common checks -------------------------------------------------------------------------------------
+_CHECKED = {"n_particles": 4, "n_replicates": 2, "n_mcmc_steps": 2, "random_state": 0}
+
+
+def _check_instances():
+    return [
+        EvidencePipeline([("f", FunctionTransformer()), ("m", BayesianLinearRegressor(**_CHECKED))]),
+        EvidencePipeline([("p", PolynomialFeatures(1)), ("m", BayesianLogisticClassifier(**_CHECKED))]),
+        EvidencePipeline([("f", FunctionTransformer()), ("m", BayesianMixture(2, **_CHECKED))]),
+        EvidenceModelSelector([("pipe", make_pipeline(FunctionTransformer(), BayesianLinearRegressor(**_CHECKED))),
+                               ("plain", BayesianLinearRegressor(**_CHECKED))], random_state=0),
+    ]
+
+
+def _expected_failures(estimator):
+    if isinstance(estimator, EvidencePipeline):
+        # A pipeline fits the estimators it holds in its `steps` parameter, as scikit-learn's Pipeline does.
+        return {"check_estimators_overwrite_params": "a pipeline fits the steps it holds, as sklearn's Pipeline"}
+    return {}
+
+
+# scikit-learn's check data are not standardised, and four particles meet few lineages: expected warnings.
+@pytest.mark.filterwarnings("ignore::evidence_select.estimators._base.FeatureScaleWarning",
+                            "ignore::evidence_select.exceptions.EvidenceConvergenceWarning")
+@parametrize_with_checks(_check_instances(), expected_failed_checks=_expected_failures)
+def test_sklearn_compatible(estimator, check):
+    check(estimator)
