@@ -20,7 +20,7 @@ from sklearn.pipeline import Pipeline
 
 from ._streaming import EvidencePipeline
 
-__all__ = ["MAX_SUBSET_CANDIDATES", "candidate_feature_masks", "feature_names", "feature_subset_candidates",
+__all__ = ["MAX_SUBSET_CANDIDATES", "candidate_feature_masks", "column_labels", "feature_names", "feature_subset_candidates",
            "format_feature_inclusion", "inclusion_probabilities", "subset_candidate"]
 
 #: Default cap on the candidates :func:`feature_subset_candidates` builds (``max_candidates``).
@@ -49,11 +49,12 @@ def subset_candidate(estimator, columns, names):
     """``(name, EvidencePipeline)``: ``estimator`` (cloned) on the input columns ``columns`` (positions).
 
     The name joins the columns' ``names`` with ``+``; the pipeline selects the
-    columns with a ``ColumnTransformer``, which the selector reads back as the
-    candidate's feature subset.
+    columns with a ``ColumnTransformer`` of one ``"passthrough"`` part per
+    column, named after it, from which the selector reads back the candidate's
+    feature subset and the columns' names (:func:`column_labels`).
     """
     columns = [int(j) for j in columns]
-    selection = ColumnTransformer([("selected", "passthrough", columns)])
+    selection = ColumnTransformer([(names[j], "passthrough", [j]) for j in columns])
     return "+".join(names[j] for j in columns), EvidencePipeline([("columns", selection),
                                                                   ("model", clone(estimator))])
 
@@ -186,6 +187,32 @@ def candidate_feature_masks(candidates, n_features, names=None):
         if transformer is not None:
             masks[k] = _columns_used(transformer, n_features, name)
     return masks
+
+
+def column_labels(candidates, n_features):
+    """Names of the input columns from the candidates' leading ``ColumnTransformer`` steps; ``x<j>`` where none.
+
+    A ``"passthrough"`` part that selects exactly one column names it (as
+    :func:`feature_subset_candidates` builds them); a column named differently
+    by two candidates, or by none, is ``x<j>``.
+
+    Parameters
+    ----------
+    candidates : list of estimators
+    n_features : int
+
+    Returns
+    -------
+    names : list of str
+    """
+    found = {}
+    for candidate in candidates:
+        transformer = _leading_column_transformer(candidate)
+        for name, part, spec in ([] if transformer is None else transformer.transformers):
+            if isinstance(part, str) and part == "passthrough" and np.ndim(spec) <= 1 and np.size(spec) == 1 \
+                    and np.asarray(spec).dtype.kind in "iu":
+                found.setdefault(int(np.arange(n_features)[np.ravel(spec)[0]]), set()).add(name)
+    return [next(iter(found[j])) if len(found.get(j, ())) == 1 else f"x{j}" for j in range(n_features)]
 
 
 # -- inclusion probabilities ------------------------------------------------------------------------

@@ -1,7 +1,7 @@
 """A greedy search over feature subsets by evidence: forward, backward or stepwise."""
 
 import logging
-import warnings
+from numbers import Real
 
 import numpy as np
 from sklearn.utils.validation import check_array
@@ -62,18 +62,60 @@ def _candidates(estimator, subsets, names, base_seed):
     return out
 
 
-def _evaluate(estimator, subsets, X, y, names, base_seed, selector_params):
-    """Log evidence of each subset, from one selector over all of them (its warnings are left to the final fit,
-    which repeats these fits with the same seeds)."""
-    selector = EvidenceModelSelector(_candidates(estimator, subsets, names, base_seed), **selector_params)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        selector.fit(X, y)
-    return dict(zip(subsets, selector.log_evidences_.tolist()))
+class _Search:
+    """The subsets fitted so far, in one selector grown round by round (:meth:`EvidenceModelSelector._merged`)."""
+
+    def __init__(self, estimator, X, y, names, base_seed, selector_params):
+        self.estimator, self.X, self.y, self.names = estimator, X, y, names
+        self.base_seed, self.selector_params = base_seed, selector_params
+        self.selector, self.log_evidences = None, {}
+
+    def fit(self, subsets):
+        """Fit the subsets not fitted yet, all in one selector, and add them to the others."""
+        new = [subset for subset in dict.fromkeys(subsets) if subset not in self.log_evidences]
+        if not new:
+            return
+        fitted = EvidenceModelSelector(_candidates(self.estimator, new, self.names, self.base_seed),
+                                       **self.selector_params).fit(self.X, self.y)
+        self.selector = fitted if self.selector is None else self.selector._merged(fitted)
+        self.log_evidences.update(zip(new, fitted.log_evidences_.tolist()))
+
+    def best(self, subsets):
+        return max(subsets, key=self.log_evidences.__getitem__, default=None)
 
 
-def _check_search(direction, max_size, n_features, selector_params):
+def _greedy(search, n_features, direction, max_size):
+    """Move to the best neighbour while it beats the current subset; return where the moves end."""
+    current = None
+    while True:
+        moves = neighbour_subsets(current, n_features, direction, max_size)
+        search.fit(moves)
+        best = search.best(moves)
+        if best is None or (current is not None and search.log_evidences[best] <= search.log_evidences[current]):
+            return current
+        current = best
+        logger.info("feature_subset_search: %s (log evidence %.2f)", "+".join(search.names[j] for j in sorted(current)),
+                    search.log_evidences[current])
+
+
+def _widen(search, n_features, direction, max_size, window):
+    """Fit the neighbours of every subset within ``window`` nats of the best, until there are none left (Occam's
+    window): each round's best may move, so the window is measured from the best so far."""
+    expanded = set()
+    while True:
+        top = max(search.log_evidences.values())
+        inside = [subset for subset, value in search.log_evidences.items()
+                  if value >= top - window and subset not in expanded]
+        if not inside:
+            return
+        search.fit([move for subset in inside for move in neighbour_subsets(subset, n_features, direction, max_size)])
+        expanded.update(inside)
+
+
+def _check_search(direction, max_size, window, n_features, selector_params):
     """``(max_size, selector_params)`` checked, or a ValueError naming the bad argument."""
+    if not (isinstance(window, Real) and window >= 0):
+        raise ValueError(f"window must be a non-negative number of nats; got {window!r}")
     if direction not in DIRECTIONS:
         raise ValueError(f"direction must be one of {DIRECTIONS}; got {direction!r}")
     max_size = n_features if max_size is None else max_size
@@ -87,17 +129,22 @@ def _check_search(direction, max_size, n_features, selector_params):
     return min(int(max_size), n_features), params
 
 
-def feature_subset_search(estimator, X, y, *, direction="stepwise", max_size=None, features=None,
+def feature_subset_search(estimator, X, y, *, direction="stepwise", max_size=None, window=3.0, features=None,
                           random_state=None, selector_params=None):
-    """Search feature subsets greedily by evidence; return a selector fitted on every subset visited.
+    """Search feature subsets by evidence, greedily and then through Occam's window; return the fitted selector.
 
-    Starting from every single column (``"forward"``, ``"stepwise"``) or from
-    all columns (``"backward"``), each round fits the subsets one move from the
-    current one (adding a column, removing one, or either) and moves to the one
-    with the highest log evidence if it beats the current subset; the search
-    stops when none does. Each round costs one fit per neighbour, so a search
-    visits O(n_features^2) subsets where :func:`feature_subset_candidates`
-    builds 2^n_features.
+    First a greedy search: starting from every single column (``"forward"``,
+    ``"stepwise"``) or from all columns (``"backward"``), each round fits the
+    subsets one move from the current one (adding a column, removing one, or
+    either) and moves to the one with the highest log evidence while it beats
+    the current subset. Then Occam's window (Madigan & Raftery 1994): the
+    moves from every subset within ``window`` nats of the best are fitted too,
+    until every subset within the window has had its neighbours fitted. The
+    greedy part finds the mode in O(n_features^2) fits; the window collects
+    the subsets near it that carry the posterior, so that the inclusion
+    probabilities stay right when correlated columns stand in for each other
+    and no single subset dominates. :func:`feature_subset_candidates` builds
+    all 2^n_features subsets instead.
 
     Parameters
     ----------
@@ -109,40 +156,45 @@ def feature_subset_search(estimator, X, y, *, direction="stepwise", max_size=Non
     direction : {"forward", "backward", "stepwise"}, default="stepwise"
         The moves allowed: add a column, remove one, or either.
     max_size : int, default=None
-        Largest subset visited by adding (None: all columns).
+        Largest subset reached by adding a column (None: all columns).
+    window : float, default=3.0
+        Occam's window in nats of log evidence: subsets this close to the best
+        have their neighbours fitted (3 nats is a posterior odds of 1 to 20,
+        Madigan & Raftery's cut-off). 0 keeps the greedy search alone.
     features : sequence of str, default=None
-        Column names for the candidates' names; None takes ``X``'s column
-        names if it has them, else ``x0, x1, ...``.
+        Column names, for the candidates' names and the summary's inclusion
+        table; None takes ``X``'s column names if it has them, else
+        ``x0, x1, ...``.
     random_state : int, Generator or None, default=None
         Seeds the candidates: each subset's seed is drawn from it and the
-        subset, so a subset gets the same evidence in every round and in the
-        returned selector.
+        subset, so a subset's evidence does not depend on when it was visited.
     selector_params : dict, default=None
-        Parameters of the :class:`~evidence_select.EvidenceModelSelector` used
-        to fit the subsets: ``backend``, ``backend_params``, ``n_jobs``,
+        Parameters of the :class:`~evidence_select.EvidenceModelSelector` that
+        fits the subsets: ``backend``, ``backend_params``, ``n_jobs``,
         ``parallel``, ``verbose``.
 
     Returns
     -------
     selector : EvidenceModelSelector
-        Fitted on ``(X, y)`` with one candidate per subset visited (the same
-        kind of candidates as :func:`feature_subset_candidates` builds), in the
-        order visited. Its ``best_estimator_`` is the subset where the search
-        ended (the best visited: every move improved the evidence), and
-        ``feature_inclusion_probabilities_`` average over the visited subsets,
-        a good approximation when the subsets not visited lie far below the
-        mode (as the neighbours of the end point did).
+        Fitted on ``(X, y)`` with one candidate per subset visited (built as
+        :func:`feature_subset_candidates` builds them), in the order visited,
+        each fitted once: each round's fitted subsets join the others' (the
+        selector equals one ``fit`` over all of them). ``best_estimator_`` is
+        the best subset visited, and ``feature_inclusion_probabilities_``
+        average over the subsets visited: exact up to the posterior mass of
+        the subsets never reached, which lie outside the window and are no
+        neighbours of any subset inside it.
 
     See Also
     --------
-    feature_subset_candidates : All subsets (exact inclusion probabilities).
-    sklearn.feature_selection.SequentialFeatureSelector : The same search by cross-validated score.
+    feature_subset_candidates : All subsets.
+    sklearn.feature_selection.SequentialFeatureSelector : A greedy search by cross-validated score.
 
-    Notes
-    -----
-    Every subset visited is fitted twice: once in its round and once more,
-    with the same seed and so with the same evidence, in the returned selector
-    (whose fit raises the candidates' warnings once).
+    References
+    ----------
+    .. [1] D. Madigan, A. E. Raftery, "Model Selection and Accounting for Model
+       Uncertainty in Graphical Models Using Occam's Window", Journal of the
+       American Statistical Association 89 (1994) 1535-1546.
 
     Examples
     --------
@@ -152,8 +204,8 @@ def feature_subset_search(estimator, X, y, *, direction="stepwise", max_size=Non
     >>> rng = np.random.default_rng(0)
     >>> X = rng.normal(size=(600, 4))
     >>> y = X[:, 0] - 0.7 * X[:, 2] + rng.normal(size=600)
-    >>> selector = feature_subset_search(BayesianLinearRegressor(n_particles=20), X, y, random_state=0)
-    >>> list(selector.named_estimators_)      # the subsets visited
+    >>> selector = feature_subset_search(BayesianLinearRegressor(n_particles=20), X, y, window=0, random_state=0)
+    >>> list(selector.named_estimators_)      # the subsets the greedy search visited
     ['x0', 'x1', 'x2', 'x3', 'x0+x1', 'x0+x2', 'x0+x3', 'x0+x1+x2', 'x0+x2+x3']
     >>> list(selector.named_estimators_)[selector.best_index_]
     'x0+x2'
@@ -165,19 +217,9 @@ def feature_subset_search(estimator, X, y, *, direction="stepwise", max_size=Non
     n_features, names = feature_names(X.shape[1] if names_given is None else list(names_given))
     if n_features != X.shape[1]:
         raise ValueError(f"features names {n_features} columns; X has {X.shape[1]}")
-    max_size, selector_params = _check_search(direction, max_size, n_features, selector_params)
-    base_seed = int(make_generator(random_state).integers(0, 2**32))
-    log_evidences, visited, current = {}, [], None
-    while True:
-        moves = neighbour_subsets(current, n_features, direction, max_size)
-        new = [subset for subset in dict.fromkeys(moves) if subset not in log_evidences]
-        if new:
-            log_evidences.update(_evaluate(estimator, new, X, y, names, base_seed, selector_params))
-            visited += new
-        best = max(moves, key=lambda subset: log_evidences[subset], default=None)
-        if best is None or (current is not None and log_evidences[best] <= log_evidences[current]):
-            break
-        current = best
-        logger.info("feature_subset_search: %s (log evidence %.2f)", "+".join(names[j] for j in sorted(current)),
-                    log_evidences[current])
-    return EvidenceModelSelector(_candidates(estimator, visited, names, base_seed), **selector_params).fit(X, y)
+    max_size, selector_params = _check_search(direction, max_size, window, n_features, selector_params)
+    search = _Search(estimator, X, y, names, int(make_generator(random_state).integers(0, 2**32)), selector_params)
+    end = _greedy(search, n_features, direction, max_size)
+    if window > 0 and end is not None:
+        _widen(search, n_features, direction, max_size, window)
+    return search.selector

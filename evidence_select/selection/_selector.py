@@ -23,7 +23,7 @@ from ._distributed import (PARALLEL_OPTIONS, AdvanceTask, JoblibPayoff, Resident
 from ._averaging import (log_model_prior, log_model_probabilities, mix_log_density, mix_normal, mix_proba,
                          model_probability_std)
 from ._streaming import EvidencePipeline, check_evidence_step
-from ._features import candidate_feature_masks, feature_names, format_feature_inclusion, inclusion_probabilities
+from ._features import candidate_feature_masks, column_labels, format_feature_inclusion, inclusion_probabilities
 from ._summary import format_summary, selection_results
 
 __all__ = ["EvidenceModelSelector", "SelectionRecord"]
@@ -111,6 +111,15 @@ def _check_evidence_candidate(name, estimator):
     if missing:
         raise TypeError(f"candidate {name!r} ({type(estimator).__name__}) cannot give an evidence: it does not "
                         f"define {' or '.join(missing)}; {_CANDIDATE_NEEDS}")
+
+
+def _joined_record(first, second, log_prior):
+    """One :class:`SelectionRecord` over the candidates of two records made at the same position."""
+    log_evidences = np.concatenate([first.log_evidences, second.log_evidences])
+    return SelectionRecord(first.n_samples_seen, log_evidences,
+                           np.concatenate([first.log_evidence_stds, second.log_evidence_stds]),
+                           np.exp(log_model_probabilities(log_evidences, log_prior)),
+                           first.candidate_records + second.candidate_records)
 
 
 def streamable(candidate):
@@ -630,6 +639,37 @@ class EvidenceModelSelector(MetaEstimatorMixin, BaseEstimator):
                              f"classes are {self.classes_.tolist()}")
         return X, y, ({"classes": self.classes_} if first_call and not reset else {})
 
+    def _merged(self, other):
+        """The fitted selector over this one's candidates followed by ``other``'s.
+
+        Both must have been fitted on the same rows by the same calls, with the
+        same settings, no ``model_prior`` and ``random_state=None`` (each
+        candidate keeps its own seed). Candidates do not interact, so the result equals
+        one ``fit`` over all of them: :func:`feature_subset_search` adds each
+        round's subsets this way instead of fitting every subset again.
+        """
+        settings = [{key: value for key, value in selector.get_params(deep=False).items() if key != "estimators"}
+                    for selector in (self, other)]
+        if (settings[0] != settings[1] or self.model_prior is not None or self.random_state is not None
+                or self.n_samples_seen_ != other.n_samples_seen_):
+            raise ValueError("only selectors with the same settings, fitted on the same rows, without model_prior "
+                             "and with random_state=None can be merged")
+        merged = clone(self).set_params(estimators=[*self.estimators, *other.estimators])
+        merged.__dict__.update({key: value for key, value in vars(self).items() if key.endswith("_")})
+        names = [*self.named_estimators_, *other.named_estimators_]
+        merged.estimators_ = [*self.estimators_, *other.estimators_]
+        merged.named_estimators_ = dict(zip(names, merged.estimators_))
+        merged._n_candidate_records = [*self._n_candidate_records, *other._n_candidate_records]
+        merged.candidate_features_ = np.vstack([self.candidate_features_, other.candidate_features_])
+        log_prior = log_model_prior(None, len(names))
+        merged._commit_evidences(np.concatenate([self.log_evidences_, other.log_evidences_]),
+                                 np.concatenate([self.log_evidence_stds_, other.log_evidence_stds_]), log_prior,
+                                 [*self.evidence_checks_, *other.evidence_checks_])
+        theirs = {record.n_samples_seen: record for record in other.evidence_history_}
+        merged.evidence_history_ = [_joined_record(record, theirs[record.n_samples_seen], log_prior)
+                                    for record in self.evidence_history_ if record.n_samples_seen in theirs]
+        return merged
+
     @property
     def best_estimator_(self):
         """The most probable fitted candidate, ``estimators_[best_index_]``."""
@@ -821,7 +861,11 @@ class EvidenceModelSelector(MetaEstimatorMixin, BaseEstimator):
         standard errors, rounded up to a power of ten. When the candidates
         differ in the input columns they use (feature subsets), a second table
         follows with each feature's inclusion probability and its error
-        (``feature_inclusion_probabilities_``), most probable first.
+        (``feature_inclusion_probabilities_``), most probable first; columns
+        are named by ``feature_names_in_``, else by the single-column parts of
+        the candidates' ``ColumnTransformer`` (as
+        :func:`~evidence_select.selection.feature_subset_candidates` names
+        them), else ``x0, x1, ...``.
 
         Parameters
         ----------
@@ -852,6 +896,6 @@ class EvidenceModelSelector(MetaEstimatorMixin, BaseEstimator):
         if masks is None or not np.any(masks != masks[:1]):
             return text
         names = (list(map(str, self.feature_names_in_)) if hasattr(self, "feature_names_in_")
-                 else feature_names(self.n_features_in_)[1])
+                 else column_labels([estimator for _, estimator in self.estimators], self.n_features_in_))
         return f"{text}\n\n" + format_feature_inclusion(names, self.feature_inclusion_probabilities_,
                                                           self.feature_inclusion_probabilities_std_)
