@@ -99,7 +99,8 @@ def table(rows):
             result = row[label] if label != "exact" else {"scores": row["exact"], "n_subsets": 255}
             low, high, first = result["scores"]
             met = low >= 0.95 and high <= 0.2 and first
-            cells.append([str(row["seed"]), label, str(result["n_subsets"]), f"{low:.3f}", f"{high:.3f}", "yes" if first else "no",
+            cells.append([str(row["seed"]), label, str(result["n_subsets"]), f"{low:.3f}", f"{high:.3f}",
+                          "yes" if first else "no",
                           "yes" if met else "no", f"{result['dev_sd']:.1f}" if "dev_sd" in result else "",
                           f"{result['seconds']:.1f}" if "seconds" in result else ""])
     return "\n".join(markdown_table(header, cells))
@@ -126,8 +127,8 @@ def main(argv=None):
         met = [(r[label] if label == "exact" else r[label]["scores"]) for r in rows]
         ok = sum(low >= 0.95 and high <= 0.2 and first for low, high, first in met)
         print(f"{label}: target met on {ok} of {len(rows)} seeds; relevant >= 0.95 on "
-              f"{sum(low >= 0.95 for low, _, _ in met)}, irrelevant <= 0.2 on {sum(high <= 0.2 for _, high, _ in met)}, "
-              f"true subset first on {sum(first for _, _, first in met)}")
+              f"{sum(low >= 0.95 for low, _, _ in met)}, irrelevant <= 0.2 on "
+              f"{sum(high <= 0.2 for _, high, _ in met)}, true subset first on {sum(first for _, _, first in met)}")
     meta["load_average_end"] = os.getloadavg()
     save_json(path, {"meta": meta, "args": vars(args), "rows": rows})
 

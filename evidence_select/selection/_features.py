@@ -20,7 +20,8 @@ from sklearn.pipeline import Pipeline
 
 from ._streaming import EvidencePipeline
 
-__all__ = ["MAX_SUBSET_CANDIDATES", "candidate_feature_masks", "column_labels", "feature_names", "feature_subset_candidates",
+__all__ = ["MAX_SUBSET_CANDIDATES", "candidate_feature_masks", "column_labels", "feature_names",
+           "feature_subset_candidates",
            "format_feature_inclusion", "inclusion_probabilities", "subset_candidate"]
 
 #: Default cap on the candidates :func:`feature_subset_candidates` builds (``max_candidates``).
@@ -122,7 +123,8 @@ def feature_subset_candidates(estimator, features, *, min_size=1, max_size=None,
 # -- the input columns a candidate uses ----------------------------------------------------------
 def _column_positions(spec, n_features, name):
     """Positions (ndarray of int) selected by one ``ColumnTransformer`` column specification on an array."""
-    if callable(spec) or isinstance(spec, str) or (not isinstance(spec, slice) and np.asarray(spec).dtype.kind in "USO"):
+    by_name = not isinstance(spec, slice) and np.asarray(spec).dtype.kind in "USO"
+    if callable(spec) or isinstance(spec, str) or by_name:
         raise ValueError(f"candidate {name!r} selects columns by name or by a callable ({spec!r}); the selector "
                          "hands its candidates float arrays, so select columns by position (ints, a slice or a "
                          "boolean mask)")

@@ -200,7 +200,8 @@ def test_column_labels_come_from_single_column_parts():
 
 
 # Ten particles sometimes leave few lineages on a first chunk (a warning the test's tolerance already covers).
-@pytest.mark.filterwarnings("ignore:SGAIS. resampling on the first:evidence_select.exceptions.EvidenceConvergenceWarning")
+@pytest.mark.filterwarnings("ignore:SGAIS. resampling on the first"
+                            ":evidence_select.exceptions.EvidenceConvergenceWarning")
 @pytest.mark.slow
 def test_occams_window_recovers_the_inclusion_probabilities_of_all_subsets_on_real_data():
     # The diabetes data (442 rows, 10 columns, several strongly correlated serum measurements): the exact
