@@ -113,6 +113,17 @@ def _check_evidence_candidate(name, estimator):
                         f"define {' or '.join(missing)}; {_CANDIDATE_NEEDS}")
 
 
+def _feature_masks(candidates, n_features, names, kind):
+    """The candidates' :func:`candidate_feature_masks`; a ValueError when density candidates use different
+    columns (their evidences would then be densities of different data, which no posterior compares)."""
+    masks = candidate_feature_masks(candidates, n_features, names)
+    if kind == "density_estimator" and np.any(masks != masks[:1]):
+        used = {name: np.flatnonzero(mask).tolist() for name, mask in zip(names, masks)}
+        raise ValueError(f"density candidates must model the same input columns (the evidence of each is a density "
+                         f"of the data it sees); they use {used}")
+    return masks
+
+
 def _joined_record(first, second, log_prior):
     """One :class:`SelectionRecord` over the candidates of two records made at the same position."""
     log_evidences = np.concatenate([first.log_evidences, second.log_evidences])
@@ -526,7 +537,7 @@ class EvidenceModelSelector(MetaEstimatorMixin, BaseEstimator):
         names, candidates, kind, rng = self._fresh_candidates() if first_call else self._current_candidates()
         log_prior = log_model_prior(self.model_prior, len(candidates))
         X, y, fit_params = self._validate_stream(X, y, classes, kind, reset=reset, first_call=first_call)
-        masks = (candidate_feature_masks(candidates, X.shape[1], names) if first_call
+        masks = (_feature_masks(candidates, X.shape[1], names, kind) if first_call
                  else getattr(self, "candidate_features_", np.ones((len(candidates), X.shape[1]), dtype=bool)))
         X_all, y_all = self._rows_for_backend(X, y, kind, first_call)
         backend_seeds = ([None] * len(candidates) if X_all is None

@@ -158,6 +158,13 @@ class EvidencePipeline(Pipeline):
     knots at quantiles) raises a TypeError naming the cure: fit it on a first
     batch and freeze it, or transform the data before the stream.
 
+    The evidence is that of the rows *after* the preprocessing: for a
+    regressor or classifier, ``p(y | features)``, comparable between
+    candidates with different features (the same ``y``); for a density
+    estimator, the density of the transformed rows, comparable only between
+    candidates that see the same transformed rows (the selector refuses
+    density candidates that use different input columns).
+
     ``fit`` forgets the past and streams ``X``; on a fresh pipeline it gives
     the same result as ``partial_fit`` of the same rows, and both give the
     last step's result on the transformed rows for the same seed. A failed

@@ -186,6 +186,12 @@ def test_rounds_joined_equal_one_fit_over_every_subset_visited():
         assert [r.log_evidence for r in mine.candidate_records] == [r.log_evidence for r in theirs.candidate_records]
     assert searched.predict(X[:3]).tolist() == once.predict(X[:3]).tolist()
     assert searched.summary() == once.summary() and "\na " in searched.summary()  # columns named in the table
+    # Both continue the stream alike.
+    X_more, y_more = _simulate(200, seed=5)
+    searched.partial_fit(X_more, y_more)
+    once.partial_fit(X_more, y_more)
+    np.testing.assert_array_equal(searched.log_evidences_, once.log_evidences_)
+    assert len(searched.evidence_history_) == len(once.evidence_history_) == 3
     with pytest.raises(ValueError, match="can be merged"):
         searched._merged(EvidenceModelSelector(searched.estimators[:1]).fit(X[:100], y[:100]))
 

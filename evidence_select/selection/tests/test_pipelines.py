@@ -207,6 +207,13 @@ def test_invalid_pipeline_candidates_are_clear_errors(data, pipeline, error, mat
         EvidenceModelSelector([("bad", pipeline)]).fit(data.X, data.y)
 
 
+def test_density_candidates_on_different_columns_are_refused():
+    X = make_mixture(200, random_state=0).X
+    candidates = [("x0", make_pipeline(_columns([0]), BayesianMixture(2, **FAST))), ("both", BayesianMixture(2, **FAST))]
+    with pytest.raises(ValueError, match=r"density candidates must model the same input columns.*'x0': \[0\]"):
+        EvidenceModelSelector(candidates).fit(X)
+
+
 def test_failed_first_call_leaves_the_pipeline_as_it_was(data):
     pipe = EvidencePipeline([("columns", _columns()), ("model", BayesianLinearRegressor(**FAST))])
     steps = list(pipe.steps)
