@@ -15,8 +15,9 @@ __all__ = ["feature_subset_search", "neighbour_subsets"]
 logger = logging.getLogger(__name__)
 
 DIRECTIONS = ("forward", "backward", "stepwise")
-#: Parameters of the selectors the search fits (every other one is the search's to set).
-SELECTOR_PARAMS = ("backend", "backend_params", "n_jobs", "parallel", "verbose")
+#: Parameters of the selectors the search fits. The others are the search's: the candidates, their seeds, no model
+#: prior, and the online backend (a reference backend's seeds would come from each round's unseeded selector).
+SELECTOR_PARAMS = ("n_jobs", "parallel", "verbose")
 
 
 def neighbour_subsets(current, n_features, direction, max_size):
@@ -125,7 +126,7 @@ def _check_search(direction, max_size, window, n_features, selector_params):
     unknown = sorted(set(params) - set(SELECTOR_PARAMS))
     if unknown:
         raise ValueError(f"selector_params may set {list(SELECTOR_PARAMS)}; got {unknown} (the search sets the "
-                         "candidates, the model prior and the seeds)")
+                         "candidates, the model prior, the seeds and the backend)")
     return min(int(max_size), n_features), params
 
 
@@ -170,8 +171,8 @@ def feature_subset_search(estimator, X, y, *, direction="stepwise", max_size=Non
         subset, so a subset's evidence does not depend on when it was visited.
     selector_params : dict, default=None
         Parameters of the :class:`~evidence_select.EvidenceModelSelector` that
-        fits the subsets: ``backend``, ``backend_params``, ``n_jobs``,
-        ``parallel``, ``verbose``.
+        fits the subsets: ``n_jobs``, ``parallel``, ``verbose``. The
+        evidences are the online (SGAIS) ones.
 
     Returns
     -------

@@ -133,7 +133,7 @@ def _joined_record(first, second, log_prior):
                            first.candidate_records + second.candidate_records)
 
 
-def streamable(candidate):
+def _streamable(candidate):
     """``candidate`` itself, or an :class:`EvidencePipeline` with the steps and settings of a ``Pipeline``
     candidate (which has no ``partial_fit`` of its own)."""
     if isinstance(candidate, Pipeline) and not isinstance(candidate, EvidencePipeline):
@@ -582,7 +582,7 @@ class EvidenceModelSelector(MetaEstimatorMixin, BaseEstimator):
         names, candidates, kind = self._validate_estimators()
         rng = make_generator(self.random_state)
         seeds = [int(s) for s in rng.integers(0, 2**32, size=len(candidates))]
-        candidates = [streamable(clone(est)) for est in candidates]
+        candidates = [_streamable(clone(est)) for est in candidates]
         if self.random_state is not None:
             candidates = [_seeded(est, seed) for est, seed in zip(candidates, seeds)]
         return names, candidates, kind, rng
@@ -655,8 +655,9 @@ class EvidenceModelSelector(MetaEstimatorMixin, BaseEstimator):
 
         Both must have been fitted on the same rows by the same calls, with the
         same settings, no ``model_prior`` and ``random_state=None`` (each
-        candidate keeps its own seed). Candidates do not interact, so the result equals
-        one ``fit`` over all of them: :func:`feature_subset_search` adds each
+        candidate keeps its own seed). Candidates do not interact, so the
+        result equals one ``fit`` over all of them:
+        :func:`~evidence_select.selection.feature_subset_search` adds each
         round's subsets this way instead of fitting every subset again.
         """
         settings = [{key: value for key, value in selector.get_params(deep=False).items() if key != "estimators"}

@@ -43,6 +43,10 @@ def partial_fit_pipeline(pipeline, X, y=None, **partial_fit_params):
     pipeline : Pipeline
         The same pipeline, its last step advanced.
 
+    See Also
+    --------
+    EvidencePipeline : A pipeline that streams by itself through preprocessing that learns nothing from the rows.
+
     Examples
     --------
     >>> from sklearn.pipeline import make_pipeline
