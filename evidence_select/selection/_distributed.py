@@ -33,6 +33,7 @@ from joblib import Parallel, delayed, effective_n_jobs
 
 from ..evidence._api import log_evidence
 from .._result import failed_checks
+from ._streaming import evidence_step_rows
 from ..utils._threads import single_threaded_blas
 from ..utils._warnings import recorded_warnings, warn
 
@@ -105,13 +106,15 @@ def _advance(estimator, task, backend_seed, history_length):
 
 
 def _reference_evidence(estimator, task, backend_seed):
-    """The reference backend's :class:`EvidenceResult` for the fitted ``estimator``'s model on all rows seen."""
+    """The reference backend's :class:`EvidenceResult` for the fitted ``estimator``'s model on all rows seen
+    (a pipeline's: its last step's, on the rows through its preprocessing)."""
+    estimator, X_all = evidence_step_rows(estimator, task.X_all)
     model = getattr(estimator, "model_", None)
     if model is None:
         raise TypeError(f"backend={task.backend!r} needs candidates that expose their model as `model_` after "
                         f"fitting (evidence_select estimators do); {type(estimator).__name__} does not")
     with single_threaded_blas():
-        return log_evidence(model, task.X_all, task.y_all, method=task.backend, random_state=backend_seed,
+        return log_evidence(model, X_all, task.y_all, method=task.backend, random_state=backend_seed,
                             **task.backend_params)
 
 
