@@ -2,7 +2,9 @@
 
 Build with ``sphinx-build -W --keep-going -b html doc doc/_build/html`` from the
 repository root (needs ``pip install ".[doc]"``). sphinx-gallery runs every
-``examples/plot_*.py`` script and renders it with its figures and output.
+``examples/plot_*.py`` script and renders it with its figures and output; the
+validation page's tables are written from ``benchmarks/saved/`` first
+(``benchmarks/make_tables.py``).
 """
 
 import importlib.util
