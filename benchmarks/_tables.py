@@ -193,8 +193,20 @@ TABLES = {
     "selector_shift": ("selector_shift", shift_table),
     "cost": ("cost", cost_table),
 }
-#: The canonical result files (``benchmarks/saved/<name>.json``) of the published tables.
-SAVED_RESULTS = tuple(dict.fromkeys(name for name, _ in TABLES.values()))
+#: The canonical result files (``benchmarks/saved/<name>.json``) of the published tables and the command that
+#: writes each (from the repository root, at a clean commit).
+SAVED_COMMANDS = {
+    "calibration": "python benchmarks/bench_calibration.py --ns-max-dim 16 --save",
+    "coverage": "python benchmarks/bench_coverage.py --save",
+    "coverage_long_streams": "python benchmarks/bench_coverage.py --long-streams --save",
+    "real_data": "python benchmarks/bench_real.py --save",
+    "real_data_mixtures": "python benchmarks/bench_real.py --suite real_data_mixtures --save",
+    "real_data_held_out": "python benchmarks/bench_real.py --suite real_data_held_out --save",
+    "selection_held_out": "python benchmarks/bench_selection_held_out.py --save",
+    "selector_shift": "python benchmarks/bench_selector.py --only shift --save",
+    "cost": "python benchmarks/bench_cost.py --save",
+}
+SAVED_RESULTS = tuple(SAVED_COMMANDS)
 
 
 # -- writers ---------------------------------------------------------------------------------
@@ -239,8 +251,12 @@ def rst_lines(header, cells):
 
 
 def render(table, directory=SAVED_DIR):
-    """The reStructuredText of ``table`` (a key of :data:`TABLES`), provenance sentence first."""
+    """The reStructuredText of ``table`` (a key of :data:`TABLES`), provenance sentence first; a sentence naming
+    the command that writes its result file where the file is missing."""
     name, renderer = TABLES[table]
+    if not os.path.exists(os.path.join(directory, f"{name}.json")):
+        return (f"``benchmarks/saved/{name}.json`` is not in this checkout: ``{SAVED_COMMANDS[name]}`` writes it, "
+                "then ``python benchmarks/make_tables.py`` this table.\n")
     saved = load_saved(name, directory)
     return "\n".join([provenance(name, saved["meta"]), "", *rst_lines(*renderer(saved))]) + "\n"
 
