@@ -194,7 +194,8 @@ def uncommitted_changes():
     out = _git("status", "--porcelain", "--", *_TRACKED_FOR_RESULTS)
     if out.returncode != 0:
         return ["(not a git checkout)"]
-    return [line[3:] for line in out.stdout.splitlines()]
+    # A new saved result is the benchmarks' output, not their code: a run that saved one leaves the checkout clean.
+    return [line[3:] for line in out.stdout.splitlines() if not line.startswith("?? benchmarks/saved/")]
 
 
 def git_commit():
