@@ -46,8 +46,7 @@ class BayesianLogisticClassifier(ClassifierMixin, BaseSGAISEstimator):
     n_mcmc_steps : int, default=10
         SGHMC steps per intermediate (annealed) distribution
         (``initial_mcmc_factor`` times as many on the first chunk). More than
-        the linear model's 5, for the larger posterior (see :ref:`parameters`;
-        ``python benchmarks/bench_sgais.py`` measures the accuracy).
+        the linear model's 5, for the larger posterior (see :ref:`parameters`).
     initial_mcmc_factor : int, default=2
         Multiplier of ``n_mcmc_steps`` on the first chunk, which carries the
         particles from the prior to a posterior (the longest way).
