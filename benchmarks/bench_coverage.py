@@ -56,6 +56,7 @@ from evidence_select import BayesianLinearRegressor, BayesianLogisticClassifier,
 from evidence_select.datasets import make_linear_regression, make_mixture, make_softmax_classification  # noqa: E402,E501
 from evidence_select.evidence._api import _model_and_data  # noqa: E402
 from evidence_select.sgais._mode_check import mode_importance_log_evidence  # noqa: E402
+from evidence_select.sgais._settings import ModeCheckSettings  # noqa: E402
 from evidence_select.models import SoftmaxRegressionModel  # noqa: E402
 
 
@@ -125,7 +126,7 @@ def _paper_mixture_mode_reference(X, n_draws=20_000, seed=0):
     with the two heavy AIS runs of :func:`_paper_mixture_reference` (``--check-mode-reference`` prints both).
     """
     model, X, _ = _model_and_data(BayesianMixture(5), X, None)
-    check = mode_importance_log_evidence(model, X, None, np.random.default_rng(seed), n_draws=n_draws)
+    check = mode_importance_log_evidence(model, X, None, np.random.default_rng(seed), ModeCheckSettings(n_draws=n_draws))
     return check.log_evidence, check.std
 
 
