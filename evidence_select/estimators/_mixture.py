@@ -375,9 +375,9 @@ class BayesianMixture(DensityMixin, BaseSGAISEstimator):
         return validate_data(self, X, reset=reset, dtype=np.float64), None
 
     def _check_data_scale(self, X, y):
-        """Warn when a column's mean or spread is beyond what the prior holds (:func:`mixture_scale_diagnosis`),
-        else when a root-mean-square is extreme (the shared check); whether it warned."""
-        return warn_if_mixture_badly_scaled(self.model_, X) or super()._check_data_scale(X, y)
+        """Warn when a root-mean-square is extreme (the shared check), else when a column's mean or spread is
+        beyond what the prior holds (:func:`mixture_scale_diagnosis`); whether it warned (once per call)."""
+        return super()._check_data_scale(X, y) or warn_if_mixture_badly_scaled(self.model_, X)
 
     def fit(self, X, y=None):
         """Forget any past data and stream ``X`` in ``batch_size`` chunks, in a seeded random order
