@@ -72,7 +72,9 @@ from evidence_select import BayesianLinearRegressor, BayesianLogisticClassifier,
 from evidence_select.datasets import make_linear_regression, make_mixture, make_softmax_classification  # noqa: E402,E501
 from evidence_select.evidence._api import _model_and_data  # noqa: E402
 from evidence_select.sgais._mode_check import mode_importance_log_evidence  # noqa: E402
-from evidence_select.sgais._state import combine_replicates, evidence_estimate, increment_spread  # noqa: E402,E501
+from evidence_select.sgais._settings import ModeCheckSettings  # noqa: E402
+from evidence_select.sgais._state import (ErrorWidening, combine_replicates, evidence_estimate,  # noqa: E402
+                                          increment_spread)
 from evidence_select.models import SoftmaxRegressionModel  # noqa: E402
 
 
@@ -142,7 +144,8 @@ def _paper_mixture_mode_reference(X, n_draws=20_000, seed=0):
     with the two heavy AIS runs of :func:`_paper_mixture_reference` (``--check-mode-reference`` prints both).
     """
     model, X, _ = _model_and_data(BayesianMixture(5), X, None)
-    check = mode_importance_log_evidence(model, X, None, np.random.default_rng(seed), n_draws=n_draws)
+    check = mode_importance_log_evidence(model, X, None, np.random.default_rng(seed),
+                                         ModeCheckSettings(n_draws=n_draws))
     return check.log_evidence, check.std
 
 
@@ -271,8 +274,8 @@ def run(case, seeds, n_particles_factor, n_replicates, settings=None):
         rows.append(dict(seed=seed, value=float(est.log_evidence_), std=float(est.log_evidence_std_), warnings=flags,
                          group_log_evidence=state.log_evidence.tolist(), chunk_group_log_evidence=chunk_groups,
                          group_variance=state.log_evidence_variance.tolist(),
-                         degraded_variance=float(state.degraded_variance),
-                         mode_gap_variance=float(state.mode_gap_variance), reference=ref, reference_std=ref_std,
+                         degraded_variance=float(state.widening.degraded_variance),
+                         mode_gap_variance=float(state.widening.mode_gap_variance), reference=ref, reference_std=ref_std,
                          first_chunk_lineages=int(est.evidence_history_[0].n_lineages),
                          cpu_seconds=time.process_time() - tic))
     return rows
@@ -292,8 +295,8 @@ def rescored_std(row):
     state = types.SimpleNamespace(log_evidence=np.asarray(row["group_log_evidence"]),
                                   log_evidence_variance=np.asarray(row["group_variance"]),
                                   increment_variance=increment_variance,
-                                  degraded_variance=row.get("degraded_variance", 0.0),
-                                  mode_gap_variance=row.get("mode_gap_variance", 0.0))
+                                  widening=ErrorWidening(degraded_variance=row.get("degraded_variance", 0.0),
+                                                         mode_gap_variance=row.get("mode_gap_variance", 0.0)))
     return float(evidence_estimate(state)[1])
 
 

@@ -16,9 +16,10 @@ from sklearn.base import BaseEstimator
 
 from ..exceptions import FeatureScaleWarning
 from ..sgais._engine import (SamplerDegeneracyWarning, SGAISConfig, evidence_estimate, particle_log_weights,
-                               sgais_init, sgais_update)
+                             sgais_init, sgais_update)
+from ..sgais._settings import EngineTuning
 from ..sgais._mode_check import apply_mode_check, check_against_mode
-from ..sgais._checks import DEGENERATE_CHUNKS, DEGENERATE_ESS, collapsed_chunks, failed_evidence_checks
+from ..sgais._checks import collapsed_chunks, failed_evidence_checks
 from ..sgais._reservoir import reservoir_undo
 from ..utils import make_generator
 from ..utils._progress import progress_bar
@@ -143,6 +144,10 @@ class BaseSGAISEstimator(BaseEstimator):
         "verbose": ["verbose"],
     }
 
+    #: The engine's own numbers (:class:`~evidence_select.sgais.EngineTuning`), passed in the config; a subclass
+    #: (or a test) that needs others sets them here.
+    _engine_tuning = EngineTuning()
+
     def __setstate__(self, state):
         super().__setstate__(state)
         self.__dict__.setdefault("n_jobs", None)  # estimators pickled before they had n_jobs
@@ -156,7 +161,8 @@ class BaseSGAISEstimator(BaseEstimator):
             initial_mcmc_factor=self.initial_mcmc_factor,
             target_ess=float(self.target_ess), resample_threshold=float(self.resample_threshold),
             control_variates=bool(self.control_variates), step_size_schedule=self.step_size_schedule,
-            reservoir_size=self.reservoir_size, integrator=self.integrator, exact_move_rows=self.exact_move_rows)
+            reservoir_size=self.reservoir_size, integrator=self.integrator, exact_move_rows=self.exact_move_rows,
+            tuning=self._engine_tuning)
 
     # -- streaming -----------------------------------------------------------------------
     def _partial_fit(self, X, y, classes, *, reset):
@@ -234,7 +240,7 @@ class BaseSGAISEstimator(BaseEstimator):
         a restart or excursion): the state with its widening and the record with its result."""
         surprised = record.n_replayed > 0 or record.n_reheat_steps > 0
         state, check = check_against_mode(state, self.model_, n_seen_before, type(self).__name__,
-                                          surprised=surprised)
+                                          self.sgais_config_.tuning.mode_check, surprised=surprised)
         if check is None:
             return state, record
         return state, record._replace(log_evidence_std=evidence_estimate(state)[1],
@@ -244,7 +250,7 @@ class BaseSGAISEstimator(BaseEstimator):
         """The state whose evidence the fitted attributes report: the streamed state, checked against the
         posterior's best mode (:func:`apply_mode_check`) when its last chunk was not.
 
-        The chunks' own checks run at row checkpoints, so up to a factor ``MODE_CHECK_GROWTH`` of rows at the
+        The chunks' own checks run at row checkpoints, so up to a factor ``ModeCheckSettings.growth`` of rows at the
         end of a stream (a cluster that arrived there) would go unchecked. This check runs when the evidence is
         first read after a call, on the state as it is, not recorded in the history and not kept in the state
         that later chunks continue from: ``fit`` and a ``partial_fit`` loop over the same chunks still report
@@ -255,7 +261,8 @@ class BaseSGAISEstimator(BaseEstimator):
         if cached is None or cached[0] is not state:
             history = self.evidence_history_
             checked = (state if not history or not math.isnan(history[-1].mode_log_evidence)
-                       else apply_mode_check(state, self.model_, type(self).__name__)[0])
+                       else apply_mode_check(state, self.model_, type(self).__name__,
+                                             self.sgais_config_.tuning.mode_check)[0])
             cached = self._end_check_ = (state, checked)
         return cached[1]
 
@@ -283,16 +290,17 @@ class BaseSGAISEstimator(BaseEstimator):
         self._checked_scales_ = scales
 
     def _warn_if_collapsed(self, history):
-        """Warn when every one of the last ``DEGENERATE_CHUNKS`` chunks ended with collapsed weights.
+        """Warn when every one of the last ``CheckSettings.degenerate_chunks`` chunks ended with collapsed weights.
 
         With resampling (``resample_threshold > 0``, the default) the engine restores the ESS itself;
         with ``resample_threshold=0`` (the paper's setting) a collapse persists and the evidence rests on
         one particle per group.
         """
-        if collapsed_chunks(history) == DEGENERATE_CHUNKS:
+        checks = self.sgais_config_.tuning.checks
+        if collapsed_chunks(history, checks) == checks.degenerate_chunks:
             warn(f"{type(self).__name__}: the importance weights of a particle group have been on one "
-                 f"particle (ESS < {DEGENERATE_ESS}) for the last {DEGENERATE_CHUNKS} chunks; the evidence "
-                 "rests on that particle: enable resampling (resample_threshold > 0) or use more particles",
+                 f"particle (ESS < {checks.degenerate_ess}) for the last {checks.degenerate_chunks} chunks; the "
+                 "evidence rests on that particle: enable resampling (resample_threshold > 0) or use more particles",
                  SamplerDegeneracyWarning)
 
     def _stream(self, state, X, y, undo_log):
@@ -359,8 +367,7 @@ class BaseSGAISEstimator(BaseEstimator):
         is beyond what the priors hold (then the scale, not the sampler, is the first suspect).
         """
         scale = ("feature_scale",) if self.__dict__.get("_scale_flagged_") else ()
-        return failed_evidence_checks(self._reported_state(), self.evidence_history_,
-                                      self.sgais_config_.n_particles) + scale
+        return failed_evidence_checks(self._reported_state(), self.evidence_history_, self.sgais_config_) + scale
 
     def _state(self):
         if "sgais_state_" not in vars(self):

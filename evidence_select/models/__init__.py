@@ -7,13 +7,14 @@ evidence and conjugate test models live in :mod:`evidence_select.testing`.
 from ._linear import LinearEvidenceStats, LinearGaussianModel
 from ._logistic import SoftmaxRegressionModel
 from ._mixture import GaussianMixtureModel
-from ._protocol import Model, check_model, design_step_scales, finite_difference_gradient
+from ._protocol import Model, ModelCapabilities, check_model, design_step_scales, finite_difference_gradient
 
 __all__ = [
     "GaussianMixtureModel",
     "LinearEvidenceStats",
     "LinearGaussianModel",
     "Model",
+    "ModelCapabilities",
     "SoftmaxRegressionModel",
     "check_model",
     "design_step_scales",

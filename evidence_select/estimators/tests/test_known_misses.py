@@ -12,7 +12,9 @@ import pytest
 
 from evidence_select import BayesianLinearRegressor, BayesianMixture, EvidenceConvergenceWarning
 from evidence_select.datasets import make_linear_regression, make_mixture
-from evidence_select.sgais._state import MIN_LINEAGES, lineage_threshold
+from evidence_select.sgais._settings import CheckSettings, EngineTuning, ModeCheckSettings, lineage_threshold
+
+MIN_LINEAGES = CheckSettings().min_lineages
 
 #: log Z of ``make_mixture(1000, random_state=0)`` under ``BayesianMixture(5)``: two AIS runs at 1600 chains and
 #: 48 moves per temperature (seeds 11, 12: -4023.36 +/- 0.19 and -4023.28 +/- 0.22, both converged); the mean,
@@ -20,10 +22,10 @@ from evidence_select.sgais._state import MIN_LINEAGES, lineage_threshold
 PAPER_MIXTURE_LOG_Z, PAPER_MIXTURE_STD = -4023.3227, 0.1447
 
 
-@pytest.fixture
-def without_mode_check(monkeypatch):
+class _UncheckedMixture(BayesianMixture):
     """The raw runs, as the lineage warning sees them: no posterior-mode check widening their error bars."""
-    monkeypatch.setattr("evidence_select.sgais._mode_check.MODE_CHECK_ROWS", 0)
+
+    _engine_tuning = EngineTuning(mode_check=ModeCheckSettings(max_rows=0))
 
 
 def _fit_recording(estimator, *data):
@@ -33,22 +35,22 @@ def _fit_recording(estimator, *data):
     return [w for w in caught if issubclass(w.category, EvidenceConvergenceWarning)]
 
 
-def _paper_mixture_runs(seeds, **settings):
+def _paper_mixture_runs(seeds, estimator_class=BayesianMixture, **settings):
     """``(seed, estimator, its EvidenceConvergenceWarnings, error in nats, pull)`` per seed on the paper rows."""
     X = make_mixture(1000, random_state=0).X
     for seed in seeds:
-        estimator = BayesianMixture(5, random_state=seed, **settings)
+        estimator = estimator_class(5, random_state=seed, **settings)
         caught = _fit_recording(estimator, X)
         error = estimator.log_evidence_ - PAPER_MIXTURE_LOG_Z
         yield seed, estimator, caught, error, abs(error) / np.hypot(estimator.log_evidence_std_, PAPER_MIXTURE_STD)
 
 
-def test_paper_mixture_misses_are_flagged_by_their_collapsed_lineages(without_mode_check):
+def test_paper_mixture_misses_are_flagged_by_their_collapsed_lineages():
     # With 20 particles per group, the first chunk's resampling leaves each group descending from one or two
     # prior draws; over seeds the estimate then reads 1.6 nats low on average, 6 nats low with a 0.6-nat
     # error bar on seed 4. Every such run must say so.
     misses = 0
-    for seed, estimator, caught, error, pull in _paper_mixture_runs(range(6)):
+    for seed, estimator, caught, error, pull in _paper_mixture_runs(range(6), _UncheckedMixture):
         within = pull <= 3
         misses += not within
         if not within:
@@ -57,10 +59,10 @@ def test_paper_mixture_misses_are_flagged_by_their_collapsed_lineages(without_mo
     assert misses >= 1  # the case still misses: otherwise it no longer belongs in this file
 
 
-def test_more_particles_do_not_silence_the_paper_mixture_miss(without_mode_check):
+def test_more_particles_do_not_silence_the_paper_mixture_miss():
     # Twice the default particles: the groups keep 3-4 of their 40 starting particles' lineages, and these seeds
     # still read 2-3 nats low at over 4 of their sigmas. The warning's threshold grows with the group, so they warn.
-    for seed, estimator, caught, error, pull in _paper_mixture_runs((17, 30), n_particles=40):
+    for seed, estimator, caught, error, pull in _paper_mixture_runs((17, 30), _UncheckedMixture, n_particles=40):
         assert pull > 3, (seed, error)
         assert MIN_LINEAGES <= estimator.evidence_history_[0].n_lineages < lineage_threshold(40)
         assert any("starting particles" in str(w.message) for w in caught), (seed, error)
@@ -73,7 +75,7 @@ def test_posterior_mode_check_widens_the_paper_mixture_misses():
     widened = 0
     for seed, estimator, caught, error, pull in _paper_mixture_runs(range(6)):
         assert pull <= 2, (seed, error)
-        if estimator.sgais_state_.mode_gap_variance > 0:
+        if estimator.sgais_state_.widening.mode_gap_variance > 0:
             widened += 1
             assert any("best posterior mode" in str(w.message) for w in caught), seed
             assert estimator.evidence_history_[-1].mode_log_evidence > estimator.log_evidence_
