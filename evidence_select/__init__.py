@@ -9,7 +9,7 @@ from . import datasets, exceptions, models
 from .estimators import BayesianLinearRegressor, BayesianLogisticClassifier, BayesianMixture
 from .evidence import EvidenceResult, exact_log_evidence, log_evidence
 from .evidence import detect_change_points
-from .exceptions import EvidenceConvergenceWarning
+from .exceptions import EvidenceConvergenceWarning, FeatureScaleWarning, StreamOrderWarning
 from .sgais import PAPER_SETTINGS, ChunkRecord, SamplerDegeneracyWarning
 from .selection import EvidenceModelSelector, partial_fit_pipeline
 from .utils import load_checkpoint, save_checkpoint
@@ -25,7 +25,9 @@ __all__ = [
     "EvidenceConvergenceWarning",
     "EvidenceModelSelector",
     "EvidenceResult",
+    "FeatureScaleWarning",
     "SamplerDegeneracyWarning",
+    "StreamOrderWarning",
     "__version__",
     "datasets",
     "detect_change_points",

@@ -124,11 +124,18 @@ def relay_warnings(names, summaries):
     The candidate's name goes at the end of the message, so that filters on a
     message's opening (``warnings.filterwarnings("ignore", "SGAIS: after")``)
     match as they would on the estimator alone. The user's filters decide: an
-    ``"error"`` filter raises here, before the selector commits the call.
+    ``"error"`` filter raises here, before the selector commits the call. A
+    warning that several candidates raised with the same text (the same cause,
+    e.g. a sorted target) is raised once, naming them all.
     """
+    raised_by = {}
     for name, summary in zip(names, summaries):
         for category, message in summary.warnings:
-            warn(f"{message} [candidate {name!r}]", category)
+            raised_by.setdefault((category, message), []).append(name)
+    for (category, message), candidates in raised_by.items():
+        who = (f"candidate {candidates[0]!r}" if len(candidates) == 1
+               else f"candidates {', '.join(repr(name) for name in candidates)}")
+        warn(f"{message} [{who}]", category)
 
 
 class JoblibPayoff(NamedTuple):

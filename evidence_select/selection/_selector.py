@@ -16,7 +16,7 @@ from sklearn.utils.multiclass import check_classification_targets
 
 from ..sgais._engine import ChunkRecord
 from ..sgais._checks import with_chunk_checks
-from ..utils import make_generator
+from ..utils import fit_order, make_generator
 from ..utils._validation import StrOptions, check_is_fitted, validate_data
 from ._distributed import (PARALLEL_OPTIONS, AdvanceTask, JoblibPayoff, ResidentNamedCandidates, advance_candidates,
                            relay_warnings)
@@ -147,6 +147,16 @@ def _seeded(candidate, seed):
     return candidate.set_params(**{key: seed}) if key in candidate.get_params() else candidate
 
 
+def _in_given_order(estimator):
+    """``estimator`` with its own ``fit``-time shuffle off (also as a Pipeline's last step), when it has one:
+    the selector's ``fit`` orders the rows once, so that every candidate's history follows the same rows."""
+    steps = getattr(estimator, "steps", None)
+    name, last = (steps[-1][0] + "__", steps[-1][1]) if steps else ("", estimator)
+    if hasattr(last, "get_params") and "shuffle" in last.get_params(deep=False):
+        estimator.set_params(**{name + "shuffle": False})
+    return estimator
+
+
 def _describe_kinds(kinds):
     """``{"regressor": ["a", "b"], ...}`` from ``{name: kind}``, for error messages."""
     grouped = {}
@@ -231,10 +241,26 @@ class EvidenceModelSelector(MetaEstimatorMixin, BaseEstimator):
         a few numbers per candidate. ``estimators_`` then fetches the fitted
         candidates on first access. Results are bit-identical to
         ``parallel="joblib"`` for any ``n_jobs``.
+    shuffle : bool, default=True
+        Whether ``fit`` streams the rows in a seeded random order, the same
+        for every candidate (their own ``shuffle`` is turned off, so that
+        their histories follow the same rows). The candidates treat rows as
+        exchangeable, so their evidences do not depend on the order, but the
+        online estimates of rows sorted by their target would; in
+        :func:`~sklearn.model_selection.cross_val_score` each fold's ``fit``
+        is shuffled too. The order comes from ``random_state`` and leaves the
+        candidates' seeds as they are: ``fit(X, y)`` gives what a fresh
+        selector's ``partial_fit(X[order], y[order])`` gives (with ``classes``
+        for classifiers), with ``order =
+        evidence_select.utils.fit_order(random_state, len(X))``. False streams
+        the rows as given (a true stream, whose shifts the history should
+        show). ``partial_fit`` keeps its rows' order; its candidates warn
+        (:class:`~evidence_select.exceptions.StreamOrderWarning`, once per
+        stream) when a call's target is sorted or strongly autocorrelated.
     random_state : int, Generator, RandomState or None, default=None
         Seeds the candidates (one independent seed each, drawn before
-        dispatch) and the reference backends. None keeps each candidate's own
-        ``random_state``.
+        dispatch), the reference backends and ``fit``'s row order. None keeps
+        each candidate's own ``random_state``.
     verbose : int, default=0
         Log the model probabilities after each call when positive.
 
@@ -370,18 +396,20 @@ class EvidenceModelSelector(MetaEstimatorMixin, BaseEstimator):
         "backend_params": [dict, None],
         "n_jobs": [Integral, None],
         "parallel": [StrOptions(set(PARALLEL_OPTIONS))],
+        "shuffle": ["boolean"],
         "random_state": ["random_state"],
         "verbose": ["verbose"],
     }
 
     def __init__(self, estimators, *, backend="sgais", model_prior=None, backend_params=None, n_jobs=None,
-                 parallel="joblib", random_state=None, verbose=0):
+                 parallel="joblib", shuffle=True, random_state=None, verbose=0):
         self.estimators = estimators
         self.backend = backend
         self.model_prior = model_prior
         self.backend_params = backend_params
         self.n_jobs = n_jobs
         self.parallel = parallel
+        self.shuffle = shuffle
         self.random_state = random_state
         self.verbose = verbose
 
@@ -484,7 +512,8 @@ class EvidenceModelSelector(MetaEstimatorMixin, BaseEstimator):
 
     # -- fitting ---------------------------------------------------------------------------
     def fit(self, X, y=None):
-        """Clone every candidate and stream ``(X, y)`` through it from scratch.
+        """Clone every candidate and stream ``(X, y)`` through it from scratch, in a seeded random order
+        (``shuffle``).
 
         Parameters
         ----------
@@ -539,6 +568,9 @@ class EvidenceModelSelector(MetaEstimatorMixin, BaseEstimator):
         X, y, fit_params = self._validate_stream(X, y, classes, kind, reset=reset, first_call=first_call)
         masks = (_feature_masks(candidates, X.shape[1], names, kind) if first_call
                  else getattr(self, "candidate_features_", np.ones((len(candidates), X.shape[1]), dtype=bool)))
+        if reset and self.shuffle:  # see ``shuffle``: one seeded order for every candidate
+            order = fit_order(self.random_state, len(X))
+            X, y = X[order], (None if y is None else y[order])
         X_all, y_all = self._rows_for_backend(X, y, kind, first_call)
         backend_seeds = ([None] * len(candidates) if X_all is None
                          else [int(s) for s in rng.integers(0, 2**32, size=len(candidates))])
@@ -582,7 +614,7 @@ class EvidenceModelSelector(MetaEstimatorMixin, BaseEstimator):
         names, candidates, kind = self._validate_estimators()
         rng = make_generator(self.random_state)
         seeds = [int(s) for s in rng.integers(0, 2**32, size=len(candidates))]
-        candidates = [_streamable(clone(est)) for est in candidates]
+        candidates = [_in_given_order(_streamable(clone(est))) for est in candidates]
         if self.random_state is not None:
             candidates = [_seeded(est, seed) for est, seed in zip(candidates, seeds)]
         return names, candidates, kind, rng
