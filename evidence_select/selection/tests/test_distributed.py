@@ -16,6 +16,7 @@ from evidence_select import BayesianLinearRegressor, BayesianMixture, EvidenceMo
 from evidence_select.datasets import make_linear_regression, make_mixture
 from evidence_select.estimators import FeatureScaleWarning
 from evidence_select.selection import _distributed
+from evidence_select.utils import _nested
 
 distributed = pytest.importorskip("distributed")
 
@@ -123,14 +124,14 @@ def test_cheap_calls_run_in_process_and_the_workers_are_tried_again(monkeypatch)
     # Workers whose overhead never pays (a call's wall time injected at 1 s): the first call goes to the
     # workers, the next 64 run here, then the workers are tried again; results as with n_jobs=1, bit for bit.
     data = make_linear_regression(67 * 10, n_features=2, random_state=3)
-    real_parallel, worker_calls, calls = _distributed.Parallel, [], [0]
+    real_parallel, worker_calls, calls = _nested.Parallel, [], [0]
 
     def counting_parallel(*args, **kwargs):
         worker_calls.append(calls[0])
         return real_parallel(*args, **kwargs)
 
     real_after = _distributed.after_joblib_call
-    monkeypatch.setattr(_distributed, "Parallel", counting_parallel)
+    monkeypatch.setattr(_nested, "Parallel", counting_parallel)
     monkeypatch.setattr(_distributed, "after_joblib_call",
                         lambda payoff, on_workers, wall, seconds, n: real_after(payoff, on_workers, 1.0, seconds, n))
     sequential, parallel = _selector(n_jobs=1), _selector(n_jobs=2)
