@@ -10,6 +10,7 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
+from joblib import parallel_config
 from threadpoolctl import threadpool_info, threadpool_limits
 
 from evidence_select import BayesianLinearRegressor, BayesianMixture, EvidenceModelSelector
@@ -187,14 +188,16 @@ def _stream_mixture(selector):
     return selector
 
 
-@pytest.mark.parametrize("where", ["loky", "dask"])
+@pytest.mark.parametrize("where", ["loky", "joblib-dask", "dask"])
 def test_candidates_replaying_on_their_own_workers_match_one_process(where, client, always_workers):
-    # Each candidate's restarts run its replicate groups on two workers of its own, inside a loky worker or a
-    # dask worker: nested pools, and still the bits of one process.
+    # Each candidate's restarts run its replicate groups on two workers of its own (its n_jobs grants them), inside
+    # a loky worker or a dask worker: nested pools, never the pool the candidate's task occupies, and still the
+    # bits of one process.
     expected = _stream_mixture(_mixture_selector(None, n_jobs=1))
     assert sum(r.n_replayed > 0 for r in expected.estimators_[1].evidence_history_) >= 2
-    params = dict(n_jobs=2) if where == "loky" else dict(parallel="dask")
-    _assert_same_results(expected, _stream_mixture(_mixture_selector(2, **params)))
+    params = dict(parallel="dask") if where == "dask" else dict(n_jobs=2)
+    with parallel_config(backend="dask") if where == "joblib-dask" else parallel_config():
+        _assert_same_results(expected, _stream_mixture(_mixture_selector(2, **params)))
 
 
 class AlignmentRecordingRegressor(BayesianLinearRegressor):
