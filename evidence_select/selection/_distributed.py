@@ -29,10 +29,11 @@ from collections.abc import Mapping, Sequence
 from typing import NamedTuple
 
 import numpy as np
-from joblib import Parallel, delayed, effective_n_jobs
+from joblib import delayed
 
 from ..evidence._api import log_evidence
 from .._result import failed_checks
+from ..utils._nested import InnerPool, inner_pool
 from ._streaming import evidence_step_rows
 from ..utils._threads import single_threaded_blas
 from ..utils._warnings import recorded_warnings, warn
@@ -204,13 +205,12 @@ def advance_candidates(candidates, task, backend_seeds, history_lengths, *, para
     order = longest_first(candidates)
     shipped = [_with_recent_history(est, start) for est, start in zip(candidates, history_lengths)]
     jobs = [delayed(_advance)(shipped[i][0], task, backend_seeds[i], shipped[i][1]) for i in order]
-    n_workers = min(effective_n_jobs(n_jobs), len(candidates))
+    # The candidates' updates serialise their warning recording (recorded_warnings), so threads may run them.
+    pool = inner_pool(len(candidates), n_jobs, threads_take_turns=True)
+    n_workers = pool.n_jobs
     on_workers = n_workers > 1 and use_joblib_workers(payoff, n_workers)
     tic = time.perf_counter()
-    if on_workers:
-        dispatched = Parallel(n_jobs=n_jobs)(jobs)
-    else:
-        dispatched = [function(*args, **kwargs) for function, args, kwargs in jobs]
+    dispatched = (pool if on_workers else InnerPool(1)).run(jobs)
     if n_workers > 1:
         payoff = after_joblib_call(payoff, on_workers, time.perf_counter() - tic,
                                    [summary.seconds for _, summary in dispatched], n_workers)
