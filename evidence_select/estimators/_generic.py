@@ -596,7 +596,8 @@ class EvidenceClassifier(ClassifierMixin, _GenericShell):
         -------
         labels : ndarray of shape (n_samples,)
         """
-        return self.classes_[np.argmax(self.predict_proba(X), axis=1)]
+        proba = self.predict_proba(X)  # first: it raises NotFittedError before classes_ is read
+        return self.classes_[np.argmax(proba, axis=1)]
 
 
 class EvidenceDensityEstimator(DensityMixin, _GenericShell):
