@@ -40,7 +40,7 @@ def test_analytic_targets(target):
     assert res.method == "bridge" and res.converged and 0 < res.log_evidence_std < MAX_STD
     assert abs(res.log_evidence - target.exact_log_evidence()) < K_SIGMA * res.log_evidence_std
     assert set(res.diagnostics) == {"rhat", "ess_bulk", "mode_census", "stuck_chains", "bridge_iterations",
-                                    "autocorrelation_time", "proposal_overlap", "halves_agree"}  # one group
+                                    "draws_per_autocorrelation_time", "proposal_overlap", "halves_agree"}  # one group
 
 
 def test_exact_linear_evidence():

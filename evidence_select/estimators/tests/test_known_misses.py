@@ -12,7 +12,9 @@ import pytest
 
 from evidence_select import BayesianLinearRegressor, BayesianMixture, EvidenceConvergenceWarning
 from evidence_select.datasets import make_linear_regression, make_mixture
-from evidence_select.sgais._state import MIN_LINEAGES, lineage_threshold
+from evidence_select.sgais._settings import CheckSettings, EngineTuning, ModeCheckSettings, lineage_threshold
+
+MIN_LINEAGES = CheckSettings().min_lineages
 
 #: log Z of ``make_mixture(1000, random_state=0)`` under ``BayesianMixture(5)``: two AIS runs at 1600 chains and
 #: 48 moves per temperature (seeds 11, 12: -4023.36 +/- 0.19 and -4023.28 +/- 0.22, both converged); the mean,
@@ -23,24 +25,24 @@ PAPER_MIXTURE_LOG_Z, PAPER_MIXTURE_STD = -4023.3227, 0.1447
 RAW_STD = 5.0
 
 
-@pytest.fixture
-def without_mode_check(monkeypatch):
+class _UncheckedMixture(BayesianMixture):
     """The raw runs, as the lineage warning sees them: no posterior-mode check widening their error bars."""
-    monkeypatch.setattr("evidence_select.sgais._mode_check.MODE_CHECK_ROWS", 0)
+
+    _engine_tuning = EngineTuning(mode_check=ModeCheckSettings(max_rows=0))
 
 
 def _fit_recording(estimator, *data):
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        estimator.fit(*data)
+        estimator.set_params(shuffle=False).fit(*data)  # the seeds below miss on the rows in this order
     return [w for w in caught if issubclass(w.category, EvidenceConvergenceWarning)]
 
 
-def _paper_mixture_runs(seeds, **settings):
+def _paper_mixture_runs(seeds, estimator_class=BayesianMixture, **settings):
     """``(seed, estimator, its EvidenceConvergenceWarnings, error in nats, pull)`` per seed on the paper rows."""
     X = make_mixture(1000, random_state=0).X
     for seed in seeds:
-        estimator = BayesianMixture(5, random_state=seed, **settings)
+        estimator = estimator_class(5, random_state=seed, **settings)
         caught = _fit_recording(estimator, X)
         error = estimator.log_evidence_ - PAPER_MIXTURE_LOG_Z
         yield seed, estimator, caught, error, abs(error) / np.hypot(estimator.log_evidence_std_, PAPER_MIXTURE_STD)
@@ -52,13 +54,13 @@ def _warned_of_lineages(caught):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("n_particles, seeds", [(20, range(6)), (40, range(3))])
-def test_paper_mixture_misses_are_flagged_by_their_collapsed_lineages(without_mode_check, n_particles, seeds):
+def test_paper_mixture_misses_are_flagged_by_their_collapsed_lineages(n_particles, seeds):
     # The first chunk's resampling leaves each group descending from a few prior draws: two or three of 20 (such
     # runs read up to 6 nats low with a 0.6-nat error bar), three or four of 40 (still 1-3 nats low, at up to 4
     # of their sigmas), which a fixed MIN_LINEAGES would pass; the warning's threshold grows with the group.
     # On every seed the warning fires exactly when the first record's lineages fall below the group's threshold,
     # and every run that misses the reference by more than 3 sigma is among them.
-    for seed, estimator, caught, error, pull in _paper_mixture_runs(seeds, n_particles=n_particles):
+    for seed, estimator, caught, error, pull in _paper_mixture_runs(seeds, _UncheckedMixture, n_particles=n_particles):
         n_lineages = estimator.evidence_history_[0].n_lineages
         collapsed = n_lineages < lineage_threshold(n_particles)
         assert _warned_of_lineages(caught) == collapsed, (seed, n_lineages)

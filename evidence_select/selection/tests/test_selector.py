@@ -331,9 +331,9 @@ def test_updates_copy_a_candidate_without_walking_its_history():
 def test_joblib_jobs_take_only_recent_history_and_the_selector_keeps_all_of_it(monkeypatch):
     # A job receives a candidate with its last records only (pickling the whole history both ways on every
     # call would cost more as the stream grows); the selector's candidates keep every record.
-    from evidence_select.estimators._base import DEGENERATE_CHUNKS
+    from evidence_select.sgais import CheckSettings
 
-    assert _distributed._SHIPPED_RECORDS >= DEGENERATE_CHUNKS
+    assert _distributed._SHIPPED_RECORDS >= CheckSettings().degenerate_chunks
     monkeypatch.setattr(_distributed, "_SHIPPED_RECORDS", 3)
     lengths_seen = []
     advance = _distributed._advance
