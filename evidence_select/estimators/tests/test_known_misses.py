@@ -34,7 +34,7 @@ class _UncheckedMixture(BayesianMixture):
 def _fit_recording(estimator, *data):
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        estimator.set_params(shuffle=False).fit(*data)  # the seeds below miss on the rows in this order
+        estimator.set_params(shuffle=False).fit(*data)  # the rows in the order the runs above were measured in
     return [w for w in caught if issubclass(w.category, EvidenceConvergenceWarning)]
 
 
