@@ -34,7 +34,7 @@ class _UncheckedMixture(BayesianMixture):
 def _fit_recording(estimator, *data):
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        estimator.set_params(shuffle=False).fit(*data)  # the rows in the order the runs above were measured in
+        estimator.set_params(shuffle=False).fit(*data)  # the rows in make_mixture's order, as measured
     return [w for w in caught if issubclass(w.category, EvidenceConvergenceWarning)]
 
 
