@@ -16,7 +16,7 @@ Prints a markdown table and writes ``benchmarks/results/coverage.json`` (``cover
 ``benchmarks/saved/``.
 
 Every case keeps its data fixed and varies the estimator's seed, so the spread is the
-sampler's. For each run the pull is ``(SGAIS - reference) / hypot(std, reference std)``;
+sampler's; the rows stream in the case's order (``shuffle=False``). For each run the pull is ``(SGAIS - reference) / hypot(std, reference std)``;
 1-sigma coverage is the fraction of runs with ``|pull| <= 1`` (about 68% is right), 2-sigma
 with ``|pull| <= 2`` (about 95%). A run is *flagged* when the estimator raised one of the package's
 warnings; the table gives that fraction and the fraction of runs within 2 sigma or flagged.
@@ -98,20 +98,20 @@ def _long_stream_cases():
     softmax = make_softmax_classification(100_000, random_state=0)
     exact = log_evidence(BayesianLinearRegressor(), linear.X, linear.y, method="exact").log_evidence
     out = {
-        "linear N=1e5": (lambda s, p, g: BayesianLinearRegressor(random_state=s, n_particles=p, n_replicates=g),
+        "linear N=1e5": (lambda s, p, g: BayesianLinearRegressor(random_state=s, n_particles=p, n_replicates=g, shuffle=False),
                          linear.X, linear.y, (exact, 0.0)),
-        "softmax N=1e5": (lambda s, p, g: BayesianLogisticClassifier(random_state=s, n_particles=p, n_replicates=g),
+        "softmax N=1e5": (lambda s, p, g: BayesianLogisticClassifier(random_state=s, n_particles=p, n_replicates=g, shuffle=False),
                           softmax.X, softmax.y, lambda: _softmax_reference(softmax.X, softmax.y)),
     }
     for label, n in (("5000", 5000), ("2e4", 20_000)):
         Xn, yn = _nearly_separable(n)
         out[f"softmax nearly separable N={label}"] = (
-            lambda s, p, g: BayesianLogisticClassifier(random_state=s, n_particles=p, n_replicates=g), Xn, yn,
+            lambda s, p, g: BayesianLogisticClassifier(random_state=s, n_particles=p, n_replicates=g, shuffle=False), Xn, yn,
             lambda Xn=Xn, yn=yn: _softmax_reference(Xn, yn, n_classes=2))
     for label, n in (("1e4", 10_000), ("1e5", 100_000)):
         X = make_mixture(n, random_state=0).X
         out[f"mixture K=5 N={label} (paper)"] = (
-            lambda s, p, g: BayesianMixture(5, random_state=s, n_particles=p, n_replicates=g),
+            lambda s, p, g: BayesianMixture(5, random_state=s, n_particles=p, n_replicates=g, shuffle=False),
             X, None, lambda X=X: _paper_mixture_mode_reference(X))
     return out
 
@@ -145,15 +145,15 @@ def cases(quick, patterns=(), long_streams=False):
     out = {}
     X, y = make_linear_regression(1000, random_state=0).X, make_linear_regression(1000, random_state=0).y
     exact = log_evidence(BayesianLinearRegressor(), X, y, method="exact").log_evidence
-    out["linear N=1000"] = (lambda s, p, g: BayesianLinearRegressor(random_state=s, n_particles=p, n_replicates=g),
+    out["linear N=1000"] = (lambda s, p, g: BayesianLinearRegressor(random_state=s, n_particles=p, n_replicates=g, shuffle=False),
                             X, y, (exact, 0.0))
     Xs, ys = _shift_linear()
     exact = log_evidence(BayesianLinearRegressor(), Xs, ys, method="exact").log_evidence
     out["linear shift at 500 (chunks 100)"] = (
-        lambda s, p, g: BayesianLinearRegressor(random_state=s, n_particles=p, n_replicates=g, batch_size=100),
+        lambda s, p, g: BayesianLinearRegressor(random_state=s, n_particles=p, n_replicates=g, shuffle=False, batch_size=100),
         Xs, ys, (exact, 0.0))
     data = make_softmax_classification(1000, random_state=0)
-    out["softmax N=1000"] = (lambda s, p, g: BayesianLogisticClassifier(random_state=s, n_particles=p, n_replicates=g),
+    out["softmax N=1000"] = (lambda s, p, g: BayesianLogisticClassifier(random_state=s, n_particles=p, n_replicates=g, shuffle=False),
                              data.X, data.y, lambda: _softmax_reference(data.X, data.y))
     real = all_cases()
     # every real case with a reference (the unscaled and raw-y cases are refused or flagged instead)
@@ -172,11 +172,11 @@ def cases(quick, patterns=(), long_streams=False):
     if not quick:
         Xp = make_mixture(1000, random_state=0).X
         out["mixture K=5 N=1000 (paper)"] = (
-            lambda s, p, g: BayesianMixture(5, random_state=s, n_particles=p, n_replicates=g),
+            lambda s, p, g: BayesianMixture(5, random_state=s, n_particles=p, n_replicates=g, shuffle=False),
             Xp, None, lambda: _paper_mixture_reference(Xp))
         Xm = _two_clusters()
         out["mixture K=2, cluster at 300 (chunks 100)"] = (
-            lambda s, p, g: BayesianMixture(2, random_state=s, n_particles=p, n_replicates=g, batch_size=100),
+            lambda s, p, g: BayesianMixture(2, random_state=s, n_particles=p, n_replicates=g, shuffle=False, batch_size=100),
             Xm, None, lambda: _bridge_reference(Xm))
     return out
 

@@ -273,12 +273,13 @@ QUICK_CASES = ("bc_s1_file", "bc_s1_sorted", "bc_s10_file", "bc_s10_sorted", "ir
 
 
 def make_estimator(spec, seed):
-    params = {k: v for k, v in spec.items() if k != "kind"}
+    """The case's estimator; its rows stream in the case's order (``shuffle=False``: the order is the case)."""
+    params = dict({k: v for k, v in spec.items() if k != "kind"}, batch_size=CHUNK, random_state=seed, shuffle=False)
     if spec["kind"] == "classifier":
-        return BayesianLogisticClassifier(batch_size=CHUNK, random_state=seed, **params)
+        return BayesianLogisticClassifier(**params)
     if spec["kind"] == "mixture":
-        return BayesianMixture(batch_size=CHUNK, random_state=seed, **params)
-    return BayesianLinearRegressor(batch_size=CHUNK, random_state=seed, **params)
+        return BayesianMixture(**params)
+    return BayesianLinearRegressor(**params)
 
 
 # -- references ----------------------------------------------------------------------------
