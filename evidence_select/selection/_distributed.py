@@ -19,9 +19,9 @@ needs to update its evidences and history.
   one worker busy well past another, a call first moves one candidate or swaps
   two (:func:`rebalanced_homes`), and each moved candidate's next task fetches
   it once. A worker's candidates run one after another, each task waiting for
-  the one before it there; when every worker has one thread, a candidate's
-  restart shares its replicate groups with the cluster's idle threads
-  (:func:`~evidence_select.utils._nested.granted_cluster`).
+  the one before it there; when every worker is a one-thread process of its
+  own, a candidate's restart shares its replicate groups with the cluster's
+  idle threads (:func:`~evidence_select.utils._nested.granted_cluster`).
 
 Wherever a candidate runs, the parallel work it starts itself follows the
 nested-parallelism rule of :mod:`~evidence_select.utils._nested`.
@@ -46,9 +46,8 @@ from ..utils._threads import single_threaded_blas
 from ..utils._warnings import recorded_warnings, warn
 
 __all__ = ["CandidateSummary", "JoblibPayoff", "ResidentCandidates", "ResidentNamedCandidates", "advance_candidates",
-           "after_joblib_call", "aligned", "longest_first", "longest_first_resident", "parallel_seconds", "relay_warnings",
-           "use_joblib_workers",
-           "dask_client", "PARALLEL_OPTIONS"]
+           "after_joblib_call", "aligned", "longest_first", "longest_first_resident", "parallel_seconds",
+           "relay_warnings", "use_joblib_workers", "dask_client", "PARALLEL_OPTIONS"]
 
 PARALLEL_OPTIONS = ("joblib", "dask")
 
@@ -462,7 +461,8 @@ class ResidentCandidates(Sequence):
         scheduler on every call would cost a round trip).
     share_cluster : bool, default=False
         Whether the candidates' inner work may run on the cluster's idle
-        threads (every worker had one thread when they were placed).
+        threads (every worker was a one-thread process of its own when they
+        were placed).
     """
 
     def __init__(self, client, futures, workers, seconds, cluster_workers, share_cluster=False):

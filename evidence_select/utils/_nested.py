@@ -17,13 +17,15 @@ So every inner dispatch asks :func:`inner_pool`, which applies one rule:
   dask backend there sends the work to the cluster from the client, which
   occupies none of the cluster's threads.
 - **Inside a parallel task** (:func:`in_parallel_task`), the work runs in that
-  task, one run after another, unless the caller explicitly gives it resources:
-  an estimator's own ``n_jobs`` (:func:`granted_n_jobs`) gives it a pool of that
-  many processes of its own (loky), never the pool or cluster the task occupies;
-  a dask task whose submitter made sure that nothing else can take its thread
-  while it waits (:func:`granted_cluster`) shares its work with the cluster's
-  idle threads: it submits all but the first run, runs the first itself, then
-  gives up its thread (:func:`distributed.secede`) while it waits for the rest.
+  task, one run after another, unless the caller explicitly gives it resources.
+  An estimator's own ``n_jobs`` (:func:`granted_n_jobs`) gives it a pool of that
+  many processes of its own (loky), never the pool or cluster the task occupies,
+  where processes can start (not in a daemonic process, which dask's workers are
+  by default). A dask task whose submitter made sure that nothing else can take
+  its thread while it waits (:func:`granted_cluster`) shares its work with the
+  cluster's idle threads: it submits all but the first run, runs the first
+  itself, then gives up its thread (:func:`distributed.secede`) while it waits
+  for the rest.
 - Threads never run inner work side by side, in or out of a task: each run
   records its warnings, which swaps process-wide state (:mod:`warnings`).
 
@@ -32,7 +34,9 @@ No path therefore waits on tasks that cannot be scheduled.
 
 import contextlib
 import contextvars
+import multiprocessing
 import sys
+import threading
 from typing import NamedTuple
 
 import numpy as np
@@ -42,12 +46,13 @@ from joblib.parallel import get_active_backend
 __all__ = ["CLUSTER", "InnerPool", "aligned", "granted_cluster", "granted_n_jobs", "in_parallel_task", "inner_pool",
            "run_inner"]
 
-#: The grant of :func:`granted_cluster`, and the backend of the pool it gives.
+#: The backend of the pool :func:`granted_cluster` gives.
 CLUSTER = "cluster"
 
-#: What a caller explicitly gave the inner work of this thread's current call: a number of workers, CLUSTER, or
-#: None (nothing given).
-_GRANT = contextvars.ContextVar("evidence_select_inner_grant", default=None)
+#: The workers a caller explicitly gave the inner work of this thread's current call (None: none given).
+_GRANT = contextvars.ContextVar("evidence_select_inner_n_jobs", default=None)
+#: Whether this thread's dask task may share its inner work with the cluster (:func:`granted_cluster`).
+_SHARED_CLUSTER = contextvars.ContextVar("evidence_select_shared_cluster", default=False)
 
 #: Arrays larger than this travel to a shared run's worker as their own dask data, not inside the task's message
 #: (which the scheduler would then carry).
@@ -72,12 +77,12 @@ class InnerPool(NamedTuple):
 
 
 @contextlib.contextmanager
-def _granting(grant):
-    token = _GRANT.set(grant)
+def _setting(variable, value):
+    token = variable.set(value)
     try:
         yield
     finally:
-        _GRANT.reset(token)
+        variable.reset(token)
 
 
 def granted_n_jobs(n_jobs):
@@ -96,7 +101,7 @@ def granted_n_jobs(n_jobs):
     >>> inner_pool(n_tasks=4).n_jobs
     1
     """
-    return contextlib.nullcontext() if n_jobs is None else _granting(n_jobs)
+    return contextlib.nullcontext() if n_jobs is None else _setting(_GRANT, n_jobs)
 
 
 def granted_cluster():
@@ -105,11 +110,13 @@ def granted_cluster():
     Only for a dask task that nothing can deadlock: while it waits for the runs
     it submitted, its worker must not start any task that waits for this one
     (the selector chains the candidates of a worker, so the freed thread can only
-    run such shared runs, which wait for nothing), and its worker must have one
-    thread (two runs side by side in one process would swap the warning filters
-    under each other). Outside a dask task the grant gives nothing.
+    run such shared runs, which wait for nothing), and every worker must be a
+    one-thread process of its own (two runs side by side in one process would
+    swap the warning filters under each other). Outside a dask task the grant
+    gives nothing; inside one, an estimator's ``n_jobs`` still takes precedence
+    where it can start processes.
     """
-    return _granting(CLUSTER)
+    return _setting(_SHARED_CLUSTER, True)
 
 
 def in_parallel_task():
@@ -161,15 +168,8 @@ def inner_pool(n_tasks, n_jobs=None, *, threads_take_turns=False):
     """
     if n_jobs is None:
         n_jobs = _GRANT.get()
-    if n_jobs == CLUSTER:
-        if n_tasks > 1 and _dask_worker() is not None:
-            return InnerPool(n_tasks, CLUSTER, "inside a dask task, the cluster shared")
-        n_jobs = None
     if in_parallel_task():
-        if n_jobs is None:
-            return InnerPool(1, None, "inside a parallel task, no workers granted")
-        workers = min(effective_n_jobs(n_jobs), n_tasks)
-        return InnerPool(workers, "loky" if workers > 1 else None, "inside a parallel task, workers granted")
+        return _pool_in_task(n_tasks, n_jobs)
     backend, _ = get_active_backend()
     with parallel_config(n_jobs=n_jobs) if n_jobs is not None else contextlib.nullcontext():
         workers = min(effective_n_jobs(None), n_tasks)
@@ -178,6 +178,26 @@ def inner_pool(n_tasks, n_jobs=None, *, threads_take_turns=False):
     if getattr(backend, "uses_threads", False) and not threads_take_turns:
         return InnerPool(1, None, "threads would swap the warning filters under each other")
     return InnerPool(workers, None, "the caller's joblib context")
+
+
+def _pool_in_task(n_tasks, n_jobs):
+    """:func:`inner_pool` inside a parallel task: processes of its own, the shared cluster, or the task itself."""
+    if n_jobs is not None and _can_start_processes():
+        with parallel_config(backend="loky"):  # the task's own backend would count its pool's workers
+            workers = min(effective_n_jobs(n_jobs), n_tasks)
+        return InnerPool(workers, "loky" if workers > 1 else None, "inside a parallel task, processes granted")
+    if n_jobs != 1 and _SHARED_CLUSTER.get() and n_tasks > 1 and _dask_worker() is not None:
+        return InnerPool(n_tasks, CLUSTER, "inside a dask task, the cluster shared")
+    return InnerPool(1, None, "inside a parallel task, nothing granted that can run elsewhere")
+
+
+def _can_start_processes():
+    """Whether loky may start worker processes here: not in a daemonic process (a dask worker's, by default), nor
+    in a thread of a joblib job (joblib would refuse both, with a warning, and run one job at a time)."""
+    if multiprocessing.current_process().daemon:
+        return False
+    backend, _ = get_active_backend()
+    return threading.current_thread() is threading.main_thread() or not getattr(backend, "nesting_level", 0)
 
 
 def run_inner(tasks):
@@ -218,7 +238,7 @@ def _scattered(client, arg, worker):
 
 
 def _shared_run(function, *args, **kwargs):
-    """``function(*args, **kwargs)`` as a shared run's task, on aligned copies of any unaligned array (:func:`aligned`)."""
+    """``function(*args, **kwargs)`` as a shared run's task, with unaligned arrays copied (:func:`aligned`)."""
     return function(*(aligned(arg) for arg in args), **kwargs)
 
 
