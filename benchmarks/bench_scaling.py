@@ -66,6 +66,7 @@ import subprocess
 import sys
 import threading
 import time
+import warnings
 
 import numpy as np
 import psutil
@@ -73,7 +74,8 @@ import psutil
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from _common import run_metadata, save_json  # noqa: E402  (benchmarks/; also puts the checkout on the path)
 
-from evidence_select import BayesianLinearRegressor, BayesianMixture, EvidenceModelSelector  # noqa: E402
+from evidence_select import (BayesianLinearRegressor, BayesianMixture, EvidenceConvergenceWarning,  # noqa: E402
+                             EvidenceModelSelector, SamplerDegeneracyWarning)
 from evidence_select.datasets import make_linear_regression, make_mixture  # noqa: E402
 from evidence_select.selection import _selector  # noqa: E402
 from evidence_select.selection._distributed import JoblibPayoff  # noqa: E402
@@ -290,6 +292,9 @@ def mixture(executors, n_rows, repeats, counts, deadline, executors_for_four=())
     :func:`placement_bounds` on 2 workers (on dask, the times measured on the workers). A run that has not ended
     after ``deadline`` times the round's ``n_jobs=1`` wall is reported as stalled."""
     X = make_mixture(n_rows, random_state=0).X
+    # The study times the executors; the candidates' accuracy warnings (the same on each) would only bury the table.
+    for category in (EvidenceConvergenceWarning, SamplerDegeneracyWarning):
+        warnings.filterwarnings("ignore", category=category)
     rows = []
     for n in counts:
         mine = executors + (list(executors_for_four) if n == 4 else [])

@@ -190,9 +190,9 @@ def _stream_mixture(selector):
 
 @pytest.mark.parametrize("where", ["loky", "joblib-dask", "dask"])
 def test_candidates_replaying_on_their_own_workers_match_one_process(where, client, always_workers):
-    # Each candidate's restarts run its replicate groups on two workers of its own (its n_jobs grants them), inside
-    # a loky worker or a dask worker: nested pools, never the pool the candidate's task occupies, and still the
-    # bits of one process.
+    # Each candidate's n_jobs grants its restarts' replicate groups two workers: processes of its own in a loky
+    # worker; in a dask worker (daemonic, so no processes) the cluster's idle thread (parallel="dask") or its own
+    # task (joblib's dask backend). Never the pool the candidate's task occupies, and still the bits of one process.
     expected = _stream_mixture(_mixture_selector(None, n_jobs=1))
     assert sum(r.n_replayed > 0 for r in expected.estimators_[1].evidence_history_) >= 2
     params = dict(parallel="dask") if where == "dask" else dict(n_jobs=2)

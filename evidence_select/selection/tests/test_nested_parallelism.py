@@ -125,3 +125,43 @@ def test_more_candidates_than_worker_threads_finish_with_the_same_bits(executor,
         run = lambda: _stream(_selector(backend, parallel="dask"))  # noqa: E731
     selector = within_deadline(run, reference.deadline, on_stall=lambda: _restart_workers(client))
     _assert_same_results(reference[backend], selector)
+
+
+def _shared_runs_by_worker(client):
+    """How many shared runs (a candidate's replay groups sent to the cluster) each worker has executed so far."""
+    return client.run(lambda dask_worker: sum(1 for entry in dask_worker.state.log
+                                              if str(entry[0]).startswith("_shared_run") and entry[2] == "memory"))
+
+
+def test_resident_candidates_share_their_replays_with_an_idle_worker(client, reference):
+    # One candidate on two workers: while it replays its first group, the other worker runs its second.
+    before = _shared_runs_by_worker(client)
+    selector = EvidenceModelSelector([("K=2", BayesianMixture(2, **SMALL))], random_state=0, parallel="dask")
+    selector = within_deadline(lambda: _stream(selector), reference.deadline)
+    assert selector.estimators_.share_cluster
+    after = _shared_runs_by_worker(client)
+    home = selector.estimators_.workers[0]
+    assert [after[worker] - before[worker] for worker in after if worker != home] == [1]  # the one restart's
+    expected = _stream(EvidenceModelSelector([("K=2", BayesianMixture(2, **SMALL))], random_state=0))
+    _assert_same_results(expected, selector)
+
+
+class _RunOnly:
+    """A client whose workers report the process they run in (for _one_thread_per_process)."""
+
+    def __init__(self, identities):
+        self.identities = identities
+
+    def run(self, function):
+        return self.identities
+
+
+def test_replays_are_shared_only_between_one_thread_processes():
+    here = _distributed._process_identity()
+    apart = {"a": ("host", 1), "b": ("host", 2)}
+    assert _distributed._one_thread_per_process(_RunOnly(apart), {"a": 1, "b": 1})
+    assert not _distributed._one_thread_per_process(_RunOnly(apart), {"a": 1, "b": 2})  # a second thread
+    assert not _distributed._one_thread_per_process(_RunOnly({"a": ("host", 1), "b": ("host", 1)}),
+                                                    {"a": 1, "b": 1})  # two workers in one process
+    assert not _distributed._one_thread_per_process(_RunOnly({"a": here, "b": ("host", 2)}),
+                                                    {"a": 1, "b": 1})  # a worker in this process

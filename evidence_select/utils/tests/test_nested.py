@@ -1,4 +1,4 @@
-"""The nested-parallelism rule: inner work leaves a parallel task only with workers granted, never to the task's pool."""
+"""The nested-parallelism rule: inner work leaves a parallel task only when granted, never to wait on its own pool."""
 
 import os
 import threading
@@ -6,7 +6,9 @@ import threading
 import pytest
 from joblib import Parallel, delayed, parallel_config
 
-from evidence_select.utils._nested import granted_n_jobs, in_parallel_task, inner_pool, run_inner
+from evidence_select.utils import _nested
+from evidence_select.utils._nested import (granted_cluster, granted_n_jobs, in_parallel_task, inner_pool,
+                                           run_inner)
 
 
 def _decision(grant=None):
@@ -14,6 +16,17 @@ def _decision(grant=None):
     with granted_n_jobs(grant):
         pool = inner_pool(4)
     return in_parallel_task(), pool.n_jobs, pool.backend
+
+
+def _cluster_decisions():
+    """The ``(workers, backend)`` of a 3-task inner dispatch under ``granted_cluster()``, with an estimator's
+    ``n_jobs`` of None (leaves the grant), 2 and 1."""
+    decisions = []
+    for n_jobs in (None, 2, 1):
+        with granted_cluster(), granted_n_jobs(n_jobs):
+            pool = inner_pool(3)
+        decisions.append((pool.n_jobs, pool.backend))
+    return decisions
 
 
 def _where():
@@ -38,7 +51,9 @@ def test_outside_a_task_the_callers_context_decides():
 def test_inside_a_joblib_job_inner_work_stays_unless_granted(backend):
     with parallel_config(backend=backend, n_jobs=2):  # the job's context says 2: not a grant
         decisions = Parallel(n_jobs=2)(delayed(_decision)(grant) for grant in (None, 2, 1))
-    assert decisions == [(True, 1, None), (True, 2, "loky"), (True, 1, None)]
+    # Granted processes start from a process's main thread; joblib refuses them below its threads.
+    granted = (True, 2, "loky") if backend == "loky" else (True, 1, None)
+    assert decisions == [(True, 1, None), granted, (True, 1, None)]
 
 
 @pytest.mark.slow  # starts a pool of processes inside each of two pool processes
@@ -61,7 +76,7 @@ def _slow_where():
     return _where()
 
 
-def test_inside_a_dask_task_inner_work_stays_unless_granted():
+def test_inside_a_dask_task_inner_work_stays_unless_granted(monkeypatch):
     distributed = pytest.importorskip("distributed")
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None) \
             as cluster, distributed.Client(cluster) as client:
@@ -73,3 +88,15 @@ def test_inside_a_dask_task_inner_work_stays_unless_granted():
                                                                                            (True, 2, "loky")]
             # In the client the cluster is the caller's to use: the inner work goes there.
             assert _decision() == (False, 2, None)
+        # Sharing the cluster is for dask tasks only (the selector's resident candidates grant it); an estimator's
+        # explicit n_jobs takes precedence where it can start processes.
+        assert client.submit(_cluster_decisions, pure=False).result() == [(3, "cluster"), (2, "loky"), (1, None)]
+        # A daemonic process (dask's worker processes by default) cannot start any: the grant then gives nothing,
+        # unless the cluster is shared.
+        monkeypatch.setattr(_nested, "_can_start_processes", lambda: False)
+        assert client.submit(_decision, 2, pure=False).result() == (True, 1, None)
+        assert client.submit(_cluster_decisions, pure=False).result() == [(3, "cluster"), (3, "cluster"), (1, None)]
+    monkeypatch.undo()
+    assert _cluster_decisions() == [(1, None), (2, None), (1, None)]
+    in_jobs = Parallel(n_jobs=2)(delayed(_cluster_decisions)() for _ in range(2))
+    assert in_jobs == [[(1, None), (2, "loky"), (1, None)]] * 2
