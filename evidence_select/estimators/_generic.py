@@ -117,8 +117,9 @@ def resolve_model(model, estimator_name, *, density, **dims):
     """The estimator's model on data of the given dimensions: a :class:`~evidence_select.models.CustomModel`
     resolved afresh (so fitting never changes the ``model`` parameter), any other model as it is."""
     if model.is_density_model != density:
-        kind, other = ("a density model (is_density_model=True)", "EvidenceRegressor or EvidenceClassifier") \
-            if model.is_density_model else ("a model of y given X (is_density_model=False)", "EvidenceDensityEstimator")
+        kind, other = ("a density model (is_density_model=True)", "EvidenceDensityEstimator") \
+            if model.is_density_model else ("a model of y given X (is_density_model=False)",
+                                            "EvidenceRegressor or EvidenceClassifier")
         raise TypeError(f"{estimator_name} got {kind}; use {other} for it")
     if isinstance(model, CustomModel):
         return model.resolve(**dims)
