@@ -124,10 +124,11 @@ def main(argv=None):
     parser.add_argument("--n-jobs", type=int, default=1)
     parser.add_argument("--exact-seeds", type=int, default=0,
                         help="data sets on which to measure the exact posterior's own rate of meeting the target")
-    parser.add_argument("--noise-variance", type=float, default=1.0,
-                        help="the regressor's noise_variance (the true one is 1)")
+    parser.add_argument("--noise-variance", type=float, default=None,
+                        help="the regressor's noise_variance (the true one is 1); by default the regressor's own")
     args = parser.parse_args(argv)
-    estimator = BayesianLinearRegressor(noise_variance=args.noise_variance)
+    estimator = (BayesianLinearRegressor() if args.noise_variance is None
+                 else BayesianLinearRegressor(noise_variance=args.noise_variance))
     meta = run_metadata(sys.argv)
     rows, path = [], os.path.join(RESULTS_DIR, "feature_selection.json")
     for seed in range(args.seeds):

@@ -209,7 +209,8 @@ def feature_subset_search(estimator, X, y, *, direction="stepwise", max_size=Non
     >>> rng = np.random.default_rng(0)
     >>> X = rng.normal(size=(600, 4))
     >>> y = X[:, 0] - 0.7 * X[:, 2] + rng.normal(size=600)
-    >>> selector = feature_subset_search(BayesianLinearRegressor(n_particles=20), X, y, window=0, random_state=0)
+    >>> regressor = BayesianLinearRegressor(noise_variance=1.0, prior_scale=1.0, n_particles=20)
+    >>> selector = feature_subset_search(regressor, X, y, window=0, random_state=0)
     >>> list(selector.named_estimators_)      # the subsets the greedy search visited
     ['x0', 'x1', 'x2', 'x3', 'x0+x1', 'x0+x2', 'x0+x3', 'x0+x1+x2', 'x0+x2+x3']
     >>> list(selector.named_estimators_)[selector.best_index_]
