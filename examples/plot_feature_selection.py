@@ -51,7 +51,8 @@ y = (data.target - data.target.mean()) / data.target.std()
 # in for each other are all counted. The noise variance is fixed at half the
 # target's variance, about the residual variance of the full least-squares fit.
 
-search = feature_subset_search(BayesianLinearRegressor(noise_variance=0.5), X, y, features=names, random_state=0)
+regressor = BayesianLinearRegressor(noise_variance=0.5)
+search = feature_subset_search(regressor, X, y, features=names, random_state=0, selector_params={"n_jobs": 2})
 pip, pip_std = search.feature_inclusion_probabilities_, search.feature_inclusion_probabilities_std_
 ranked = np.argsort(-search.log_evidences_)
 print(f"{len(search.estimators_)} of 1023 subsets fitted; the five most probable:")
@@ -67,11 +68,10 @@ for k in ranked[:5]:
 
 import itertools
 
-from evidence_select import exact_log_evidence
-from evidence_select.models import LinearGaussianModel
+from evidence_select import log_evidence
 
 subsets = [list(c) for size in range(1, 11) for c in itertools.combinations(range(10), size)]
-exact = np.array([exact_log_evidence(LinearGaussianModel(len(c), noise_variance=0.5), X[:, c], y) for c in subsets])
+exact = np.array([log_evidence(regressor, X[:, c], y, method="exact").log_evidence for c in subsets])
 weights = np.exp(exact - exact.max())
 pip_exact = (weights / weights.sum()) @ np.array([[j in c for j in range(10)] for c in subsets])
 for j in np.argsort(-pip):

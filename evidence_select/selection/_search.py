@@ -4,9 +4,9 @@ import logging
 from numbers import Real
 
 import numpy as np
-from sklearn.utils.validation import check_array
+from sklearn.utils.validation import check_array, check_consistent_length, column_or_1d
 
-from ..utils import make_generator
+from ..utils import fit_order, make_generator
 from ._features import feature_names, subset_candidate
 from ._selector import EvidenceModelSelector
 
@@ -76,7 +76,7 @@ class _Search:
         new = [subset for subset in dict.fromkeys(subsets) if subset not in self.log_evidences]
         if not new:
             return
-        fitted = EvidenceModelSelector(_candidates(self.estimator, new, self.names, self.base_seed),
+        fitted = EvidenceModelSelector(_candidates(self.estimator, new, self.names, self.base_seed), shuffle=False,
                                        **self.selector_params).fit(self.X, self.y)
         self.selector = fitted if self.selector is None else self.selector._merged(fitted)
         self.log_evidences.update(zip(new, fitted.log_evidences_.tolist()))
@@ -167,8 +167,11 @@ def feature_subset_search(estimator, X, y, *, direction="stepwise", max_size=Non
         table; None takes ``X``'s column names if it has them, else
         ``x0, x1, ...``.
     random_state : int, Generator or None, default=None
-        Seeds the candidates: each subset's seed is drawn from it and the
-        subset, so a subset's evidence does not depend on when it was visited.
+        Seeds the row order and the candidates. The rows are streamed in one
+        random order, ``evidence_select.utils.fit_order(random_state,
+        len(X))``, in every round (the selectors' ``shuffle`` is off); each
+        subset's seed is drawn from ``random_state`` and the subset, so its
+        evidence does not depend on when it was visited.
     selector_params : dict, default=None
         Parameters of the :class:`~evidence_select.EvidenceModelSelector` that
         fits the subsets: ``n_jobs``, ``parallel``, ``verbose``. The
@@ -177,7 +180,8 @@ def feature_subset_search(estimator, X, y, *, direction="stepwise", max_size=Non
     Returns
     -------
     selector : EvidenceModelSelector
-        Fitted on ``(X, y)`` with one candidate per subset visited (built as
+        Fitted on the rows of ``(X, y)`` in that order, with ``shuffle=False``
+        and one candidate per subset visited (built as
         :func:`feature_subset_candidates` builds them), in the order visited,
         each fitted once: each round's fitted subsets join the others' (the
         selector equals one ``fit`` over all of them). ``best_estimator_`` is
@@ -205,13 +209,14 @@ def feature_subset_search(estimator, X, y, *, direction="stepwise", max_size=Non
     >>> rng = np.random.default_rng(0)
     >>> X = rng.normal(size=(600, 4))
     >>> y = X[:, 0] - 0.7 * X[:, 2] + rng.normal(size=600)
-    >>> selector = feature_subset_search(BayesianLinearRegressor(n_particles=20), X, y, window=0, random_state=0)
+    >>> regressor = BayesianLinearRegressor(noise_variance=1.0, prior_scale=1.0, n_particles=20)
+    >>> selector = feature_subset_search(regressor, X, y, window=0, random_state=0)
     >>> list(selector.named_estimators_)      # the subsets the greedy search visited
     ['x0', 'x1', 'x2', 'x3', 'x0+x1', 'x0+x2', 'x0+x3', 'x0+x1+x2', 'x0+x2+x3']
     >>> list(selector.named_estimators_)[selector.best_index_]
     'x0+x2'
     >>> selector.feature_inclusion_probabilities_.round(2).tolist()
-    [1.0, 0.05, 1.0, 0.05]
+    [1.0, 0.04, 1.0, 0.06]
     """
     names_given = features if features is not None else getattr(X, "columns", None)
     X = check_array(X, dtype=np.float64)
@@ -219,7 +224,14 @@ def feature_subset_search(estimator, X, y, *, direction="stepwise", max_size=Non
     if n_features != X.shape[1]:
         raise ValueError(f"features names {n_features} columns; X has {X.shape[1]}")
     max_size, selector_params = _check_search(direction, max_size, window, n_features, selector_params)
-    search = _Search(estimator, X, y, names, int(make_generator(random_state).integers(0, 2**32)), selector_params)
+    if y is None:
+        raise ValueError("feature_subset_search needs targets y: the evidences of density models of different "
+                         "columns are densities of different data, which no posterior compares")
+    y = column_or_1d(y)
+    check_consistent_length(X, y)
+    order = fit_order(random_state, len(X))  # one order for every round (the selectors' own shuffle is off)
+    search = _Search(estimator, X[order], y[order], names, int(make_generator(random_state).integers(0, 2**32)),
+                     selector_params)
     end = _greedy(search, n_features, direction, max_size)
     if window > 0 and end is not None:
         _widen(search, n_features, direction, max_size, window)

@@ -169,10 +169,11 @@ class EvidencePipeline(Pipeline):
     candidates that see the same transformed rows (the selector refuses
     density candidates that use different input columns).
 
-    ``fit`` forgets the past and streams ``X``; on a fresh pipeline it gives
-    the same result as ``partial_fit`` of the same rows, and both give the
-    last step's result on the transformed rows for the same seed. A failed
-    call leaves the pipeline as it was.
+    ``fit`` forgets the past and gives the last step's ``fit`` of the
+    transformed rows (which streams them in its own seeded order when its
+    ``shuffle`` is on); ``partial_fit`` gives the last step's ``partial_fit``
+    of the transformed rows, bit for bit for the same seed. A failed call
+    leaves the pipeline as it was.
 
     Examples
     --------

@@ -15,6 +15,7 @@ from evidence_select.models import LinearGaussianModel
 from evidence_select.selection import feature_subset_candidates, feature_subset_search
 from evidence_select.selection._features import candidate_feature_masks, column_labels, inclusion_probabilities
 from evidence_select.selection._search import neighbour_subsets
+from evidence_select.utils import fit_order
 
 FAST = {"n_particles": 10, "n_replicates": 2, "n_mcmc_steps": 2, "batch_size": 250}
 
@@ -157,9 +158,11 @@ def test_greedy_search_ends_at_the_best_visited_subset(direction):
     names = list(selector.named_estimators_)
     assert names[selector.best_index_] == "x0+x1"
     assert selector.best_index_ == int(np.argmax(selector.log_evidences_))
-    # Each subset's seed depends on the subset alone: refitting one alone reproduces its evidence.
+    # Each subset's seed depends on the subset alone: refitting one alone on the search's row order reproduces its
+    # evidence (the selector keeps the candidate's own seed).
     best = selector.estimators_[selector.best_index_]
-    again = EvidenceModelSelector([("again", best)]).fit(X, y)  # keeps the candidate's own seed
+    order = fit_order(0, len(y))
+    again = EvidenceModelSelector([("again", best)], shuffle=False).fit(X[order], y[order])
     assert again.log_evidences_[0] == selector.log_evidences_[selector.best_index_]
     if direction == "backward":
         # All columns, its four 3-subsets, three 2-subsets of the best of those, two singles of x0+x1.
@@ -172,8 +175,9 @@ def test_rounds_joined_equal_one_fit_over_every_subset_visited():
     X, y = _simulate(500, seed=4)
     searched = feature_subset_search(BayesianLinearRegressor(**FAST), X, y, features=["a", "b", "c", "d"],
                                      random_state=1)
-    # The same candidates (each with the seed its round gave it) in one selector, fitted once.
-    once = EvidenceModelSelector(searched.estimators).fit(X, y)
+    # The same candidates (each with the seed its round gave it) in one selector, fitted once on the same order.
+    order = fit_order(1, len(y))
+    once = EvidenceModelSelector(searched.estimators, shuffle=False).fit(X[order], y[order])
     assert list(once.named_estimators_) == list(searched.named_estimators_)
     for attribute in ("log_evidences_", "log_evidence_stds_", "model_probabilities_", "model_probabilities_std_",
                       "candidate_features_", "feature_inclusion_probabilities_",
@@ -193,7 +197,7 @@ def test_rounds_joined_equal_one_fit_over_every_subset_visited():
     np.testing.assert_array_equal(searched.log_evidences_, once.log_evidences_)
     assert len(searched.evidence_history_) == len(once.evidence_history_) == 3
     with pytest.raises(ValueError, match="can be merged"):
-        searched._merged(EvidenceModelSelector(searched.estimators[:1]).fit(X[:100], y[:100]))
+        searched._merged(EvidenceModelSelector(searched.estimators[:1], shuffle=False).fit(X[:100], y[:100]))
 
 
 def test_column_labels_come_from_single_column_parts():
@@ -253,8 +257,11 @@ def test_search_agrees_with_all_subsets_and_names_columns_of_a_frame():
     ({"selector_params": {"model_prior": [1.0]}}, "selector_params may set"),
     ({"features": ["a", "b"]}, "names 2 columns; X has 4"),
     ({"window": -1.0}, "window must be a non-negative"),
+    ({"y": None}, "needs targets y"),
+    ({"y": np.zeros(49)}, "inconsistent numbers of samples"),
 ])
 def test_bad_search_arguments_are_clear_errors(kwargs, match):
     X, y = _simulate(50, seed=0)
+    kwargs = {"y": y, **kwargs}
     with pytest.raises(ValueError, match=match):
-        feature_subset_search(BayesianLinearRegressor(**FAST), X, y, **kwargs)
+        feature_subset_search(BayesianLinearRegressor(**FAST), X, **kwargs)
