@@ -318,7 +318,11 @@ class LinearHyperModel(Model):
 
     def exact_log_evidence(self, X, y):
         """Exact ``log p(y | X)`` (see :class:`LinearHyperStats`)."""
-        return LinearHyperStats.empty(self).update(self, X, y).log_evidence(self)
+        return self.exact_log_evidence_and_error(X, y)[0]
+
+    def exact_log_evidence_and_error(self, X, y):
+        """``(log p(y | X), bound on its quadrature error)`` (see :class:`LinearHyperStats`)."""
+        return self.log_evidence_from_statistics(self.gradient_statistics(X, np.asarray(y, dtype=float)))
 
     def predictive_from_statistics(self, statistics, X):
         """Posterior-predictive mean and standard deviation of ``y`` at ``X`` given the rows' summed statistics.

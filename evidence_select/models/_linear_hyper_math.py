@@ -47,7 +47,10 @@ DEFAULT_INTERCEPT_SCALE = 1e3
 #: The range of ``u = log g`` searched: the Zellner-Siow prior puts ``exp(-e^30 / 2)`` below it and its heavy
 #: upper tail (``e^(-u/2)``) holds ``e^-75`` above it.
 LOG_SCALE_RANGE = (-30.0, 150.0)
-_COARSE_STEP = 0.25
+#: The coarse pass's step in ``u``: ``2 sqrt(2 / p)`` (the posterior standard deviation of ``log g`` is at least
+#: about ``sqrt(2 / p)``, the information of ``p`` weights about their common variance), within these bounds.
+#: A peak between nodes then reads at most ~12 nats low, so the region kept still reaches ~38 nats below it.
+_COARSE_STEP_RANGE = (0.1, 1.0)
 #: The grid keeps the region where the integrand is within this many nats of its peak (``e^-50`` relative).
 TAIL_NATS = 50.0
 #: Intervals of the fine grid over that region (even, so that every other node is a grid too): about 25 per
@@ -162,7 +165,8 @@ class ScaleGrid(NamedTuple):
 def scale_grid(reduced, noise_variance):
     """:class:`ScaleGrid`: a coarse pass over ``LOG_SCALE_RANGE``, then ``_N_FINE`` intervals over the region
     within ``TAIL_NATS`` of the peak (and one coarse step beyond either side)."""
-    coarse = np.arange(LOG_SCALE_RANGE[0], LOG_SCALE_RANGE[1] + 0.5 * _COARSE_STEP, _COARSE_STEP)
+    step = float(np.clip(2.0 * np.sqrt(2.0 / max(len(reduced.eigenvalues), 1)), *_COARSE_STEP_RANGE))
+    coarse = np.arange(LOG_SCALE_RANGE[0], LOG_SCALE_RANGE[1] + 0.5 * step, step)
     log_coarse = log_scale_prior(coarse) + log_marginal(reduced, np.exp(coarse), noise_variance)
     inside = np.flatnonzero(log_coarse > log_coarse.max() - TAIL_NATS)
     lower, upper = coarse[max(inside[0] - 1, 0)], coarse[min(inside[-1] + 1, len(coarse) - 1)]
