@@ -72,7 +72,7 @@ def shift_rows(n_seeds, cases):
             rows.append(dict(case=name, seed=seed, reference=reference.log_evidence,
                              reference_std=reference.log_evidence_std, log_evidence=estimator.log_evidence_,
                              std=estimator.log_evidence_std_, std_unwidened=unwidened, error=error,
-                             error_in_std=abs(error) / std, degraded_chunks=state.n_degraded_chunks,
+                             error_in_std=abs(error) / std, degraded_chunks=state.widening.n_degraded_chunks,
                              replayed_rows=int(sum(r.n_replayed for r in estimator.evidence_history_)),
                              warnings=sum("EvidenceConvergence" in w.category.__name__ for w in caught),
                              seconds=time.perf_counter() - tic, cpu_seconds=time.process_time() - cpu))

@@ -19,12 +19,10 @@ probabilities that follow from them.
 # standardised by hand with the training mean and standard deviation, so that
 # a noise variance of 0.5 means "half of the target's variance is noise".
 # The training rows stream in chunks of 100. Each candidate runs 2 groups of
-# 100 particles rather than the default 20: with 309 rows and strongly
-# correlated features (s1-s4; condition number of their correlation matrix
-# about 470) the default was measured over 10 seeds to underestimate the
-# evidence by 0.4 nats on average, with a run-to-run spread (0.7 nats) about
-# 1.3 times the reported standard deviation; with 100 particles the bias is
-# about 0.1 nats and the spread 0.4 nats.
+# 100 particles rather than the default: with 309 rows and strongly
+# correlated features (s1-s4) the default population reads the evidence a
+# little low, with a run-to-run spread above its reported error; more particles
+# shrink both.
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -111,10 +109,8 @@ for name, (mean, log_density) in scores.items():
 # ``model_probabilities_std_``.
 #
 # What to expect: the online evidences tend to lie a few tenths of a nat
-# *below* the exact ones (when written: all or nearly all of them, by 0.1 to
-# 0.8 nats, one to three of them by more than two reported standard
-# deviations); the reported uncertainty is too small on this small,
-# correlated design. The bias is common to all candidates, so it largely
+# *below* the exact ones, some by more than two reported standard deviations:
+# the reported uncertainty is too small on this small, correlated design. The bias is common to all candidates, so it largely
 # cancels in the model probabilities, which agree with the exact ones within
 # about one and a half of their error bars. The model average, the
 # best candidate and ``BayesianRidge`` predict the test rows equally well: the

@@ -107,6 +107,19 @@ class BayesianLinearRegressor(RegressorMixin, BaseSGAISEstimator):
         by side on up to this many workers, with the same results as on one.
         ``None`` means 1 unless in a :func:`joblib.parallel_config` context.
 
+    shuffle : bool, default=True
+        Whether ``fit`` streams the rows in a seeded random order. The model
+        treats rows as exchangeable, so its evidence does not depend on their
+        order, but the online estimate of rows sorted by their target (to the
+        sampler, a sequence of distribution shifts) would. The order comes
+        from ``random_state`` and leaves the sampler's random numbers as they
+        are: ``fit(X, y)`` gives what a fresh estimator's
+        ``partial_fit(X[order], y[order])`` gives, with ``order =
+        evidence_select.utils.fit_order(random_state, len(X))``. False streams
+        the rows as given: a true stream, whose shifts the evidence history
+        should show. ``partial_fit`` keeps its rows' order, and raises a
+        :class:`~evidence_select.exceptions.StreamOrderWarning` (once per
+        stream) when a call's target is sorted or strongly autocorrelated.
     random_state : int, Generator, RandomState or None, default=None
         Seed; drawn once per ``fit`` and carried (and pickled) with the state.
     verbose : int, default=0
@@ -197,7 +210,7 @@ class BayesianLinearRegressor(RegressorMixin, BaseSGAISEstimator):
                  n_particles=40, n_replicates=2, batch_size=500, learning_rate=0.1, friction=0.2, n_mcmc_steps=5,
                  initial_mcmc_factor=2, target_ess=0.9, resample_threshold=0.5, control_variates=True,
                  step_size_schedule="tempered",
-                 integrator="baoab", reservoir_size=100_000, exact_move_rows=None, n_jobs=None, random_state=None,
+                 integrator="baoab", reservoir_size=100_000, exact_move_rows=None, n_jobs=None, shuffle=True, random_state=None,
                  verbose=0):
         self.noise_variance = noise_variance
         self.prior_scale = prior_scale
@@ -218,6 +231,7 @@ class BayesianLinearRegressor(RegressorMixin, BaseSGAISEstimator):
         self.reservoir_size = reservoir_size
         self.exact_move_rows = exact_move_rows
         self.n_jobs = n_jobs
+        self.shuffle = shuffle
         self.random_state = random_state
         self.verbose = verbose
 
@@ -236,13 +250,13 @@ class BayesianLinearRegressor(RegressorMixin, BaseSGAISEstimator):
 
     def _check_data_scale(self, X, y):
         """Also warn when ``y`` is on another scale than the model's noise and priors (see
-        :func:`~._linear_checks.target_scale_problems`)."""
-        super()._check_data_scale(X, y)
+        :func:`~._linear_checks.target_scale_problems`). Whether it warned."""
+        warned = super()._check_data_scale(X, y)
         if len(X) == 0:
-            return
+            return warned
         problems = target_scale_problems(self.model_, X[:_CHECK_ROWS], y[:_CHECK_ROWS])
         if not problems:
-            return
+            return warned
         if isinstance(self.model_, LinearGaussianModel):
             warn(f"BayesianLinearRegressor: {' and '.join(problems)}; the online evidence is then typically "
                  "far too low with a small error bar: standardise y (e.g. y = (y - y.mean()) / y.std()) and "
@@ -250,9 +264,11 @@ class BayesianLinearRegressor(RegressorMixin, BaseSGAISEstimator):
         else:
             warn(f"BayesianLinearRegressor: {' and '.join(problems)}; the priors then shape the evidence more than "
                  "they should: rescale or center y", FeatureScaleWarning)
+        return True
 
     def fit(self, X, y):
-        """Forget any past data and stream ``(X, y)`` in ``batch_size`` chunks.
+        """Forget any past data and stream ``(X, y)`` in ``batch_size`` chunks, in a seeded random order
+        (``shuffle``).
 
         Parameters
         ----------

@@ -29,10 +29,12 @@ from collections.abc import Mapping, Sequence
 from typing import NamedTuple
 
 import numpy as np
-from joblib import Parallel, delayed, effective_n_jobs
+from joblib import delayed
 
 from ..evidence._api import log_evidence
 from .._result import failed_checks
+from ..utils._nested import InnerPool, inner_pool
+from ._streaming import evidence_step_rows
 from ..utils._threads import single_threaded_blas
 from ..utils._warnings import recorded_warnings, warn
 
@@ -105,13 +107,15 @@ def _advance(estimator, task, backend_seed, history_length):
 
 
 def _reference_evidence(estimator, task, backend_seed):
-    """The reference backend's :class:`EvidenceResult` for the fitted ``estimator``'s model on all rows seen."""
+    """The reference backend's :class:`EvidenceResult` for the fitted ``estimator``'s model on all rows seen
+    (a pipeline's: its last step's, on the rows through its preprocessing)."""
+    estimator, X_all = evidence_step_rows(estimator, task.X_all)
     model = getattr(estimator, "model_", None)
     if model is None:
         raise TypeError(f"backend={task.backend!r} needs candidates that expose their model as `model_` after "
                         f"fitting (evidence_select estimators do); {type(estimator).__name__} does not")
     with single_threaded_blas():
-        return log_evidence(model, task.X_all, task.y_all, method=task.backend, random_state=backend_seed,
+        return log_evidence(model, X_all, task.y_all, method=task.backend, random_state=backend_seed,
                             **task.backend_params)
 
 
@@ -121,11 +125,18 @@ def relay_warnings(names, summaries):
     The candidate's name goes at the end of the message, so that filters on a
     message's opening (``warnings.filterwarnings("ignore", "SGAIS: after")``)
     match as they would on the estimator alone. The user's filters decide: an
-    ``"error"`` filter raises here, before the selector commits the call.
+    ``"error"`` filter raises here, before the selector commits the call. A
+    warning that several candidates raised with the same text (the same cause,
+    e.g. a sorted target) is raised once, naming them all.
     """
+    raised_by = {}
     for name, summary in zip(names, summaries):
         for category, message in summary.warnings:
-            warn(f"{message} [candidate {name!r}]", category)
+            raised_by.setdefault((category, message), []).append(name)
+    for (category, message), candidates in raised_by.items():
+        who = (f"candidate {candidates[0]!r}" if len(candidates) == 1
+               else f"candidates {', '.join(repr(name) for name in candidates)}")
+        warn(f"{message} [{who}]", category)
 
 
 class JoblibPayoff(NamedTuple):
@@ -194,13 +205,12 @@ def advance_candidates(candidates, task, backend_seeds, history_lengths, *, para
     order = longest_first(candidates)
     shipped = [_with_recent_history(est, start) for est, start in zip(candidates, history_lengths)]
     jobs = [delayed(_advance)(shipped[i][0], task, backend_seeds[i], shipped[i][1]) for i in order]
-    n_workers = min(effective_n_jobs(n_jobs), len(candidates))
+    # The candidates' updates serialise their warning recording (recorded_warnings), so threads may run them.
+    pool = inner_pool(len(candidates), n_jobs, threads_take_turns=True)
+    n_workers = pool.n_jobs
     on_workers = n_workers > 1 and use_joblib_workers(payoff, n_workers)
     tic = time.perf_counter()
-    if on_workers:
-        dispatched = Parallel(n_jobs=n_jobs)(jobs)
-    else:
-        dispatched = [function(*args, **kwargs) for function, args, kwargs in jobs]
+    dispatched = (pool if on_workers else InnerPool(1)).run(jobs)
     if n_workers > 1:
         payoff = after_joblib_call(payoff, on_workers, time.perf_counter() - tic,
                                    [summary.seconds for _, summary in dispatched], n_workers)

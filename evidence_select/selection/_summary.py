@@ -18,9 +18,9 @@ import math
 
 import numpy as np
 
-__all__ = ["BOUND_SIGMAS", "KASS_RAFTERY_SCALE", "PROBABILITY_FLOOR", "UNDECIDED_SIGMAS", "bayes_factor_strength",
-           "bayes_factor_verdict", "format_probability", "format_summary", "log_bayes_factors", "log_probability_std",
-           "selection_results"]
+__all__ = ["BOUND_SIGMAS", "ERROR_FLOOR", "KASS_RAFTERY_SCALE", "PROBABILITY_FLOOR", "UNDECIDED_SIGMAS",
+           "bayes_factor_strength", "bayes_factor_verdict", "format_probability", "format_summary", "log_bayes_factors",
+           "log_probability_std", "selection_results"]
 
 # Below this a float64 probability is (nearly) subnormal: print a bound computed in log space instead.
 PROBABILITY_FLOOR = 1e-300
@@ -32,6 +32,8 @@ KASS_RAFTERY_SCALE = ((1.0, "bare mention"), (3.0, "positive"), (5.0, "strong"),
 #: A log Bayes factor within this many combined standard errors of 0 leaves the two candidates' order undecided:
 #: about 95% of the errors of a difference of independent Gaussian estimates lie within it.
 UNDECIDED_SIGMAS = 2.0
+# An error below this is not printed: the value's four significant digits could not show it.
+ERROR_FLOOR = 5e-5
 
 
 def log_probability_std(probabilities, log_evidence_stds):
@@ -226,7 +228,9 @@ def format_probability(log_probability, log_std):
     -------
     text : str
         ``"0.7312 +/- 0.022"``, the error being ``p * log_std`` (the delta
-        method, equal to ``model_probability_std_`` but without its underflow).
+        method, equal to ``model_probability_std_`` but without its underflow);
+        the value alone (``"1"``) when the error is below ``ERROR_FLOOR``, which
+        the value's four digits cannot show.
         An upper bound such as ``"< 1e-16"`` when ``p`` is below
         ``PROBABILITY_FLOOR`` or its error exceeds it: ``log p`` plus
         ``BOUND_SIGMAS`` standard errors, rounded up, computed in log space so
@@ -243,6 +247,8 @@ def format_probability(log_probability, log_std):
     '< 0.4'
     >>> format_probability(-1e5, 1.0)
     '< 1e-43428'
+    >>> format_probability(-1.8e-138, 9.3e-137)   # the others' sum to 1.8e-138: rather than '1 +/- 9.3e-137'
+    '1'
     """
     if math.isinf(log_probability) and log_probability < 0:
         return "0"  # excluded by a zero prior weight
@@ -252,7 +258,7 @@ def format_probability(log_probability, log_std):
     if probability < PROBABILITY_FLOOR or log_std > 1.0 or float(error) > float(value):
         spread = 0.0 if math.isnan(log_std) else BOUND_SIGMAS * log_std
         return _bound_text(log_probability + spread)
-    return value if math.isnan(log_std) else f"{value} +/- {error}"
+    return value if math.isnan(log_std) or probability * log_std < ERROR_FLOOR else f"{value} +/- {error}"
 
 
 def _bayes_factor_text(results, k):

@@ -1,0 +1,31 @@
+"""Print pip constraints that pin every runtime dependency of pyproject.toml to its declared lower bound.
+
+``name>=X`` becomes ``name==X``, so that CI tests the oldest versions the package claims to support and the pins
+cannot drift from what ``pyproject.toml`` declares. A dependency without a ``>=`` bound is an error: its floor
+would go untested.
+"""
+
+import re
+import sys
+from pathlib import Path
+
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10
+    import tomli as tomllib
+
+
+def floor_pins(pyproject):
+    """``["name==X", ...]`` from ``[project] dependencies`` of the given ``pyproject.toml`` path."""
+    dependencies = tomllib.loads(Path(pyproject).read_text())["project"]["dependencies"]
+    pins = []
+    for requirement in dependencies:
+        match = re.fullmatch(r"\s*([A-Za-z0-9_.\-]+)\s*>=\s*([0-9][A-Za-z0-9.]*)\s*(,.*)?", requirement)
+        if match is None:
+            raise ValueError(f"runtime dependency {requirement!r} has no '>=' lower bound to test")
+        pins.append(f"{match.group(1)}=={match.group(2)}")
+    return pins
+
+
+if __name__ == "__main__":
+    print("\n".join(floor_pins(sys.argv[1] if len(sys.argv) > 1 else "pyproject.toml")))
