@@ -32,7 +32,7 @@ KASS_RAFTERY_SCALE = ((1.0, "bare mention"), (3.0, "positive"), (5.0, "strong"),
 #: A log Bayes factor within this many combined standard errors of 0 leaves the two candidates' order undecided:
 #: about 95% of the errors of a difference of independent Gaussian estimates lie within it.
 UNDECIDED_SIGMAS = 2.0
-# An error below this is not printed: the value's four significant digits could not show it.
+# An error below this fraction of the value is not printed: the value's four significant digits could not show it.
 ERROR_FLOOR = 5e-5
 
 
@@ -229,8 +229,8 @@ def format_probability(log_probability, log_std):
     text : str
         ``"0.7312 +/- 0.022"``, the error being ``p * log_std`` (the delta
         method, equal to ``model_probability_std_`` but without its underflow);
-        the value alone (``"1"``) when the error is below ``ERROR_FLOOR``, which
-        the value's four digits cannot show.
+        the value alone (``"1"``) when the error is below ``ERROR_FLOOR`` times
+        the value, which the value's four digits cannot show.
         An upper bound such as ``"< 1e-16"`` when ``p`` is below
         ``PROBABILITY_FLOOR`` or its error exceeds it: ``log p`` plus
         ``BOUND_SIGMAS`` standard errors, rounded up, computed in log space so
@@ -258,7 +258,8 @@ def format_probability(log_probability, log_std):
     if probability < PROBABILITY_FLOOR or log_std > 1.0 or float(error) > float(value):
         spread = 0.0 if math.isnan(log_std) else BOUND_SIGMAS * log_std
         return _bound_text(log_probability + spread)
-    return value if math.isnan(log_std) or probability * log_std < ERROR_FLOOR else f"{value} +/- {error}"
+    # The error relative to the value is log_std: below ERROR_FLOOR four significant digits cannot show it.
+    return value if math.isnan(log_std) or log_std < ERROR_FLOOR else f"{value} +/- {error}"
 
 
 def _bayes_factor_text(results, k):
