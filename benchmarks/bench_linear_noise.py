@@ -31,7 +31,8 @@ import warnings
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _common import RESULTS_DIR, markdown_table, run_metadata, save_json  # noqa: E402
+from _common import RESULTS_DIR, run_metadata, save_json  # noqa: E402
+from _tables import markdown_lines  # noqa: E402
 
 from evidence_select import BayesianLinearRegressor  # noqa: E402
 from evidence_select.datasets import make_linear_regression  # noqa: E402
@@ -134,14 +135,14 @@ def main(argv=None):
 
     exact_rows = exact_against_brute_force(cases)
     print("\n## Exact evidence against brute-force quadrature over (log sigma2, log g)\n")
-    print("\n".join(markdown_table(
+    print("\n".join(markdown_lines(
         ["case", "model", "exact", "bound", "brute force", "relative diff", f"<= {EXACT_TARGET:g}", "exact ms"],
         [[r["case"], r["model"], f"{r['exact']:.6f}", f"{r['bound']:.1e}", f"{r['brute']:.6f}",
           f"{r['relative']:.1e}", "ok" if r["ok"] else "MISS", f"{r['exact_ms']:.1f}"] for r in exact_rows])))
 
     sgais_rows = sgais_against_exact(cases, 2 if args.quick else 3)
     print("\n## SGAIS (both scales learned) against the exact evidence\n")
-    print("\n".join(markdown_table(
+    print("\n".join(markdown_lines(
         ["case", "order", "seed", "exact", "SGAIS", "std", "error", "z", "within max(3 sd, 2)", "s", "warnings"],
         [[r["case"], r["order"], str(r["seed"]), f"{r['exact']:.2f}", f"{r['sgais']:.2f}", f"{r['std']:.2f}",
           f"{r['error']:+.2f}", f"{r['error'] / r['std']:+.2f}", "ok" if r["ok"] else "MISS", f"{r['seconds']:.1f}",
@@ -156,7 +157,7 @@ def main(argv=None):
     if timing:
         base = timing["known noise (paper)"]
         print(f"\n## fit of 1e5 rows x 5 features (load average {os.getloadavg()[0]:.1f})\n")
-        print("\n".join(markdown_table(["model", "seconds", "ratio"],
+        print("\n".join(markdown_lines(["model", "seconds", "ratio"],
                                        [[k, f"{v:.2f}", f"{v / base:.1f}"] for k, v in timing.items()])))
     save_json(args.output, dict(meta=meta, exact=exact_rows, sgais=sgais_rows, speed=timing))
     print(f"\nwrote {args.output}")

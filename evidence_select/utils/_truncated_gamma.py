@@ -144,7 +144,7 @@ def log_gamma_integral(a, beta, lo, hi):
     >>> from scipy import special
     >>> from evidence_select.utils._truncated_gamma import log_gamma_integral
     >>> # The whole gamma integral, Gamma(a) beta^-a, when [lo, hi] holds all the mass:
-    >>> float(log_gamma_integral(3.5, 2.0, 1e-20, 1e20)) - (special.gammaln(3.5) - 3.5 * np.log(2.0))
+    >>> float(log_gamma_integral(3.5, 2.0, 1e-20, 1e20) - (special.gammaln(3.5) - 3.5 * np.log(2.0)))
     0.0
     >>> # a = 0, beta = 0: the log-uniform prior's normaliser log(hi / lo).
     >>> bool(np.isclose(float(log_gamma_integral(0.0, 0.0, 1e-3, 1e3)), np.log(np.log(1e6))))
