@@ -96,19 +96,32 @@ def linear_hyper_evidence_by_quadrature(model, X, y, *, n_nodes=401):
     for _ in range(60):
         axes = [np.linspace(lo, hi, n_nodes) for lo, hi in box]
         values = log_f(*np.meshgrid(*axes, indexing="ij"))
-        top, grown = values.max(), False
-        for k in range(len(box)):
-            edges = np.moveaxis(values, k, 0)
-            for side, edge in ((0, edges[0]), (1, edges[-1])):
-                if edge.max() > top - TAIL_NATS and box[k, side] != limits[k, side]:
-                    width = box[k, 1] - box[k, 0]
-                    box[k, side] = np.clip(box[k, side] + (width if side else -width), *limits[k])
-                    grown = True
-        if not grown:
+        top = values.max()
+        new_box = _fitted_box(box, axes, values, top, limits)
+        if np.array_equal(new_box, box):
             break
+        box = new_box
     steps = [axis[1] - axis[0] for axis in axes]
     return _trapezoid(values - top, steps) + top, abs(_trapezoid(values - top, steps) - _trapezoid(
         values[tuple(slice(None, None, 2) for _ in steps)] - top, [2.0 * s for s in steps]))
+
+
+def _fitted_box(box, axes, values, top, limits):
+    """The box grown where an edge is within ``TAIL_NATS`` of the peak (doubling, within the limits) and shrunk to
+    one node beyond the last node within it where the box is wider than that (so the grid resolves a narrow peak)."""
+    box = box.copy()
+    for k in range(len(box)):
+        profile = np.moveaxis(values, k, 0).reshape(len(axes[k]), -1).max(axis=1)
+        inside = np.flatnonzero(profile > top - TAIL_NATS)
+        width = box[k, 1] - box[k, 0]
+        for side, edge_index, inner_index in ((0, 0, max(inside[0] - 1, 0)),
+                                              (1, len(profile) - 1, min(inside[-1] + 1, len(profile) - 1))):
+            if profile[edge_index] > top - TAIL_NATS:
+                if box[k, side] != limits[k, side]:
+                    box[k, side] = np.clip(box[k, side] + (width if side else -width), *limits[k])
+            elif abs(inner_index - edge_index) > len(profile) // 8:  # the level set fills under 3/4: shrink
+                box[k, side] = axes[k][inner_index]
+    return box
 
 
 def _trapezoid(log_values, steps):
