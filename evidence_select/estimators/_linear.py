@@ -32,8 +32,8 @@ class BayesianLinearRegressor(RegressorMixin, BaseSGAISEstimator):
     - ``sigma2`` log-uniform on ``[1e-20, 1e20]``, Jeffreys' ``1 / sigma2`` made proper.
 
     The priors are in units of the noise, so the evidence of ``c y`` is that of
-    ``y`` minus ``n log c``: Bayes factors do not depend on the scale of ``y`` or
-    on its mean. The evidence is exact (closed forms and a one-dimensional
+    ``y`` minus ``n log c``: Bayes factors do not depend on the scale of ``y``, nor
+    (but for the intercept prior's small cost) on its mean. The evidence is exact (closed forms and a one-dimensional
     quadrature over ``log g``, ``log_evidence(est, X, y, method="exact")``), and
     SGAIS draws the particles exactly from the rows' summed statistics. A float
     ``noise_variance`` fixes the noise; a float ``prior_scale`` fixes ``sqrt(g)``.
@@ -173,8 +173,8 @@ class BayesianLinearRegressor(RegressorMixin, BaseSGAISEstimator):
     (paper Eq. 2) with ``lambda`` chosen by the conditional ESS; the particles are
     drawn exactly from each tempered posterior (from the summed statistics of the
     rows), or, past ``exact_move_rows``, move by SGHMC (Eq. 3) on the mini-batch
-    potential of Eq. (4) with control-variate gradients and a tempered step size. The paper's own settings
-    are ``set_params(**evidence_select.PAPER_SETTINGS)``. The exact evidence of
+    potential of Eq. (4) with control-variate gradients and a tempered step size.
+    The paper's own settings are ``set_params(**evidence_select.PAPER_SETTINGS)``. The exact evidence of
     this model is available through ``log_evidence(est, X, y, method="exact")``.
 
     References

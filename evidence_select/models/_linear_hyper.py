@@ -141,8 +141,9 @@ class LinearHyperModel(Model):
         return np.hstack(columns)
 
     def _prior_terms(self, theta):
-        """``(coefficients, log sigma2, log g, standardised squares (n, n_design))``: ``w^2 / (g sigma2)`` and
-        ``b^2 / (kappa2 sigma2)``."""
+        """``(coefficients, log sigma2, log g, log prior variances, standardised squares)``, the last two of shape
+        ``(n, n_design)``: the variances ``g sigma2`` (weights) and ``kappa2 sigma2`` (intercept), and the squares
+        ``w^2 / (g sigma2)`` and ``b^2 / (kappa2 sigma2)``."""
         beta, log_noise, log_g = self._split(theta)
         log_variance = log_noise[:, None] + np.where(np.arange(self.n_design) < self.n_features, log_g[:, None],
                                                      2.0 * np.log(self.intercept_scale))
