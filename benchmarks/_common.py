@@ -62,12 +62,16 @@ def paper_problem(name, n):
     return paper_model(name), X, y
 
 
+#: The paper's linear model (Appendix B.1): known noise and fixed priors. ``BayesianLinearRegressor()`` learns both.
+PAPER_LINEAR = dict(noise_variance=1.0, prior_scale=1.0)
+
+
 def paper_estimator(name, **params):
-    """The online estimator whose ``model_`` is :func:`paper_model` ``(name)`` (default parameters)."""
+    """The online estimator whose ``model_`` is :func:`paper_model` ``(name)`` (default parameters otherwise)."""
     from evidence_select import BayesianLinearRegressor, BayesianLogisticClassifier, BayesianMixture
 
     if name == "linear":
-        return BayesianLinearRegressor(**params)
+        return BayesianLinearRegressor(**{**PAPER_LINEAR, **params})
     if name == "softmax":
         return BayesianLogisticClassifier(**params)
     return BayesianMixture(5, **params)

@@ -31,7 +31,7 @@ import numpy as np
 from sklearn.base import is_classifier
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _common import require_clean_checkout, run_metadata, save_result  # noqa: E402  (also puts the checkout on the path)
+from _common import PAPER_LINEAR, require_clean_checkout, run_metadata, save_result  # noqa: E402  (checkout on path)
 from _tables import cost_table, markdown_lines, print_tables  # noqa: E402
 
 from evidence_select import BayesianLinearRegressor, BayesianLogisticClassifier, BayesianMixture  # noqa: E402
@@ -39,7 +39,7 @@ from evidence_select.datasets import (make_linear_regression, make_mixture, make
                                       make_softmax_classification)
 
 #: name: (data, estimator, rows by default); the shift stream is stationary after its last change point (row 10000)
-CASES = {"linear": (make_linear_regression, BayesianLinearRegressor, 1_000_000),
+CASES = {"linear": (make_linear_regression, functools.partial(BayesianLinearRegressor, **PAPER_LINEAR), 1_000_000),
          "softmax": (make_softmax_classification, BayesianLogisticClassifier, 1_000_000),
          "mixture": (make_mixture, functools.partial(BayesianMixture, 5), 1_000_000),
          "mixture_shift": (make_shift_stream, functools.partial(BayesianMixture, 7), 100_000)}

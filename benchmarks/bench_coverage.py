@@ -47,7 +47,7 @@ import warnings
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _common import RESULTS_DIR, SAVED_DIR, require_clean_checkout, run_metadata, save_json, save_result  # noqa: E402,E501
+from _common import PAPER_LINEAR, RESULTS_DIR, SAVED_DIR, require_clean_checkout, run_metadata, save_json, save_result  # noqa: E402,E501
 from _laplace_reference import laplace_importance_log_evidence  # noqa: E402
 from _tables import print_tables  # noqa: E402
 from bench_real import _order, all_cases, load_case_data, make_estimator, reference_key, references  # noqa: E402,E501
@@ -96,9 +96,10 @@ def _long_stream_cases():
     need computing are computed when the case runs."""
     linear = make_linear_regression(100_000, random_state=0)
     softmax = make_softmax_classification(100_000, random_state=0)
-    exact = log_evidence(BayesianLinearRegressor(), linear.X, linear.y, method="exact").log_evidence
+    exact = log_evidence(BayesianLinearRegressor(**PAPER_LINEAR), linear.X, linear.y, method="exact").log_evidence
     out = {
-        "linear N=1e5": (lambda s, p, g: BayesianLinearRegressor(random_state=s, n_particles=p, n_replicates=g, shuffle=False),
+        "linear N=1e5": (lambda s, p, g: BayesianLinearRegressor(**PAPER_LINEAR, random_state=s, n_particles=p,
+                                                                 n_replicates=g, shuffle=False),
                          linear.X, linear.y, (exact, 0.0)),
         "softmax N=1e5": (lambda s, p, g: BayesianLogisticClassifier(random_state=s, n_particles=p, n_replicates=g, shuffle=False),
                           softmax.X, softmax.y, lambda: _softmax_reference(softmax.X, softmax.y)),
@@ -144,13 +145,15 @@ def cases(quick, patterns=(), long_streams=False):
         return _long_stream_cases()
     out = {}
     X, y = make_linear_regression(1000, random_state=0).X, make_linear_regression(1000, random_state=0).y
-    exact = log_evidence(BayesianLinearRegressor(), X, y, method="exact").log_evidence
-    out["linear N=1000"] = (lambda s, p, g: BayesianLinearRegressor(random_state=s, n_particles=p, n_replicates=g, shuffle=False),
+    exact = log_evidence(BayesianLinearRegressor(**PAPER_LINEAR), X, y, method="exact").log_evidence
+    out["linear N=1000"] = (lambda s, p, g: BayesianLinearRegressor(**PAPER_LINEAR, random_state=s, n_particles=p,
+                                                                    n_replicates=g, shuffle=False),
                             X, y, (exact, 0.0))
     Xs, ys = _shift_linear()
-    exact = log_evidence(BayesianLinearRegressor(), Xs, ys, method="exact").log_evidence
+    exact = log_evidence(BayesianLinearRegressor(**PAPER_LINEAR), Xs, ys, method="exact").log_evidence
     out["linear shift at 500 (chunks 100)"] = (
-        lambda s, p, g: BayesianLinearRegressor(random_state=s, n_particles=p, n_replicates=g, shuffle=False, batch_size=100),
+        lambda s, p, g: BayesianLinearRegressor(**PAPER_LINEAR, random_state=s, n_particles=p, n_replicates=g,
+                                                batch_size=100),
         Xs, ys, (exact, 0.0))
     data = make_softmax_classification(1000, random_state=0)
     out["softmax N=1000"] = (lambda s, p, g: BayesianLogisticClassifier(random_state=s, n_particles=p, n_replicates=g, shuffle=False),

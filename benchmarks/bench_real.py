@@ -66,8 +66,8 @@ import warnings
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _common import (RESULTS_DIR, SAVED_DIR, pairwise_agreement, require_clean_checkout, run_metadata,  # noqa: E402
-                     save_json, save_result)
+from _common import (PAPER_LINEAR, RESULTS_DIR, SAVED_DIR, pairwise_agreement, require_clean_checkout,  # noqa: E402
+                     run_metadata, save_json, save_result)
 from _tables import markdown_lines, print_tables, real_table  # noqa: E402
 
 from evidence_select import BayesianLinearRegressor, BayesianLogisticClassifier, BayesianMixture, log_evidence  # noqa: E402,E501
@@ -203,8 +203,8 @@ def all_cases():
     cases["bc_unscaled_s1_file"] = ("bc_unscaled", "file", dict(kind="classifier", prior_scale=1), "none")
     for name in ("wine", "iris", "digits38"):
         cases[name] = (name, "shuffled", dict(kind="classifier", prior_scale=1), "backends")
-    cases["diabetes"] = ("diabetes", "file", dict(kind="regressor"), "exact")
-    cases["diabetes_raw_y"] = ("diabetes_raw", "file", dict(kind="regressor"), "exact")
+    cases["diabetes"] = ("diabetes", "file", dict(kind="regressor", **PAPER_LINEAR), "exact")
+    cases["diabetes_raw_y"] = ("diabetes_raw", "file", dict(kind="regressor", **PAPER_LINEAR), "exact")
     for data_name in MIXTURE_DATA:
         for k in MIXTURE_COMPONENTS[data_name]:
             for order in ("file", "shuffled", "sorted"):
@@ -237,7 +237,8 @@ def held_out_cases():
                                                         "mixture_ais")
     for data_name in HELD_OUT_REGRESSION:
         for order, label in (("shuffled", "shuffled"), ("file", "classes_late")):
-            cases[f"ho_lin_{data_name}_{label}"] = (data_name, order, dict(kind="regressor"), "exact")
+            cases[f"ho_lin_{data_name}_{label}"] = (data_name, order, dict(kind="regressor", **PAPER_LINEAR),
+                                                    "exact")
     return cases
 
 

@@ -180,7 +180,8 @@ def one_pass_seconds(estimator, X, y):
 
 
 def linear_candidates(n):
-    return [(f"s2={v:.3f}", BayesianLinearRegressor(noise_variance=v)) for v in np.geomspace(0.5, 2.0, n)]
+    return [(f"s2={v:.3f}", BayesianLinearRegressor(noise_variance=v, prior_scale=1.0))
+            for v in np.geomspace(0.5, 2.0, n)]
 
 
 def mixture_candidates(n=4):

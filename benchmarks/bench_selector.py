@@ -82,7 +82,8 @@ def linear_study(sizes, seeds, variances):
     prior = log_model_prior(None, len(variances))
     for seed in seeds:
         data = make_linear_regression(max(sizes), noise_variance=1.0, random_state=seed)
-        selector = EvidenceModelSelector([(f"s2={v:g}", BayesianLinearRegressor(noise_variance=v)) for v in variances],
+        selector = EvidenceModelSelector([(f"s2={v:g}", BayesianLinearRegressor(noise_variance=v, prior_scale=1.0))
+                                          for v in variances],
                                          random_state=seed)
         done = 0
         for n in sizes:

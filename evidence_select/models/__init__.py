@@ -5,6 +5,7 @@ evidence and conjugate test models live in :mod:`evidence_select.testing`.
 """
 
 from ._linear import LinearEvidenceStats, LinearGaussianModel
+from ._linear_hyper import LinearHyperModel, LinearHyperStats
 from ._logistic import SoftmaxRegressionModel
 from ._make_model import CustomModel, FiniteDifferenceWarning, make_model
 from ._mixture import GaussianMixtureModel
@@ -17,6 +18,8 @@ __all__ = [
     "GaussianMixtureModel",
     "LinearEvidenceStats",
     "LinearGaussianModel",
+    "LinearHyperModel",
+    "LinearHyperStats",
     "Model",
     "ModelCapabilities",
     "PoissonRegressionModel",

@@ -10,6 +10,8 @@ from evidence_select import BayesianLinearRegressor, BayesianLogisticClassifier,
 from evidence_select.estimators import FeatureScaleWarning
 
 FAST = dict(n_particles=4, n_mcmc_steps=2, batch_size=200, random_state=0)
+#: The known-noise linear model, whose scale checks these tests exercise (the default learns the noise).
+KNOWN = dict(noise_variance=1.0, prior_scale=1.0)
 
 
 def _standardise(values):
@@ -52,27 +54,29 @@ def test_information_check_follows_the_prior_scale(breast_cancer):
 
 def test_raw_target_warns_with_both_reasons(diabetes):
     X, y = diabetes
-    messages = _scale_warnings(BayesianLinearRegressor(**FAST), X, y)
+    messages = _scale_warnings(BayesianLinearRegressor(**KNOWN, **FAST), X, y)
     assert len(messages) == 1 and "standardise y" in messages[0]
     assert "residual mean square" in messages[0] and "prior standard deviations" in messages[0]
-    assert _scale_warnings(BayesianLinearRegressor(**FAST), X, _standardise(y)) == []
+    assert _scale_warnings(BayesianLinearRegressor(**KNOWN, **FAST), X, _standardise(y)) == []
 
 
 def test_target_on_another_scale_than_the_noise_warns(diabetes):
     """Scaled by 10 (residuals ~48 x noise_variance, posterior mean 4 prior sds out): the residual check alone."""
     X, y = diabetes
-    messages = _scale_warnings(BayesianLinearRegressor(**FAST), X, 10 * _standardise(y))
+    messages = _scale_warnings(BayesianLinearRegressor(**KNOWN, **FAST), X, 10 * _standardise(y))
     assert len(messages) == 1 and "residual mean square" in messages[0] and "prior standard" not in messages[0]
     # The same target with a matching noise model does not warn.
-    assert _scale_warnings(BayesianLinearRegressor(noise_variance=50.0, **FAST), X, 10 * _standardise(y)) == []
+    assert _scale_warnings(BayesianLinearRegressor(noise_variance=50.0, prior_scale=1.0, **FAST), X,
+                           10 * _standardise(y)) == []
 
 
 def test_target_far_from_the_prior_warns(diabetes):
     """Shifted by 30 (well fitted, but the intercept 30 prior sds out): the prior-conflict check alone."""
     X, y = diabetes
-    messages = _scale_warnings(BayesianLinearRegressor(**FAST), X, _standardise(y) + 30.0)
+    messages = _scale_warnings(BayesianLinearRegressor(**KNOWN, **FAST), X, _standardise(y) + 30.0)
     assert len(messages) == 1 and "prior standard deviations" in messages[0] and "residual" not in messages[0]
-    assert _scale_warnings(BayesianLinearRegressor(intercept_scale=10.0, **FAST), X, _standardise(y) + 30.0) == []
+    assert _scale_warnings(BayesianLinearRegressor(intercept_scale=10.0, **KNOWN, **FAST), X,
+                           _standardise(y) + 30.0) == []
 
 
 def _binary_logistic_reference(X, y, prior_variance, n_draws=50_000):
