@@ -20,7 +20,7 @@ __all__ = ["BOUND_SIGMAS", "ERROR_FLOOR", "PROBABILITY_FLOOR", "format_probabili
 PROBABILITY_FLOOR = 1e-300
 # Upper bounds are the log-space estimate plus this many standard errors (one-sided, ~98% coverage).
 BOUND_SIGMAS = 2.0
-# An error below this is not printed: the value's four significant digits could not show it.
+# A relative error below this is not printed: the value's four significant digits could not show it.
 ERROR_FLOOR = 5e-5
 
 
@@ -132,8 +132,8 @@ def format_probability(log_probability, log_std):
     text : str
         ``"0.7312 +/- 0.022"``, the error being ``p * log_std`` (the delta
         method, equal to ``model_probability_std_`` but without its underflow);
-        the value alone (``"1"``) when the error is below ``ERROR_FLOOR``, which
-        the value's four digits cannot show.
+        the value alone (``"1"``) when the relative error ``log_std`` is below
+        ``ERROR_FLOOR``, which the value's four digits cannot show.
         An upper bound such as ``"< 1e-16"`` when ``p`` is below
         ``PROBABILITY_FLOOR`` or its error exceeds it: ``log p`` plus
         ``BOUND_SIGMAS`` standard errors, rounded up, computed in log space so
@@ -161,7 +161,7 @@ def format_probability(log_probability, log_std):
     if probability < PROBABILITY_FLOOR or log_std > 1.0 or float(error) > float(value):
         spread = 0.0 if math.isnan(log_std) else BOUND_SIGMAS * log_std
         return _bound_text(log_probability + spread)
-    return value if math.isnan(log_std) or probability * log_std < ERROR_FLOOR else f"{value} +/- {error}"
+    return value if math.isnan(log_std) or log_std < ERROR_FLOOR else f"{value} +/- {error}"
 
 
 def format_summary(results, *, order="rank"):
