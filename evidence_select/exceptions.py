@@ -96,7 +96,7 @@ class StreamOrderWarning(UserWarning):
     >>> from evidence_select import BayesianLogisticClassifier
     >>> from evidence_select.datasets import make_softmax_classification
     >>> from evidence_select.exceptions import StreamOrderWarning
-    >>> data = make_softmax_classification(300, n_features=2, random_state=0)
+    >>> data = make_softmax_classification(300, n_features=2, n_classes=2, random_state=0)
     >>> order = np.argsort(data.y, kind="stable")  # a file sorted by its labels
     >>> clf = BayesianLogisticClassifier(n_particles=4, random_state=0)
     >>> with warnings.catch_warnings(record=True) as caught:
