@@ -7,7 +7,7 @@ shell joins them into one :class:`~evidence_select.estimators.FeatureScaleWarnin
 import numpy as np
 
 from ..models import LinearEvidenceStats, LinearGaussianModel
-from ..models._linear_hyper_math import NOISE_VARIANCE_BOUNDS
+from ..models._linear_hyper_math import NOISE_VARIANCE_BOUNDS, _residual_sums
 
 __all__ = ["target_scale_problems", "target_scale_diagnosis", "RESIDUAL_LIMIT", "CONFLICT_LIMIT",
            "INTERCEPT_CONFLICT_LIMIT", "NOISE_BOUND_MARGIN"]
@@ -67,8 +67,7 @@ def _hyper_model_problems(model, X, y):
         return []  # too few rows to say anything of the noise
     g = 1.0 if model.prior_scale is None else model.prior_scale**2
     weights = reduced.eigenvectors @ (reduced.rotated_cross / (1.0 / g + reduced.eigenvalues))
-    residual = max(reduced.centred_sum_sq - float(reduced.rotated_cross**2 @ (1.0 / (1.0 / g + reduced.eigenvalues))),
-                   0.0) / n_free
+    residual = float(_residual_sums(reduced, np.asarray(g))) / n_free
     problems = []
     noise = model.noise_variance
     if noise is None:

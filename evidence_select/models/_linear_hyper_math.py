@@ -93,6 +93,7 @@ class ReducedStatistics(NamedTuple):
     eigenvectors: np.ndarray  # (p, p), V
     rotated_cross: np.ndarray  # (p,), q = V^T r~
     centred_sum_sq: float  # yy~
+    least_squares_residual: float  # S(inf) = yy~ - sum_i q_i^2 / lambda_i (lambda_i > 0), >= 0
     sum_x: np.ndarray  # (p,), s_x
     sum_y: float  # s_y
 
@@ -120,15 +121,29 @@ def reduce_statistics(moments, fit_intercept, intercept_variance):
     blind = eigenvalues <= _RANK_TOL * max(float(eigenvalues[-1]) if p else 0.0, 0.0)
     eigenvalues = np.where(blind, 0.0, eigenvalues)
     rotated = np.where(blind, 0.0, rotated)
-    return ReducedStatistics(count, log_det_intercept, h, eigenvalues, eigenvectors, rotated, max(sum_sq, 0.0),
+    sum_sq = max(sum_sq, 0.0)
+    least_squares = max(sum_sq - float(np.sum(_explained(rotated, eigenvalues))), 0.0)
+    return ReducedStatistics(count, log_det_intercept, h, eigenvalues, eigenvectors, rotated, sum_sq, least_squares,
                              sum_x, sum_y)
 
 
+def _explained(rotated, eigenvalues):
+    """``q_i^2 / lambda_i`` per direction, 0 where ``lambda_i = 0`` (and there ``q_i = 0``)."""
+    informed = eigenvalues > 0.0
+    return np.where(informed, rotated**2 / np.where(informed, eigenvalues, 1.0), 0.0)
+
+
 def _residual_sums(reduced, g):
-    """``S(g) = yy~ - sum_i g q_i^2 / (1 + g lambda_i)`` (>= 0) for each ``g`` (shape ``g.shape``)."""
+    """``S(g) = yy~ - sum_i g q_i^2 / (1 + g lambda_i)`` (>= 0) for each ``g`` (shape ``g.shape``).
+
+    Summed as ``S(inf) + sum_i q_i^2 / (lambda_i (1 + g lambda_i))``: positive terms, so a residual that falls
+    towards 0 as ``g`` grows (rows a linear model can fit exactly) keeps its precision, where the difference of
+    ``yy~`` and the fitted sum would be rounding (and 0 would make the noise variance's integral diverge to
+    the bottom of its support).
+    """
     g = np.asarray(g, dtype=float)
-    fit = (g[..., None] * reduced.rotated_cross**2 / (1.0 + g[..., None] * reduced.eigenvalues)).sum(axis=-1)
-    return np.maximum(reduced.centred_sum_sq - fit, 0.0)
+    remaining = _explained(reduced.rotated_cross, reduced.eigenvalues) / (1.0 + g[..., None] * reduced.eigenvalues)
+    return reduced.least_squares_residual + remaining.sum(axis=-1)
 
 
 def log_marginal(reduced, g, noise_variance):

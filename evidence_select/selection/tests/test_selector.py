@@ -18,12 +18,15 @@ from evidence_select.selection._averaging import (log_model_prior, log_model_pro
                                                   mix_normal, model_probability_std)
 
 FAST = {"n_particles": 5, "n_replicates": 2, "n_mcmc_steps": 2, "batch_size": 100}
+#: Candidates of the paper's known-noise model differ in their noise variance alone (the default learns the noise
+#: and the weights' scale).
+KNOWN = {"prior_scale": 1.0}
 
 
 def _linear_selector(**kwargs):
-    return EvidenceModelSelector([("quiet", BayesianLinearRegressor(noise_variance=0.5, **FAST)),
-                                  ("true", BayesianLinearRegressor(noise_variance=1.0, **FAST)),
-                                  ("noisy", BayesianLinearRegressor(noise_variance=2.0, **FAST))], **kwargs)
+    return EvidenceModelSelector([("quiet", BayesianLinearRegressor(noise_variance=0.5, **KNOWN, **FAST)),
+                                  ("true", BayesianLinearRegressor(noise_variance=1.0, **KNOWN, **FAST)),
+                                  ("noisy", BayesianLinearRegressor(noise_variance=2.0, **KNOWN, **FAST))], **kwargs)
 
 
 def _mixture_selector(**kwargs):
@@ -295,8 +298,8 @@ def test_invalid_candidates_are_clear_errors(estimators, error, match):
                                              ("ns", {"n_live": 60, "n_simulations": 50})])
 def test_reference_backends_recompute_on_all_data(backend, params):
     data = make_linear_regression(160, n_features=2, random_state=9)
-    candidates = [("true", BayesianLinearRegressor(noise_variance=1.0, **FAST)),
-                  ("noisy", BayesianLinearRegressor(noise_variance=3.0, **FAST))]
+    candidates = [("true", BayesianLinearRegressor(noise_variance=1.0, **KNOWN, **FAST)),
+                  ("noisy", BayesianLinearRegressor(noise_variance=3.0, **KNOWN, **FAST))]
     selector = EvidenceModelSelector(candidates, backend=backend, backend_params=params, random_state=0)
     selector.partial_fit(data.X[:80], data.y[:80]).partial_fit(data.X[80:], data.y[80:])
     assert selector.X_seen_.shape == (160, 2) and len(selector.evidence_history_) == 2
