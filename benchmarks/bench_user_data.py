@@ -24,8 +24,8 @@ Prints markdown tables and writes ``benchmarks/results/user_data.json``.
   standardised (the cure the warning names) as a control. Target: each raw run either warns
   (``FeatureScaleWarning``, raised before the first chunk is annealed) or lands within ``max(3 sigma, 2 nats)``
   of its reference.
-- ``demo``: the demo's cumulative wall time at its phase ends, default phases and ``--full``, with the speed
-  probe in the same process: the constants of ``evidence_select/_demo.py``.
+- ``demo``: the demo's cumulative time at its phase ends, default phases and ``--full``, its candidates one after
+  another in this process, with the speed probe before and after: the constants of ``evidence_select/_demo.py``.
 
 Times are wall seconds on this machine with its load at the time (printed); compare ratios within one run.
 """
@@ -203,8 +203,9 @@ def demo_case(full):
     phases = PAPER_PHASES if full else (1000, 1500, 1500)
     X = shift_stream(phases, random_state=0).X
     probe_before = speed_probe()
+    # One candidate after another in this process: the probe and the run then share the machine alike.
     sel = EvidenceModelSelector([(f"K={k}", BayesianMixture(k, batch_size=250)) for k in DEMO_COMPONENTS],
-                                n_jobs=len(DEMO_COMPONENTS), shuffle=False, random_state=0)
+                                n_jobs=1, shuffle=False, random_state=0)
     ends, cumulative = np.cumsum(phases).tolist(), []
     tic = time.perf_counter()
     with warnings.catch_warnings():
