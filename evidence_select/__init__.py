@@ -6,7 +6,8 @@ points, checkpoints and the warnings; see the API reference (``doc/api.rst``).
 """
 
 from . import datasets, exceptions, models
-from .estimators import BayesianLinearRegressor, BayesianLogisticClassifier, BayesianMixture
+from .estimators import (BayesianLinearRegressor, BayesianLogisticClassifier, BayesianMixture,
+                         BayesianPoissonRegressor, EvidenceClassifier, EvidenceDensityEstimator, EvidenceRegressor)
 from .evidence import EvidenceResult, exact_log_evidence, log_evidence
 from .evidence import detect_change_points
 from .exceptions import EvidenceConvergenceWarning, FeatureScaleWarning, StreamOrderWarning
@@ -21,9 +22,13 @@ __all__ = [
     "BayesianLinearRegressor",
     "BayesianLogisticClassifier",
     "BayesianMixture",
+    "BayesianPoissonRegressor",
     "ChunkRecord",
+    "EvidenceClassifier",
     "EvidenceConvergenceWarning",
+    "EvidenceDensityEstimator",
     "EvidenceModelSelector",
+    "EvidenceRegressor",
     "EvidenceResult",
     "FeatureScaleWarning",
     "SamplerDegeneracyWarning",

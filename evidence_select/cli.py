@@ -149,9 +149,9 @@ def _default_candidates(task, chunk_size):
     """Sensible default candidates for standardised data."""
     from .estimators import BayesianLinearRegressor, BayesianLogisticClassifier, BayesianMixture
 
-    if task == "regression":  # noise variance relative to var(y) = 1
-        return [(f"linear noise={v:g}", BayesianLinearRegressor(noise_variance=v, batch_size=chunk_size))
-                for v in (0.01, 0.05, 0.2, 0.5, 1.0)]
+    if task == "regression":  # the noise variance learned; the weights' scale learned, or fixed in noise units
+        return [(f"linear scale={'learned' if s is None else f'{s:g}'}",
+                 BayesianLinearRegressor(prior_scale=s, batch_size=chunk_size)) for s in (None, 0.1, 1.0, 10.0)]
     if task == "classification":
         return [(f"softmax prior={s:g}", BayesianLogisticClassifier(prior_scale=s, batch_size=chunk_size))
                 for s in (0.3, 1.0, 3.0)]
@@ -262,9 +262,10 @@ def _report_scale_flags(selector):
 _COMPARE_HELP = """\
 Rank default candidates on a data file by their evidence.
 
-Regression: linear models with 5 noise variances; classification: softmax
-regression with 3 prior scales; density: Gaussian mixtures with 1-5
-components. Features (and a regression target) are standardised with the
+Regression: linear models whose noise variance is learned, with the weights'
+prior scale learned (Zellner-Siow) or fixed at 0.1, 1 or 10 noise standard
+deviations; classification: softmax regression with 3 prior scales; density:
+Gaussian mixtures with 1-5 components. Features (and a regression target) are standardised with the
 file's own means and standard deviations, which shifts every candidate's log
 evidence by the same amount: the ranking is that of the raw data.
 

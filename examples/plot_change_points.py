@@ -14,7 +14,7 @@ evidence history. On the same rows in shuffled order nothing is detected.
 # ``make_shift_stream(100_000)`` is the paper's stream, with shifts at 1000
 # and 10 000. Rows are independent within a phase, so taking the first rows
 # of each phase (600, 900 and 900 of them) gives the same kind of stream with
-# shifts at 600 and 1500, short enough to run in seconds. The shuffled
+# shifts at 600 and 1500, short enough for an example. The shuffled
 # control contains the same rows in random order.
 
 import matplotlib.pyplot as plt

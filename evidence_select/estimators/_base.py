@@ -5,13 +5,11 @@ A shell validates, builds a frozen config, delegates each chunk to
 at the very end, so a failing call leaves the estimator exactly as it was.
 """
 
-import contextlib
 import logging
 import math
 from numbers import Integral, Real
 
 import numpy as np
-from joblib import parallel_config
 from sklearn.base import BaseEstimator
 
 from ..exceptions import FeatureScaleWarning
@@ -23,6 +21,7 @@ from ..sgais._checks import collapsed_chunks, failed_evidence_checks
 from ..sgais._reservoir import reservoir_undo
 from ..utils import make_generator
 from ..utils._progress import progress_bar
+from ..utils._nested import granted_n_jobs
 from ..utils._threads import single_threaded_blas
 from ..utils._order import order_generator, warn_if_target_ordered
 from ..utils._validation import Interval, StrOptions, check_is_fitted
@@ -227,13 +226,14 @@ class BaseSGAISEstimator(BaseEstimator):
         return X, y
 
     def _replay_context(self):
-        """The joblib context of a call's restarts: ``n_jobs`` workers for the replicate groups' replays.
+        """The workers of a call's restarts: ``n_jobs`` for the replicate groups' replays.
 
         A replay's groups are independent runs whose seeds are drawn before they start, so they give the
         same bits on any number of workers. ``n_jobs=None`` leaves the caller's :func:`joblib.parallel_config`
-        in force (one worker without one).
+        in force (one worker without one); inside a parallel task (a selector's candidate on a worker), only
+        an explicit ``n_jobs`` lets them leave the task (:mod:`~evidence_select.utils._nested`).
         """
-        return contextlib.nullcontext() if self.n_jobs is None else parallel_config(n_jobs=self.n_jobs)
+        return granted_n_jobs(self.n_jobs)
 
     def _check_posterior_mode(self, state, record, n_seen_before):
         """The chunk's posterior-mode check (:func:`check_against_mode`, when due: at a row checkpoint or after

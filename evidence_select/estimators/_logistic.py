@@ -4,11 +4,11 @@ from numbers import Real
 
 import numpy as np
 from sklearn.base import ClassifierMixin
-from sklearn.utils.multiclass import check_classification_targets
 
 from ..models import SoftmaxRegressionModel
 from ..utils._validation import Interval, check_is_fitted, validate_data
 from ._base import BaseSGAISEstimator
+from ._generic import validate_classification_stream
 
 __all__ = ["BayesianLogisticClassifier"]
 
@@ -46,8 +46,7 @@ class BayesianLogisticClassifier(ClassifierMixin, BaseSGAISEstimator):
     n_mcmc_steps : int, default=10
         SGHMC steps per intermediate (annealed) distribution
         (``initial_mcmc_factor`` times as many on the first chunk). More than
-        the linear model's 5, for the larger posterior (see :ref:`parameters`;
-        ``python benchmarks/bench_sgais.py`` measures the accuracy).
+        the linear model's 5, for the larger posterior (see :ref:`parameters`).
     initial_mcmc_factor : int, default=2
         Multiplier of ``n_mcmc_steps`` on the first chunk, which carries the
         particles from the prior to a posterior (the longest way).
@@ -194,22 +193,7 @@ class BayesianLogisticClassifier(ClassifierMixin, BaseSGAISEstimator):
                                       intercept_scale=self.intercept_scale, fit_intercept=self.fit_intercept)
 
     def _validate_stream(self, X, y, classes, reset):
-        X, y = validate_data(self, X, y, reset=reset, dtype=np.float64)
-        check_classification_targets(y)
-        if reset:
-            classes = np.unique(y if classes is None else np.asarray(classes))
-            if len(classes) < 2:
-                raise ValueError(f"BayesianLogisticClassifier needs at least 2 classes; got {len(classes)} class "
-                                 f"({classes.tolist()})")
-            self.classes_ = classes
-        elif classes is not None and not np.array_equal(np.unique(np.asarray(classes)), self.classes_):
-            raise ValueError(f"classes={np.unique(np.asarray(classes)).tolist()} differs from the classes of the first "
-                             f"partial_fit call, {self.classes_.tolist()}")
-        unknown = np.setdiff1d(np.unique(y), self.classes_)
-        if len(unknown):
-            raise ValueError(f"y contains labels not in classes: {unknown.tolist()[:10]}; "
-                             f"classes are {self.classes_.tolist()}")
-        return X, np.searchsorted(self.classes_, y).astype(np.intp)
+        return validate_classification_stream(self, X, y, classes, reset)
 
     def fit(self, X, y):
         """Forget any past data and stream ``(X, y)``, in a seeded random order (``shuffle``); classes are

@@ -172,7 +172,7 @@ class BayesianMixture(DensityMixin, BaseSGAISEstimator):
         ``reservoir_size``; a surprise or shift after that is flagged
         (``ChunkRecord.degraded``, an ``EvidenceConvergenceWarning``, a widened
         ``log_evidence_std_``). See :ref:`limitations` for the in-order against
-        shuffled check (``benchmarks/bench_selector.py --only shift``).
+        shuffled check.
     surprise_threshold : float or None, default=None
         Nats per row. A chunk whose mean per-row log-likelihood the particles
         disagree on by more than this (weighted standard deviation across

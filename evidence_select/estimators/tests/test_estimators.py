@@ -137,7 +137,8 @@ def test_regressor_predictions_match_exact_posterior_predictive():
     from evidence_select.models import LinearEvidenceStats
 
     data = make_linear_regression(3000, random_state=5)
-    reg = BayesianLinearRegressor(random_state=0).fit(data.X, data.y)
+    reg = BayesianLinearRegressor(noise_variance=1.0, prior_scale=1.0, intercept_scale=1.0,  # the known-noise model
+                                  random_state=0).fit(data.X, data.y)
     model = reg.model_
     mean, cov = LinearEvidenceStats.empty(model).update(model, data.X, data.y).posterior(model)
     X_new = data.X[:20]

@@ -123,6 +123,10 @@ def run_engine(X, y, model, config, seed):
 SGHMC_ONLY = dict(exact_move_rows=0)
 
 
+#: The paper's known-noise linear model (the estimator's default integrates the noise and the scale out).
+KNOWN_NOISE = dict(noise_variance=1.0, prior_scale=1.0)
+
+
 def _linear():
     data = make_linear_regression(1200, random_state=1)
     return data.X, data.y
@@ -135,25 +139,29 @@ def _softmax():
 
 def case_linear_estimator():
     X, y = _linear()
-    return summarise_estimator(BayesianLinearRegressor(n_particles=8, **SGHMC_ONLY, batch_size=300, random_state=0, shuffle=False).fit(X, y))
+    return summarise_estimator(BayesianLinearRegressor(**KNOWN_NOISE, n_particles=8, **SGHMC_ONLY, batch_size=300,
+                                                       random_state=0, shuffle=False).fit(X, y))
 
 
 def case_linear_no_resampling_sghmc_data_schedule():
     X, y = _linear()
-    est = BayesianLinearRegressor(n_particles=8, **SGHMC_ONLY, batch_size=300, resample_threshold=0.0, integrator="sghmc",
+    est = BayesianLinearRegressor(**KNOWN_NOISE, n_particles=8, **SGHMC_ONLY, batch_size=300, resample_threshold=0.0,
+                                  integrator="sghmc",
                                   step_size_schedule="data", random_state=1)
     return summarise_estimator(in_file_order(est).fit(X, y))
 
 
 def case_linear_no_control_variates():
     X, y = _linear()
-    est = BayesianLinearRegressor(n_particles=8, **SGHMC_ONLY, batch_size=300, control_variates=False, random_state=2)
+    est = BayesianLinearRegressor(**KNOWN_NOISE, n_particles=8, **SGHMC_ONLY, batch_size=300, control_variates=False,
+                                  random_state=2)
     return summarise_estimator(in_file_order(est).fit(X, y))
 
 
 def case_linear_beyond_reservoir():
     X, y = _linear()
-    est = BayesianLinearRegressor(n_particles=8, **SGHMC_ONLY, batch_size=200, reservoir_size=300, random_state=3)
+    est = BayesianLinearRegressor(**KNOWN_NOISE, n_particles=8, **SGHMC_ONLY, batch_size=200, reservoir_size=300,
+                                  random_state=3)
     return summarise_estimator(in_file_order(est).fit(X, y))
 
 
@@ -247,7 +255,7 @@ def case_mixture_checkpoint_resume():
 
 def case_linear_exact_moves():
     X, y = _linear()  # exact moves on the first 600 rows, SGHMC after
-    est = BayesianLinearRegressor(n_particles=8, batch_size=300, exact_move_rows=600, random_state=8)
+    est = BayesianLinearRegressor(**KNOWN_NOISE, n_particles=8, batch_size=300, exact_move_rows=600, random_state=8)
     return summarise_estimator(in_file_order(est).fit(X, y))
 
 
