@@ -10,8 +10,8 @@ Usage::
 
 Prints markdown tables and writes ``benchmarks/results/user_data.json``.
 
-- ``sorted``: breast cancer, wine and digits (scikit-learn's copies; columns standardised, constant ones dropped),
-  rows sorted by class, through ``EvidenceModelSelector`` of ``BayesianLogisticClassifier(prior_scale=s)``,
+- ``sorted``: breast cancer, wine and digits (scikit-learn's copies; columns standardised, constant ones dropped;
+  the digits also as their first three principal components, the tests' case), rows sorted by class, through ``EvidenceModelSelector`` of ``BayesianLogisticClassifier(prior_scale=s)``,
   ``s`` in 0.3, 1, 3 (the command line's classification candidates), ``fit`` with its default seeded shuffle,
   against the same selector on the rows shuffled beforehand, and against ``shuffle=False`` (the file order).
   Target: the sorted file's evidences within 3 combined standard errors of the shuffled rows', no
@@ -24,8 +24,8 @@ Prints markdown tables and writes ``benchmarks/results/user_data.json``.
   standardised (the cure the warning names) as a control. Target: each raw run either warns
   (``FeatureScaleWarning``, raised before the first chunk is annealed) or lands within ``max(3 sigma, 2 nats)``
   of its reference.
-- ``demo``: the demo's cumulative wall time at its phase ends, default phases and ``--full``, with the speed
-  probe in the same process: the constants of ``evidence_select/_demo.py``.
+- ``demo``: the demo's cumulative time at its phase ends, default phases and ``--full``, its candidates one after
+  another in this process, with the speed probe before and after: the constants of ``evidence_select/_demo.py``.
 
 Times are wall seconds on this machine with its load at the time (printed); compare ratios within one run.
 """
@@ -41,6 +41,7 @@ import numpy as np
 from _common import RESULTS_DIR, markdown_table, run_metadata, save_json
 
 from sklearn import datasets
+from sklearn.decomposition import PCA
 from sklearn.model_selection import cross_val_score
 from sklearn.preprocessing import StandardScaler
 
@@ -54,10 +55,14 @@ SCALE_BAND = (1e2, 1e4)
 
 # -- sorted classification files ---------------------------------------------------------------------
 def classification_file(name):
-    """``(X, y)`` of a real classification set sorted by class: standardised, constant columns dropped."""
-    data = {"breast_cancer": datasets.load_breast_cancer, "wine": datasets.load_wine,
-            "digits": datasets.load_digits}[name]()
+    """``(X, y)`` of a real classification set sorted by class: standardised, constant columns dropped;
+    ``digits_pca3``: the digits' first three principal components (the tests' case)."""
+    loader = {"breast_cancer": datasets.load_breast_cancer, "wine": datasets.load_wine,
+              "digits": datasets.load_digits, "digits_pca3": datasets.load_digits}[name]
+    data = loader()
     X = data.data[:, data.data.std(axis=0) > 0]
+    if name == "digits_pca3":
+        X = PCA(3, random_state=0).fit_transform(X)
     order = np.argsort(data.target, kind="stable")
     return StandardScaler().fit_transform(X)[order], data.target[order]
 
@@ -76,12 +81,16 @@ def timed_fit(estimator, X, y):
     return estimator, seconds, sorted({w.category.__name__ for w in caught})
 
 
-def sorted_case(name):
+def sorted_case(name, in_order):
+    """The selector on the sorted rows and on the shuffled rows through ``fit``; with ``in_order``, also on the
+    sorted rows as given (``shuffle=False``), which on the full digits takes far longer than the rest."""
     X, y = classification_file(name)
     shuffled = np.random.default_rng(1).permutation(len(y))
     runs = {}
-    for label, rows, params in (("sorted, fit", np.arange(len(y)), {}), ("shuffled, fit", shuffled, {}),
-                                ("sorted, shuffle=False", np.arange(len(y)), {"shuffle": False})):
+    variants = [("sorted, fit", np.arange(len(y)), {}), ("shuffled, fit", shuffled, {})]
+    if in_order:
+        variants.append(("sorted, shuffle=False", np.arange(len(y)), {"shuffle": False}))
+    for label, rows, params in variants:
         fitted, seconds, caught = timed_fit(selector(**params), X[rows], y[rows])
         runs[label] = dict(log_evidences=fitted.log_evidences_, stds=fitted.log_evidence_stds_,
                            checks=[list(c) for c in fitted.evidence_checks_], seconds=seconds, warnings=caught)
@@ -203,8 +212,9 @@ def demo_case(full):
     phases = PAPER_PHASES if full else (1000, 1500, 1500)
     X = shift_stream(phases, random_state=0).X
     probe_before = speed_probe()
+    # One candidate after another in this process: the probe and the run then share the machine alike.
     sel = EvidenceModelSelector([(f"K={k}", BayesianMixture(k, batch_size=250)) for k in DEMO_COMPONENTS],
-                                n_jobs=len(DEMO_COMPONENTS), shuffle=False, random_state=0)
+                                n_jobs=1, shuffle=False, random_state=0)
     ends, cumulative = np.cumsum(phases).tolist(), []
     tic = time.perf_counter()
     with warnings.catch_warnings():
@@ -229,7 +239,9 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--only", nargs="*", choices=["sorted", "cv", "scale", "demo"],
                         default=["sorted", "cv", "scale", "demo"])
-    parser.add_argument("--sorted-cases", nargs="*", default=["breast_cancer", "wine", "digits"])
+    parser.add_argument("--sorted-cases", nargs="*", default=["breast_cancer", "wine", "digits_pca3", "digits"])
+    parser.add_argument("--in-order-cases", nargs="*", default=["breast_cancer", "wine", "digits_pca3"],
+                        help="sorted cases also streamed as given (shuffle=False)")
     parser.add_argument("--cv-cases", nargs="*", default=["breast_cancer", "wine"])
     parser.add_argument("--scale-cases", nargs="*", default=["wine", "diabetes", "breast_cancer", "linnerud"])
     parser.add_argument("--output", default="user_data.json")
@@ -238,7 +250,7 @@ def main(argv=None):
     print(f"load average at start: {os.getloadavg()}")
     tables = []
     if "sorted" in args.only:
-        out["sorted"] = [sorted_case(name) for name in args.sorted_cases]
+        out["sorted"] = [sorted_case(name, name in args.in_order_cases) for name in args.sorted_cases]
         tables.append(("Sorted classification files through fit", sorted_rows(out["sorted"])))
     if "cv" in args.only:
         out["cv"] = [cv_case(name) for name in args.cv_cases]

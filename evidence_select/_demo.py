@@ -27,13 +27,13 @@ __all__ = ["DEMO_COMPONENTS", "DEMO_PHASES", "PhaseClock", "demo_estimate", "run
 DEMO_PHASES = (1000, 1500, 1500)
 DEMO_COMPONENTS = (3, 5, 7)  # the candidate mixtures' numbers of components
 
-#: ``(rows seen, cumulative wall seconds)`` at the phase ends of reference runs of the demo (its 3 candidates on
-#: ``_REFERENCE_WORKERS`` workers), the default phases and the paper's (``--full``), and the seconds that
-#: :func:`speed_probe` took in the same process: ``benchmarks/bench_demo_time.py`` measures and prints them;
-#: re-measure when the engine's speed changes. Only their ratios to the probe matter.
+#: ``(rows seen, cumulative seconds)`` at the phase ends of reference runs of the demo, its 3 candidates one after
+#: another in one process (the default phases, then the paper's, ``--full``), and the seconds :func:`speed_probe`
+#: took in the same process: ``benchmarks/bench_user_data.py --only demo`` measures and prints them; re-measure
+#: when the engine's speed changes. Only their ratio to the probe matters, which the machine's load leaves alone
+#: (both run on one core's share).
 _REFERENCE_CURVE = ((1000, 4.3), (2500, 15.1), (4000, 28.0), (10_000, 36.0), (100_000, 63.0))
 _REFERENCE_PROBE_SECONDS = 0.04
-_REFERENCE_WORKERS = 2
 
 
 # -- time ----------------------------------------------------------------------------------------------
@@ -79,10 +79,18 @@ def workers_for(n_jobs, n_candidates):
 
 
 def demo_estimate(n_rows, n_streams, workers, probe_seconds):
-    """Estimated wall seconds of ``n_streams`` streams of ``n_rows`` rows on ``workers`` workers, on a machine
-    whose :func:`speed_probe` took ``probe_seconds``."""
+    """Estimated wall seconds of ``n_streams`` streams of ``n_rows`` rows on ``workers`` workers (each at most a
+    core), on a machine whose :func:`speed_probe` took ``probe_seconds``.
+
+    Examples
+    --------
+    >>> demo_estimate(4000, 1, 1, _REFERENCE_PROBE_SECONDS) == reference_seconds(4000)
+    True
+    >>> demo_estimate(4000, 2, 1, 2 * _REFERENCE_PROBE_SECONDS) == 4 * reference_seconds(4000)
+    True
+    """
     speed = probe_seconds / _REFERENCE_PROBE_SECONDS
-    return reference_seconds(n_rows) * speed * n_streams * _REFERENCE_WORKERS / workers
+    return reference_seconds(n_rows) * speed * n_streams / workers
 
 
 def duration_text(seconds):
