@@ -153,7 +153,7 @@ def cases(quick, patterns=(), long_streams=False):
     exact = log_evidence(BayesianLinearRegressor(**PAPER_LINEAR), Xs, ys, method="exact").log_evidence
     out["linear shift at 500 (chunks 100)"] = (
         lambda s, p, g: BayesianLinearRegressor(**PAPER_LINEAR, random_state=s, n_particles=p, n_replicates=g,
-                                                batch_size=100),
+                                                shuffle=False, batch_size=100),
         Xs, ys, (exact, 0.0))
     data = make_softmax_classification(1000, random_state=0)
     out["softmax N=1000"] = (lambda s, p, g: BayesianLogisticClassifier(random_state=s, n_particles=p, n_replicates=g, shuffle=False),

@@ -4,6 +4,7 @@ Usage (from the repository root)::
 
     python benchmarks/make_tables.py            # doc/user_guide/generated/<table>.rst from benchmarks/saved/*.json
     python benchmarks/make_tables.py --print    # the same tables as markdown, on the terminal
+    python benchmarks/make_tables.py --commands # the commands that write the saved files, one per line
 
 Every table of ``doc/user_guide/validation.rst`` is made from one canonical result file,
 ``benchmarks/saved/<name>.json``, that one benchmark command wrote with ``--save`` at a clean commit; the
@@ -70,8 +71,13 @@ def write_tables(out_dir=DOC_DIR, saved_dir=SAVED_DIR):
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--print", action="store_true", help="print the tables as markdown instead of writing them")
+    parser.add_argument("--commands", action="store_true",
+                        help="print the command that writes each saved file (run them at a clean commit) and exit")
     parser.add_argument("--out-dir", default=DOC_DIR, help="where to write the tables (default: %(default)s)")
     args = parser.parse_args(argv)
+    if args.commands:
+        print("\n".join(SAVED_COMMANDS.values()))
+        return
     if args.print:
         for table, (name, renderer) in TABLES.items():
             if not os.path.exists(os.path.join(SAVED_DIR, f"{name}.json")):
