@@ -24,7 +24,7 @@ import warnings
 
 import numpy as np
 
-from _common import RESULTS_DIR, run_metadata, save_json
+from _common import PAPER_LINEAR, RESULTS_DIR, run_metadata, save_json
 from evidence_select import BayesianLinearRegressor, BayesianLogisticClassifier, BayesianMixture, log_evidence
 from evidence_select.sgais._engine import SGAISConfig, combine_replicates, sgais_init, sgais_update
 from evidence_select.testing._shift_streams import linear_shift, logistic_shift, mixture_shift
@@ -32,8 +32,9 @@ from evidence_select.models import LinearGaussianModel
 
 CASES = {  # model: (data, estimator factory, reference method)
     "linear (coefficients shift at 1000, reservoir 500)": (
-        lambda: linear_shift(2000, 1000, 0), lambda s: BayesianLinearRegressor(batch_size=250, reservoir_size=500,
-                                                                               random_state=s), "exact"),
+        lambda: linear_shift(2000, 1000, 0), lambda s: BayesianLinearRegressor(**PAPER_LINEAR, batch_size=250,
+                                                                               reservoir_size=500, random_state=s),
+        "exact"),
     "classifier (boundary turns at 400, reservoir 200)": (
         lambda: logistic_shift(800, 400, 0), lambda s: BayesianLogisticClassifier(batch_size=100, reservoir_size=200,
                                                                                   random_state=s), "bridge"),
@@ -48,7 +49,8 @@ def whole_stream_cases(data_seed):
     return {
         "linear (coefficients shift at 1000, whole stream stored)": (
             lambda: linear_shift(2000, 1000, data_seed),
-            lambda s: BayesianLinearRegressor(batch_size=250, reservoir_size=2000, random_state=s), "exact"),
+            lambda s: BayesianLinearRegressor(**PAPER_LINEAR, batch_size=250, reservoir_size=2000, random_state=s),
+            "exact"),
         "classifier (boundary turns at 1250, whole stream stored)": (
             lambda: logistic_shift(2000, 1250, data_seed),
             lambda s: BayesianLogisticClassifier(batch_size=250, reservoir_size=2000, random_state=s), "bridge"),
@@ -72,7 +74,7 @@ def shift_rows(n_seeds, cases):
             rows.append(dict(case=name, seed=seed, reference=reference.log_evidence,
                              reference_std=reference.log_evidence_std, log_evidence=estimator.log_evidence_,
                              std=estimator.log_evidence_std_, std_unwidened=unwidened, error=error,
-                             error_in_std=abs(error) / std, degraded_chunks=state.n_degraded_chunks,
+                             error_in_std=abs(error) / std, degraded_chunks=state.widening.n_degraded_chunks,
                              replayed_rows=int(sum(r.n_replayed for r in estimator.evidence_history_)),
                              warnings=sum("EvidenceConvergence" in w.category.__name__ for w in caught),
                              seconds=time.perf_counter() - tic, cpu_seconds=time.process_time() - cpu))

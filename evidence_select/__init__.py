@@ -10,7 +10,7 @@ from .estimators import (BayesianLinearRegressor, BayesianLogisticClassifier, Ba
                          BayesianPoissonRegressor, EvidenceClassifier, EvidenceDensityEstimator, EvidenceRegressor)
 from .evidence import EvidenceResult, exact_log_evidence, log_evidence
 from .evidence import detect_change_points
-from .exceptions import EvidenceConvergenceWarning
+from .exceptions import EvidenceConvergenceWarning, FeatureScaleWarning, StreamOrderWarning
 from .sgais import PAPER_SETTINGS, ChunkRecord, SamplerDegeneracyWarning
 from .selection import EvidenceModelSelector, partial_fit_pipeline
 from .utils import load_checkpoint, save_checkpoint
@@ -30,7 +30,9 @@ __all__ = [
     "EvidenceModelSelector",
     "EvidenceRegressor",
     "EvidenceResult",
+    "FeatureScaleWarning",
     "SamplerDegeneracyWarning",
+    "StreamOrderWarning",
     "__version__",
     "datasets",
     "detect_change_points",

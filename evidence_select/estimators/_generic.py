@@ -170,7 +170,7 @@ class _GenericShell(BaseSGAISEstimator):
     def __init__(self, model, *, n_particles=30, n_replicates=2, batch_size=500, learning_rate=0.1, friction=0.2,
                  n_mcmc_steps=10, initial_mcmc_factor=2, target_ess=0.9, resample_threshold=0.5,
                  control_variates=True, step_size_schedule="tempered", integrator="baoab", reservoir_size=100_000,
-                 exact_move_rows=1000, n_jobs=None, random_state=None, verbose=0):
+                 exact_move_rows=1000, n_jobs=None, shuffle=True, random_state=None, verbose=0):
         self.model = model
         self.n_particles = n_particles
         self.n_replicates = n_replicates
@@ -187,6 +187,7 @@ class _GenericShell(BaseSGAISEstimator):
         self.reservoir_size = reservoir_size
         self.exact_move_rows = exact_move_rows
         self.n_jobs = n_jobs
+        self.shuffle = shuffle
         self.random_state = random_state
         self.verbose = verbose
 
@@ -261,6 +262,9 @@ class EvidenceRegressor(RegressorMixin, _GenericShell):
         unknown curvature needs no step scales there); 0 never does.
     n_jobs : int or None, default=None
         Workers for the replay of a restart's replicate groups.
+    shuffle : bool, default=True
+        Whether ``fit`` streams the rows in a seeded random order (from ``random_state``; the model treats rows as
+        exchangeable, so the evidence does not depend on their order). False streams them as given.
     random_state : int, Generator, RandomState or None, default=None
         Seed; drawn once per ``fit`` and carried (and pickled) with the state.
     verbose : int, default=0
@@ -448,6 +452,9 @@ class EvidenceClassifier(ClassifierMixin, _GenericShell):
         Rows up to which particles move by exact HMC (see :class:`EvidenceRegressor`).
     n_jobs : int or None, default=None
         Workers for the replay of a restart's replicate groups.
+    shuffle : bool, default=True
+        Whether ``fit`` streams the rows in a seeded random order (from ``random_state``; the model treats rows as
+        exchangeable, so the evidence does not depend on their order). False streams them as given.
     random_state : int, Generator, RandomState or None, default=None
         Seed.
     verbose : int, default=0
@@ -644,6 +651,9 @@ class EvidenceDensityEstimator(DensityMixin, _GenericShell):
         Rows up to which particles move by exact HMC (see :class:`EvidenceRegressor`).
     n_jobs : int or None, default=None
         Workers for the replay of a restart's replicate groups.
+    shuffle : bool, default=True
+        Whether ``fit`` streams the rows in a seeded random order (from ``random_state``; the model treats rows as
+        exchangeable, so the evidence does not depend on their order). False streams them as given.
     random_state : int, Generator, RandomState or None, default=None
         Seed.
     verbose : int, default=0

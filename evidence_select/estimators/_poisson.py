@@ -63,6 +63,9 @@ class BayesianPoissonRegressor(EvidenceRegressor):
         Rows up to which particles move by exact HMC on the tempered posterior.
     n_jobs : int or None, default=None
         Workers for the replay of a restart's replicate groups.
+    shuffle : bool, default=True
+        Whether ``fit`` streams the rows in a seeded random order (from ``random_state``; the model treats rows as
+        exchangeable, so the evidence does not depend on their order). False streams them as given.
     random_state : int, Generator, RandomState or None, default=None
         Seed.
     verbose : int, default=0
@@ -122,8 +125,8 @@ class BayesianPoissonRegressor(EvidenceRegressor):
     def __init__(self, *, prior_scale=1.0, intercept_scale=3.0, fit_intercept=True, n_particles=30, n_replicates=2,
                  batch_size=500, learning_rate=0.1, friction=0.2, n_mcmc_steps=10, initial_mcmc_factor=2,
                  target_ess=0.9, resample_threshold=0.5, control_variates=True, step_size_schedule="tempered",
-                 integrator="baoab", reservoir_size=100_000, exact_move_rows=1000, n_jobs=None, random_state=None,
-                 verbose=0):
+                 integrator="baoab", reservoir_size=100_000, exact_move_rows=1000, n_jobs=None, shuffle=True,
+                 random_state=None, verbose=0):
         self.prior_scale = prior_scale
         self.intercept_scale = intercept_scale
         self.fit_intercept = fit_intercept
@@ -142,6 +145,7 @@ class BayesianPoissonRegressor(EvidenceRegressor):
         self.reservoir_size = reservoir_size
         self.exact_move_rows = exact_move_rows
         self.n_jobs = n_jobs
+        self.shuffle = shuffle
         self.random_state = random_state
         self.verbose = verbose
 

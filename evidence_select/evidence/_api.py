@@ -6,7 +6,7 @@ import numpy as np
 from sklearn.base import clone
 
 from ..models import Model
-from ..backends._exact import exact_log_evidence
+from ..backends._exact import exact_log_evidence_and_error
 from ..sgais._mode_check import apply_mode_check
 from ..utils._threads import single_threaded_blas
 from .._result import EvidenceResult, failed_checks
@@ -76,7 +76,7 @@ def _sgais_on_model(model, X, y, random_state, **settings):
     config = SGAISConfig(**settings)
     with single_threaded_blas():
         state = sgais_stream(np.random.default_rng(random_state), model, config, X, y)
-        state, _ = apply_mode_check(state, model, "log_evidence(method='sgais')")
+        state, _ = apply_mode_check(state, model, "log_evidence(method='sgais')", config.tuning.mode_check)
     return state, config
 
 
@@ -158,7 +158,7 @@ def log_evidence(estimator_or_model, X=None, y=None, *, method, random_state=Non
         est.fit(X, y) if y is not None else est.fit(X)
         state = est.sgais_state_
         n_rows = est.n_samples_seen_
-        diagnostics = evidence_diagnostics(state, est.evidence_history_, est.sgais_config_.n_particles)
+        diagnostics = evidence_diagnostics(state, est.evidence_history_, est.sgais_config_)
         return EvidenceResult(est.log_evidence_, est.log_evidence_std_, "sgais",
                               state.n_datum_evaluations / max(n_rows, 1), state.n_datum_evaluations,
                               time.perf_counter() - tic, settings=est.get_params(), samples=est.particles_,
@@ -167,12 +167,12 @@ def log_evidence(estimator_or_model, X=None, y=None, *, method, random_state=Non
     model, X, y = (estimator_or_model, *_model_data(X, y)) if is_model \
         else _model_and_data(estimator_or_model, X, y)
     if method == "exact":
-        value = exact_log_evidence(model, X, y)
-        return EvidenceResult(value, 0.0, "exact", 1.0, len(X), time.perf_counter() - tic)
+        value, error = exact_log_evidence_and_error(model, X, y)  # error: a quadrature's bound, else 0
+        return EvidenceResult(value, error, "exact", 1.0, len(X), time.perf_counter() - tic)
     if method == "sgais":
         state, config = _sgais_on_model(model, X, y, random_state, **method_kwargs)
         log_z, std = evidence_estimate(state)
-        diagnostics = evidence_diagnostics(state, [], config.n_particles)  # the stream keeps no records
+        diagnostics = evidence_diagnostics(state, [], config)  # the stream keeps no records
         return EvidenceResult(log_z, std, "sgais", state.n_datum_evaluations / max(len(X), 1),
                               state.n_datum_evaluations, time.perf_counter() - tic, settings=config._asdict(),
                               samples=state.particles, log_weights=state.log_weights.ravel(),

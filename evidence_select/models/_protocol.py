@@ -15,10 +15,70 @@ finite differences.
 
 import functools
 from abc import ABC, abstractmethod
+from typing import NamedTuple
 
 import numpy as np
 
-__all__ = ["Model", "check_model", "design_step_scales", "finite_difference_gradient"]
+__all__ = ["Model", "ModelCapabilities", "check_model", "design_step_scales", "finite_difference_gradient"]
+
+
+class ModelCapabilities(NamedTuple):
+    """The optional members a model offers the samplers, as :meth:`Model.capabilities` declares them.
+
+    SGAIS chooses its kernels and shortcuts from this declaration alone: exact draws in place of exact HMC
+    (``exact_draws``), from the rows' summed statistics at any number of rows (``statistics_draws``), gradients
+    from additive row statistics (``gradient_statistics``), global Metropolis-Hastings jumps on surprising chunks
+    (``global_jumps``), the posterior-mode check (``mode_search``), the model's fused gradient calls
+    (``fused_joint_gradient``, ``fused_fixed_points``) in place of the protocol's sums of terms, and a reference
+    evidence to name in its warnings (``exact_evidence``).
+
+    Examples
+    --------
+    >>> from evidence_select.models import LinearGaussianModel
+    >>> capabilities = LinearGaussianModel(2).capabilities()
+    >>> capabilities.exact_draws, capabilities.global_jumps
+    (True, False)
+    """
+
+    exact_draws: bool = False  # sample_tempered_posterior
+    statistics_draws: bool = False  # sample_tempered_posterior_from_statistics (needs gradient_statistics)
+    gradient_statistics: bool = False  # gradient_statistics and grad_from_statistics
+    global_jumps: bool = False  # propose_jump
+    mode_search: bool = False  # mode_starts (and mode_symmetries)
+    fused_joint_gradient: bool = False  # grad_log_joint, written for the model's own prior and likelihood
+    fused_fixed_points: bool = False  # grad_log_likelihood_at, written for the model's own likelihood
+    exact_evidence: bool = False  # exact_log_evidence
+
+
+def _defined_for(model, member, terms):
+    """Whether the class of ``model`` that defines ``member`` defines each of ``terms`` or subclasses its definer."""
+    def owner(name):
+        return next((cls for cls in type(model).__mro__ if name in vars(cls)), None)
+
+    defined, definers = owner(member), [owner(name) for name in terms]
+    return defined is not None and all(cls is not None and issubclass(defined, cls) for cls in definers)
+
+
+def declared_capabilities(model):
+    """The :class:`ModelCapabilities` of the optional members ``model``'s class defines for its own terms.
+
+    A member counts where the class that defines it also defines the terms it was written for, or derives from
+    their definer: a subclass that overrides ``log_likelihood`` alone (another noise model, say) does not inherit
+    conjugate draws or row statistics from a posterior that is no longer its own, and one that overrides a
+    gradient term alone is not bypassed by a fused call it inherited. Members that depend on no term
+    (``propose_jump``, ``mode_starts``, ``exact_log_evidence``) count wherever they are defined.
+    """
+    statistics = _defined_for(model, "gradient_statistics", ("log_likelihood",))
+    return ModelCapabilities(
+        exact_draws=_defined_for(model, "sample_tempered_posterior", ("log_likelihood",)),
+        statistics_draws=statistics and _defined_for(model, "sample_tempered_posterior_from_statistics",
+                                                     ("log_likelihood",)),
+        gradient_statistics=statistics,
+        global_jumps=hasattr(model, "propose_jump"),
+        mode_search=hasattr(model, "mode_starts"),
+        fused_joint_gradient=_defined_for(model, "grad_log_joint", ("grad_log_prior", "grad_log_likelihood")),
+        fused_fixed_points=_defined_for(model, "grad_log_likelihood_at", ("grad_log_likelihood",)),
+        exact_evidence=hasattr(model, "exact_log_evidence"))
 
 
 class Model(ABC):
@@ -122,6 +182,11 @@ class Model(ABC):
     #: single-precision gradient): Metropolis-corrected HMC on an exact target then kicks with it and
     #: evaluates the log-likelihood only at each trajectory's end (:class:`~evidence_select.kernels._hmc.KickedTarget`).
     fast_gradient = False
+    #: Prior variances of the parameters, shape ``(n_params,)``, for models with a diagonal Gaussian prior, else
+    #: None: SGHMC caps its data-scaled step at ``learning_rate`` times them.
+    prior_variances = None
+    #: Number of :meth:`mode_symmetries` (linear maps that leave the posterior invariant).
+    n_mode_symmetries = 1
 
     @property
     @abstractmethod
@@ -204,6 +269,26 @@ class Model(ABC):
             None (the default): the step scales are exact, use them as they are.
         """
         return None
+
+    def capabilities(self):
+        """The optional members this model offers the samplers (:class:`ModelCapabilities`).
+
+        SGAIS chooses its kernels from this declaration, never from the model's class. The default declares
+        each optional member the model's class defines for its own terms (see
+        :func:`~evidence_select.models._protocol.declared_capabilities`); override it to declare otherwise, for
+        example to switch a member off.
+
+        Returns
+        -------
+        capabilities : ModelCapabilities
+        """
+        return declared_capabilities(self)
+
+    def mode_symmetries(self):
+        """Linear maps ``A`` under which the posterior is invariant, shape ``(n_mode_symmetries, n_params,
+        n_params)``; the default is the identity alone. The posterior-mode check symmetrises its proposal over
+        them (a mixture's relabellings)."""
+        return np.eye(self.n_params)[None]
 
     def log_likelihood_sum(self, theta, X, y=None):
         """Total log-likelihood of a data set, shape ``(n_particles,)``."""

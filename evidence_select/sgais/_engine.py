@@ -129,20 +129,19 @@ from ..exceptions import EvidenceConvergenceWarning
 from ..utils import ess_from_log_weights, log_mean_exp, make_generator
 from ..utils._warnings import warn
 from ._moves import MoveTarget, chunk_context, pooled_step_scales
-from ._policy import (RESERVOIR_OUTGROWN, SHIFT_UNCURED, ChunkMode, excursion, excursion_due, growth_checkpoint,
-                            growth_restart_due, initial_mode, merge_independent_runs, per_row_spread,
-                            replay_from_prior, shift_detected, surprise_policy, surprised_on_arrival)
+from ._policy import (ActionKind, ChunkMode, arrival_action, closing_action, cure_of, degradation_text, excursion,
+                      initial_mode, merge_independent_runs, per_row_spread, replay_from_prior, shift_detected,
+                      steps_action, surprise_limits, surprised_on_arrival)
 from ._reference import refresh_reference
-from ._state import (PAPER_SETTINGS, POPULATION_BIAS_WARNING, ChunkRecord, Particles,
-                           SamplerDegeneracyWarning, SGAISConfig, SGAISState, StepCounts, combine_replicates,
-                           evidence_estimate, increment_spread, lineage_threshold, particle_log_weights,
-                           population_log_variance, sgais_init)
+from ._settings import lineage_threshold
+from ._state import (PAPER_SETTINGS, ChunkRecord, Particles, SamplerDegeneracyWarning, SGAISConfig, SGAISState,
+                     StepCounts, combine_replicates, evidence_estimate, increment_spread, particle_log_weights,
+                     population_log_variance, sgais_init)
 from ._steps import choose_increment, count_lineages, tempering_step
 
 __all__ = ["SGAISConfig", "SGAISState", "ChunkRecord", "sgais_init", "sgais_update", "sgais_stream",
-           "combine_replicates",
-           "evidence_estimate",
-           "particle_log_weights", "SamplerDegeneracyWarning", "PAPER_SETTINGS"]
+           "combine_replicates", "evidence_estimate", "particle_log_weights", "SamplerDegeneracyWarning",
+           "PAPER_SETTINGS"]
 
 
 class ChunkProgress(NamedTuple):
@@ -151,11 +150,19 @@ class ChunkProgress(NamedTuple):
     particles: Particles
     tempering: float  # the chunk's power, in [0, 1]
     mode: ChunkMode
+    action: object  # the policy's ChunkAction so far
     excursed: bool  # the chunk has surprised by its step count (an excursion ran, or a restart replaces it)
-    restart: bool  # the chunk ends with a restart
     counts: StepCounts
     arrival_spread: float = 0.0  # per-row spread of the particles' chunk log-likelihood before the first step
-    degraded: str = ""  # why a surprise could not get its cure ("" if it did or there was none)
+
+
+class ClosedChunk(NamedTuple):
+    """The particles after a chunk's references were re-centred and its restart (if any) pooled."""
+
+    particles: Particles
+    n_reference: int  # rows seen when the references were last re-centred
+    counts: StepCounts
+    n_replayed: int  # rows a restart re-annealed from the prior (0 without one)
 
 
 def sgais_update(state, X, y, model, config):
@@ -179,91 +186,105 @@ def sgais_update(state, X, y, model, config):
 
     Notes
     -----
-    The pipeline: anneal the chunk in (:func:`anneal_chunk`), re-centre the
-    control-variate references, restart if the policy asks, insert the chunk into
-    the reservoir, then assemble the state and the record. ``state`` is never
-    modified except for the reservoir rows overwritten by the insertion at the
-    very end (after everything that can fail).
+    The pipeline: measure what the state allows the chunk
+    (:func:`~._policy.surprise_limits`), anneal the chunk in, carrying out the
+    policy's action (:func:`anneal_chunk`), take the closing action
+    (:func:`~._policy.closing_action`), re-centre the control-variate references
+    and restart if the action says so, insert the chunk into the reservoir, then
+    build the state and the record. ``state`` is never modified except for the
+    reservoir rows overwritten by the insertion at the very end (after
+    everything that can fail).
     """
     tic = time.perf_counter()
     rng = make_generator(state.rng)  # a copy: the old state's generator is never advanced
-    n_seen, n_chunk = state.n_samples_seen, len(X)
     context = chunk_context(state, X, y, model, config)
-    policy = surprise_policy(state, context)
-    progress = anneal_chunk(rng, context, policy, Particles(*state[:4], state.reference, state.reference_grad,
-                                                            np.arange(len(state.particles))))
-    n_lineages = count_lineages(progress.particles)
-    restart = progress.restart or growth_restart_due(policy, n_seen, n_chunk, config.batch_size)
-    skipped = not restart and growth_checkpoint(policy, n_seen, n_chunk, config.batch_size)
-    particles, n_reference, counts, n_replayed = _close_chunk(rng, state, context, progress, restart)
+    limits = surprise_limits(state, context)
+    progress = anneal_chunk(rng, context, limits, _start_particles(state))
+    action, skipped = closing_action(config, limits, progress.action, len(X))
+    closed = _close_chunk(rng, state, context, progress, action.kind is ActionKind.RESTART)
     reservoir, undo = reservoir_insert(rng, state.reservoir, X, y)  # last: the only in-place write
-    chunk_scales, past_scales, _, _ = context.scales
-    widening = degraded_widening(progress, n_chunk, n_seen, state.reservoir.n_stored)
-    new_state = SGAISState(*particles[:4], particles.reference, particles.reference_grad, n_reference, reservoir, rng,
-                           n_seen + n_chunk, state.n_chunks + 1, state.n_datum_evaluations + counts.n_evaluations,
-                           pooled_step_scales(past_scales, n_seen, chunk_scales, n_chunk),
-                           state.n_surprise_evaluations + counts.n_surprise_evaluations,
-                           state.degraded_variance + widening**2,
-                           state.n_degraded_chunks + bool(progress.degraded),
-                           state.increment_variance + increment_spread(state.log_evidence, particles.log_evidence),
-                           state.mode_gap_variance,
-                           None if context.past_statistics is None else context.past_statistics
-                           + context.chunk_statistics)
-    record = chunk_record(state, new_state, counts, n_replayed, time.perf_counter() - tic)
-    record = record._replace(degraded=progress.degraded, log_evidence_widening=widening,
-                             fallback=_fallbacks(counts, skipped, policy), n_lineages=n_lineages)
-    _warn_degraded(record, skipped, policy)
-    _warn_population_bias(record, state.log_evidence_variance)
-    _warn_collapsed_lineages(record, n_seen, config.n_particles)
+    degraded = "" if action.reason is None else degradation_text(action.reason, config, limits)
+    widening = degraded_widening(bool(degraded), progress.arrival_spread, len(X), state.n_samples_seen,
+                                 state.reservoir.n_stored)
+    new_state = _next_state(state, context, closed, (reservoir, rng), widening, bool(degraded))
+    blocked = limits.restart_blocked if skipped else None  # why a periodic restart due here could not run
+    blocked_text = "" if blocked is None else degradation_text(blocked, config, limits)
+    record = chunk_record(state, new_state, closed, time.perf_counter() - tic)._replace(
+        degraded=degraded, log_evidence_widening=widening, fallback=_fallbacks(closed.counts, blocked_text),
+        n_lineages=count_lineages(progress.particles))
+    _warn_degraded(record, action, (blocked, blocked_text), limits.already_degraded)
+    _warn_population_bias(record, state.log_evidence_variance, config.tuning.checks)
+    _warn_collapsed_lineages(record, state.n_samples_seen, config)
     return new_state, record, undo
 
 
-def _fallbacks(counts, skipped_restart, policy):
-    """The record's ``fallback`` text: step caps reached, a periodic restart skipped."""
+def _start_particles(state):
+    """The chunk's starting :class:`Particles`, each its own lineage's origin."""
+    return Particles(theta=state.particles, log_weights=state.log_weights, log_evidence=state.log_evidence,
+                     log_evidence_variance=state.log_evidence_variance, reference=state.reference,
+                     reference_grad=state.reference_grad, origins=np.arange(len(state.particles)))
+
+
+def _next_state(state, context, closed, carried, widening, degraded):
+    """The :class:`SGAISState` after the chunk of ``context``; ``carried`` is ``(reservoir, rng)``."""
+    particles, counts = closed.particles, closed.counts
+    n_seen, n_chunk = state.n_samples_seen, len(context.X)
+    reservoir, rng = carried
+    past_statistics = (None if context.past_statistics is None
+                       else context.past_statistics + context.chunk_statistics)
+    return SGAISState(
+        particles=particles.theta, log_weights=particles.log_weights, log_evidence=particles.log_evidence,
+        log_evidence_variance=particles.log_evidence_variance, reference=particles.reference,
+        reference_grad=particles.reference_grad, n_reference=closed.n_reference, reservoir=reservoir, rng=rng,
+        n_samples_seen=n_seen + n_chunk, n_chunks=state.n_chunks + 1,
+        n_datum_evaluations=state.n_datum_evaluations + counts.n_evaluations,
+        step_scales=pooled_step_scales(context.scales.past, n_seen, context.scales.chunk, n_chunk),
+        n_surprise_evaluations=state.n_surprise_evaluations + counts.n_surprise_evaluations,
+        increment_variance=state.increment_variance + increment_spread(state.log_evidence, particles.log_evidence),
+        widening=state.widening._replace(degraded_variance=state.widening.degraded_variance + widening**2,
+                                         n_degraded_chunks=state.widening.n_degraded_chunks + degraded),
+        past_statistics=past_statistics)
+
+
+def _fallbacks(counts, skipped_restart):
+    """The record's ``fallback`` text: step caps reached, a periodic restart skipped (``skipped_restart``: why,
+    or "")."""
     taken = []
     if counts.n_capped:
         taken.append(f"{counts.n_capped} step(s) took the rest of their tempering at once (step cap reached)")
     if skipped_restart:
-        taken.append(f"periodic restart skipped: {policy.restart_blocked}")
+        taken.append(f"periodic restart skipped: {skipped_restart}")
     return "; ".join(taken)
 
 
-#: The cure a degraded chunk's warning names, by the start of its reason (see :func:`surprise_policy`).
-_CURES = {
-    RESERVOIR_OUTGROWN: "Cure: a reservoir_size at least the stream's length",
-    SHIFT_UNCURED: (
-        "Cure: a reference evidence on the rows (log_evidence with method='exact' for linear models, 'ais' or "
-        "'bridge'); exact_move_rows at least the stream's length (where its rows fit) narrows the miss"),
-}
+def _warn_degraded(record, action, blocked, already_degraded):
+    """The EvidenceConvergenceWarning of a degraded chunk or of a periodic restart skipped, naming the cure.
 
+    ``blocked`` is ``(reason, text)`` of the skipped restart (a :class:`~._policy.Degradation` and its words), or
+    ``(None, "")``.
 
-def _warn_degraded(record, skipped_restart, policy):
-    """The EvidenceConvergenceWarning of a degraded chunk or a skipped periodic restart, naming the cure.
-
-    Beyond the reservoir every chunk after the first degraded one is degraded too; only the first warns.
+    Beyond the reservoir every chunk after the first degraded one is degraded too (``already_degraded``); only
+    the first warns.
     """
-    if record.degraded or skipped_restart:
-        reason = record.degraded or policy.restart_blocked
-        cure = next((cure for opening, cure in _CURES.items() if reason.startswith(opening)),
-                    "Cure: a larger surprise_budget")
-    if record.degraded and not policy.already_degraded:  # later chunks of a degraded run: in their records only
+    if record.degraded and not already_degraded:  # later chunks of a degraded run: in their records only
         warn(f"SGAIS: the chunk ending at row {record.n_samples_seen} surprised the particles, but "
              f"{record.degraded}; its evidence is not guaranteed and log_evidence_std was widened by "
              f"{record.log_evidence_widening:.3g} nats (later degraded chunks are flagged in "
-             f"ChunkRecord.degraded and widened too). {cure}", EvidenceConvergenceWarning)
-    if skipped_restart:
+             f"ChunkRecord.degraded and widened too). {cure_of(action.reason)}", EvidenceConvergenceWarning)
+    reason, text = blocked
+    if reason is not None:
         warn(f"SGAIS: the periodic restart at row {record.n_samples_seen} was skipped: "
-             f"{policy.restart_blocked}; a mode the particles missed would go unnoticed. {cure}",
+             f"{text}; a mode the particles missed would go unnoticed. {cure_of(reason)}",
              EvidenceConvergenceWarning)
 
 
-def _warn_population_bias(record, log_evidence_variance_before):
-    """The EvidenceConvergenceWarning of a run whose finite-population bias reaches ``POPULATION_BIAS_WARNING``.
+def _warn_population_bias(record, log_evidence_variance_before, checks):
+    """The EvidenceConvergenceWarning of a run whose finite-population bias reaches ``checks.population_bias``.
 
     Warns once, on the chunk where the bias first crosses it (it grows with the stream); the state before the
     chunk is consulted only when the chunk ends at or above it.
     """
-    if (-record.population_bias >= POPULATION_BIAS_WARNING
+    if (-record.population_bias >= checks.population_bias
             > 0.5 * population_log_variance(log_evidence_variance_before)):
         warn(
             f"SGAIS: after {record.n_samples_seen} rows the groups' importance weights put the log evidence's "
@@ -274,15 +295,16 @@ def _warn_population_bias(record, log_evidence_variance_before):
             EvidenceConvergenceWarning)
 
 
-def _warn_collapsed_lineages(record, n_seen_before, n_particles):
+def _warn_collapsed_lineages(record, n_seen_before, config):
     """The EvidenceConvergenceWarning of a chunk annealed from the prior that left fewer lineages than
-    :func:`~._state.lineage_threshold` of ``n_particles``.
+    :func:`~._settings.lineage_threshold` of ``config.n_particles``.
 
     Only for the stream's first chunk (``n_seen_before == 0``): its increment is the whole log evidence of
     its rows, a single heavy-tailed draw per group; later chunks add small increments whose spread the
     groups' increment variance follows chunk by chunk.
     """
-    if n_seen_before == 0 and record.n_lineages < lineage_threshold(n_particles):
+    n_particles = config.n_particles
+    if n_seen_before == 0 and record.n_lineages < lineage_threshold(n_particles, config.tuning.checks):
         warn(
             f"SGAIS: resampling on the first {record.n_samples_seen} rows left every replicate group's particles "
             f"descending from at most {record.n_lineages} of its {n_particles} starting particles, so each group's "
@@ -294,8 +316,8 @@ def _warn_collapsed_lineages(record, n_seen_before, n_particles):
             EvidenceConvergenceWarning)
 
 
-def degraded_widening(progress, n_chunk, n_seen, n_stored):
-    """Standard deviation (nats) to add for a degraded chunk, else 0.
+def degraded_widening(degraded, arrival_spread, n_chunk, n_seen, n_stored):
+    """Standard deviation (nats) to add for a ``degraded`` chunk, else 0.
 
     ``n_chunk`` times the arrival spread is the standard deviation across the
     particles of the chunk's total log-likelihood: the change of the chunk's
@@ -306,36 +328,32 @@ def degraded_widening(progress, n_chunk, n_seen, n_stored):
     and a surprise whose cure could not run may have left them further off; the
     larger factor, at least 1, multiplies.
     """
-    if not progress.degraded:
+    if not degraded:
         return 0.0
-    return n_chunk * progress.arrival_spread * math.sqrt(max(n_seen / max(n_stored, 1) - 1.0, 1.0))
+    return n_chunk * arrival_spread * math.sqrt(max(n_seen / max(n_stored, 1) - 1.0, 1.0))
 
 
-def anneal_chunk(rng, context, policy, particles):
-    """Anneal the chunk's power from 0 to 1 by tempering steps; returns the final :class:`ChunkProgress`."""
-    mode = initial_mode(context.config, context.n_seen, context.move_factor)
-    progress = ChunkProgress(particles, 0.0, mode, False, False, StepCounts())
+def anneal_chunk(rng, context, limits, particles):
+    """Anneal the chunk's power from 0 to 1 by tempering steps, carrying out the policy's actions; returns the
+    final :class:`ChunkProgress`."""
+    progress = ChunkProgress(particles=particles, tempering=0.0,
+                             mode=initial_mode(context.config, context.n_seen, context.move_factor),
+                             action=arrival_action(limits, False, False), excursed=False, counts=StepCounts())
     while progress.tempering < 1.0:
-        progress = _annealing_step(rng, context, policy, progress)
+        progress = _annealing_step(rng, context, limits, progress)
     return progress
 
 
-def _annealing_step(rng, context, policy, progress):
-    """One tempering step of the chunk, after which the policy may declare a surprise."""
+def _annealing_step(rng, context, limits, progress):
+    """One tempering step of the chunk (the first one measures its arrival), then the policy's step action."""
     model, config, n_seen = context.model, context.config, context.n_seen
     particles, tempering = progress.particles, progress.tempering
     log_lik = model.log_likelihood(particles.theta, context.X, context.y)
     chunk_log_lik = log_lik.sum(axis=1).reshape(particles.log_weights.shape)
     _check_finite_log_lik(log_lik, chunk_log_lik, tempering, n_seen)
     counts = progress.counts.plus(StepCounts(n_evaluations=log_lik.size))
-    if counts.n_steps == 0 and policy.has_past:
-        progress = progress._replace(arrival_spread=per_row_spread(particles.log_weights,
-                                                                   chunk_log_lik / len(context.X)))
-        if surprised_on_arrival(policy, progress.arrival_spread):
-            progress = progress._replace(mode=policy.mode, restart=policy.can_restart,
-                                         degraded=policy.degraded_reason)
-        elif policy.already_degraded or shift_detected(policy, particles.log_weights, log_lik):
-            progress = progress._replace(restart=policy.restart_on_shift, degraded=policy.degraded_reason)
+    if counts.n_steps == 0 and limits.has_past:
+        progress = _arrival(context, limits, progress, log_lik, chunk_log_lik)
     mode, remaining = progress.mode, 1.0 - tempering
     at_cap = counts.n_steps + 1 >= config.max_annealing_steps
     cap_message = (f"annealing the chunk after {n_seen} samples needed more than {config.max_annealing_steps} steps"
@@ -346,22 +364,41 @@ def _annealing_step(rng, context, policy, progress):
         rng, context, particles, chunk_log_lik, delta, MoveTarget(tempering, 1.0, mode.n_mcmc_steps, mode.jump),
         f"on the chunk after {n_seen} samples (tempering={tempering:.3g})")
     counts = counts.plus(step_counts).plus(StepCounts(n_steps=1, n_capped=int(at_cap)))
-    progress = progress._replace(particles=particles, tempering=tempering, counts=counts)
-    if not excursion_due(policy, counts.n_steps, progress.excursed, progress.restart):
+    return _after_step(rng, context, limits, progress._replace(particles=particles, tempering=tempering,
+                                                                counts=counts))
+
+
+def _arrival(context, limits, progress, log_lik, chunk_log_lik):
+    """The chunk's arrival, measured before its first step: the particles' per-row spread on it, whether it
+    surprised them or shifted, and the policy's action on that."""
+    log_weights = progress.particles.log_weights
+    spread = per_row_spread(log_weights, chunk_log_lik / len(context.X))
+    surprised = surprised_on_arrival(context.config, limits, spread)
+    shifted = not surprised and (limits.already_degraded or shift_detected(
+        limits, log_weights, log_lik, context.config.tuning.checks.shift_z))
+    action = arrival_action(limits, surprised, shifted)
+    return progress._replace(arrival_spread=spread, action=action,
+                             mode=limits.mode if action.surprised else progress.mode)
+
+
+def _after_step(rng, context, limits, progress):
+    """The policy's action after a step (:func:`~._policy.steps_action`), carried out: a chunk that surprised by
+    its step count anneals on in the surprise mode, after an excursion where that is the action."""
+    action = steps_action(context.config, limits, progress.action, progress.counts.n_steps, progress.excursed)
+    if action is None:
         return progress
     # A surprising chunk: the posterior may be moving to modes that local moves cannot reach. Like the first
     # chunk, the rest of it carries the particles a long way, so it gets more moves per step.
-    progress = progress._replace(mode=policy.mode, excursed=True)
-    if policy.can_restart:  # the replay after the chunk takes the excursion's place
-        return progress._replace(restart=True)
-    if not policy.can_excurse:
-        return progress._replace(degraded=policy.degraded_reason)
-    particles, excursion_counts = excursion(rng, context, particles, tempering, policy.mode.n_mcmc_steps)
-    return progress._replace(particles=particles, counts=counts.plus(excursion_counts))
+    progress = progress._replace(action=action, mode=limits.mode, excursed=True)
+    if action.kind is not ActionKind.EXCURSION:  # a restart (after the chunk) replaces it, or it is degraded
+        return progress
+    particles, excursion_counts = excursion(rng, context, progress.particles, progress.tempering,
+                                            limits.mode.n_mcmc_steps)
+    return progress._replace(particles=particles, counts=progress.counts.plus(excursion_counts))
 
 
 def _close_chunk(rng, state, context, progress, restart):
-    """Re-centre the references, then restart if asked: ``(particles, n_reference, counts, n_replayed)``.
+    """Re-centre the references, then restart if asked: a :class:`ClosedChunk`.
 
     A restart runs every row seen again from the prior, one random order per
     group, and pools that run with this one (the evidence keeps the better of
@@ -374,26 +411,29 @@ def _close_chunk(rng, state, context, progress, restart):
     particles = particles._replace(reference=reference, reference_grad=reference_grad)
     counts = counts.plus(StepCounts(n_evaluations=n_evaluations))
     if not restart:
-        return particles, n_reference, counts, 0
+        return ClosedChunk(particles=particles, n_reference=n_reference, counts=counts, n_replayed=0)
     replay, n_evaluations, replay_n_reference = replay_from_prior(rng, state.reservoir, (X, y), model, config,
                                                                   sgais_stream)
-    particles = merge_independent_runs(rng, particles, replay)
-    n_replayed = state.n_samples_seen + len(X)
-    counts = counts.plus(StepCounts(n_evaluations=n_evaluations, n_surprise_evaluations=n_evaluations))
-    return particles, min(n_reference, replay_n_reference), counts, n_replayed
+    replay_counts = StepCounts(n_evaluations=n_evaluations, n_surprise_evaluations=n_evaluations)
+    return ClosedChunk(particles=merge_independent_runs(rng, particles, replay),
+                       n_reference=min(n_reference, replay_n_reference), counts=counts.plus(replay_counts),
+                       n_replayed=state.n_samples_seen + len(X))
 
 
-def chunk_record(state, new_state, counts, n_replayed, seconds):
-    """The :class:`ChunkRecord` of the update ``state -> new_state``."""
+def chunk_record(state, new_state, closed, seconds):
+    """The :class:`ChunkRecord` of the update ``state -> new_state`` (its policy fields left at their defaults)."""
     log_z_before = float(log_mean_exp(state.log_evidence))
     log_z, log_z_std = evidence_estimate(new_state)
-    ess = float(np.min(ess_from_log_weights(new_state.log_weights, axis=1)))
     n_chunk = new_state.n_samples_seen - state.n_samples_seen
-    return ChunkRecord(new_state.n_samples_seen, log_z, log_z_std, counts.n_steps, ess,
-                       (log_z - log_z_before) / n_chunk, counts.n_resampled, seconds, counts.n_reheat_steps,
-                       counts.n_jumps, n_replayed, counts.n_surprise_evaluations,
-                       n_correlated_moves=counts.n_correlated_moves,
-                       population_bias=-0.5 * population_log_variance(new_state.log_evidence_variance))
+    counts = closed.counts
+    return ChunkRecord(
+        n_samples_seen=new_state.n_samples_seen, log_evidence=log_z, log_evidence_std=log_z_std,
+        n_annealing_steps=counts.n_steps, ess=float(np.min(ess_from_log_weights(new_state.log_weights, axis=1))),
+        log_predictive_per_datum=(log_z - log_z_before) / n_chunk, n_resampled=counts.n_resampled,
+        seconds=seconds, n_reheat_steps=counts.n_reheat_steps, n_jumps_accepted=counts.n_jumps,
+        n_replayed=closed.n_replayed, n_surprise_evaluations=counts.n_surprise_evaluations,
+        n_correlated_moves=counts.n_correlated_moves,
+        population_bias=-0.5 * population_log_variance(new_state.log_evidence_variance))
 
 
 def _check_finite_log_lik(log_lik, chunk_log_lik, tempering, n_seen):

@@ -11,7 +11,7 @@ error), and close to it when one configuration dominates, as it does on most
 data: an estimate reading below it by several standard deviations has missed
 mass. The check costs a few passes over the rows for the search and one
 likelihood evaluation per row and draw, so it runs only while the rows are few
-(:data:`MODE_CHECK_ROWS`).
+(``ModeCheckSettings.max_rows``; its numbers are a :class:`~._settings.ModeCheckSettings`).
 """
 
 import math
@@ -29,36 +29,16 @@ from ..utils._likelihood import log_lik_sum
 from ..utils._warnings import warn
 from ..utils._workspace import Workspace
 from ._policy import crossed_checkpoint
+from ._settings import ModeCheckSettings
 from ._state import evidence_estimate
 
 __all__ = ["ModeEvidence", "mode_importance_log_evidence", "check_against_mode", "mode_check_due",
-           "apply_mode_check", "symmetrised_t", "symmetrised_log_density", "SymmetrisedT", "MODE_CHECK_ROWS",
-           "MODE_GAP_SIGMAS"]
+           "apply_mode_check", "symmetrised_t", "symmetrised_log_density", "SymmetrisedT"]
 
-#: Rows seen up to which the online estimators check (all of them must be stored), and their checkpoints
-#: ``floor(MODE_CHECK_UNIT * MODE_CHECK_GROWTH**j)`` (100, 141, 200, 282, ...): a chunk that crosses one is checked,
-#: so a stream's checks cost about 3.4 times its last one however small its chunks, and its last check is
-#: at most a factor sqrt(2) of rows behind its end.
-MODE_CHECK_ROWS = 5000
-MODE_CHECK_UNIT = 100
-MODE_CHECK_GROWTH = math.sqrt(2.0)
-#: Label symmetries up to which a model is checked (``K!`` of a mixture: five components). The proposal's
-#: density sums over all of them for every draw.
-MAX_MODE_SYMMETRIES = 120
-#: The check fails when the estimate reads below the mode's value by more than this many combined standard
-#: deviations: a run whose own 2-sigma interval misses the mass the mode alone holds.
-MODE_GAP_SIGMAS = 2.0
-#: Draws of the importance sampler, k-means++ starts of the mode search, the t proposal's degrees of freedom
-#: and the factor on its scale (heavier tails than the posterior's, so the weights stay bounded).
-MODE_CHECK_DRAWS = 4000
-MODE_CHECK_STARTS = 16
-_DF, _INFLATE = 5.0, 1.2
-_DRAW_BLOCK = 200  # draws per block of proposal draws
 # Point-row pairs per likelihood call: a mixture's (K, points, rows) block then stays within its reusable
 # buffers at any row count (K of them per pair, 4 MiB each).
 _CELLS_PER_CALL = 2**19
 _MAPS_PER_CALL = 16  # draws moved by their symmetries at once
-_HESSIAN_STEP = 1e-5
 
 
 class ModeEvidence(NamedTuple):
@@ -77,12 +57,8 @@ def _negative_log_joint(model, X, y):
     return value_and_grad
 
 
-#: Starts whose objective values (negative log joint, nats) lie this close are taken for one fit.
-_SAME_FIT = 1e-3
-
-
-def _distinct_starts(objective, starts):
-    """``starts`` with one kept per distinct fit (objective values within ``_SAME_FIT``), in their order.
+def _distinct_starts(objective, starts, same_fit):
+    """``starts`` with one kept per distinct fit (objective values within ``same_fit`` nats), in their order.
 
     EM from different k-means++ starts mostly converges to the same few fits, up to a relabelling that leaves
     the objective unchanged; refining each copy again would find the same minimum.
@@ -91,16 +67,16 @@ def _distinct_starts(objective, starts):
     for start in starts:
         with np.errstate(all="ignore"):
             value = float(objective(start)[0])
-        if np.isfinite(value) and all(abs(value - other) > _SAME_FIT for other in values):
+        if np.isfinite(value) and all(abs(value - other) > same_fit for other in values):
             values.append(value)
             kept.append(start)
     return kept
 
 
-def _best_mode(objective, starts):
+def _best_mode(objective, starts, same_fit):
     """The lowest of the quasi-Newton minima reached from the distinct ``starts`` (None if none is finite)."""
     best = None
-    for start in _distinct_starts(objective, starts):
+    for start in _distinct_starts(objective, starts, same_fit):
         with np.errstate(all="ignore"):
             result = optimize.minimize(objective, start, jac=True, method="L-BFGS-B",
                                        options={"maxiter": 2000, "gtol": 1e-8})
@@ -109,29 +85,30 @@ def _best_mode(objective, starts):
     return None if best is None else best.x
 
 
-def _scale_at(objective, mode):
+def _scale_at(objective, mode, hessian_step):
     """Inverse Hessian of the negative log joint at ``mode`` (central differences), or None if not positive."""
     n = len(mode)
     hessian = np.empty((n, n))
     for j in range(n):
         step = np.zeros(n)
-        step[j] = _HESSIAN_STEP
-        hessian[:, j] = (objective(mode + step)[1] - objective(mode - step)[1]) / (2 * _HESSIAN_STEP)
+        step[j] = hessian_step
+        hessian[:, j] = (objective(mode + step)[1] - objective(mode - step)[1]) / (2 * hessian_step)
     hessian = 0.5 * (hessian + hessian.T)
     if not np.all(np.isfinite(hessian)) or np.linalg.eigvalsh(hessian)[0] <= 0:
         return None
     return np.linalg.inv(hessian)
 
 
-def mode_importance_log_evidence(model, X, y, rng, *, n_draws=MODE_CHECK_DRAWS, n_starts=MODE_CHECK_STARTS):
+def mode_importance_log_evidence(model, X, y, rng, settings=ModeCheckSettings()):
     """``log Z`` by importance sampling at the best posterior mode found, symmetrised over label symmetries.
 
     The model supplies ``mode_starts(rng, X, n_starts)`` (points to refine into
     modes) and optionally ``mode_symmetries()`` (linear maps ``A`` under which the
     posterior is invariant, e.g. a mixture's relabellings; their number is
     ``n_mode_symmetries``). The proposal is the
-    equal mixture over the maps of a multivariate t (5 degrees of freedom, scale
-    1.2 times the inverse Hessian) at the mode. The estimate is unbiased for the
+    equal mixture over the maps of a multivariate t (``settings.df`` degrees of
+    freedom, scale ``settings.inflate`` times the inverse Hessian) at the mode.
+    The estimate is unbiased for the
     mass the proposal reaches, so with separated modes it reads low rather than
     high; its standard error is the delta-method ``sd(w) / (mean(w) sqrt(S))``.
 
@@ -142,8 +119,8 @@ def mode_importance_log_evidence(model, X, y, rng, *, n_draws=MODE_CHECK_DRAWS, 
     X : ndarray of shape (n_samples, n_features)
     y : ndarray of shape (n_samples,) or None
     rng : numpy.random.Generator
-    n_draws, n_starts : int
-        Importance draws and starting points of the mode search.
+    settings : ModeCheckSettings, default=ModeCheckSettings()
+        Importance draws, starting points of the mode search, the proposal's shape.
 
     Returns
     -------
@@ -161,14 +138,14 @@ def mode_importance_log_evidence(model, X, y, rng, *, n_draws=MODE_CHECK_DRAWS, 
     True
     """
     objective = _negative_log_joint(model, X, y)
-    mode = _best_mode(objective, model.mode_starts(rng, X, n_starts))
-    scale = None if mode is None else _scale_at(objective, mode)
+    mode = _best_mode(objective, model.mode_starts(rng, X, settings.n_starts), settings.same_fit)
+    scale = None if mode is None else _scale_at(objective, mode, settings.hessian_step)
     if scale is None:
         return None
-    symmetries = model.mode_symmetries() if hasattr(model, "mode_symmetries") else np.eye(len(mode))[None]
-    proposal = symmetrised_t(mode, _INFLATE * scale, _DF, symmetries)
+    proposal = symmetrised_t(mode, settings.inflate * scale, settings.df, model.mode_symmetries())
+    n_draws = settings.n_draws
     log_weights = np.concatenate([_block_log_weights(model, X, y, rng, proposal, size)
-                                  for size in np.diff(np.r_[0:n_draws:_DRAW_BLOCK, n_draws])])
+                                  for size in np.diff(np.r_[0:n_draws:settings.draw_block, n_draws])])
     top = float(np.max(log_weights))
     if not np.isfinite(top):
         return ModeEvidence(top, float("nan"))
@@ -258,30 +235,30 @@ def _block_log_weights(model, X, y, rng, proposal, size):
     return np.where(np.isfinite(log_joint), log_joint - log_q, -np.inf)
 
 
-def _checkable(model, state):
-    """Whether the online state can be checked: a model with mode starts, few symmetries, every row stored."""
-    if not hasattr(model, "mode_starts") or state.n_samples_seen > MODE_CHECK_ROWS:
+def _checkable(model, state, settings):
+    """Whether the online state can be checked: a model with a mode search, few symmetries, every row stored."""
+    if not model.capabilities().mode_search or state.n_samples_seen > settings.max_rows:
         return False
     if state.reservoir.n_stored != state.n_samples_seen:
         return False
-    return getattr(model, "n_mode_symmetries", 1) <= MAX_MODE_SYMMETRIES
+    return model.n_mode_symmetries <= settings.max_symmetries
 
 
-def mode_check_due(n_seen_before, n_seen, *, surprised=False):
+def mode_check_due(n_seen_before, n_seen, settings, *, surprised=False):
     """Whether the chunk that took the rows seen from ``n_seen_before`` to ``n_seen`` is checked.
 
-    After the chunks that cross a checkpoint ``floor(MODE_CHECK_UNIT *
-    MODE_CHECK_GROWTH**j)`` and after the chunks that ``surprised`` the
+    After the chunks that cross a checkpoint ``floor(settings.unit *
+    settings.growth**j)`` and after the chunks that ``surprised`` the
     particles (a restart or an excursion ran): a chunk whose rows the particles
     did not foresee, such as a cluster arriving late, is where they most likely
     settle in a poorer configuration, and the check costs little next to the
     replay it follows. The chunks alone decide, so ``fit`` and ``partial_fit``
     over the same chunks check the same ones.
     """
-    return surprised or crossed_checkpoint(n_seen_before, n_seen, MODE_CHECK_UNIT, MODE_CHECK_GROWTH)
+    return surprised or crossed_checkpoint(n_seen_before, n_seen, settings.unit, settings.growth)
 
 
-def check_against_mode(state, model, n_seen_before, estimator_name, *, surprised=False):
+def check_against_mode(state, model, n_seen_before, estimator_name, settings, *, surprised=False):
     """Check an online state's evidence against its posterior's best mode after a chunk, when due.
 
     ``n_seen_before`` is the rows seen before the chunk; :func:`mode_check_due`
@@ -290,48 +267,48 @@ def check_against_mode(state, model, n_seen_before, estimator_name, *, surprised
     Returns
     -------
     state : SGAISState
-        With ``mode_gap_variance`` updated when the check ran.
+        With ``widening.mode_gap_variance`` updated when the check ran.
     check : ModeEvidence or None
         None when no check ran.
     """
-    if not mode_check_due(n_seen_before, state.n_samples_seen, surprised=surprised):
+    if not mode_check_due(n_seen_before, state.n_samples_seen, settings, surprised=surprised):
         return state, None
-    return apply_mode_check(state, model, estimator_name)
+    return apply_mode_check(state, model, estimator_name, settings)
 
 
-def apply_mode_check(state, model, estimator_name):
+def apply_mode_check(state, model, estimator_name, settings):
     """Check an online state's evidence against its posterior's best mode, now.
 
-    The check runs for a model with ``mode_starts`` and at most
-    :data:`MAX_MODE_SYMMETRIES` label symmetries, while every row is stored and
-    there are at most :data:`MODE_CHECK_ROWS`. Its generator is a copy of the
+    The check runs for a model with a mode search (``capabilities().mode_search``)
+    and at most ``settings.max_symmetries`` label symmetries, while every row is
+    stored and there are at most ``settings.max_rows``. Its generator is a copy of the
     state's, so the run's own draws do not change, and checking the same state
     twice gives the same numbers. When ``log Z`` reads below the mode's value by
-    more than :data:`MODE_GAP_SIGMAS` combined standard deviations the gap is
-    kept as ``SGAISState.mode_gap_variance`` (``log_evidence_std`` includes it)
+    more than ``settings.gap_sigmas`` combined standard deviations the gap is
+    kept as ``SGAISState.widening.mode_gap_variance`` (``log_evidence_std`` includes it)
     and an :class:`EvidenceConvergenceWarning` names the cure; a check that
     passes clears it. The warning names the user's line that called.
 
     Returns
     -------
     state : SGAISState
-        With ``mode_gap_variance`` updated when the check ran.
+        With ``widening.mode_gap_variance`` updated when the check ran.
     check : ModeEvidence or None
         None when no check ran (the state cannot be checked, or no mode was found).
     """
-    if not _checkable(model, state):
+    if not _checkable(model, state, settings):
         return state, None
     n_seen = state.n_samples_seen
     X, y = reservoir_data(state.reservoir)
     try:
-        check = mode_importance_log_evidence(model, X, y, make_generator(state.rng))
+        check = mode_importance_log_evidence(model, X, y, make_generator(state.rng), settings)
     except (np.linalg.LinAlgError, ValueError):  # a degenerate mode (e.g. a scale that is not positive definite)
         check = None
     if check is None or not (np.isfinite(check.log_evidence) and np.isfinite(check.std)):
         return state, None
-    log_z, std = evidence_estimate(state._replace(mode_gap_variance=0.0))
+    log_z, std = evidence_estimate(state._replace(widening=state.widening._replace(mode_gap_variance=0.0)))
     gap = check.log_evidence - log_z
-    failed = gap > MODE_GAP_SIGMAS * math.hypot(std, check.std)
+    failed = gap > settings.gap_sigmas * math.hypot(std, check.std)
     if failed:
         warn(
             f"{estimator_name}: importance sampling at the best posterior mode that optimisation finds on the "
@@ -342,4 +319,4 @@ def apply_mode_check(state, model, estimator_name):
             "n_mcmc_steps or n_particles, or a reference evidence "
             "on the rows (log_evidence with method='ais' and more n_chains and n_mcmc_steps than its defaults)",
             EvidenceConvergenceWarning)
-    return state._replace(mode_gap_variance=gap**2 if failed else 0.0), check
+    return state._replace(widening=state.widening._replace(mode_gap_variance=gap**2 if failed else 0.0)), check

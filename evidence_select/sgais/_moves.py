@@ -48,29 +48,44 @@ from ..utils._likelihood import log_lik_sum as _log_lik_sum
 from ._reference import past_grad_sum
 from ._state import StepCounts
 
-__all__ = ["ChunkContext", "MoveTarget", "GradientBlock", "chunk_context", "move", "move_kernels", "sghmc_kernel",
-           "exact_hmc_kernel", "exact_draw_kernel", "offers_exact_draws", "offers_gradient_statistics",
-           "offers_statistics_draws", "past_statistics_of", "jump_kernel", "joint_gradient",
-           "fixed_points_gradient",
-           "past_log_likelihood", "jump_log_acceptance"]
+__all__ = ["ChunkContext", "MoveTarget", "GradientBlock", "StepScaling", "chunk_context", "move", "move_kernels",
+           "sghmc_kernel", "exact_hmc_kernel", "exact_draw_kernel", "past_statistics_of", "jump_kernel",
+           "joint_gradient", "fixed_points_gradient", "past_log_likelihood", "jump_log_acceptance"]
 
 
-class GradientBlock(NamedTuple):
-    """Chunk rows and mini-batch rows in one weighted block, so a gradient is one model call.
+class GradientBlock:
+    """Scratch rows of one chunk's gradients: the chunk's rows, then room for a mini-batch, so a gradient is one
+    model call.
 
-    ``X`` ``(n_chunk + n_batch, n_features)``, ``y`` the same rows' targets or
-    None, ``weights`` ``(n_chunk + n_batch,)``: buffers of one chunk, refilled
-    before each gradient (mini-batch rows) and each move (weights); all three
+    ``X`` ``(n_chunk + n_batch, n_features)`` and ``y`` the same rows' targets
+    (or None): working memory owned by one chunk's moves, not part of any
+    state, whose mini-batch rows are refilled before each gradient (copying the
+    chunk's rows for every gradient would cost as much as the gradient); both
     None for a model whose gradient comes from its rows' statistics.
     ``batch_scale`` is ``n_seen / n_batch``, the mini-batch's unbiased scaling.
     """
 
-    X: np.ndarray
-    y: np.ndarray
-    weights: np.ndarray
-    n_chunk: int
-    n_batch: int
-    batch_scale: float
+    __slots__ = ("X", "y", "n_chunk", "n_batch", "batch_scale")
+
+    def __init__(self, X, y, n_chunk, n_batch, batch_scale):
+        self.X, self.y = X, y
+        self.n_chunk, self.n_batch, self.batch_scale = n_chunk, n_batch, batch_scale
+
+    def weights(self, chunk_weight, batch_weight):
+        """Per-row weights of the block ``(n_chunk + n_batch,)``: ``chunk_weight`` then ``batch_weight``."""
+        weights = np.empty(self.n_chunk + self.n_batch)
+        weights[:self.n_chunk] = chunk_weight
+        weights[self.n_chunk:] = batch_weight
+        return weights
+
+
+class StepScaling(NamedTuple):
+    """What SGHMC's step is scaled by on one chunk (see :func:`step_size`); each ``(n_params,)`` or None."""
+
+    chunk: np.ndarray  # the chunk's step scales (inverse per-datum curvature)
+    past: np.ndarray  # the past rows' pooled step scales
+    max_step: np.ndarray  # learning_rate times the prior variances: the cap of the data-scaled step
+    gain: np.ndarray  # step_gain where the curvature at the particles lies below the scales' bound
 
 
 class ChunkContext(NamedTuple):
@@ -78,15 +93,16 @@ class ChunkContext(NamedTuple):
 
     model: object
     config: object  # SGAISConfig
+    capabilities: object  # ModelCapabilities: the model's declared kernels and shortcuts
     X: np.ndarray  # the chunk
     y: np.ndarray  # its targets, or None
     n_seen: int  # rows seen before the chunk
     n_groups: int
     reservoir: object  # ReservoirState of the past rows
-    block: GradientBlock
+    block: GradientBlock  # scratch rows of the chunk's gradients
     use_cv: bool  # control variates active (references exist and there is a past)
-    scales: tuple  # (chunk_scales, past_scales, max_step, step_gain), each (n_params,) or None
-    exact_step: np.ndarray  # (n_groups,) exact HMC's adapted leapfrog steps, carried between moves; None: SGHMC
+    scales: StepScaling
+    exact_moves: bool  # particles move by exact draws or exact HMC (else SGHMC)
     chunk_statistics: np.ndarray = None  # the chunk's gradient_statistics, for models that offer them
     past_statistics: np.ndarray = None  # every past row's summed gradient_statistics (see past_statistics_of)
     move_factor: int = 1  # SGHMC moves per annealing step, times n_mcmc_steps (see sghmc_move_factor)
@@ -103,42 +119,44 @@ class MoveTarget(NamedTuple):
 
 def chunk_context(state, X, y, model, config):
     """The :class:`ChunkContext` of annealing ``(X, y)`` into ``state``."""
-    n_chunk = len(X)
+    capabilities = model.capabilities()
     n_batch = min(config.batch_size, state.reservoir.n_stored)
-    chunk_statistics = model.gradient_statistics(X, y) if offers_gradient_statistics(model) else None
-    past_statistics = past_statistics_of(state, model, chunk_statistics)
+    chunk_statistics = model.gradient_statistics(X, y) if capabilities.gradient_statistics else None
+    past_statistics = past_statistics_of(state, capabilities, chunk_statistics)
     block = _gradient_block(X, y, n_batch, state.n_samples_seen, rows=chunk_statistics is None)
-    use_cv = config.control_variates and state.reference is not None and n_batch > 0
+    exact_moves = uses_exact_moves(config, state, len(X), past_statistics is not None)
+    scales, moves = _step_scaling(state, X, model, config, n_batch, exact_moves, past_statistics is not None)
+    return ChunkContext(model=model, config=config, capabilities=capabilities, X=X, y=y,
+                        n_seen=state.n_samples_seen, n_groups=state.log_weights.shape[0], reservoir=state.reservoir,
+                        block=block, use_cv=config.control_variates and state.reference is not None and n_batch > 0,
+                        scales=scales, exact_moves=exact_moves, chunk_statistics=chunk_statistics,
+                        past_statistics=past_statistics, move_factor=moves)
+
+
+def _step_scaling(state, X, model, config, n_batch, exact_moves, from_statistics):
+    """``(StepScaling, move_factor)`` of SGHMC on the chunk ``X`` after ``state``'s rows."""
     # SGHMC's step scales, unless no chunk of the stream will move by SGHMC (exact draws at any n).
-    sghmc_never = past_statistics is not None and config.exact_move_rows is None
+    sghmc_never = from_statistics and config.exact_move_rows is None
     chunk_scales = None if sghmc_never else _checked_step_scales(model, X, state.particles.shape[1])
     past_scales = state.step_scales if state.n_samples_seen else None
     # The data-scaled step must not outrun the prior's own curvature (features of scale 1e-6 give step
     # scales ~1e12, and the prior term alone then diverges).
-    prior_variances = getattr(model, "prior_variances", None)
+    prior_variances = model.prior_variances
     max_step = None if prior_variances is None else config.learning_rate * np.asarray(prior_variances, dtype=float)
-    n_groups = state.log_weights.shape[0]
-    exact_step = (np.full(n_groups, EXACT_INITIAL_STEP)
-                  if uses_exact_moves(config, state, n_chunk, past_statistics is not None) else None)
     # The curvature at the particles only shapes SGHMC: a chunk of exact moves does not measure it.
-    floor = relative_step_floor(config, n_batch, state.n_samples_seen, n_chunk)
-    ratio = (None if chunk_scales is None or exact_step is not None
+    steps = config.tuning.steps
+    floor = relative_step_floor(config, n_batch, state.n_samples_seen, len(X))
+    ratio = (None if chunk_scales is None or exact_moves
              else curvature_ratio_at(model, state.particles, X, state.reservoir, n_batch))
-    gain, moves = (None, 1) if ratio is None else (step_gain(ratio, floor), sghmc_move_factor(ratio, floor))
-    return ChunkContext(model, config, X, y, state.n_samples_seen, n_groups, state.reservoir,
-                        block, use_cv, (chunk_scales, past_scales, max_step, gain), exact_step, chunk_statistics,
-                        past_statistics, moves)
+    gain, moves = ((None, 1) if ratio is None
+                   else (step_gain(ratio, floor), sghmc_move_factor(ratio, floor, steps)))
+    return StepScaling(chunk=chunk_scales, past=past_scales, max_step=max_step, gain=gain), moves
 
 
-def past_statistics_of(state, model, chunk_statistics):
+def past_statistics_of(state, capabilities, chunk_statistics):
     """The summed ``gradient_statistics`` of every row seen before the chunk, where the model draws exactly from
-    them (:func:`offers_statistics_draws`), else None.
-
-    Zeros before the first chunk; None for a state that does not carry them
-    (pickled before the engine kept them), whose exact moves then need the
-    rows themselves.
-    """
-    if chunk_statistics is None or not offers_statistics_draws(model):
+    them (``capabilities.statistics_draws``), else None; zeros before the first chunk."""
+    if chunk_statistics is None or not capabilities.statistics_draws:
         return None
     if state.n_samples_seen == 0:
         return np.zeros_like(chunk_statistics)
@@ -150,25 +168,14 @@ def _gradient_block(X, y, n_batch, n_seen, rows):
     n_chunk = len(X)
     batch_scale = n_seen / n_batch if n_batch else 0.0
     if not rows:  # the gradient comes from the rows' statistics
-        return GradientBlock(None, None, None, n_chunk, n_batch, batch_scale)
+        return GradientBlock(None, None, n_chunk, n_batch, batch_scale)
     block_X = np.empty((n_chunk + n_batch, X.shape[1]))
     block_X[:n_chunk] = X
     block_y = None
     if y is not None:
         block_y = np.empty(n_chunk + n_batch, dtype=y.dtype)
         block_y[:n_chunk] = y
-    block_weights = np.empty(n_chunk + n_batch)
-    block_weights[n_chunk:] = batch_scale
-    return GradientBlock(block_X, block_y, block_weights, n_chunk, n_batch, batch_scale)
-
-
-def offers_gradient_statistics(model):
-    """Whether ``model`` gives its likelihood gradient from additive row statistics (``gradient_statistics``).
-
-    Like :func:`offers_exact_draws`, only where the class that defines them defines ``log_likelihood`` or
-    subclasses it.
-    """
-    return _defined_for_likelihood(model, "gradient_statistics")
+    return GradientBlock(block_X, block_y, n_chunk, n_batch, batch_scale)
 
 
 def uses_exact_moves(config, state, n_chunk, from_statistics=False):
@@ -186,72 +193,43 @@ def uses_exact_moves(config, state, n_chunk, from_statistics=False):
 def move_kernels(context, target):
     """The kernels of one move on ``target``: exact draws, exact HMC or SGHMC, then the model's global moves.
 
-    Exact moves (``context.exact_step`` set) are the model's exact draws where it offers
-    ``sample_tempered_posterior``, else exact HMC; the global moves run when asked and offered.
+    Exact moves (``context.exact_moves``) are the model's exact draws where it declares them
+    (``capabilities.exact_draws``, or draws from the past rows' statistics), else exact HMC; the global moves
+    run when asked and declared (``capabilities.global_jumps``).
     """
-    if context.exact_step is None:
+    if not context.exact_moves:
         local = sghmc_kernel
-    elif context.past_statistics is not None or offers_exact_draws(context.model):
+    elif context.past_statistics is not None or context.capabilities.exact_draws:
         local = exact_draw_kernel
     else:
         local = exact_hmc_kernel
-    if target.jump and hasattr(context.model, "propose_jump"):
+    if target.jump and context.capabilities.global_jumps:
         return (local, jump_kernel)
     return (local,)
 
 
-def offers_exact_draws(model):
-    """Whether ``model``'s ``sample_tempered_posterior`` was written for its likelihood.
-
-    The class that defines the draws must be the one that defines
-    ``log_likelihood`` or a subclass of it: a subclass that overrides
-    ``log_likelihood`` alone (another noise model, say) would inherit draws from
-    a posterior that is no longer its own, and keeps exact HMC.
-    """
-    return _defined_for_likelihood(model, "sample_tempered_posterior")
-
-
-def offers_statistics_draws(model):
-    """Whether ``model`` draws its tempered posterior exactly from summed ``gradient_statistics``
-    (``sample_tempered_posterior_from_statistics``, written for its likelihood as in :func:`offers_exact_draws`)."""
-    return (offers_gradient_statistics(model)
-            and _defined_for_likelihood(model, "sample_tempered_posterior_from_statistics"))
-
-
-def _defined_for_likelihood(model, member):
-    """Whether the class of ``model`` that defines ``member`` defines ``log_likelihood`` or subclasses its definer."""
-    return _defined_for(model, member, ("log_likelihood",))
-
-
-def _defined_for(model, member, terms):
-    """Whether the class of ``model`` that defines ``member`` defines each of ``terms`` or subclasses its definer."""
-    def owner(name):
-        return next((cls for cls in type(model).__mro__ if name in vars(cls)), None)
-
-    defined, definers = owner(member), [owner(name) for name in terms]
-    return defined is not None and all(cls is not None and issubclass(defined, cls) for cls in definers)
-
-
-def joint_gradient(model):
+def joint_gradient(model, capabilities=None):
     """``(theta, X, y, weights) -> grad log prior + grad log likelihood`` of ``model``.
 
-    The model's fused ``grad_log_joint`` where the class that defines it
-    defines both terms or subclasses their definers, else the two terms' sum:
-    a subclass that overrides one term alone must not be bypassed by a fused
-    call it inherited.
+    The model's fused ``grad_log_joint`` where it declares it
+    (``capabilities.fused_joint_gradient``; ``capabilities`` defaults to the
+    model's declaration), else the protocol's sum of the two terms.
     """
-    if _defined_for(model, "grad_log_joint", ("grad_log_prior", "grad_log_likelihood")):
+    capabilities = model.capabilities() if capabilities is None else capabilities
+    if capabilities.fused_joint_gradient:
         return model.grad_log_joint
     return functools.partial(Model.grad_log_joint, model)  # the protocol's default: the two terms' sum
 
 
-def fixed_points_gradient(model, theta):
+def fixed_points_gradient(model, theta, capabilities=None):
     """``(X, y, weights) -> grad_log_likelihood(theta, X, y, weights)`` for points ``theta`` fixed over a move.
 
-    The model's ``grad_log_likelihood_at`` (their own work done once) under the
-    rule of :func:`joint_gradient`, else ``grad_log_likelihood`` with ``theta`` bound.
+    The model's ``grad_log_likelihood_at`` (their own work done once) where it
+    declares it (``capabilities.fused_fixed_points``), else
+    ``grad_log_likelihood`` with ``theta`` bound.
     """
-    if _defined_for(model, "grad_log_likelihood_at", ("grad_log_likelihood",)):
+    capabilities = model.capabilities() if capabilities is None else capabilities
+    if capabilities.fused_fixed_points:
         return model.grad_log_likelihood_at(theta)
     return Model.grad_log_likelihood_at(model, theta)  # the protocol's default: theta bound
 
@@ -280,16 +258,15 @@ def step_size(context, target):
     (:func:`step_gain`), and capped at ``learning_rate`` times the prior
     variances. Scalar or ``(n_params,)``.
     """
-    config, n_past = context.config, context.n_seen
-    chunk_scales, past_scales, max_step, gain = context.scales
+    config, n_past, scales = context.config, context.n_seen, context.scales
     chunk_weight = (target.tempering if config.step_size_schedule == "tempered" else 1.0) * context.block.n_chunk
     size = config.learning_rate / max(target.past_power * n_past + chunk_weight, 1.0)
-    if chunk_scales is not None:
-        size = size * pooled_step_scales(past_scales, target.past_power * n_past, chunk_scales, chunk_weight)
-        if gain is not None:
-            size = size * gain
-        if max_step is not None:
-            size = np.minimum(size, max_step)
+    if scales.chunk is not None:
+        size = size * pooled_step_scales(scales.past, target.past_power * n_past, scales.chunk, chunk_weight)
+        if scales.gain is not None:
+            size = size * scales.gain
+        if scales.max_step is not None:
+            size = np.minimum(size, scales.max_step)
     return size
 
 
@@ -298,6 +275,7 @@ class _GradientEstimate(NamedTuple):
 
     joint_gradient: object  # joint_gradient(model)
     block: GradientBlock
+    weights: np.ndarray  # (n_chunk + n_batch,) the block's row weights: tempering, then past_power n / |B|
     reservoir_rows: tuple  # (res_X, res_y)
     batch_rows: np.ndarray  # (n_steps, n_batch) reservoir indices, one mini-batch per gradient, or None
     reference_gradient: object  # fixed_points_gradient(model, reference), or None (no control variates)
@@ -320,7 +298,7 @@ def _grad_log_target(estimate, current, step):
         np.take(res_X, estimate.batch_rows[step], axis=0, out=batch_X)
         if batch_y is not None:
             np.take(res_y, estimate.batch_rows[step], out=batch_y)
-    grad = estimate.joint_gradient(current, block.X, block.y, block.weights)
+    grad = estimate.joint_gradient(current, block.X, block.y, estimate.weights)
     if estimate.reference_gradient is not None:
         grad += estimate.past_reference_grad - estimate.reference_gradient(batch_X, batch_y, estimate.batch_weight)
     return grad
@@ -331,7 +309,7 @@ class _StatisticsEstimate(NamedTuple):
 
     model: object
     target_statistics: np.ndarray  # (n_steps, ...): tempering * chunk's + past_power n / |B| * each mini-batch's
-    batch_statistics: np.ndarray  # (n_steps, ...): past_power n / |B| * each mini-batch's, or None (no control variates)
+    batch_statistics: np.ndarray  # (n_steps, ...): past_power n / |B| * each mini-batch's; None without control variates
     reference: np.ndarray
     past_reference_grad: np.ndarray
 
@@ -357,15 +335,14 @@ def _gradient_function(context, reference, past_reference_grad, batch_rows, targ
 
 def _rows_gradient(context, reference, past_reference_grad, batch_rows, target):
     """:func:`_grad_log_target` on the chunk and mini-batch rows, weighted in the context's block."""
-    block = context.block
+    block, model, capabilities = context.block, context.model, context.capabilities
     batch_weight = target.past_power * block.batch_scale
-    block.weights[:block.n_chunk] = target.tempering
-    block.weights[block.n_chunk:] = batch_weight
-    model = context.model
-    reference_gradient = None if reference is None else fixed_points_gradient(model, reference)
+    reference_gradient = None if reference is None else fixed_points_gradient(model, reference, capabilities)
     return functools.partial(_grad_log_target, _GradientEstimate(
-        joint_gradient(model), block, reservoir_data(context.reservoir), batch_rows, reference_gradient,
-        past_reference_grad, batch_weight))
+        joint_gradient=joint_gradient(model, capabilities), block=block,
+        weights=block.weights(target.tempering, batch_weight), reservoir_rows=reservoir_data(context.reservoir),
+        batch_rows=batch_rows, reference_gradient=reference_gradient, past_reference_grad=past_reference_grad,
+        batch_weight=batch_weight))
 
 
 def _statistics_gradient(context, reference, past_reference_grad, batch_rows, target):
@@ -382,7 +359,8 @@ def _statistics_gradient(context, reference, past_reference_grad, batch_rows, ta
         batch_statistics *= target.past_power * context.block.batch_scale
         target_statistics = target_statistics + batch_statistics
     return functools.partial(_grad_log_target_from_statistics, _StatisticsEstimate(
-        model, target_statistics, batch_statistics, reference, past_reference_grad))
+        model=model, target_statistics=target_statistics, batch_statistics=batch_statistics, reference=reference,
+        past_reference_grad=past_reference_grad))
 
 
 def sghmc_kernel(rng, context, particles, target):
@@ -407,50 +385,33 @@ def sghmc_kernel(rng, context, particles, target):
     return particles._replace(theta=theta), StepCounts(n_evaluations=n_evaluations), None
 
 
-#: Exact HMC: a move makes ``n_mcmc_steps * EXACT_MOVE_FACTOR / EXACT_LEAPFROG`` transitions (the SGHMC move's
-#: gradients twice over at EXACT_LEAPFROG steps each). Each transition integrates for EXACT_TRAJECTORY_LENGTH
-#: whitened units on average (jittered; see :func:`~..kernels._hmc.jittered_leapfrog_count`), in at most
-#: EXACT_MAX_LEAPFROG steps, which bounds a move at twice that nominal cost: a fixed integration time rather than
-#: a fixed count, since the adapted step shrinks where the mass cannot whiten the target (a nearly separable
-#: classifier's flat directions end in a cliff), and short trajectories there diffuse and leave each group's
-#: evidence low by an amount its spread understates. The first leapfrog step is EXACT_INITIAL_STEP whitened units.
-EXACT_LEAPFROG = 5
-EXACT_MOVE_FACTOR = 2
-EXACT_TRAJECTORY_LENGTH = 4.0
-EXACT_MAX_LEAPFROG = 10
-EXACT_INITIAL_STEP = 0.5
-#: A group whose particles still correlate with where a move began (mean coordinate correlation above
-#: EXACT_MAX_CORRELATION) moves again, up to EXACT_MAX_REPEATS more times
-#: (:func:`~..kernels._particle_hmc.particle_hmc_move_until_decorrelated`): on a stream sorted by class the
-#: tempered posterior keeps moving far between steps, and a population one move cannot carry lags behind it.
-EXACT_MAX_REPEATS = 3
-EXACT_MAX_CORRELATION = 0.1
-
-
 def exact_hmc_kernel(rng, context, particles, target):
     """Metropolis-corrected HMC on the exact ``target``, each half of a group with the other half's mass.
 
     Runs while the reservoir holds every past row (:func:`uses_exact_moves`), so
     the target is evaluated exactly and every transition leaves it invariant. A
     group repeats the move while its particles still correlate with where the
-    move began (``EXACT_MAX_REPEATS``); a group whose repeats ran out with its
+    move began (``ExactMoveSettings.max_repeats``); a group whose repeats ran out with its
     particles still correlated is counted in ``n_correlated_moves`` (kept in
     the chunk's record).
-    The groups' adapted leapfrog steps are carried in ``context.exact_step`` to
-    the chunk's next move. The references are left as they are.
+    The groups' adapted leapfrog steps (``particles.exact_step``, from
+    ``ExactMoveSettings.initial_step`` at the chunk's start) are carried to the
+    chunk's next move. The references are left as they are.
     """
-    model = context.model
+    model, settings = context.model, context.config.tuning.exact_moves
     data_X, data_y, weights = _exact_rows(context, target)
-    n_transitions = max(1, EXACT_MOVE_FACTOR * target.n_mcmc_steps // EXACT_LEAPFROG)
+    step = particles.exact_step
+    if step is None:
+        step = np.full(context.n_groups, settings.initial_step)
+    n_transitions = max(1, settings.move_factor * target.n_mcmc_steps // settings.leapfrog)
     theta, info = particle_hmc_move_until_decorrelated(
         rng, particles.theta, _exact_target(model, data_X, data_y, weights), n_groups=context.n_groups,
-        step_size=context.exact_step,
-        log_weights=particles.log_weights, max_repeats=EXACT_MAX_REPEATS, max_correlation=EXACT_MAX_CORRELATION,
-        n_transitions=n_transitions, trajectory_length=EXACT_TRAJECTORY_LENGTH, max_leapfrog=EXACT_MAX_LEAPFROG)
-    context.exact_step[:] = info.step_size
-    counts = StepCounts(n_evaluations=info.n_evaluations * len(theta) * len(data_X),
-                        n_correlated_moves=int(np.count_nonzero(info.start_correlation > EXACT_MAX_CORRELATION)))
-    return particles._replace(theta=theta), counts, None
+        step_size=step, log_weights=particles.log_weights, max_repeats=settings.max_repeats,
+        max_correlation=settings.max_correlation, n_transitions=n_transitions,
+        trajectory_length=settings.trajectory_length, max_leapfrog=settings.max_leapfrog)
+    correlated = int(np.count_nonzero(info.start_correlation > settings.max_correlation))
+    counts = StepCounts(n_evaluations=info.n_evaluations * len(theta) * len(data_X), n_correlated_moves=correlated)
+    return particles._replace(theta=theta, exact_step=info.step_size), counts, None
 
 
 def exact_draw_kernel(rng, context, particles, target):
@@ -462,7 +423,8 @@ def exact_draw_kernel(rng, context, particles, target):
     mixed in one step. From the chunk's and the past rows' summed statistics
     where the model offers ``sample_tempered_posterior_from_statistics`` (no
     pass over rows, so at any ``n``), else by ``sample_tempered_posterior`` over
-    the chunk and the stored past rows. The references are left as they are.
+    the chunk and the stored past rows. The references are left as they are;
+    every particle becomes its own origin (:func:`~._steps.count_lineages`).
     """
     if context.past_statistics is not None:
         statistics = target.tempering * context.chunk_statistics + target.past_power * context.past_statistics
@@ -477,7 +439,10 @@ def exact_draw_kernel(rng, context, particles, target):
         raise ValueError(f"{type(context.model).__name__}'s exact draws (sample_tempered_posterior"
                          f"{'_from_statistics' if context.past_statistics is not None else ''}) returned shape "
                          f"{theta.shape}, expected {particles.theta.shape}")
-    return particles._replace(theta=theta), StepCounts(n_evaluations=n_evaluations), None
+    # Each draw is independent of the particle it replaces, so it starts a path of its own: the lineages that
+    # resampling merged before this move no longer bound the independent paths the evidence averages over.
+    origins = None if particles.origins is None else np.arange(len(theta))
+    return particles._replace(theta=theta, origins=origins), StepCounts(n_evaluations=n_evaluations), None
 
 
 def _exact_rows(context, target):
@@ -508,7 +473,7 @@ def _exact_target(model, X, y, weights):
             log_lik, grad_lik = model.log_likelihood_and_grad(theta, X, y, weights)
             return model.log_prior(theta) + log_lik, model.grad_log_prior(theta) + grad_lik, None
 
-    if not getattr(model, "fast_gradient", False):
+    if not model.fast_gradient:
         return log_density
 
     gradient = joint_gradient(model)
@@ -607,32 +572,25 @@ def _checked_step_scales(model, X, n_params):
     return scales
 
 
-#: The smallest share of ``learning_rate`` that SGHMC's step keeps in units of the curvature at the particles,
-#: where the mini-batch noise allows (see :func:`relative_step_floor`): the step scales' curvature bound can
-#: overstate that curvature by this factor before the step grows. Where the classes overlap the softmax's
-#: curvature lies within it, so such runs keep the steps the default learning_rate was sized with.
-TYPICAL_CURVATURE_RATIO = 0.25
-#: The share of the momentum refresh's noise per step that the mini-batch gradient's own noise may add when the
-#: step grows (:func:`relative_step_floor`): the particles then run at most this much hotter than the target.
-GRADIENT_NOISE_SHARE = 0.1
-
-
 def relative_step_floor(config, n_batch, n_past, n_chunk):
     """The floor of SGHMC's step, in units of ``learning_rate`` over the curvature at the particles, below which
-    :func:`step_gain` lengthens it: ``TYPICAL_CURVATURE_RATIO``, or less where mini-batch noise allows less.
+    :func:`step_gain` lengthens it: ``StepSettings.typical_curvature_ratio``, or less where mini-batch noise
+    allows less.
 
     A step ``eta`` with gradient noise of variance ``V`` adds ``eta V`` to the momentum's variance per step,
     against the ``1 - (1 - friction)^2`` that the friction's refresh injects. For rows of the model's own law,
     the mini-batch estimate of the ``n_past`` past rows' gradient from ``|B|`` of them has ``V ~ n_past^2 / |B|``
     per-row Fisher informations, and a step at ``floor`` times ``learning_rate`` over the curvature of all
     ``n = n_past + n_chunk`` rows is ``eta = learning_rate floor / n`` per-row Fisher informations: the floor
-    keeps ``eta V`` within ``GRADIENT_NOISE_SHARE`` of the refresh. Without past rows there is no mini-batch.
+    keeps ``eta V`` within ``StepSettings.gradient_noise_share`` of the refresh. Without past rows there is no
+    mini-batch.
     """
+    steps = config.tuning.steps
     if not (n_batch and n_past):
-        return TYPICAL_CURVATURE_RATIO
+        return steps.typical_curvature_ratio
     refresh = 1.0 - (1.0 - config.friction) ** 2
-    allowed = GRADIENT_NOISE_SHARE * refresh * n_batch * (n_past + n_chunk) / (config.learning_rate * n_past**2)
-    return min(TYPICAL_CURVATURE_RATIO, allowed)
+    allowed = steps.gradient_noise_share * refresh * n_batch * (n_past + n_chunk) / (config.learning_rate * n_past**2)
+    return min(steps.typical_curvature_ratio, allowed)
 
 
 def curvature_ratio_at(model, theta, X, reservoir, n_sample):
@@ -640,8 +598,6 @@ def curvature_ratio_at(model, theta, X, reservoir, n_sample):
     at most ``n_sample`` stored past rows, each weighted by the rows it stands for, validated; None for a model
     without :meth:`~evidence_select.models.Model.curvature_ratio` (its step scales are exact).
     """
-    if getattr(model, "curvature_ratio", None) is None:  # a model not derived from Model may lack it
-        return None
     rows, weights = np.asarray(X, dtype=float), np.ones(len(X))
     past, _ = reservoir_data(reservoir)
     if len(past) and n_sample:
@@ -658,7 +614,7 @@ def curvature_ratio_at(model, theta, X, reservoir, n_sample):
     return ratio
 
 
-def step_gain(ratio, floor=TYPICAL_CURVATURE_RATIO):
+def step_gain(ratio, floor):
     """The factor by which SGHMC's step grows where the curvature ``ratio`` at the particles lies far below the
     step scales' bound (:func:`curvature_ratio_at`): ``max(floor / ratio, 1)`` per parameter.
 
@@ -670,23 +626,19 @@ def step_gain(ratio, floor=TYPICAL_CURVATURE_RATIO):
     return np.maximum(floor / ratio, 1.0)
 
 
-#: Most SGHMC moves per annealing step, in units of ``n_mcmc_steps``, that :func:`sghmc_move_factor` asks for
-#: (the surprise mode's own factor).
-MAX_MOVE_FACTOR = 3
-
-
-def sghmc_move_factor(ratio, floor):
+def sghmc_move_factor(ratio, floor, steps):
     """SGHMC moves per annealing step, in units of ``n_mcmc_steps``, where the mini-batch noise kept the step
-    shorter than the curvature asked: the square root of the shortfall, rounded down, up to ``MAX_MOVE_FACTOR``.
+    shorter than the curvature asked: the square root of the shortfall, rounded down, up to
+    ``steps.max_move_factor`` (``steps`` a :class:`~._settings.StepSettings`).
 
     ``shortfall`` is the largest over the parameters of the step growth the curvature asks for
-    (:func:`step_gain` at ``TYPICAL_CURVATURE_RATIO``) over the growth granted at ``floor``. The particles must
+    (:func:`step_gain` at ``steps.typical_curvature_ratio``) over the growth granted at ``floor``. The particles must
     then travel farther than the granted step carries them in the usual moves; more moves at that step let
     them follow without adding noise per move. The square root is the diffusive travel of moves, and the
     rounding down keeps runs whose shortfall is small (a softmax whose classes overlap) at their moves.
     """
-    shortfall = float(np.max(step_gain(ratio) / step_gain(ratio, floor)))
-    return int(min(MAX_MOVE_FACTOR, max(1, math.floor(math.sqrt(shortfall)))))
+    shortfall = float(np.max(step_gain(ratio, steps.typical_curvature_ratio) / step_gain(ratio, floor)))
+    return int(min(steps.max_move_factor, max(1, math.floor(math.sqrt(shortfall)))))
 
 
 def pooled_step_scales(past_scales, n_past, chunk_scales, chunk_weight):

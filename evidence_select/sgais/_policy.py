@@ -1,8 +1,8 @@
-"""What SGAIS does when a chunk surprises the particles: finer annealing, an excursion, or a restart.
+"""What SGAIS does when a chunk surprises the particles: the policy's one action per chunk, and its cures.
 
 A chunk *surprises* when the particles disagree about it before its first step
 (``surprise_threshold``) or when it needs ``reheat_after_steps`` annealing
-steps. The rest of such a chunk anneals in :func:`surprise_mode` (more moves per
+steps. The rest of such a chunk anneals in the surprise mode (more moves per
 step, the model's global moves, optionally a finer ESS target), and then either
 
 - an *excursion* (:func:`excursion`) tempers the past data down to the weight of
@@ -13,17 +13,25 @@ step, the model's global moves, optionally a finer ESS target), and then either
   and pools that run with the in-order one (:func:`merge_independent_runs`).
 
 With ``restart_growth`` a restart also comes each time the rows seen grow by
-that factor, at positions fixed in advance. :class:`SurprisePolicy` holds these
-decisions for one chunk.
+that factor, at positions fixed in advance. A chunk that *shifts*
+(:func:`shift_detected`) where no surprise trigger watches restarts when it can
+and is degraded either way.
+
+The policy is a set of pure functions of measured inputs: :func:`surprise_limits`
+(what the state and the budget allow, before the chunk's first step), and
+:func:`arrival_action`, :func:`steps_action` and :func:`closing_action`, each of
+which returns one :class:`ChunkAction` (continue, excursion, restart, or
+degraded, with a :class:`Degradation` reason) that the engine carries out. The
+text of a reason and the cure a warning names are looked up from the reason.
 """
 
+import enum
 import math
 import warnings
 from typing import NamedTuple
 
 import numpy as np
-from joblib import Parallel, delayed, effective_n_jobs
-from joblib.parallel import get_active_backend
+from joblib import delayed
 
 from ..exceptions import EvidenceConvergenceWarning
 from ._reservoir import reservoir_data
@@ -31,16 +39,16 @@ from ..kernels._resampling import systematic_resample
 from ..utils import log_mean_exp, make_generator
 from ..utils._diagnostics import mean_and_squared_error
 from ..utils._logspace import log_expm1
+from ..utils._nested import run_inner
 from ..utils._threads import single_threaded_blas
 from ..utils._warnings import warn
 from ._moves import MoveTarget, past_log_likelihood
 from ._state import Particles, StepCounts
 from ._steps import choose_increment, tempering_step
 
-__all__ = ["ChunkMode", "SurprisePolicy", "initial_mode", "surprise_policy", "surprised_on_arrival", "shift_detected",
-           "SHIFT_Z",
-           "excursion_due", "growth_checkpoint", "growth_restart_due", "excursion", "replay_from_prior",
-           "merge_independent_runs",
+__all__ = ["ActionKind", "ChunkAction", "ChunkMode", "Degradation", "SurpriseLimits", "arrival_action",
+           "closing_action", "cure_of", "degradation_text", "initial_mode", "steps_action", "surprise_limits",
+           "surprised_on_arrival", "shift_detected", "excursion", "replay_from_prior", "merge_independent_runs",
            "per_row_spread", "crossed_checkpoint"]
 
 
@@ -52,24 +60,53 @@ class ChunkMode(NamedTuple):
     jump: bool
 
 
-class SurprisePolicy(NamedTuple):
-    """The surprise decisions for one chunk (built by :func:`surprise_policy`)."""
+class Degradation(enum.Enum):
+    """Why the engine cannot guarantee a chunk's evidence: its surprise or shift went without the cure it needed."""
 
-    surprise_threshold: float  # per-row spread that flags a chunk before its first step, or None
-    excursion_after: int  # annealing steps after which a chunk surprises, or None
-    restart_on_surprise: bool  # the configured cure is a restart (else an excursion)
-    can_restart: bool  # restarts are on, the reservoir holds every row seen and the budget allows a replay
-    restart_on_shift: bool  # a shift in a run with no surprise trigger restarts (see surprise_policy)
-    can_excurse: bool  # the reservoir holds every row seen and the budget allows a pass over them
-    restart_growth: float  # restart where the rows seen grow by this factor, or None
+    RESERVOIR_OUTGROWN = "the reservoir no longer holds every row seen"
+    BUDGET_SPENT = "the surprise budget is spent"
+    SHIFT_RESTARTED = "a shift past the exact moves restarted, but SGHMC may lag the still-moving posterior"
+    SHIFT_RESTARTS_OFF = "a shift past the exact moves could not restart: restarts on a shift are off"
+    SHIFT_BUDGET_SPENT = "a shift past the exact moves could not restart: the surprise budget is spent"
+
+
+class ActionKind(enum.Enum):
+    """What the engine does with the rest of a chunk."""
+
+    CONTINUE = "continue"  # anneal on (in the surprise mode if the action says so)
+    EXCURSION = "excursion"  # temper the past down and back, then anneal on
+    RESTART = "restart"  # anneal on, then replay every row from the prior and pool the two runs
+    DEGRADED = "degraded"  # anneal on without the cure the chunk needed; the record says why
+
+
+class ChunkAction(NamedTuple):
+    """The policy's decision for a chunk (see :func:`arrival_action`, :func:`steps_action`, :func:`closing_action`).
+
+    ``reason`` is set for a ``DEGRADED`` chunk and for a ``RESTART`` that cannot cure its chunk
+    (:attr:`Degradation.SHIFT_RESTARTED`); ``surprised``: the rest of the chunk anneals in the surprise mode.
+    """
+
+    kind: ActionKind = ActionKind.CONTINUE
+    reason: Degradation = None
+    surprised: bool = False
+
+
+class SurpriseLimits(NamedTuple):
+    """What the state allows a chunk, measured before its first step (built by :func:`surprise_limits`)."""
+
+    n_seen: int  # rows seen before the chunk
+    capacity: int  # the reservoir's
     has_past: bool  # more rows seen than one chunk: a surprise is possible
-    mode: ChunkMode  # the mode of a surprised chunk
-    degraded_reason: str  # why a surprise could not get its cure ("" if it could)
-    restart_blocked: str  # why a restart cannot run ("" if it can or restarts are off)
     past_exact: bool  # the reservoir holds every row seen
+    can_restart: bool  # restarts are on, the reservoir holds every row seen and the budget allows a replay
+    can_excurse: bool  # the reservoir holds every row seen and the budget allows a pass over them
+    restart_on_shift: bool  # a shift in a run with no surprise trigger restarts
     watch_shifts: bool  # consult shift_detected: beyond the reservoir, or SGHMC moves with no surprise trigger
-    log_z_per_row: float  # the state's log evidence per row seen (its mean log predictive), or None without past
     already_degraded: bool  # an earlier chunk beyond the reservoir was degraded: the kernels may target a wrong past
+    log_z_per_row: float  # the state's log evidence per row seen (its mean log predictive), or None without past
+    mode: ChunkMode  # the mode of a surprised chunk
+    degradation: Degradation  # why a surprise or shift of the chunk would go without its cure, or None
+    restart_blocked: Degradation  # why a restart cannot run, or None (it can, or restarts are off)
 
 
 def initial_mode(config, n_seen, move_factor=1):
@@ -80,13 +117,8 @@ def initial_mode(config, n_seen, move_factor=1):
     return ChunkMode(config.n_mcmc_steps * factor, config.target_ess, False)
 
 
-#: The openings of :attr:`SurprisePolicy.degraded_reason` that name a cure of their own (see ``_sgais._CURES``).
-RESERVOIR_OUTGROWN = "the reservoir no longer holds every row seen"
-SHIFT_UNCURED = "the rows shifted after the exact moves' first rows"
-
-
-def surprise_policy(state, context):
-    """The :class:`SurprisePolicy` of the chunk of ``context`` (a :class:`~._moves.ChunkContext`) after the
+def surprise_limits(state, context):
+    """The :class:`SurpriseLimits` of the chunk of ``context`` (a :class:`~._moves.ChunkContext`) after the
     rows of ``state``.
 
     The cures of a surprise (restart, excursion, global moves) evaluate the
@@ -110,111 +142,147 @@ def surprise_policy(state, context):
     past_exact = reservoir.n_stored == n_seen
     ordinary = state.n_datum_evaluations - state.n_surprise_evaluations
     budget = config.surprise_budget * ordinary - state.n_surprise_evaluations
-    replay_cost = (n_seen + n_chunk) * ordinary / max(n_seen, 1)
-    # A surprised chunk anneals with more moves per step, the model's global moves (when the past is exact) and
-    # optionally finer steps (reheat_target_ess), so the particles can follow the mass to modes the past made remote.
-    target_ess = config.target_ess if config.reheat_target_ess is None else config.reheat_target_ess
-    mode = ChunkMode(config.n_mcmc_steps * config.reheat_mcmc_factor, target_ess, past_exact)
-    can_restart = config.restart_on_surprise and past_exact and budget >= replay_cost
+    replay_affordable = budget >= (n_seen + n_chunk) * ordinary / max(n_seen, 1)
+    can_restart = config.restart_on_surprise and past_exact and replay_affordable
     can_excurse = past_exact and budget > 0
     # With no surprise trigger configured, past the exact moves' rows, SGHMC may not follow a shift and nothing
     # else would: the shift detection then watches these chunks too.
     uncured = (config.reheat_after_steps is None and config.surprise_threshold is None
-               and not config.restart_on_surprise and context.exact_step is None)
+               and not config.restart_on_surprise and not context.exact_moves)
     # Such a shift restarts when it can: a replay in random order sees no shift, and the pooled evidence loses
     # at most log 2 to the in-order run that did not follow it. The chunk is degraded either way: after the
     # restart the posterior may keep moving (a model the shift made misspecified), the in-order SGHMC chunks
     # may lag it by nats, and no test on the rows sees that.
-    restart_on_shift = uncured and past_exact and config.restart_on_shift and budget >= replay_cost
-    reason, restart_blocked = _uncured_reasons(config, state, uncured, restart_on_shift, can_restart or can_excurse,
-                                               can_restart)
+    restart_on_shift = uncured and past_exact and config.restart_on_shift and replay_affordable
+    degradation, restart_blocked = _uncured_reasons(config, past_exact, uncured, restart_on_shift,
+                                                    can_restart or can_excurse, can_restart)
     watch_shifts = not past_exact or uncured
-    already_degraded = state.n_degraded_chunks > 0 and not past_exact
-    if context.exact_step is not None and context.past_statistics is not None:
+    already_degraded = state.widening.n_degraded_chunks > 0 and not past_exact
+    if context.exact_moves and context.past_statistics is not None:
         # Exact draws from every past row's summed statistics follow any shift at any n: nothing to cure or degrade.
-        reason, watch_shifts, already_degraded = "", False, False
-    log_z_per_row = float(log_mean_exp(state.log_evidence)) / n_seen if n_seen else None
-    return SurprisePolicy(config.surprise_threshold, config.reheat_after_steps, config.restart_on_surprise,
-                          can_restart, restart_on_shift, can_excurse, config.restart_growth, n_seen > n_chunk, mode,
-                          reason, restart_blocked, past_exact, watch_shifts, log_z_per_row, already_degraded)
+        degradation, watch_shifts, already_degraded = None, False, False
+    return SurpriseLimits(
+        n_seen=n_seen, capacity=reservoir.capacity, has_past=n_seen > n_chunk, past_exact=past_exact,
+        can_restart=can_restart, can_excurse=can_excurse, restart_on_shift=restart_on_shift,
+        watch_shifts=watch_shifts, already_degraded=already_degraded,
+        log_z_per_row=float(log_mean_exp(state.log_evidence)) / n_seen if n_seen else None,
+        mode=_surprise_mode(config, past_exact), degradation=degradation, restart_blocked=restart_blocked)
 
 
-def _uncured_reasons(config, state, uncured, restart_on_shift, can_cure, can_restart):
-    """``(degraded_reason, restart_blocked)`` of :class:`SurprisePolicy`: why a surprise or shift of the chunk
-    would go without its cure, and why a restart cannot run (each "" when nothing stands in the way)."""
+def _surprise_mode(config, past_exact):
+    """The :class:`ChunkMode` of a surprised chunk: more moves per step, the model's global moves (when the past is
+    exact) and optionally finer steps (``reheat_target_ess``), so the particles can follow the mass to modes the
+    past made remote."""
+    target_ess = config.target_ess if config.reheat_target_ess is None else config.reheat_target_ess
+    return ChunkMode(config.n_mcmc_steps * config.reheat_mcmc_factor, target_ess, past_exact)
+
+
+def _uncured_reasons(config, past_exact, uncured, restart_on_shift, can_cure, can_restart):
+    """``(degradation, restart_blocked)`` of :class:`SurpriseLimits`: why a surprise or shift of the chunk would go
+    without its cure, and why a restart cannot run (each None when nothing stands in the way)."""
+    if not past_exact:
+        return Degradation.RESERVOIR_OUTGROWN, Degradation.RESERVOIR_OUTGROWN
+    if uncured:
+        if restart_on_shift:
+            return Degradation.SHIFT_RESTARTED, None
+        if not config.restart_on_shift:
+            return Degradation.SHIFT_RESTARTS_OFF, None
+        return Degradation.SHIFT_BUDGET_SPENT, None
+    spent = Degradation.BUDGET_SPENT
+    return (None if can_cure else spent), (spent if config.restart_on_surprise and not can_restart else None)
+
+
+def degradation_text(reason, config, limits):
+    """The words of a :class:`Degradation` for a record and a warning, with the numbers of the run."""
     budget_spent = (f"the surprise budget is spent (restarts and excursions may cost surprise_budget="
                     f"{config.surprise_budget} times the stream's own annealing)")
-    if state.reservoir.n_stored != state.n_samples_seen:
-        reason = (f"{RESERVOIR_OUTGROWN} (reservoir_size={state.reservoir.capacity} < {state.n_samples_seen} "
-                  "rows), so no restart, excursion or global move can run")
-        return reason, reason
-    if uncured:
-        shifted = f"{SHIFT_UNCURED} (exact_move_rows={config.exact_move_rows}) and no surprise trigger is configured"
-        if restart_on_shift:
-            return (f"{shifted}: the chunk restarted, but SGHMC may not follow the posterior while it keeps moving "
-                    "after the shift"), ""
-        cannot = "restarts on a shift are off" if not config.restart_on_shift else budget_spent
-        return f"{shifted}, and no restart could run ({cannot}), so the particles may not have followed it", ""
-    return ("" if can_cure else budget_spent), (budget_spent if config.restart_on_surprise and not can_restart else "")
+    shifted = (f"the rows shifted after the exact moves' first rows (exact_move_rows={config.exact_move_rows}) and "
+               "no surprise trigger is configured")
+    not_followed = "so the particles may not have followed it"
+    return {
+        Degradation.RESERVOIR_OUTGROWN: (
+            f"the reservoir no longer holds every row seen (reservoir_size={limits.capacity} < {limits.n_seen} "
+            "rows), so no restart, excursion or global move can run"),
+        Degradation.BUDGET_SPENT: budget_spent,
+        Degradation.SHIFT_RESTARTED: (f"{shifted}: the chunk restarted, but SGHMC may not follow the posterior "
+                                      "while it keeps moving after the shift"),
+        Degradation.SHIFT_RESTARTS_OFF: f"{shifted}, and no restart could run (restarts on a shift are off), "
+                                        f"{not_followed}",
+        Degradation.SHIFT_BUDGET_SPENT: f"{shifted}, and no restart could run ({budget_spent}), {not_followed}",
+    }[reason]
 
 
-def surprised_on_arrival(policy, spread):
+#: The cure each reason's warning names.
+_SHIFT_CURE = ("Cure: a reference evidence on the rows (log_evidence with method='exact' for linear models, 'ais' "
+               "or 'bridge'); exact_move_rows at least the stream's length (where its rows fit) narrows the miss")
+_CURES = {
+    Degradation.RESERVOIR_OUTGROWN: "Cure: a reservoir_size at least the stream's length",
+    Degradation.BUDGET_SPENT: "Cure: a larger surprise_budget",
+    Degradation.SHIFT_RESTARTED: _SHIFT_CURE,
+    Degradation.SHIFT_RESTARTS_OFF: _SHIFT_CURE,
+    Degradation.SHIFT_BUDGET_SPENT: _SHIFT_CURE,
+}
+
+
+def cure_of(reason):
+    """The cure a warning about a chunk degraded for ``reason`` (a :class:`Degradation`) names."""
+    return _CURES[reason]
+
+
+def surprised_on_arrival(config, limits, spread):
     """Whether the particles disagree on the chunk's mean per-row log-likelihood (``spread``, nats per row, from
-    :func:`per_row_spread`) by more than the threshold.
+    :func:`per_row_spread`) by more than ``surprise_threshold``.
 
     Decided before the first step, from the state and the chunk alone (no random
     draw). The step-count trigger fires only after ``reheat_after_steps`` steps,
     by which time particles that missed new modes may have annealed part of the
     chunk in, a loss never recovered.
     """
-    return policy.surprise_threshold is not None and policy.has_past and spread > policy.surprise_threshold
+    return config.surprise_threshold is not None and limits.has_past and spread > config.surprise_threshold
 
 
-#: A chunk whose mean per-row log-likelihood under the particles falls this many standard errors below the
-#: stream's mean log predictive per row is taken as a shift (see :func:`shift_detected`).
-SHIFT_Z = 5.0
+def arrival_action(limits, surprised, shifted):
+    """The :class:`ChunkAction` of a chunk before its first step, from whether it ``surprised`` the particles
+    (:func:`surprised_on_arrival`) or ``shifted`` (:func:`shift_detected`, or an earlier degraded chunk beyond
+    the reservoir, after which every chunk is degraded).
 
-
-def shift_detected(policy, log_weights, log_lik):
-    """Whether the chunk's rows are predicted far worse than the rows seen so far (a distribution shift).
-
-    ``log_lik`` ``(n_total, n_chunk)`` at the particles before the first step.
-    The posterior-mean log-likelihood of each row (weights pooled over the
-    groups) is compared with the stream's mean log predictive per row, ``log
-    Z / n``: a drop of more than :data:`SHIFT_Z` standard errors of the chunk's
-    mean is a shift. Early rows, predicted from a vaguer posterior, pull
-    ``log Z / n`` down, so stationary streams rarely trip it. Only consulted
-    where no surprise trigger watches the chunk (``policy.watch_shifts``, see
-    :func:`surprise_policy`): beyond the reservoir, where the particles follow
-    the reservoir's view of the past (a shift is degraded), and past the exact
-    moves' rows when no surprise trigger is configured (a shift restarts, or is
-    degraded when it cannot).
+    A surprise restarts where the limits allow; otherwise the chunk anneals on in the surprise mode, degraded
+    when its cure cannot run. A shift restarts where ``restart_on_shift`` allows, degraded either way.
     """
-    if not policy.watch_shifts or policy.log_z_per_row is None or log_lik.shape[1] < 2:
-        return False
-    weights = np.exp(log_weights).ravel() / log_weights.shape[0]
-    with np.errstate(invalid="ignore"):
-        per_row = weights @ log_lik  # (n_chunk,)
-    if not np.all(np.isfinite(per_row)):
-        return True
-    mean, squared_error = mean_and_squared_error(per_row)
-    return bool(policy.log_z_per_row - mean > SHIFT_Z * math.sqrt(squared_error))
+    if surprised:
+        if limits.can_restart:
+            return ChunkAction(kind=ActionKind.RESTART, surprised=True)
+        kind = ActionKind.DEGRADED if limits.degradation is not None else ActionKind.CONTINUE
+        return ChunkAction(kind=kind, reason=limits.degradation, surprised=True)
+    if shifted:
+        kind = ActionKind.RESTART if limits.restart_on_shift else ActionKind.DEGRADED
+        return ChunkAction(kind=kind, reason=limits.degradation)
+    return ChunkAction()
 
 
-def excursion_due(policy, n_steps, excursed, restart):
-    """Whether a chunk that has needed ``n_steps`` annealing steps now counts as a surprise."""
-    return (not excursed and not restart and policy.excursion_after is not None and policy.has_past
-            and n_steps >= policy.excursion_after)
+def steps_action(config, limits, action, n_steps, excursed):
+    """The :class:`ChunkAction` after a chunk's ``n_steps``-th annealing step, or None when nothing changes.
+
+    A chunk that has needed ``reheat_after_steps`` steps surprised the particles (once per chunk: ``excursed``
+    says it already did; a chunk that will restart anyway is left alone): it restarts where the limits allow,
+    else takes an excursion where they allow, else anneals on degraded.
+    """
+    due = (not excursed and action.kind is not ActionKind.RESTART and config.reheat_after_steps is not None
+           and limits.has_past and n_steps >= config.reheat_after_steps)
+    if not due:
+        return None
+    if limits.can_restart:  # the replay after the chunk takes the excursion's place
+        return action._replace(kind=ActionKind.RESTART, surprised=True)
+    if not limits.can_excurse:
+        kind = ActionKind.DEGRADED if limits.degradation is not None else ActionKind.CONTINUE
+        return ChunkAction(kind=kind, reason=limits.degradation, surprised=True)
+    return action._replace(kind=ActionKind.EXCURSION, surprised=True)
 
 
-def growth_checkpoint(policy, n_seen, n_chunk, unit):
-    """Whether the rows seen crossed a periodic-restart checkpoint with this chunk (restart possible or not)."""
-    return (policy.restart_on_surprise and policy.restart_growth is not None and policy.has_past
-            and crossed_checkpoint(n_seen, n_seen + n_chunk, unit, policy.restart_growth))
-
-
-def growth_restart_due(policy, n_seen, n_chunk, unit):
-    """Whether the rows seen crossed a checkpoint ``unit * restart_growth**j`` with this chunk.
+def closing_action(config, limits, action, n_chunk):
+    """``(action, skipped)`` at the chunk's end: a restart where the rows seen crossed a periodic checkpoint
+    ``batch_size * restart_growth**j`` (:func:`crossed_checkpoint`) and the limits allow one, and whether such
+    a checkpoint's restart was skipped (they do not).
 
     Particles that settled in a poorer mode find every later chunk easy to
     anneal, so no surprise reveals them, while the evidence falls behind at a
@@ -222,7 +290,40 @@ def growth_restart_due(policy, n_seen, n_chunk, unit):
     ``restart_growth`` re-estimates everything seen so far: amortised ``O(1)``
     per row, at positions fixed in advance.
     """
-    return policy.can_restart and growth_checkpoint(policy, n_seen, n_chunk, unit)
+    checkpoint = (config.restart_on_surprise and config.restart_growth is not None and limits.has_past
+                  and crossed_checkpoint(limits.n_seen, limits.n_seen + n_chunk, config.batch_size,
+                                         config.restart_growth))
+    if action.kind is ActionKind.RESTART:
+        return action, False
+    if checkpoint and limits.can_restart:
+        return action._replace(kind=ActionKind.RESTART), False
+    return action, checkpoint
+
+
+def shift_detected(limits, log_weights, log_lik, shift_z):
+    """Whether the chunk's rows are predicted far worse than the rows seen so far (a distribution shift).
+
+    ``log_lik`` ``(n_total, n_chunk)`` at the particles before the first step.
+    The posterior-mean log-likelihood of each row (weights pooled over the
+    groups) is compared with the stream's mean log predictive per row, ``log
+    Z / n``: a drop of more than ``shift_z`` (``CheckSettings.shift_z``)
+    standard errors of the chunk's mean is a shift. Early rows, predicted from a
+    vaguer posterior, pull ``log Z / n`` down, so stationary streams rarely trip
+    it. Only consulted where no surprise trigger watches the chunk
+    (``limits.watch_shifts``, see :func:`surprise_limits`): beyond the
+    reservoir, where the particles follow the reservoir's view of the past (a
+    shift is degraded), and past the exact moves' rows when no surprise trigger
+    is configured (a shift restarts, or is degraded when it cannot).
+    """
+    if not limits.watch_shifts or limits.log_z_per_row is None or log_lik.shape[1] < 2:
+        return False
+    weights = np.exp(log_weights).ravel() / log_weights.shape[0]
+    with np.errstate(invalid="ignore"):
+        per_row = weights @ log_lik  # (n_chunk,)
+    if not np.all(np.isfinite(per_row)):
+        return True
+    mean, squared_error = mean_and_squared_error(per_row)
+    return bool(limits.log_z_per_row - mean > shift_z * math.sqrt(squared_error))
 
 
 class _Leg(NamedTuple):
@@ -303,7 +404,8 @@ def replay_from_prior(rng, reservoir, rows, model, config, stream_fn):
     groups' spread also measure how much the evidence depends on the order the
     rows came in. The groups' orders and seeds are drawn first, so the runs are
     independent tasks: they run in parallel under a :func:`joblib.parallel_config`
-    with ``n_jobs`` above 1 (the estimators' ``n_jobs``), with the same results.
+    with ``n_jobs`` above 1 (the estimators' ``n_jobs``), with the same results,
+    by the nested-parallelism rule of :mod:`~evidence_select.utils._nested`.
     Returns ``(particles, n_datum_evaluations, n_reference)``, the groups stacked
     as in :class:`SGAISState` and ``n_reference`` the smallest of the runs'.
     """
@@ -318,25 +420,16 @@ def replay_from_prior(rng, reservoir, rows, model, config, stream_fn):
         seed = make_generator(int(rng.integers(2**63)))
         tasks.append(delayed(_replay_group)(stream_fn, seed, model, group_config, all_X[order],
                                             None if all_y is None else all_y[order]))
-    runs = Parallel(n_jobs=_replay_n_jobs(len(tasks)))(tasks)
+    runs = run_inner(tasks)
     for category, message in (relayed for run in runs for relayed in run.warnings):
         warn(message, category)
-    particles = Particles(*(np.concatenate([getattr(run.particles, name) for run in runs])
-                            if getattr(runs[0].particles, name) is not None else None for name in Particles._fields))
+    stacked = ("theta", "log_weights", "log_evidence", "log_evidence_variance", "reference", "reference_grad")
+    particles = Particles(**{name: None if getattr(runs[0].particles, name) is None
+                             else np.concatenate([getattr(run.particles, name) for run in runs]) for name in stacked})
     if any(run.degraded_variance for run in runs):
         particles = particles._replace(log_evidence_variance=particles.log_evidence_variance
                                        + np.array([run.degraded_variance for run in runs]))
     return particles, sum(run.n_datum_evaluations for run in runs), min(run.n_reference for run in runs)
-
-
-def _replay_n_jobs(n_tasks):
-    """Workers for ``n_tasks`` replay groups: the joblib context's ``n_jobs``, but one under a threading backend.
-
-    A replay group records its warnings (:func:`_replay_group`), which swaps the process-wide warning filters;
-    threads doing that at once would leave the caller's filters scrambled, so threads run the groups in turn.
-    """
-    backend, _ = get_active_backend()
-    return 1 if getattr(backend, "uses_threads", False) else min(effective_n_jobs(None), n_tasks)
 
 
 class _ReplayRun(NamedTuple):
@@ -358,9 +451,11 @@ def _replay_group(stream_fn, seed, model, config, X, y):
     # the rest (a degenerate sampler) go to the caller, from a worker process as from its own.
     relayed = tuple((w.category, str(w.message)) for w in caught
                     if not issubclass(w.category, EvidenceConvergenceWarning))
-    particles = Particles(run.particles, *(getattr(run, name) for name in Particles._fields
-                                           if name not in ("theta", "origins")))
-    return _ReplayRun(particles, run.degraded_variance, run.n_datum_evaluations, run.n_reference, relayed)
+    particles = Particles(theta=run.particles, log_weights=run.log_weights, log_evidence=run.log_evidence,
+                          log_evidence_variance=run.log_evidence_variance, reference=run.reference,
+                          reference_grad=run.reference_grad)
+    return _ReplayRun(particles=particles, degraded_variance=run.widening.degraded_variance,
+                      n_datum_evaluations=run.n_datum_evaluations, n_reference=run.n_reference, warnings=relayed)
 
 
 def merge_independent_runs(rng, first, second):

@@ -12,38 +12,14 @@ from typing import NamedTuple
 import numpy as np
 
 from ._reservoir import reservoir_init
+from ._settings import EngineTuning
 from ..utils import log_mean_exp, logsumexp
 from ..utils._diagnostics import mean_and_squared_error
 from ..utils._logspace import log_expm1
 
-__all__ = ["SGAISConfig", "SGAISState", "ChunkRecord", "Particles", "StepCounts", "sgais_init", "combine_replicates",
-           "evidence_estimate", "increment_spread", "population_log_variance", "POPULATION_BIAS_WARNING",
-           "MIN_LINEAGES", "LINEAGE_FRACTION", "lineage_threshold", "particle_log_weights", "SamplerDegeneracyWarning",
-           "PAPER_SETTINGS"]
-
-#: ``ChunkRecord.population_bias`` (nats, as a magnitude) at which the run warns: half the 0.5-nat floor of
-#: the calibration criterion, since measured biases on long streams are two to four times this lognormal value.
-POPULATION_BIAS_WARNING = 0.25
-
-#: ``ChunkRecord.n_lineages`` below which a chunk annealed from the prior warns (with at most two lineages in
-#: every group, each group's evidence rests on one or two particle paths), or below ``LINEAGE_FRACTION`` of a
-#: group's particles where that is more (see :func:`lineage_threshold`).
-MIN_LINEAGES = 3
-#: The fraction of a group's starting particles below which its lineages count as collapsed: 3 of the 20 that
-#: ``MIN_LINEAGES`` was set for.
-LINEAGE_FRACTION = (3, 20)
-
-
-def lineage_threshold(n_particles):
-    """The ``n_lineages`` below which a chunk annealed from the prior warns, for groups of ``n_particles``.
-
-    ``MIN_LINEAGES``, or ``LINEAGE_FRACTION`` of the group (rounded down) where that is more: a group that
-    keeps the same fraction of its starting particles is no more reliable for having more of them, so raising
-    ``n_particles`` must not silence the warning unless the lineages grow with it. Rounded down, so that a
-    group between multiples of 20 (the classifier's default of 30: threshold 4) is held to no more than its share.
-    """
-    numerator, denominator = LINEAGE_FRACTION
-    return max(MIN_LINEAGES, numerator * int(n_particles) // denominator)
+__all__ = ["SGAISConfig", "SGAISState", "ErrorWidening", "ChunkRecord", "Particles", "StepCounts", "sgais_init", "combine_replicates",
+           "evidence_estimate", "increment_spread", "population_log_variance", "particle_log_weights",
+           "SamplerDegeneracyWarning", "PAPER_SETTINGS"]
 
 
 class SamplerDegeneracyWarning(RuntimeWarning):
@@ -80,7 +56,8 @@ class SGAISConfig(NamedTuple):
     needs no stored rows for them. ``restart_on_shift``: in
     a run with no surprise trigger configured, a chunk past those rows that shifts
     (:func:`~._policy.shift_detected`) restarts while every row seen is stored
-    and the budget covers it; it is flagged (degraded) either way.
+    and the budget covers it; it is flagged (degraded) either way. ``tuning``
+    holds the engine's own numbers (:class:`~._settings.EngineTuning`).
     """
 
     n_particles: int = 20
@@ -107,12 +84,22 @@ class SGAISConfig(NamedTuple):
     surprise_budget: float = 4.0
     exact_move_rows: int = 1000  # None: no limit
     restart_on_shift: bool = True
+    tuning: EngineTuning = EngineTuning()  # the engine's own numbers (see ._settings)
 
 
 #: The settings of the paper's Sec. 6.1 (for reproduction and comparison).
 PAPER_SETTINGS = dict(n_particles=10, learning_rate=0.1, friction=0.2, n_mcmc_steps=20, target_ess=0.5,
                       resample_threshold=0.0, control_variates=False, step_size_schedule="data",
                       integrator="sghmc", exact_move_rows=0)
+
+
+class ErrorWidening(NamedTuple):
+    """What a run's error bar adds, in quadrature, for errors that neither the groups' spread nor their weights
+    can see: variances in nats^2 that persist from chunk to chunk into ``log_evidence_std``."""
+
+    degraded_variance: float = 0.0  # added by degraded chunks (ChunkRecord.degraded, .log_evidence_widening)
+    n_degraded_chunks: int = 0  # the chunks whose evidence the engine could not guarantee
+    mode_gap_variance: float = 0.0  # squared gap of the last posterior-mode check that failed, 0 if it passed
 
 
 class SGAISState(NamedTuple):
@@ -138,10 +125,8 @@ class SGAISState(NamedTuple):
     n_datum_evaluations: int
     step_scales: np.ndarray = None  # inverse mean per-datum curvature over all rows seen (SGHMC step factors)
     n_surprise_evaluations: int = 0  # datum evaluations spent by restarts and excursions, over the stream
-    degraded_variance: float = 0.0  # variance (nats^2) added to Var(log Z) by degraded chunks (ChunkRecord.degraded)
-    n_degraded_chunks: int = 0  # chunks whose evidence the engine could not guarantee
     increment_variance: float = 0.0  # sum over chunks of the groups' mean log-evidence increment's variance
-    mode_gap_variance: float = 0.0  # squared gap to the last failed posterior-mode check (0 if it passed or none ran)
+    widening: ErrorWidening = ErrorWidening()  # what log_evidence_std adds for degraded chunks and failed checks
     past_statistics: np.ndarray = None  # summed gradient_statistics of every row seen, where the model draws from them
 
 
@@ -213,14 +198,14 @@ class ChunkRecord(NamedTuple):
         estimate whose log is Gaussian). The weight variance accumulates chunk
         by chunk, so on a long stream this grows; heavy-tailed weights make the
         bias larger than this lognormal value (see the user guide's coverage of
-        long streams). At ``-POPULATION_BIAS_WARNING`` an
+        long streams). At ``-CheckSettings.population_bias`` an
         :class:`~evidence_select.EvidenceConvergenceWarning` names the cure.
     n_lineages : int
         Lineages left by the chunk's resampling: the largest number, over the
         replicate groups, of the group's particles at the chunk's start that its
         particles at the end descend from (before a restart pools them; 0 in
         records written before this was tracked). Below
-        ``lineage_threshold(n_particles)`` in every group, each group's evidence
+        ``lineage_threshold(n_particles)`` (:mod:`._settings`) in every group, each group's evidence
         increment rests on a few particle paths: its weights cannot measure its variance, and
         the groups' spread is a couple of draws of a heavy-tailed quantity. On a
         chunk annealed from the prior, where the increment is the whole log
@@ -233,7 +218,7 @@ class ChunkRecord(NamedTuple):
         every row seen is stored and their number is small): importance sampling
         at the best posterior mode found by optimisation, a value the evidence
         cannot lie far below. NaN where no check ran. When ``log_evidence``
-        reads below it by more than ``MODE_GAP_SIGMAS`` combined standard
+        reads below it by more than ``ModeCheckSettings.gap_sigmas`` combined standard
         deviations, the gap is added to ``log_evidence_std`` in quadrature and an
         :class:`~evidence_select.EvidenceConvergenceWarning` names the cure.
 
@@ -295,6 +280,7 @@ class Particles(NamedTuple):
     reference: np.ndarray
     reference_grad: np.ndarray
     origins: np.ndarray = None
+    exact_step: np.ndarray = None  # (n_groups,) exact HMC's adapted leapfrog steps, carried between a chunk's moves
 
 
 class StepCounts(NamedTuple):
@@ -311,7 +297,7 @@ class StepCounts(NamedTuple):
 
     def plus(self, other):
         """The element-wise sum of two counts."""
-        return StepCounts(*(a + b for a, b in zip(self, other)))
+        return StepCounts(**{name: a + b for name, a, b in zip(self._fields, self, other)})
 
 
 def sgais_init(rng, model, config, n_features, y_dtype=None):
@@ -319,9 +305,10 @@ def sgais_init(rng, model, config, n_features, y_dtype=None):
     n_total = config.n_particles * config.n_replicates
     particles = np.asarray(model.sample_prior(rng, n_total), dtype=float)
     log_weights = np.full((config.n_replicates, config.n_particles), -np.log(config.n_particles))
-    return SGAISState(particles, log_weights, np.zeros(config.n_replicates), np.zeros(config.n_replicates),
-                      None, None, 0,
-                      reservoir_init(config.reservoir_size, n_features, y_dtype), rng, 0, 0, 0)
+    return SGAISState(particles=particles, log_weights=log_weights, log_evidence=np.zeros(config.n_replicates),
+                      log_evidence_variance=np.zeros(config.n_replicates), reference=None, reference_grad=None,
+                      n_reference=0, reservoir=reservoir_init(config.reservoir_size, n_features, y_dtype), rng=rng,
+                      n_samples_seen=0, n_chunks=0, n_datum_evaluations=0)
 
 
 def combine_replicates(log_evidence, log_evidence_variance=None, increment_variance=None):
@@ -401,7 +388,7 @@ def evidence_estimate(state):
     gap to a failed posterior-mode check (``ChunkRecord.mode_log_evidence``).
     """
     log_z, std = combine_replicates(state.log_evidence, state.log_evidence_variance, state.increment_variance)
-    widening = state.degraded_variance + state.mode_gap_variance
+    widening = state.widening.degraded_variance + state.widening.mode_gap_variance
     if widening:
         std = math.sqrt(std**2 + widening)
     return log_z, std

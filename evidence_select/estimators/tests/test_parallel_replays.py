@@ -13,6 +13,7 @@ from evidence_select import BayesianLinearRegressor, BayesianMixture
 from evidence_select.datasets import make_mixture
 from evidence_select.sgais._engine import SamplerDegeneracyWarning
 from evidence_select.sgais._policy import replay_from_prior
+from evidence_select.sgais._state import ErrorWidening
 from evidence_select.exceptions import EvidenceConvergenceWarning
 from evidence_select.utils import make_generator
 
@@ -53,7 +54,7 @@ class _PidState:
         self.log_evidence = np.zeros(1)
         self.log_evidence_variance = np.zeros(1)
         self.reference = self.reference_grad = None
-        self.degraded_variance, self.n_datum_evaluations, self.n_reference = 0.0, 1, 1
+        self.widening, self.n_datum_evaluations, self.n_reference = ErrorWidening(), 1, 1
 
 
 def _pid_stream(rng, model, config, X, y):

@@ -8,7 +8,7 @@ from evidence_select import BayesianLinearRegressor, BayesianMixture, EvidenceMo
 from evidence_select.datasets import make_linear_regression, make_mixture
 from evidence_select._result import failed_checks
 from evidence_select.sgais._checks import CHECK_NAMES, CHUNK_CHECKS, failed_evidence_checks
-from evidence_select.sgais._state import POPULATION_BIAS_WARNING
+from evidence_select.sgais._settings import CheckSettings
 
 #: The opening words of each check's warning.
 WARNING_OF_CHECK = {"population_bias": "finite particle population", "lineages": "starting particles",
@@ -53,7 +53,7 @@ def test_mixture_misses_carry_their_lineage_and_mode_checks():
     estimator, warned = _stream(BayesianMixture(5, random_state=4), make_mixture(1000, random_state=0).X)
     checks = set(estimator.evidence_checks_)
     assert "lineages" in checks and checks <= warned
-    assert ("posterior_mode" in checks) == (estimator.sgais_state_.mode_gap_variance > 0)
+    assert ("posterior_mode" in checks) == (estimator.sgais_state_.widening.mode_gap_variance > 0)
 
 
 def test_a_shortened_history_cannot_see_the_first_chunk():
@@ -62,7 +62,8 @@ def test_a_shortened_history_cannot_see_the_first_chunk():
     estimator, _ = _stream(BayesianLinearRegressor(n_particles=2, batch_size=10, random_state=0), data.X, data.y,
                            chunk=10)
     assert "lineages" in estimator.evidence_checks_
-    recent = failed_evidence_checks(estimator.sgais_state_, estimator.evidence_history_[-16:], 2)
+    recent = failed_evidence_checks(estimator.sgais_state_, estimator.evidence_history_[-16:],
+                                    estimator.sgais_config_)
     assert "lineages" not in recent
 
 
@@ -97,7 +98,7 @@ def test_log_evidence_by_sgais_carries_the_checks_in_its_verdict():
     data = make_linear_regression(20_000, random_state=0)
     flagged = log_evidence(BayesianLinearRegressor(n_particles=4), data.X, data.y, method="sgais", random_state=0)
     assert not flagged.converged and not flagged.diagnostics["population_bias"]["passed"]
-    assert flagged.diagnostics["population_bias"]["value"] >= POPULATION_BIAS_WARNING
+    assert flagged.diagnostics["population_bias"]["value"] >= CheckSettings().population_bias
     model = BayesianLinearRegressor()._make_model(data.X.shape[1])
     on_model = log_evidence(model, data.X, data.y, method="sgais", random_state=0, n_particles=4)
     assert not on_model.converged and "population_bias" in failed_checks(on_model.diagnostics)

@@ -144,6 +144,7 @@ def test_surprise_flag_keeps_the_linear_evidence_exact():
     assert [r.n_reheat_steps for r in records] == [0] * 6  # no excursion without reheat_after_steps
     assert sum(r.n_annealing_steps for r in records[2:]) > 2 * sum(r.n_annealing_steps for r in plain_records[2:])
     error, std = exact_error(state, model, data)
+    assert 0 < std < 2.0
     assert error < 5 * std + 1e-3
 
 
@@ -178,11 +179,17 @@ def test_periodic_restarts_come_where_the_rows_seen_double_and_keep_the_linear_e
     state, records = run_sgais(data.X, data.y, model, config, 0)
     assert [r.n_samples_seen for r in records if r.n_replayed] == [1000, 2000]  # 4000 > reservoir_size
     error, std = exact_error(state, model, data)
+    assert 0 < std < 2.0
     assert error < 5 * std + 1e-3
     seen = [n for n in range(250, 70_000, 250) if crossed_checkpoint(n - 250, n, 250, 2.0)]
     assert seen == [250, 500, 1000, 2000, 4000, 8000, 16000, 32000, 64000]
     assert not crossed_checkpoint(0, 200, 250, 2.0)
     assert not crossed_checkpoint(900, 1100, 500, 1.5) and crossed_checkpoint(1100, 1200, 500, 1.5)  # at 1125
+
+
+def _particles(theta, log_weights, log_evidence, log_evidence_variance, origins=None):
+    return Particles(theta=theta, log_weights=log_weights, log_evidence=log_evidence,
+                     log_evidence_variance=log_evidence_variance, reference=None, reference_grad=None, origins=origins)
 
 
 def test_merge_independent_runs_averages_each_groups_evidence_and_draws_within_the_group():
@@ -193,11 +200,11 @@ def test_merge_independent_runs_averages_each_groups_evidence_and_draws_within_t
     log_z_a, log_z_b = np.array([0.0, 0.0]), np.array([np.log(3.0), -50.0])
     variance_a, variance_b = np.array([0.01, 0.02]), np.array([0.04, 0.0])
     origins = np.arange(n_groups * n_particles)
-    theta, log_weights, log_z, variance, reference, reference_grad, merged_origins = merge_independent_runs(
-        np.random.default_rng(0), Particles(theta_a, uniform, log_z_a, variance_a, None, None, origins),
-        Particles(theta_b, uniform, log_z_b, variance_b, None, None, origins))
-    assert reference is None and reference_grad is None
-    assert merged_origins is None  # the pooled particles descend from two runs: no chunk-start lineage
+    merged = merge_independent_runs(np.random.default_rng(0), _particles(theta_a, uniform, log_z_a, variance_a, origins),
+                                    _particles(theta_b, uniform, log_z_b, variance_b, origins))
+    theta, log_weights, log_z, variance = merged[:4]
+    assert merged.reference is None and merged.reference_grad is None
+    assert merged.origins is None  # the pooled particles descend from two runs: no chunk-start lineage
     assert np.allclose(log_z, np.log([(1 + 3) / 2, (1 + np.exp(-50)) / 2]))
     assert np.allclose(log_weights, -np.log(n_particles))
     groups = theta.reshape(n_groups, n_particles)
@@ -214,7 +221,7 @@ def test_merge_independent_runs_keeps_a_huge_log_variance_finite_without_warning
     # class-sorted digits); the merged variance must be the same sum in log space, not inf with an overflow.
     uniform = np.full((1, 4), -np.log(4))
     theta = np.zeros((4, 1))
-    runs = [Particles(theta, uniform, np.array([log_z]), np.array([variance]), None, None, None)
+    runs = [_particles(theta, uniform, np.array([log_z]), np.array([variance]))
             for log_z, variance in ((-87.8, 0.675), (-88.6, 47730.0))]
     with warnings.catch_warnings():
         warnings.simplefilter("error")
@@ -299,7 +306,8 @@ def test_jump_acceptance_is_the_ratio_of_the_tempered_targets():
     reservoir, _ = reservoir_insert(rng, reservoir_init(1000, 2, None), past, None)
     theta = model.sample_prior(rng, 5)
     proposal, log_q_ratio = model.propose_jump(rng, theta, chunk)
-    context = ChunkContext(model, None, chunk, None, 80, 1, reservoir, None, False, None, None)
+    context = ChunkContext(model=model, config=None, capabilities=model.capabilities(), X=chunk, y=None, n_seen=80,
+                           n_groups=1, reservoir=reservoir, block=None, use_cv=False, scales=None, exact_moves=False)
     log_accept, _, _ = jump_log_acceptance(context, theta, proposal, log_q_ratio, MoveTarget(0.3, 0.6, 1, True))
 
     def log_target(t):

@@ -8,14 +8,30 @@ import pytest
 from evidence_select import BayesianLinearRegressor
 from evidence_select.datasets import make_linear_regression
 from evidence_select.sgais import _moves as _sgais_moves
-from evidence_select.sgais._moves import (EXACT_MAX_LEAPFROG, EXACT_MAX_REPEATS, ChunkContext, MoveTarget,
-                                                   exact_draw_kernel, exact_hmc_kernel, move_kernels, sghmc_kernel,
-                                                   uses_exact_moves)
+from evidence_select.sgais._moves import (ChunkContext, MoveTarget, exact_draw_kernel, exact_hmc_kernel, move_kernels,
+                                          sghmc_kernel, uses_exact_moves)
+from evidence_select.sgais._settings import ExactMoveSettings, with_tuning
 from evidence_select.sgais._state import Particles, SGAISConfig
 from evidence_select.kernels import _particle_hmc
 from evidence_select.kernels._hmc import jittered_leapfrog_count
 from evidence_select.sgais._reservoir import reservoir_init, reservoir_insert
-from evidence_select.models import LinearGaussianModel
+from evidence_select.models import LinearGaussianModel, ModelCapabilities
+
+
+def _context(model, X, y, n_seen, n_groups, reservoir, exact_moves=True, capabilities=None):
+    """The :class:`ChunkContext` of a move on ``(X, y)`` after ``n_seen`` rows held in ``reservoir``."""
+    if capabilities is None:
+        capabilities = ModelCapabilities() if model is None else model.capabilities()
+    return ChunkContext(model=model, config=SGAISConfig(), capabilities=capabilities, X=X, y=y, n_seen=n_seen,
+                        n_groups=n_groups, reservoir=reservoir, block=None, use_cv=False, scales=None,
+                        exact_moves=exact_moves)
+
+
+def _particles(theta, n_groups, n_particles):
+    """Uniformly weighted particles of ``n_groups`` groups, no references."""
+    return Particles(theta=theta, log_weights=np.full((n_groups, n_particles), -np.log(n_particles)),
+                     log_evidence=np.zeros(n_groups), log_evidence_variance=np.zeros(n_groups), reference=None,
+                     reference_grad=None)
 
 
 @pytest.mark.parametrize("n_seen, n_chunk, n_stored, budget, from_statistics, expected", [
@@ -50,7 +66,7 @@ def test_a_state_without_the_summed_statistics_moves_by_sghmc_past_the_reservoir
     est = BayesianLinearRegressor(batch_size=100, reservoir_size=300, random_state=0).fit(data.X[:600], data.y[:600])
     est.sgais_state_ = est.sgais_state_._replace(past_statistics=None)
     context = _sgais_moves.chunk_context(est.sgais_state_, data.X[600:], data.y[600:], est.model_, est.sgais_config_)
-    assert context.past_statistics is None and context.exact_step is None
+    assert context.past_statistics is None and not context.exact_moves
     est.partial_fit(data.X[600:], data.y[600:])
     assert est.sgais_state_.past_statistics is None and np.isfinite(est.log_evidence_)
 
@@ -92,10 +108,8 @@ def test_exact_draws_give_the_tempered_linear_posterior():
     rng = np.random.default_rng(1)
     model, X, y, reservoir, mean, covariance = _linear_case(rng)
     n_groups, n_particles = 2, 2000
-    particles = Particles(np.zeros((n_groups * n_particles, 4)), np.full((n_groups, n_particles), -np.log(n_particles)),
-                          np.zeros(n_groups), np.zeros(n_groups), None, None)
-    context = ChunkContext(model, SGAISConfig(), X[200:], y[200:], 200, n_groups, reservoir, None, False, None,
-                           np.full(n_groups, 0.5))
+    particles = _particles(np.zeros((n_groups * n_particles, 4)), n_groups, n_particles)
+    context = _context(model, X[200:], y[200:], 200, n_groups, reservoir)
     target = MoveTarget(0.4, 1.0, 5, False)
     assert move_kernels(context, target) == (exact_draw_kernel,)
     moved, counts, _ = exact_draw_kernel(rng, context, particles, target)
@@ -114,10 +128,8 @@ def test_exact_kernel_keeps_the_tempered_linear_posterior(monkeypatch):
     factor = np.linalg.cholesky(covariance)
     n_groups, n_particles = 2, 300
     theta = mean + rng.standard_normal((n_groups * n_particles, 4)) @ factor.T
-    particles = Particles(theta, np.full((n_groups, n_particles), -np.log(n_particles)), np.zeros(n_groups),
-                          np.zeros(n_groups), None, None)
-    context = ChunkContext(model, SGAISConfig(), X[200:], y[200:], 200, n_groups, reservoir, None, False, None,
-                           np.full(n_groups, 0.5))
+    particles = _particles(theta, n_groups, n_particles)
+    context = _context(model, X[200:], y[200:], 200, n_groups, reservoir)
     drawn = []  # the leapfrog counts each transition drew, one per group
 
     def recorded_counts(*args):
@@ -130,13 +142,14 @@ def test_exact_kernel_keeps_the_tempered_linear_posterior(monkeypatch):
         drawn.clear()
         particles, counts, _ = exact_hmc_kernel(rng, context, particles, MoveTarget(0.4, 1.0, 5, False))
     # A move is 2 transitions of each half, and a group moves again while its particles correlate with where the
-    # move began (at most EXACT_MAX_REPEATS more times). Per particle of the groups that move, for each half: the
+    # move began (at most ExactMoveSettings.max_repeats more times). Per particle of the groups that move, for each half: the
     # start plus 2 transitions, each integrated for the longest of the moving groups' jittered counts; plus each
     # half's curvature (n_params + 1 positions per group); shared out over those particles and rounded up, then
     # summed over the moves and shared out over all particles.
     moves = [drawn[i:i + 4] for i in range(0, len(drawn), 4)]
-    assert 1 <= len(moves) <= 1 + EXACT_MAX_REPEATS and all(len(move) == 4 for move in moves)
-    assert all(np.all((1 <= c) & (c <= EXACT_MAX_LEAPFROG)) for c in drawn)
+    settings = ExactMoveSettings()
+    assert 1 <= len(moves) <= 1 + settings.max_repeats and all(len(move) == 4 for move in moves)
+    assert all(np.all((1 <= c) & (c <= settings.max_leapfrog)) for c in drawn)
     evaluations = 0
     for move in moves:
         n_moving = len(move[0]) * n_particles
@@ -146,32 +159,46 @@ def test_exact_kernel_keeps_the_tempered_linear_posterior(monkeypatch):
     assert counts.n_evaluations == per_particle * len(theta) * 250
     assert np.mean(np.all(particles.theta != start, axis=1)) > 0.9  # the particles did move
     _assert_whitened_standard(particles.theta, mean, covariance)
-    assert np.all((context.exact_step > 0.05) & (context.exact_step < 2.0))
+    assert np.all((particles.exact_step > 0.05) & (particles.exact_step < 2.0))
 
 
 def test_sghmc_beyond_the_budget():
-    context = ChunkContext(None, SGAISConfig(), None, None, 0, 1, None, None, False, None, None)
+    context = _context(None, None, None, 0, 1, None, exact_moves=False)
     assert move_kernels(context, MoveTarget(1.0, 1.0, 5, False)) == (sghmc_kernel,)
 
 
-def test_moves_that_stay_correlated_are_recorded(monkeypatch):
+class _WithoutDraws(LinearGaussianModel):
+    """The linear model with its conjugate draws declared off: its exact moves are HMC's."""
+
+    def capabilities(self):
+        return super().capabilities()._replace(exact_draws=False, statistics_draws=False)
+
+
+class _ExactHMCRegressor(BayesianLinearRegressor):
+    def _make_model(self, n_features):
+        return _WithoutDraws(n_features)
+
+
+class _NeverDecorrelatedRegressor(_ExactHMCRegressor):
+    """Every group's exact move counts as still correlated (threshold -1), with no repeats."""
+
+    _engine_tuning = with_tuning(SGAISConfig(), exact_moves=dict(max_correlation=-1.0, max_repeats=0)).tuning
+
+
+def test_moves_that_stay_correlated_are_recorded():
     """A group whose exact moves run out of repeats while its particles still correlate with their start is counted
     in its chunk record's ``n_correlated_moves``. With the threshold at -1 (every group stays correlated) and no
     repeats, every group's move of every chunk counts: a positive multiple of the groups; at the default threshold
     this well-conditioned linear stream decorrelates, and nothing is counted. The linear model's exact draws are
-    switched off, so its exact moves are HMC's."""
-    monkeypatch.delattr(LinearGaussianModel, "sample_tempered_posterior")
-    monkeypatch.delattr(LinearGaussianModel, "sample_tempered_posterior_from_statistics")
+    declared off, so its exact moves are HMC's."""
     data = make_linear_regression(300, random_state=0)
 
-    def counted():
-        est = BayesianLinearRegressor(n_particles=20, batch_size=100, random_state=0).fit(data.X, data.y)
+    def counted(estimator_class):
+        est = estimator_class(n_particles=20, batch_size=100, random_state=0).fit(data.X, data.y)
         return [record.n_correlated_moves for record in est.evidence_history_]
 
-    assert counted() == [0, 0, 0]
-    monkeypatch.setattr(_sgais_moves, "EXACT_MAX_CORRELATION", -1.0)
-    monkeypatch.setattr(_sgais_moves, "EXACT_MAX_REPEATS", 0)
-    assert all(count > 0 and count % 2 == 0 for count in counted())
+    assert counted(_ExactHMCRegressor) == [0, 0, 0]
+    assert all(count > 0 and count % 2 == 0 for count in counted(_NeverDecorrelatedRegressor))
 
 
 def test_exact_target_kicks_with_a_fast_gradient_and_keeps_the_exact_density():
@@ -199,8 +226,9 @@ def test_exact_target_kicks_with_a_fast_gradient_and_keeps_the_exact_density():
 
 def test_exact_draws_only_for_the_likelihood_they_were_written_for():
     """A subclass that overrides the likelihood alone must not inherit the conjugate draws; one that overrides
-    both keeps them."""
-    from evidence_select.sgais._moves import offers_exact_draws
+    both keeps them (the protocol's default declaration, :meth:`Model.capabilities`)."""
+    def offers_exact_draws(model):
+        return model.capabilities().exact_draws
 
     class HeavierNoise(LinearGaussianModel):
         def log_likelihood(self, theta, X, y=None):

@@ -5,7 +5,7 @@ import pytest
 
 from evidence_select.datasets import make_linear_regression
 from evidence_select.sgais._engine import sgais_stream
-from evidence_select.sgais._moves import offers_gradient_statistics
+from evidence_select.sgais._settings import StepSettings
 from evidence_select.sgais._state import SGAISConfig, evidence_estimate
 from evidence_select.models import LinearGaussianModel, check_model
 
@@ -18,8 +18,8 @@ class RowsOnly(LinearGaussianModel):
 
 
 def test_rows_only_model_has_no_statistics_path():
-    assert offers_gradient_statistics(LinearGaussianModel(2))
-    assert not offers_gradient_statistics(RowsOnly(2))
+    assert LinearGaussianModel(2).capabilities().gradient_statistics
+    assert not RowsOnly(2).capabilities().gradient_statistics
 
 
 @pytest.mark.parametrize("settings", [
@@ -77,26 +77,29 @@ def test_curvature_ratio_at_samples_the_past_and_checks_the_model():
 
 
 def test_step_gain_and_move_factor_make_up_for_a_flat_posterior_within_the_noise_floor():
-    from evidence_select.sgais._moves import MAX_MOVE_FACTOR, sghmc_move_factor, step_gain
+    from evidence_select.sgais._moves import sghmc_move_factor, step_gain
 
+    steps = StepSettings()
     ratio = np.array([1.0, 0.25, 1e-3])
-    np.testing.assert_allclose(step_gain(ratio), [1.0, 1.0, 250.0])  # at the typical ratio, 1/4
+    np.testing.assert_allclose(step_gain(ratio, steps.typical_curvature_ratio), [1.0, 1.0, 250.0])  # at 1/4
     np.testing.assert_allclose(step_gain(ratio, 0.01), [1.0, 1.0, 10.0])
     # The curvature asks for 250, the floor grants 10: a shortfall of 25, five times the moves, capped.
-    assert sghmc_move_factor(ratio, 0.01) == MAX_MOVE_FACTOR
-    assert sghmc_move_factor(ratio, 0.25) == 1  # granted in full
-    assert sghmc_move_factor(np.array([0.2, 0.5]), 1e-4) == 1  # overlapping classes: a shortfall of 1.25
-    assert sghmc_move_factor(np.array([0.05, 0.5]), 1e-4) == 2  # a shortfall of 5
+    assert sghmc_move_factor(ratio, 0.01, steps) == steps.max_move_factor
+    assert sghmc_move_factor(ratio, 0.01, steps._replace(max_move_factor=5)) == 5
+    assert sghmc_move_factor(ratio, 0.25, steps) == 1  # granted in full
+    assert sghmc_move_factor(np.array([0.2, 0.5]), 1e-4, steps) == 1  # overlapping classes: a shortfall of 1.25
+    assert sghmc_move_factor(np.array([0.05, 0.5]), 1e-4, steps) == 2  # a shortfall of 5
 
 
 def test_relative_step_floor_keeps_the_mini_batch_noise_within_its_share_of_the_refresh():
-    from evidence_select.sgais._moves import GRADIENT_NOISE_SHARE, TYPICAL_CURVATURE_RATIO, relative_step_floor
+    from evidence_select.sgais._moves import relative_step_floor
 
     config = SGAISConfig(learning_rate=0.1, friction=0.2)
+    typical, share = config.tuning.steps.typical_curvature_ratio, config.tuning.steps.gradient_noise_share
     refresh = 1.0 - 0.8**2
-    assert relative_step_floor(config, 0, 1000, 500) == TYPICAL_CURVATURE_RATIO  # no mini-batch, no noise
-    assert relative_step_floor(config, 500, 0, 500) == TYPICAL_CURVATURE_RATIO  # no past rows
-    assert relative_step_floor(config, 500, 1000, 500) == TYPICAL_CURVATURE_RATIO  # noise allows the typical ratio
+    assert relative_step_floor(config, 0, 1000, 500) == typical  # no mini-batch, no noise
+    assert relative_step_floor(config, 500, 0, 500) == typical  # no past rows
+    assert relative_step_floor(config, 500, 1000, 500) == typical  # noise allows the typical ratio
     floor = relative_step_floor(config, 100, 20000, 100)
     # eta = learning_rate floor / n per-row Fisher informations, V = n_past^2 / |B| of them: eta V = share refresh
-    np.testing.assert_allclose(0.1 * floor / 20100 * 20000**2 / 100, GRADIENT_NOISE_SHARE * refresh)
+    np.testing.assert_allclose(0.1 * floor / 20100 * 20000**2 / 100, share * refresh)

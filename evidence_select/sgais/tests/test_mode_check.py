@@ -10,10 +10,9 @@ from sklearn import datasets
 
 from evidence_select import BayesianLinearRegressor, BayesianMixture, EvidenceConvergenceWarning
 from evidence_select.datasets import make_linear_regression
-from evidence_select.sgais._mode_check import (MODE_CHECK_GROWTH, MODE_CHECK_UNIT, MODE_GAP_SIGMAS,
-                                                   mode_importance_log_evidence, symmetrised_log_density,
-                                                   symmetrised_t)
+from evidence_select.sgais._mode_check import mode_importance_log_evidence, symmetrised_log_density, symmetrised_t
 from evidence_select.sgais._policy import crossed_checkpoint
+from evidence_select.sgais._settings import EngineTuning, ModeCheckSettings
 from evidence_select.models import GaussianMixtureModel
 from evidence_select.utils import log_mean_exp
 
@@ -39,10 +38,11 @@ def test_mode_evidence_without_symmetrising_misses_the_other_labelling():
     keep its own error at 0.02, small against the log 2 the test is about."""
     X = np.array([-3.2, -2.9, -3.1, -2.7, 2.8, 3.0, 3.3, 2.9])[:, None]
     model = GaussianMixtureModel(2, 1)
-    symmetric = mode_importance_log_evidence(model, X, None, np.random.default_rng(0), n_starts=8)
+    symmetric = mode_importance_log_evidence(model, X, None, np.random.default_rng(0), ModeCheckSettings(n_starts=8))
     one_labelling = GaussianMixtureModel(2, 1)
     one_labelling.mode_symmetries = lambda: np.eye(model.n_params)[None]
-    single = mode_importance_log_evidence(one_labelling, X, None, np.random.default_rng(0), n_starts=8)
+    single = mode_importance_log_evidence(one_labelling, X, None, np.random.default_rng(0),
+                                          ModeCheckSettings(n_starts=8))
     assert single.std < 0.05
     assert single.log_evidence - symmetric.log_evidence == pytest.approx(-np.log(2), abs=0.05)
 
@@ -74,7 +74,7 @@ def sorted_iris():
 def _fit(X, seed, **settings):
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        est = BayesianMixture(3, batch_size=100, random_state=seed, **settings).fit(X)
+        est = BayesianMixture(3, batch_size=100, random_state=seed, shuffle=False, **settings).fit(X)
     flagged = [w for w in caught if issubclass(w.category, EvidenceConvergenceWarning)
                and "best posterior mode" in str(w.message)]
     return est, flagged
@@ -90,37 +90,43 @@ def test_a_mixture_stuck_in_a_poorer_configuration_is_flagged_and_widened(sorted
     gap = record.mode_log_evidence - est.log_evidence_
     assert gap > 5.0
     assert est.log_evidence_std_ >= gap and record.log_evidence_std == est.log_evidence_std_
-    assert est.sgais_state_.mode_gap_variance == pytest.approx(gap**2)
+    assert est.sgais_state_.widening.mode_gap_variance == pytest.approx(gap**2)
 
 
 def test_a_mixture_near_the_mode_value_is_not_flagged(sorted_iris):
     est, flagged = _fit(sorted_iris, 3)
     record = est.evidence_history_[-1]
-    assert flagged == [] and est.sgais_state_.mode_gap_variance == 0.0
-    assert record.mode_log_evidence - est.log_evidence_ < MODE_GAP_SIGMAS * est.log_evidence_std_
+    assert flagged == [] and est.sgais_state_.widening.mode_gap_variance == 0.0
+    assert record.mode_log_evidence - est.log_evidence_ < ModeCheckSettings().gap_sigmas * est.log_evidence_std_
 
 
-def test_checks_run_where_due_and_leave_the_estimates_alone(monkeypatch):
+class _UncheckedMixture(BayesianMixture):
+    """The mixture estimator with its posterior-mode checks off (no rows are few enough)."""
+
+    _engine_tuning = EngineTuning(mode_check=ModeCheckSettings(max_rows=0))
+
+
+def test_checks_run_where_due_and_leave_the_estimates_alone():
     """Chunks of 400 rows against the checkpoints 100, 141, 200, ..., 1131, 1600, 2262: the chunk ending at 2000
     crosses none, but it surprised the particles (a restart or an excursion ran), so it is checked too; every other
     chunk crosses one. The estimates equal those of the same run without checks (the check draws from a copy of
     the state's generator)."""
     X = np.random.default_rng(0).normal(size=(2400, 1)) + np.repeat([[-2.0], [2.0]], 1200, axis=0)
 
-    def stream():
+    def stream(estimator_class):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            return BayesianMixture(2, batch_size=400, random_state=0).fit(X)
+            return estimator_class(2, batch_size=400, random_state=0, shuffle=False).fit(X)
 
-    checked = stream()
+    checked = stream(BayesianMixture)
     assert [r.n_samples_seen for r in checked.evidence_history_ if not np.isnan(r.mode_log_evidence)] == [400, 800,
                                                                                                        1200, 1600,
                                                                                                        2000, 2400]
     at_2000 = checked.evidence_history_[4]
-    assert not crossed_checkpoint(1600, 2000, MODE_CHECK_UNIT, MODE_CHECK_GROWTH)
+    settings = ModeCheckSettings()
+    assert not crossed_checkpoint(1600, 2000, settings.unit, settings.growth)
     assert at_2000.n_replayed > 0 or at_2000.n_reheat_steps > 0
-    monkeypatch.setattr("evidence_select.sgais._mode_check.MODE_CHECK_ROWS", 0)
-    unchecked = stream()
+    unchecked = stream(_UncheckedMixture)
     assert all(np.isnan(r.mode_log_evidence) for r in unchecked.evidence_history_)
     assert [r.log_evidence for r in checked.evidence_history_] == [r.log_evidence
                                                                     for r in unchecked.evidence_history_]
@@ -131,7 +137,7 @@ def test_models_without_mode_starts_are_not_checked():
     data = make_linear_regression(300, random_state=0)
     est = BayesianLinearRegressor(random_state=0).fit(data.X, data.y)
     assert all(np.isnan(r.mode_log_evidence) for r in est.evidence_history_)
-    assert est.sgais_state_.mode_gap_variance == 0.0
+    assert est.sgais_state_.widening.mode_gap_variance == 0.0
 
 
 def test_log_evidence_of_a_model_checks_the_final_state(sorted_iris):
@@ -177,7 +183,7 @@ def test_reading_the_evidence_checks_a_last_chunk_the_stream_did_not(sorted_iris
     assert len(flagged) == 1 and flagged[0].filename == __file__
     gap = float(re.search(r"([0-9.]+) nats above", str(flagged[0].message)).group(1))
     assert gap > 5.0 and std >= gap > streamed_std and "posterior_mode" in checks
-    assert value == est.evidence_history_[-1].log_evidence and est.sgais_state_.mode_gap_variance == 0.0
+    assert value == est.evidence_history_[-1].log_evidence and est.sgais_state_.widening.mode_gap_variance == 0.0
     with warnings.catch_warnings(record=True) as again:
         warnings.simplefilter("always")
         assert (est.log_evidence_, est.log_evidence_std_) == (value, std)

@@ -8,7 +8,10 @@ import pytest
 
 from evidence_select import BayesianLinearRegressor, EvidenceConvergenceWarning, log_evidence
 from evidence_select.datasets import make_linear_regression
-from evidence_select.sgais._state import POPULATION_BIAS_WARNING, population_log_variance
+from evidence_select.sgais._settings import CheckSettings
+from evidence_select.sgais._state import population_log_variance
+
+POPULATION_BIAS_WARNING = CheckSettings().population_bias
 
 
 def test_population_log_variance_is_the_log_variance_of_the_groups_mean():

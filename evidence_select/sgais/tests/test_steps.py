@@ -8,8 +8,9 @@ from evidence_select.sgais._state import Particles
 
 def _particles(theta, n_groups):
     n_particles = len(theta) // n_groups
-    return Particles(theta, np.full((n_groups, n_particles), -np.log(n_particles)), np.zeros(n_groups),
-                     np.zeros(n_groups), None, None)
+    return Particles(theta=theta, log_weights=np.full((n_groups, n_particles), -np.log(n_particles)),
+                     log_evidence=np.zeros(n_groups), log_evidence_variance=np.zeros(n_groups), reference=None,
+                     reference_grad=None)
 
 
 def test_segment_log_variance_is_zero_for_uniform_weights_and_one_for_a_single_survivor():

@@ -1,0 +1,154 @@
+"""The engine's tuning: every number the SGAIS engine decides by that is not an estimator parameter.
+
+Grouped by the part of the engine that reads it and nested in :class:`~._state.SGAISConfig` as its ``tuning``
+field (:class:`EngineTuning`), so that a run's behaviour is a function of its config alone, and a test or a study
+changes a number by building a config, never by patching a module::
+
+    config = SGAISConfig()
+    config = config._replace(tuning=config.tuning._replace(mode_check=ModeCheckSettings(max_rows=0)))
+
+The defaults are the engine's; each field says what it bounds and why it has its value.
+"""
+
+import math
+from typing import NamedTuple
+
+__all__ = ["EngineTuning", "ExactMoveSettings", "StepSettings", "ModeCheckSettings", "CheckSettings",
+           "lineage_threshold", "with_tuning"]
+
+
+class ExactMoveSettings(NamedTuple):
+    """Metropolis-corrected HMC on the first rows (:func:`~._moves.exact_hmc_kernel`).
+
+    A move makes ``n_mcmc_steps * move_factor / leapfrog`` transitions (the SGHMC move's gradients twice over
+    at ``leapfrog`` steps each). Each transition integrates for ``trajectory_length`` whitened units on average
+    (jittered; see :func:`~..kernels._hmc.jittered_leapfrog_count`), in at most ``max_leapfrog`` steps, which
+    bounds a move at twice that nominal cost: a fixed integration time rather than a fixed count, since the
+    adapted step shrinks where the mass cannot whiten the target (a nearly separable classifier's flat
+    directions end in a cliff), and short trajectories there diffuse and leave each group's evidence low by an
+    amount its spread understates. The first leapfrog step is ``initial_step`` whitened units. A group whose
+    particles still correlate with where a move began (mean coordinate correlation above ``max_correlation``)
+    moves again, up to ``max_repeats`` more times
+    (:func:`~..kernels._particle_hmc.particle_hmc_move_until_decorrelated`): on a stream sorted by class the
+    tempered posterior keeps moving far between steps, and a population one move cannot carry lags behind it.
+    """
+
+    leapfrog: int = 5
+    move_factor: int = 2
+    trajectory_length: float = 4.0
+    max_leapfrog: int = 10
+    initial_step: float = 0.5
+    max_repeats: int = 3
+    max_correlation: float = 0.1
+
+
+class StepSettings(NamedTuple):
+    """How SGHMC's step follows the curvature at the particles (:func:`~._moves.relative_step_floor`).
+
+    ``typical_curvature_ratio``: the smallest share of ``learning_rate`` that the step keeps in units of the
+    curvature at the particles, where the mini-batch noise allows; the step scales' curvature bound can
+    overstate that curvature by this factor before the step grows. Where the classes overlap, the softmax's
+    curvature lies within it, so such runs keep the steps the default ``learning_rate`` was sized with.
+    ``gradient_noise_share``: the share of the momentum refresh's noise per step that the mini-batch gradient's
+    own noise may add when the step grows (the particles then run at most this much hotter than the target).
+    ``max_move_factor``: most SGHMC moves per annealing step, in units of ``n_mcmc_steps``, that
+    :func:`~._moves.sghmc_move_factor` asks for (the surprise mode's own factor).
+    """
+
+    typical_curvature_ratio: float = 0.25
+    gradient_noise_share: float = 0.1
+    max_move_factor: int = 3
+
+
+class ModeCheckSettings(NamedTuple):
+    """The posterior-mode check (:mod:`._mode_check`): when it runs, how it searches and samples, when it fails.
+
+    It runs while at most ``max_rows`` rows were seen (all of them stored), for a model with at most
+    ``max_symmetries`` label symmetries (``K!`` of a mixture: five components; the proposal's density sums
+    over all of them for every draw), after each chunk that crosses a checkpoint ``floor(unit * growth**j)``
+    (100, 141, 200, 282, ...), so a stream's checks cost about 3.4 times its last one however small its chunks,
+    and its last check is at most a factor ``growth`` of rows behind its end. It fails when the estimate reads
+    below the mode's value by more than ``gap_sigmas`` combined standard deviations: a run whose own 2-sigma
+    interval misses the mass the mode alone holds. The search starts from ``n_starts`` k-means++ points (starts
+    whose objective values lie within ``same_fit`` nats are one fit); the Hessian at the mode is taken by
+    central differences of step ``hessian_step``; the importance sampler draws ``n_draws`` points, ``draw_block``
+    at a time, from a t with ``df`` degrees of freedom and ``inflate`` times the inverse Hessian as its scale
+    (heavier tails than the posterior's, so the weights stay bounded).
+    """
+
+    max_rows: int = 5000
+    unit: int = 100
+    growth: float = math.sqrt(2.0)
+    max_symmetries: int = 120
+    gap_sigmas: float = 2.0
+    n_draws: int = 4000
+    n_starts: int = 16
+    df: float = 5.0
+    inflate: float = 1.2
+    draw_block: int = 200
+    hessian_step: float = 1e-5
+    same_fit: float = 1e-3
+
+
+class CheckSettings(NamedTuple):
+    """The thresholds of the checks that flag a run (:mod:`._checks`) and of the shift detection.
+
+    ``population_bias``: ``ChunkRecord.population_bias`` (nats, as a magnitude) at which the run warns, half
+    the 0.5-nat floor of the calibration criterion, since measured biases on long streams are two to four
+    times this lognormal value. ``min_lineages`` and ``lineage_fraction``: a first chunk whose resampling left
+    fewer lineages than :func:`lineage_threshold` warns. ``degenerate_ess`` and ``degenerate_chunks``: the
+    weights count as collapsed when the ESS stayed below ``degenerate_ess`` (fewer than two effective
+    particles: the weight sits on about one particle in some group) for the last ``degenerate_chunks``
+    chunks. ``shift_z``: a chunk whose mean per-row log-likelihood under the particles falls this many
+    standard errors below the stream's mean log predictive per row is a shift
+    (:func:`~._policy.shift_detected`).
+    """
+
+    population_bias: float = 0.25
+    min_lineages: int = 3
+    lineage_fraction: tuple = (3, 20)
+    degenerate_ess: float = 2.0
+    degenerate_chunks: int = 10
+    shift_z: float = 5.0
+
+
+class EngineTuning(NamedTuple):
+    """All of the engine's tuning, by the part of the engine that reads it (``SGAISConfig.tuning``)."""
+
+    exact_moves: ExactMoveSettings = ExactMoveSettings()
+    steps: StepSettings = StepSettings()
+    mode_check: ModeCheckSettings = ModeCheckSettings()
+    checks: CheckSettings = CheckSettings()
+
+
+def lineage_threshold(n_particles, checks=CheckSettings()):
+    """The ``n_lineages`` below which a chunk annealed from the prior warns, for groups of ``n_particles``.
+
+    ``checks.min_lineages``, or ``checks.lineage_fraction`` of the group (rounded down) where that is more: a
+    group that keeps the same fraction of its starting particles is no more reliable for having more of them,
+    so raising ``n_particles`` must not silence the warning unless the lineages grow with it. Rounded down, so
+    that a group between multiples of 20 (the classifier's default of 30: threshold 4) is held to no more than
+    its share.
+
+    Examples
+    --------
+    >>> [lineage_threshold(n) for n in (8, 20, 30, 40)]
+    [3, 3, 4, 6]
+    """
+    numerator, denominator = checks.lineage_fraction
+    return max(checks.min_lineages, numerator * int(n_particles) // denominator)
+
+
+def with_tuning(config, **groups):
+    """``config`` with fields of its tuning groups replaced: ``with_tuning(config, mode_check=dict(max_rows=0))``.
+
+    Examples
+    --------
+    >>> from evidence_select.sgais import SGAISConfig
+    >>> with_tuning(SGAISConfig(), checks=dict(shift_z=3.0)).tuning.checks.shift_z
+    3.0
+    """
+    tuning = config.tuning
+    for group, fields in groups.items():
+        tuning = tuning._replace(**{group: getattr(tuning, group)._replace(**fields)})
+    return config._replace(tuning=tuning)
