@@ -71,7 +71,7 @@ def check_model_on_rows(model, X, y, estimator_name):
     >>> try:
     ...     check_model_on_rows(model, np.zeros((3, 1)), np.array([-5.0, 0.0, 5.0]), "EvidenceRegressor")
     ... except ValueError as error:
-    ...     print(str(error)[:64])
+    ...     print(str(error).split(" at prior")[0])
     EvidenceRegressor: the model's log_likelihood returned NaN or +inf
     """
     n_rows = len(X)
@@ -337,7 +337,8 @@ class EvidenceRegressor(RegressorMixin, _GenericShell):
         return X, y.astype(np.float64, copy=False)
 
     def fit(self, X, y):
-        """Forget any past data and stream ``(X, y)`` in ``batch_size`` chunks.
+        """Forget any past data and stream ``(X, y)`` in ``batch_size`` chunks, in a seeded random order
+        (``shuffle``).
 
         Parameters
         ----------
@@ -540,7 +541,8 @@ class EvidenceClassifier(ClassifierMixin, _GenericShell):
                              f"sum to {np.exp(log_total[worst]):.6g} on row {worst[1]} (they must sum to 1)")
 
     def fit(self, X, y):
-        """Forget any past data and stream ``(X, y)``; classes are taken from ``y``.
+        """Forget any past data and stream ``(X, y)``, in a seeded random order (``shuffle``); classes are
+        taken from ``y``.
 
         Parameters
         ----------
@@ -723,7 +725,7 @@ class EvidenceDensityEstimator(DensityMixin, _GenericShell):
         return validate_data(self, X, reset=reset, dtype=np.float64), None
 
     def fit(self, X, y=None):
-        """Forget any past data and stream ``X`` in ``batch_size`` chunks.
+        """Forget any past data and stream ``X`` in ``batch_size`` chunks, in a seeded random order (``shuffle``).
 
         Parameters
         ----------

@@ -216,7 +216,7 @@ def test_made_poisson_against_built_in_over_seeds_and_streams():
     # 1500 rows: past exact_move_rows, so the last chunks move by SGHMC (the made model has no step scales).
     X, y = _poisson_rows(1500, seed=1)
     reference = poisson_reference(X, y, 1.0, 3.0)
-    gaps = []
+    errors = []  # (built-in, made) minus the reference, per seed
     for seed in range(4):
         built_in, made = _both_poisson_estimators(seed)
         for start in range(0, 1500, 500):  # a stream of partial_fit calls
@@ -224,8 +224,12 @@ def test_made_poisson_against_built_in_over_seeds_and_streams():
             made.partial_fit(X[start:start + 500], y[start:start + 500])
         for est in (built_in, made):
             assert _within(est.log_evidence_, est.log_evidence_std_, reference), (seed, type(est), reference)
-        gaps.append(made.log_evidence_ - built_in.log_evidence_)
-    assert abs(np.mean(gaps)) < 0.5
+        errors.append((built_in.log_evidence_ - reference, made.log_evidence_ - reference))
+    # Averaged over the seeds: each run's spread is about 0.3 nats here, so the mean of four has a standard error
+    # near 0.15; 0.4 allows 2.5 of them plus the engine's small positive bias on these rows (~0.05-0.1).
+    mean_built_in, mean_made = np.mean(errors, axis=0)
+    assert abs(mean_built_in) < 0.4 and abs(mean_made) < 0.4, np.mean(errors, axis=0)
+    assert abs(mean_made - mean_built_in) < 0.5
 
 
 @pytest.mark.slow
@@ -297,7 +301,7 @@ def test_log_evidence_resolves_a_template_through_the_shell():
 
 def test_fit_equals_partial_fit_and_pickling_mid_stream_resumes_exactly():
     X, y = _regression_rows(600)
-    whole = EvidenceRegressor(gaussian_regression(), batch_size=200, **SMALL).fit(X, y)
+    whole = EvidenceRegressor(gaussian_regression(), batch_size=200, shuffle=False, **SMALL).fit(X, y)
     streamed = EvidenceRegressor(gaussian_regression(), batch_size=200, **SMALL)
     for start in (0, 200):
         streamed.partial_fit(X[start:start + 200], y[start:start + 200])
