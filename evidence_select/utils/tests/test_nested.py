@@ -3,6 +3,7 @@
 import os
 import threading
 
+import numpy as np
 import pytest
 from joblib import Parallel, delayed, parallel_config
 
@@ -27,6 +28,18 @@ def _cluster_decisions():
             pool = inner_pool(3)
         decisions.append((pool.n_jobs, pool.backend))
     return decisions
+
+
+def _shared_sums():
+    """Three runs sharing the cluster from inside a dask task, each on 2.4 MB (sent as dask data, not in the
+    task's message): ``(sum, aligned, thread)`` of each, and this task's thread."""
+    values = np.arange(300_000, dtype=float)
+    with granted_cluster():
+        return run_inner([delayed(_sum_where)(values + k) for k in range(3)]), threading.get_ident()
+
+
+def _sum_where(values):
+    return float(values.sum()), bool(values.flags.aligned), threading.get_ident()
 
 
 def _where():
@@ -91,6 +104,10 @@ def test_inside_a_dask_task_inner_work_stays_unless_granted(monkeypatch):
         # Sharing the cluster is for dask tasks only (the selector's resident candidates grant it); an estimator's
         # explicit n_jobs takes precedence where it can start processes.
         assert client.submit(_cluster_decisions, pure=False).result() == [(3, "cluster"), (2, "loky"), (1, None)]
+        runs, task_thread = client.submit(_shared_sums, pure=False).result()
+        assert [(total, is_aligned) for total, is_aligned, _ in runs] == [(np.arange(300_000.0).sum() + 300_000 * k,
+                                                                          True) for k in range(3)]
+        assert runs[0][2] == task_thread and len({thread for _, _, thread in runs}) > 1  # the first run here
         # A daemonic process (dask's worker processes by default) cannot start any: the grant then gives nothing,
         # unless the cluster is shared.
         monkeypatch.setattr(_nested, "_can_start_processes", lambda: False)
