@@ -3,11 +3,11 @@
 - :func:`paper_problem` / :func:`paper_estimator`: the paper's three models on the
   same simulated data (seed 0; the simulators are prefix-stable, so the first ``N``
   rows of a long stream are exactly the data set of size ``N``).
-- dynesty with default settings, cached per problem in ``results/`` because it
-  takes ~25 CPU minutes per model at N=1e3 on this machine.
+- dynesty with default settings, cached per problem in ``results/`` (it is slow).
 - :func:`pairwise_agreement`: every pair of estimates within
   ``max(3 x combined error, 0.5)`` nats.
-- run metadata (git commit, load, versions) and atomic JSON saving.
+- run metadata (command, git commit, load, versions) and atomic JSON saving: every run to
+  ``results/`` (not committed), a published result also to ``saved/`` (``--save``, from a clean commit only).
 """
 
 import hashlib
@@ -62,12 +62,16 @@ def paper_problem(name, n):
     return paper_model(name), X, y
 
 
+#: The paper's linear model (Appendix B.1): known noise and fixed priors. ``BayesianLinearRegressor()`` learns both.
+PAPER_LINEAR = dict(noise_variance=1.0, prior_scale=1.0)
+
+
 def paper_estimator(name, **params):
-    """The online estimator whose ``model_`` is :func:`paper_model` ``(name)`` (default parameters)."""
+    """The online estimator whose ``model_`` is :func:`paper_model` ``(name)`` (default parameters otherwise)."""
     from evidence_select import BayesianLinearRegressor, BayesianLogisticClassifier, BayesianMixture
 
     if name == "linear":
-        return BayesianLinearRegressor(**params)
+        return BayesianLinearRegressor(**{**PAPER_LINEAR, **params})
     if name == "softmax":
         return BayesianLogisticClassifier(**params)
     return BayesianMixture(5, **params)
@@ -181,33 +185,81 @@ def format_disagreements(pairs):
 
 
 # -- metadata and saving -------------------------------------------------------------------
+#: What a saved result depends on: the package, the benchmarks and the declared dependencies.
+_TRACKED_FOR_RESULTS = ("evidence_select", "benchmarks", "pyproject.toml")
+
+
+def _git(*args, timeout=30):
+    return subprocess.run(["git", "-C", CHECKOUT, *args], capture_output=True, text=True, timeout=timeout)
+
+
+def uncommitted_changes():
+    """The paths under :data:`_TRACKED_FOR_RESULTS` with uncommitted changes (``git status --porcelain``)."""
+    out = _git("status", "--porcelain", "--", *_TRACKED_FOR_RESULTS)
+    if out.returncode != 0:
+        return ["(not a git checkout)"]
+    # A new saved result is the benchmarks' output, not their code: a run that saved one leaves the checkout clean.
+    return [line[3:] for line in out.stdout.splitlines() if not line.startswith("?? benchmarks/saved/")]
+
+
 def git_commit():
+    """The checkout's commit, followed by a digest of any uncommitted change to the package (a run of
+    ``benchmarks/results/`` may come from one; a saved result may not)."""
     try:
-        out = subprocess.run(["git", "-C", HERE, "rev-parse", "HEAD"], capture_output=True, text=True, timeout=10)
-        diff = subprocess.run(["git", "-C", CHECKOUT, "diff", "HEAD", "--", "evidence_select"],
-                              capture_output=True, text=True, timeout=30).stdout
-        # Uncommitted engine edits (the tree is shared) change the timings: name them by a digest of the diff.
+        commit = _git("rev-parse", "HEAD", timeout=10).stdout.strip()
+        diff = _git("diff", "HEAD", "--", *_TRACKED_FOR_RESULTS).stdout
         digest = hashlib.sha1(diff.encode()).hexdigest()[:10]
-        return out.stdout.strip() + (f" + uncommitted evidence_select/ diff {digest}" if diff else "")
+        return commit + (f" + uncommitted diff {digest}" if diff else "")
     except (OSError, subprocess.SubprocessError):
         return "unknown"
 
 
 def run_metadata(argv):
+    """The run's command (as typed from the repository root), commit, whether the checkout was clean, date,
+    versions and the machine's load at the start."""
     import scipy
 
-    return dict(git_commit=git_commit(), date=time.strftime("%Y-%m-%d %H:%M:%S"), command=" ".join(argv),
-                python=platform.python_version(), numpy=np.__version__, scipy=scipy.__version__,
-                machine=platform.machine(), cpu_count=os.cpu_count(), load_average_start=os.getloadavg(),
+    command = " ".join(["python", f"benchmarks/{os.path.basename(argv[0])}", *argv[1:]])
+    return dict(command=command, git_commit=git_commit(), clean_checkout=not uncommitted_changes(),
+                date=time.strftime("%Y-%m-%d %H:%M:%S"), python=platform.python_version(), numpy=np.__version__,
+                scipy=scipy.__version__, machine=platform.machine(), cpu_count=os.cpu_count(),
+                load_average_start=os.getloadavg(),
                 threads={k: os.environ.get(k) for k in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")})
 
 
-def save_json(path, obj):
+def require_clean_checkout(parser, name):
+    """Stop (through ``parser.error``) unless ``name`` is a published result and the checkout is committed.
+
+    Call it before the run: a saved result must be reproducible by its command at its commit.
+    """
+    from _tables import SAVED_RESULTS
+
+    if name not in SAVED_RESULTS:
+        parser.error(f"--save writes the published results {SAVED_RESULTS}, not {name!r}")
+    changed = uncommitted_changes()
+    if changed:
+        parser.error("--save needs a clean commit (saved results must be reproducible); uncommitted: "
+                     + ", ".join(changed))
+
+
+def save_result(name, result, save=False, trim=None):
+    """Write ``result`` to ``benchmarks/results/<name>.json`` and, with ``save``, ``trim(result)`` (what the
+    published tables read) to ``benchmarks/saved/<name>.json``. Returns the paths written."""
+    paths = [os.path.join(RESULTS_DIR, f"{name}.json")]
+    save_json(paths[0], result)
+    if save:
+        paths.append(os.path.join(SAVED_DIR, f"{name}.json"))
+        save_json(paths[1], trim(result) if trim else result, indent=None)
+    return paths
+
+
+def save_json(path, obj, indent=1):
     """Write ``obj`` atomically (temporary file + rename), so a killed run leaves the last complete save."""
     os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
     tmp = f"{path}.tmp{os.getpid()}"
     with open(tmp, "w") as fh:
-        json.dump(obj, fh, indent=1, default=_json_default)
+        json.dump(obj, fh, indent=indent, default=_json_default)
+        fh.write("\n")
     os.replace(tmp, path)
 
 
@@ -219,46 +271,3 @@ def _json_default(value):
     if isinstance(value, np.ndarray):
         return value.tolist()
     return str(value)
-
-
-def runs_provenance(sources):
-    """``"runs at commit ..., load average at their start ..."`` from the ``meta`` of the saved runs ``sources``."""
-    commits, loads = [], []
-    for path in sources:
-        with open(path) as fh:
-            meta = json.load(fh)["meta"]
-        commits.append(meta["git_commit"])
-        loads.append(", ".join(f"{value:.1f}" for value in meta.get("load_average_start") or ()) or "n/a")
-    return (f"runs at commit {'; '.join(dict.fromkeys(commits))}, "
-            f"load average at their start {'; '.join(loads)}")
-
-
-def markdown_table(header, cells):
-    """The lines of a markdown table with ``header`` and one row per list of cell texts in ``cells``."""
-    return ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)] + ["| " + " | ".join(row) + " |"
-                                                                          for row in cells]
-
-
-def write_rst_table(path, header, cells, script, argv=None, sources=None):
-    """A reStructuredText grid table of ``cells``, headed by the command that wrote it (for ``.. include::``).
-
-    ``sources`` are the saved runs (JSON paths) a ``--from-json`` table is built
-    from: the header then names their commits and load, not today's.
-    """
-    command = f"python benchmarks/{script} " + " ".join(sys.argv[1:] if argv is None else argv)
-    widths = [max(len(text) for text in column) for column in zip(header, *cells)]
-    rule = "+" + "+".join("-" * (w + 2) for w in widths) + "+"
-
-    def line(row):
-        return "| " + " | ".join(text.ljust(w) for text, w in zip(row, widths)) + " |"
-
-    load = ", ".join(f"{value:.1f}" for value in os.getloadavg())
-    provenance = runs_provenance(sources) if sources else f"commit {git_commit()}, load average {load}"
-    lines = [f"Written by ``{command.strip()}`` ({provenance}).", "", rule,
-             line(header), rule.replace("-", "=")]
-    for row in cells:
-        lines += [line(row), rule]
-    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
-    with open(path, "w") as fh:
-        fh.write("\n".join(lines) + "\n")
-    print(f"wrote {path}")

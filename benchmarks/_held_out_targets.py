@@ -28,9 +28,9 @@ import functools
 import numpy as np
 from scipy import special, stats
 
-from evidence_select.testing import (BananaTarget, CalibrationCase, CALIBRATION_DIMS, FunnelTarget, ProductTarget, TwoPeakFactor)
+from evidence_select.testing import (CALIBRATION_DIMS, BananaTarget, BoxGaussianTarget, CalibrationCase, FunnelTarget,
+                                     ProductTarget, TwoPeakFactor)
 from evidence_select.testing._calibration import _ThetaTarget
-from evidence_select.testing._targets import BoxGaussianTarget
 from evidence_select.utils._quadrature import log_quad
 
 __all__ = ["BoxTarget", "Funnel", "RotatedBanana", "RotatedRidge", "TwoPeakProduct", "RingChain", "HELD_OUT_TARGETS",

@@ -49,8 +49,8 @@ from evidence_select.backends._ns import nested_sampling_log_evidence
 from evidence_select.models import LinearGaussianModel
 from _common import format_disagreements, pairwise_agreement, paper_problem, run_dynesty_cached  # noqa: E402
 from _laplace_reference import laplace_importance_log_evidence  # noqa: E402  (benchmarks/)
-from evidence_select.testing._targets import (BimodalTarget, BoxGaussianTarget, GaussianTarget,
-                                             correlated_gaussian_target)
+from evidence_select.testing import (BimodalTarget, BoxGaussianTarget, GaussianTarget,  # noqa: E402
+                                     correlated_gaussian_target)
 
 BACKENDS = {"ns": nested_sampling_log_evidence, "ais": ais_log_evidence, "bridge": bridge_log_evidence}
 

@@ -4,6 +4,7 @@ Usage::
 
     OMP_NUM_THREADS=1 python benchmarks/bench_cost.py                  # 1e6 rows per model, 1e5 shift stream
     OMP_NUM_THREADS=1 python benchmarks/bench_cost.py --rows 100000 --cases linear,mixture
+    OMP_NUM_THREADS=1 python benchmarks/bench_cost.py --save     # also benchmarks/saved/cost.json
 
 Streams each model's simulated data through ``partial_fit`` in windows of ``--window`` rows (each window is
 ``window / batch_size`` chunks) with default settings, and after each window reads the state's counters:
@@ -12,7 +13,8 @@ per-datum likelihood and gradient evaluations (``n_datum_evaluations``), of whic
 reports the evaluations per row and particle; per case the first, median, largest and last window, the
 largest window over the median (a worst case a constant times the chunk, not growing with the stream), the
 surprise work as a multiple of the ordinary work against ``surprise_budget``, and CPU per 1e4 rows early and
-late. Prints a markdown table and writes ``benchmarks/results/cost.json``.
+late. Prints a markdown table and writes ``benchmarks/results/cost.json``; ``--save`` (at a clean commit) also
+writes the per-case summaries to ``benchmarks/saved/cost.json``, the validation page's source.
 
 Cases: linear (``make_linear_regression``), softmax (``make_softmax_classification``, 4 classes), the paper's
 5-component mixture (``make_mixture``), and the paper's shift stream (``make_shift_stream``, 3 then 5 then 7
@@ -21,7 +23,6 @@ clusters, ``BayesianMixture(7)``), whose change points ask for restarts.
 
 import argparse
 import functools
-import json
 import os
 import sys
 import time
@@ -30,14 +31,15 @@ import numpy as np
 from sklearn.base import is_classifier
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _common import RESULTS_DIR, run_metadata, save_json, write_rst_table  # noqa: E402  (benchmarks/; also puts the checkout on the path)
+from _common import PAPER_LINEAR, require_clean_checkout, run_metadata, save_result  # noqa: E402  (checkout on path)
+from _tables import cost_table, markdown_lines, print_tables  # noqa: E402
 
 from evidence_select import BayesianLinearRegressor, BayesianLogisticClassifier, BayesianMixture  # noqa: E402
 from evidence_select.datasets import (make_linear_regression, make_mixture, make_shift_stream,  # noqa: E402
                                       make_softmax_classification)
 
 #: name: (data, estimator, rows by default); the shift stream is stationary after its last change point (row 10000)
-CASES = {"linear": (make_linear_regression, BayesianLinearRegressor, 1_000_000),
+CASES = {"linear": (make_linear_regression, functools.partial(BayesianLinearRegressor, **PAPER_LINEAR), 1_000_000),
          "softmax": (make_softmax_classification, BayesianLogisticClassifier, 1_000_000),
          "mixture": (make_mixture, functools.partial(BayesianMixture, 5), 1_000_000),
          "mixture_shift": (make_shift_stream, functools.partial(BayesianMixture, 7), 100_000)}
@@ -91,48 +93,27 @@ def summarise(run):
                 cpu_late=float(np.median(cpu[-tenth:])), cpu_total=float(cpu.sum() * run["window"] / 1e4))
 
 
-HEADER = ["case", "rows", "eval/row/particle: first", "median", "largest", "last", "largest/median",
-          "surprise/ordinary (budget)", "replayed rows", "degraded chunks", "CPU s/1e4 rows: early", "late",
-          "CPU s total"]
-
-
-def table_cells(summary):
-    """One row of the table from :func:`summarise`'s output."""
-    s = summary
-    return [s["case"], str(s["rows"]), f"{s['first']:.1f}", f"{s['median']:.1f}", f"{s['largest']:.1f}",
-            f"{s['last']:.1f}", f"{s['largest_over_median']:.2f}",
-            f"{s['surprise_over_ordinary']:.2f} ({s['surprise_budget']:g})", str(s["replayed_rows"]),
-            str(s["degraded_chunks"]), f"{s['cpu_early']:.3f}", f"{s['cpu_late']:.3f}", f"{s['cpu_total']:.1f}"]
-
-
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=None, help="rows per case (default: the case's own)")
     parser.add_argument("--window", type=int, default=20_000, help="rows per partial_fit call")
     parser.add_argument("--cases", default=",".join(CASES))
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--output", default=os.path.join(RESULTS_DIR, "cost.json"))
-    parser.add_argument("--from-json", default=None, metavar="PATH", help="tabulate a saved run instead of running")
-    parser.add_argument("--doc-table", metavar="DIR", default=None, help="also write DIR/cost.rst")
+    parser.add_argument("--save", action="store_true",
+                        help="also write benchmarks/saved/cost.json (the validation page's source; clean commit)")
     args = parser.parse_args(argv)
-    print("| " + " | ".join(HEADER) + " |")
-    print("|---" * len(HEADER) + "|")
-    if args.from_json:
-        with open(args.from_json) as fh:
-            summaries = json.load(fh)["summaries"]
-        for s in summaries:
-            print("| " + " | ".join(table_cells(s)) + " |")
-    else:
-        runs, summaries, meta = [], [], run_metadata(sys.argv)  # the commit and load at the start
-        for name in args.cases.split(","):
-            runs.append(stream_windows(name, args.rows or CASES[name][2], args.window, args.seed))
-            summaries.append(summarise(runs[-1]))
-            print("| " + " | ".join(table_cells(summaries[-1])) + " |", flush=True)
-            save_json(args.output, dict(meta=meta, summaries=summaries, runs=runs))
-        print(f"\nwrote {args.output}")
-    if args.doc_table:
-        write_rst_table(os.path.join(args.doc_table, "cost.rst"), HEADER, [table_cells(s) for s in summaries],
-                        "bench_cost.py", argv, sources=[args.from_json] if args.from_json else None)
+    if args.save:
+        require_clean_checkout(parser, "cost")
+    out = dict(meta=run_metadata(sys.argv), summaries=[], runs=[])  # the commit and load at the start
+    for name in args.cases.split(","):
+        out["runs"].append(stream_windows(name, args.rows or CASES[name][2], args.window, args.seed))
+        out["summaries"].append(summarise(out["runs"][-1]))
+        print(markdown_lines(*cost_table(dict(summaries=out["summaries"][-1:])))[-1], flush=True)
+        save_result("cost", out)
+    paths = save_result("cost", out, args.save, lambda result: dict(meta=result["meta"],
+                                                                      summaries=result["summaries"]))
+    print_tables("cost", out)
+    print("\nwrote " + ", ".join(paths))
 
 
 if __name__ == "__main__":

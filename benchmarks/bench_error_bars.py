@@ -29,7 +29,7 @@ import warnings
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _common import RESULTS_DIR, run_metadata, save_json  # noqa: E402
+from _common import PAPER_LINEAR, RESULTS_DIR, run_metadata, save_json  # noqa: E402
 from bench_real import (_order, all_cases, held_out_separable_cases, load_case_data, make_estimator,  # noqa: E402
                         reference_key, references)
 
@@ -50,15 +50,15 @@ def _sorted_counts(n=4000, seed=0):
 def _real_run(case, seed):
     data_name, order, spec, _ = case
     X, y = _order(*load_case_data(data_name), order)
-    est = make_estimator(spec, seed).fit(X, y)
+    est = make_estimator(spec, seed).set_params(shuffle=False).fit(X, y)  # the case's order
     return est.log_evidence_, est.log_evidence_std_, tuple(est.evidence_checks_)
 
 
 def _linear_run(shift_at, reservoir_size, seed):
     X, y = linear_shift(2000, shift_at, 0)
     # SGHMC past 1000 rows (the estimator's default draws exactly from the summed statistics at any n, unflagged)
-    est = BayesianLinearRegressor(batch_size=250, reservoir_size=reservoir_size, exact_move_rows=1000,
-                                  random_state=seed).fit(X, y)
+    est = BayesianLinearRegressor(**PAPER_LINEAR, batch_size=250, reservoir_size=reservoir_size, exact_move_rows=1000,
+                                  shuffle=False, random_state=seed).fit(X, y)
     return est.log_evidence_, est.log_evidence_std_, tuple(est.evidence_checks_)
 
 
@@ -80,7 +80,7 @@ def cases():
     for label, shift_at, reservoir in (("linear_shift_beyond_reservoir", 1000, 500),
                                        ("linear_shift_whole_stream", 1000, 2000)):
         X, y = linear_shift(2000, shift_at, 0)
-        exact = log_evidence(BayesianLinearRegressor(), X, y, method="exact").log_evidence
+        exact = log_evidence(BayesianLinearRegressor(**PAPER_LINEAR), X, y, method="exact").log_evidence
         out[label] = (exact, 0.0, lambda seed, s=shift_at, r=reservoir: _linear_run(s, r, seed))
     out["poisson_sorted"] = (PoissonGammaModel(2).exact_log_evidence(_sorted_counts()), 0.0, _poisson_run)
     return out

@@ -24,7 +24,7 @@ import warnings
 
 import numpy as np
 
-from _common import RESULTS_DIR, run_metadata, save_json
+from _common import PAPER_LINEAR, RESULTS_DIR, run_metadata, save_json
 from evidence_select import BayesianLinearRegressor, BayesianLogisticClassifier, BayesianMixture, log_evidence
 from evidence_select.sgais._engine import SGAISConfig, combine_replicates, sgais_init, sgais_update
 from evidence_select.testing._shift_streams import linear_shift, logistic_shift, mixture_shift
@@ -32,8 +32,9 @@ from evidence_select.models import LinearGaussianModel
 
 CASES = {  # model: (data, estimator factory, reference method)
     "linear (coefficients shift at 1000, reservoir 500)": (
-        lambda: linear_shift(2000, 1000, 0), lambda s: BayesianLinearRegressor(batch_size=250, reservoir_size=500,
-                                                                               random_state=s), "exact"),
+        lambda: linear_shift(2000, 1000, 0), lambda s: BayesianLinearRegressor(**PAPER_LINEAR, batch_size=250,
+                                                                               reservoir_size=500, random_state=s),
+        "exact"),
     "classifier (boundary turns at 400, reservoir 200)": (
         lambda: logistic_shift(800, 400, 0), lambda s: BayesianLogisticClassifier(batch_size=100, reservoir_size=200,
                                                                                   random_state=s), "bridge"),
@@ -48,7 +49,8 @@ def whole_stream_cases(data_seed):
     return {
         "linear (coefficients shift at 1000, whole stream stored)": (
             lambda: linear_shift(2000, 1000, data_seed),
-            lambda s: BayesianLinearRegressor(batch_size=250, reservoir_size=2000, random_state=s), "exact"),
+            lambda s: BayesianLinearRegressor(**PAPER_LINEAR, batch_size=250, reservoir_size=2000, random_state=s),
+            "exact"),
         "classifier (boundary turns at 1250, whole stream stored)": (
             lambda: logistic_shift(2000, 1250, data_seed),
             lambda s: BayesianLogisticClassifier(batch_size=250, reservoir_size=2000, random_state=s), "bridge"),
@@ -64,7 +66,7 @@ def shift_rows(n_seeds, cases):
             tic, cpu = time.perf_counter(), time.process_time()
             with warnings.catch_warnings(record=True) as caught:
                 warnings.simplefilter("always")
-                estimator = make(seed).fit(X, y)
+                estimator = make(seed).set_params(shuffle=False).fit(X, y)  # the shift in its place
             state = estimator.sgais_state_
             unwidened = combine_replicates(state.log_evidence, state.log_evidence_variance)[1]
             error = estimator.log_evidence_ - reference.log_evidence

@@ -92,7 +92,7 @@ def _make_estimator(model, seed):
     from evidence_select import BayesianLinearRegressor, BayesianLogisticClassifier, BayesianMixture
 
     if model == "linear":
-        return BayesianLinearRegressor(random_state=seed), {}
+        return BayesianLinearRegressor(noise_variance=1.0, prior_scale=1.0, random_state=seed), {}  # the paper's
     if model == "softmax":
         return BayesianLogisticClassifier(random_state=seed), {"classes": [0, 1, 2, 3]}
     return BayesianMixture(5, random_state=seed), {}

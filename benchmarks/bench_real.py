@@ -2,22 +2,17 @@
 
 Usage::
 
-    python benchmarks/bench_real.py                 # all cases, 3 seeds
+    python benchmarks/bench_real.py                 # the classifier and regressor cases, 3 seeds, chunks of 100
+    python benchmarks/bench_real.py --suite real_data_mixtures   # the mixture cases, chunks of 100 and 500
+    python benchmarks/bench_real.py --suite real_data_held_out   # the held-out cases, chunks of 100 and 500
+    python benchmarks/bench_real.py --suite real_data_held_out --save   # also to benchmarks/saved/ (clean commit)
     python benchmarks/bench_real.py --quick         # breast cancer prior 1/10 file+sorted, iris, diabetes; 2 seeds
-    python benchmarks/bench_real.py --recompute     # recompute the cached references
+    python benchmarks/bench_real.py --recompute     # recompute the cached references (hours)
     python benchmarks/bench_real.py --cases bc_s10_sorted,iris
     python benchmarks/bench_real.py --exact-move-rows 0   # SGHMC from the first row (no exact moves)
-    python benchmarks/bench_real.py --held-out --batch-size 500   # the estimators' own chunking, not CHUNK
-    python benchmarks/bench_real.py --doc-table doc/user_guide/generated   # also the user guide's table
-    python benchmarks/bench_real.py --from-json benchmarks/results/real.json --doc-table doc/user_guide/generated
-    python benchmarks/bench_real.py --mixtures --output real_mixtures.json \
-        --doc-table doc/user_guide/generated --doc-name real_data_mixtures.rst   # the mixture cases only
-    python benchmarks/bench_real.py --held-out --output real_held_out.json \
-        --doc-table doc/user_guide/generated --doc-name real_data_held_out.rst   # the held-out cases only
-    python benchmarks/bench_real.py --held-out-drift --output real_held_out_drift.json   # ... in drifting orders
-    python benchmarks/bench_real.py --held-out-separable --output real_held_out_separable.json  # two-class digits
 
-Prints a markdown table and writes ``benchmarks/results/real.json``.
+Prints a markdown table and writes ``benchmarks/results/<suite>.json``; ``--save`` also writes
+``benchmarks/saved/<suite>.json``, from which ``benchmarks/make_tables.py`` makes the validation page's table.
 
 Cases (features standardised unless the case says "unscaled"; chunks of 100 rows):
 
@@ -38,18 +33,18 @@ Cases (features standardised unless the case says "unscaled"; chunks of 100 rows
   against two heavy AIS runs (1600 chains, 48 moves per temperature), the converged
   ones pooled by their mean ``Z`` (see ``MIXTURE_AIS`` and ``pooled_ais``).
 
-Held-out cases (``--held-out``, names ``ho_*``; not in the default run): digit subsets no
+Held-out cases (suite ``real_data_held_out``, names ``ho_*`` and ``sep_*``): digit subsets no
 other case uses, never used to tune a default, each streamed shuffled and with its
 classes arriving one after another (a late shift): ``BayesianLogisticClassifier`` on
 4 vs 9 (prior scales 1 and 3, the latter nearly separable) and on 3/5/8 (softmax), and
 ``BayesianMixture`` with K = 3 on the first two principal components of digits 0/1/6 and
 K = 4 on the first three of 0/1/6/7 (constant pixel columns dropped, columns standardised), and
 ``BayesianLinearRegressor`` (exact references) on the digits' first principal component against the
-next eleven and on wine's alcohol against its other columns. ``--held-out-drift`` streams the same data
-in orders no case used before: sorted by the rows' first principal component (the features drift while every
-class keeps arriving) and, for the regressions, sorted by the target. ``--held-out-separable`` (names
-``sep_*``): two-class problems on all 1797 digits, a zero against the rest (separable) and even against odd
-digits, shuffled and one class after the other, past the exact moves' first rows.
+next eleven and on wine's alcohol against its other columns. The same data also stream in two more orders:
+sorted by the rows' first principal component (``*_feature_drift``: the features drift while every class keeps
+arriving) and, for the regressions, sorted by the target (``*_target_drift``). Two-class problems on all 1797
+digits (names ``sep_*``), a zero against the rest (separable) and even against odd digits, shuffled and one
+class after the other, run past the exact moves' first rows.
 
 Reference for the classifiers: AIS (100 chains) and bridge sampling on the full data;
 where they agree within ``max(3 x combined std, 0.5)`` the bridge value is used, otherwise
@@ -71,7 +66,9 @@ import warnings
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _common import RESULTS_DIR, SAVED_DIR, markdown_table, pairwise_agreement, run_metadata, save_json, write_rst_table  # noqa: E402,E501
+from _common import (PAPER_LINEAR, RESULTS_DIR, SAVED_DIR, pairwise_agreement, require_clean_checkout,  # noqa: E402
+                     run_metadata, save_json, save_result)
+from _tables import markdown_lines, print_tables, real_table  # noqa: E402
 
 from evidence_select import BayesianLinearRegressor, BayesianLogisticClassifier, BayesianMixture, log_evidence  # noqa: E402,E501
 
@@ -206,8 +203,8 @@ def all_cases():
     cases["bc_unscaled_s1_file"] = ("bc_unscaled", "file", dict(kind="classifier", prior_scale=1), "none")
     for name in ("wine", "iris", "digits38"):
         cases[name] = (name, "shuffled", dict(kind="classifier", prior_scale=1), "backends")
-    cases["diabetes"] = ("diabetes", "file", dict(kind="regressor"), "exact")
-    cases["diabetes_raw_y"] = ("diabetes_raw", "file", dict(kind="regressor"), "exact")
+    cases["diabetes"] = ("diabetes", "file", dict(kind="regressor", **PAPER_LINEAR), "exact")
+    cases["diabetes_raw_y"] = ("diabetes_raw", "file", dict(kind="regressor", **PAPER_LINEAR), "exact")
     for data_name in MIXTURE_DATA:
         for k in MIXTURE_COMPONENTS[data_name]:
             for order in ("file", "shuffled", "sorted"):
@@ -240,23 +237,21 @@ def held_out_cases():
                                                         "mixture_ais")
     for data_name in HELD_OUT_REGRESSION:
         for order, label in (("shuffled", "shuffled"), ("file", "classes_late")):
-            cases[f"ho_lin_{data_name}_{label}"] = (data_name, order, dict(kind="regressor"), "exact")
+            cases[f"ho_lin_{data_name}_{label}"] = (data_name, order, dict(kind="regressor", **PAPER_LINEAR),
+                                                    "exact")
     return cases
 
 
 def held_out_separable_cases():
-    """Two-class problems on all digits (``--held-out-separable``, names ``sep_*``), shuffled and with one class
-    after the other, added with the classifier's curvature-measured SGHMC steps. The zero-against-rest rows
-    showed that unlimited longer steps heat many-parameter streams (hence the mini-batch noise limit of
-    ``relative_step_floor``); even against odd was first run after that, and also measured the extra moves of
-    ``sghmc_move_factor`` (10 nats low before them)."""
+    """Two-class problems on all digits (names ``sep_*``), shuffled and with one class after the other: long
+    enough that SGHMC, not the exact moves, anneals most of the rows, on a posterior far flatter than the
+    softmax's curvature bound."""
     return {f"sep_{data_name}_{order}": (data_name, order, dict(kind="classifier", prior_scale=1), "backends")
             for data_name in HELD_OUT_BINARY for order in ("shuffled", "sorted")}
 
 
 def held_out_drift_cases():
-    """Held-out orders of the held-out data (``--held-out-drift``; run after the defaults they test were set):
-    rows sorted by their first principal component (the features drift while every class keeps arriving), and
+    """Other orders of the held-out data: rows sorted by their first principal component (the features drift while every class keeps arriving), and
     regressions sorted by their target (the response drifts). The mixtures' columns are principal components, so
     their ``"sorted"`` order is the first component's."""
     cases = {}
@@ -279,12 +274,13 @@ QUICK_CASES = ("bc_s1_file", "bc_s1_sorted", "bc_s10_file", "bc_s10_sorted", "ir
 
 
 def make_estimator(spec, seed):
-    params = {k: v for k, v in spec.items() if k != "kind"}
+    """The case's estimator; its rows stream in the case's order (``shuffle=False``: the order is the case)."""
+    params = dict({k: v for k, v in spec.items() if k != "kind"}, batch_size=CHUNK, random_state=seed, shuffle=False)
     if spec["kind"] == "classifier":
-        return BayesianLogisticClassifier(batch_size=CHUNK, random_state=seed, **params)
+        return BayesianLogisticClassifier(**params)
     if spec["kind"] == "mixture":
-        return BayesianMixture(batch_size=CHUNK, random_state=seed, **params)
-    return BayesianLinearRegressor(batch_size=CHUNK, random_state=seed, **params)
+        return BayesianMixture(**params)
+    return BayesianLinearRegressor(**params)
 
 
 # -- references ----------------------------------------------------------------------------
@@ -383,7 +379,7 @@ def run_case(case, seeds, settings=None):
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             try:
-                est = make_estimator(spec, seed).set_params(**(settings or {})).fit(X, y)
+                est = make_estimator(spec, seed).set_params(shuffle=False, **(settings or {})).fit(X, y)  # the case's order
                 value, std = float(est.log_evidence_), float(est.log_evidence_std_)
                 error = None
             except ValueError as exc:  # a refusal (e.g. unscaled target) is a valid outcome
@@ -423,89 +419,72 @@ def summarise(name, runs, reference):
                 refusal=refused[0] if refused else None)
 
 
-def table_cells(rows):
-    """The table's header and one list of cell texts per row."""
-    header = ["case", "SGAIS mean", "reported std", "seed spread", "reference +/- std", "max pull",
-              "within max(3 sigma, 2)", "warnings", "verdict", "CPU s/run"]
-    cells = [[r["case"], f"{r['mean']:.2f}", f"{r['mean_std']:.2f}", f"{r['spread']:.2f}",
-              f"{r['reference']:.2f} +/- {r['reference_std']:.2f}", f"{r['max_pull']:.1f}",
-              f"{r['n_within']}/{r['n_runs']}", ", ".join(r["warnings"]) or "none", r["verdict"],
-              f"{r['cpu_seconds']:.1f}"] for r in rows]
-    return header, cells
-
-
 def table(rows):
-    return markdown_table(*table_cells(rows))
+    return markdown_lines(*real_table(dict(rows=rows)))
+
+
+def suites():
+    """Suite name -> (case name -> case, chunk sizes): what each published table runs."""
+    held_out = held_out_cases() | held_out_drift_cases() | held_out_separable_cases()
+    return {"real_data": ({k: v for k, v in all_cases().items() if not k.startswith("mix_")}, (CHUNK,)),
+            "real_data_mixtures": ({k: v for k, v in all_cases().items() if k.startswith("mix_")}, (CHUNK, 500)),
+            "real_data_held_out": (held_out, (CHUNK, 500))}
+
+
+def trimmed(result):
+    """What the published table reads: the per-case summaries (with their runs), not the reference details."""
+    return {key: value for key, value in result.items() if key != "references"}
 
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--suite", choices=sorted(suites()), default="real_data")
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--recompute", action="store_true", help="recompute the cached references")
-    parser.add_argument("--cases", default=None, help="comma-separated case names (default: all or the quick set)")
-    parser.add_argument("--mixtures", action="store_true", help="only the BayesianMixture cases (mix_k*)")
-    parser.add_argument("--held-out", action="store_true", help="only the held-out cases (ho_*)")
-    parser.add_argument("--held-out-drift", action="store_true",
-                        help="only the held-out data in drifting orders (ho_*_feature_drift, ho_*_target_drift)")
-    parser.add_argument("--held-out-separable", action="store_true",
-                        help="only the two-class problems on all digits (sep_*)")
+    parser.add_argument("--cases", default=None, help="comma-separated case names (default: the suite's)")
     parser.add_argument("--seeds", type=int, default=None)
-    parser.add_argument("--output", default=os.path.join(RESULTS_DIR, "real.json"),
-                        help="where to write the runs (a bare file name goes to benchmarks/results/)")
     parser.add_argument("--exact-move-rows", type=int, default=None,
                         help="the estimators' exact_move_rows (default: theirs; 0 runs SGHMC from the first row)")
-    parser.add_argument("--batch-size", type=int, default=None,
-                        help=f"the estimators' batch_size (default: {CHUNK}; 500 is theirs); case names get _b<size>")
-    parser.add_argument("--doc-table", metavar="DIR", default=None,
-                        help="also write the table as DIR/real_data.rst (included by the user guide)")
-    parser.add_argument("--doc-name", default="real_data.rst",
-                        help="file name of the --doc-table table (real_data_mixtures.rst for the mixture cases)")
-    parser.add_argument("--from-json", metavar="PATH", default=None,
-                        help="tabulate saved runs (their rows, comma-separated files in order) instead of running")
+    parser.add_argument("--batch-size", default=None,
+                        help=f"comma-separated batch sizes (default: the suite's; {CHUNK} for real_data); "
+                             f"case names get _b<size> where it is not {CHUNK}")
+    parser.add_argument("--save", action="store_true",
+                        help="also write benchmarks/saved/<suite>.json (the validation page's source; clean commit)")
     args = parser.parse_args(argv)
-    if args.from_json:
-        rows = []
-        for path in args.from_json.split(","):
-            with open(path) as fh:
-                rows += json.load(fh)["rows"]
-        print("\n".join(table(rows)))
-    else:
-        meta = run_metadata(sys.argv)  # the commit and load at the start
-        rows, refs = run_cases(parser, args)
-        print("\n".join(table(rows)))
-        output = args.output if os.path.dirname(args.output) else os.path.join(RESULTS_DIR, args.output)
-        save_json(output, dict(meta=meta, rows=rows, references=refs))
-        print(f"wrote {output}")
-    if args.doc_table:
-        write_rst_table(os.path.join(args.doc_table, args.doc_name), *table_cells(rows), "bench_real.py", argv,
-                        sources=args.from_json.split(",") if args.from_json else None)
+    if args.save:
+        require_clean_checkout(parser, args.suite)
+    out = dict(meta=run_metadata(sys.argv))  # the commit and load at the start
+    out["rows"], out["references"] = run_cases(parser, args)
+    paths = save_result(args.suite, out, args.save, trimmed)
+    print_tables(args.suite, out)
+    print("\nwrote " + ", ".join(paths))
 
 
 def run_cases(parser, args):
-    """Run the chosen cases' seeds: one summary row per case (runs included, printed as it completes), and the
-    references."""
-    cases = all_cases() | held_out_cases() | held_out_drift_cases() | held_out_separable_cases()
-    default = (held_out_cases() if args.held_out else held_out_drift_cases() if args.held_out_drift
-               else held_out_separable_cases() if args.held_out_separable
-               else QUICK_CASES if args.quick else all_cases())
-    chosen = args.cases.split(",") if args.cases else list(default)
-    if args.mixtures:
-        chosen = [name for name in chosen if name.startswith("mix_")]
-    unknown = sorted(set(chosen) - set(cases))
+    """Run the chosen cases' seeds at each chunk size: one summary row per case and size (runs included, printed
+    as it completes), and the references."""
+    every = all_cases() | held_out_cases() | held_out_drift_cases() | held_out_separable_cases()
+    suite_cases, batch_sizes = suites()[args.suite]
+    chosen = args.cases.split(",") if args.cases else list(QUICK_CASES if args.quick else suite_cases)
+    unknown = sorted(set(chosen) - set(every))
     if unknown:
-        parser.error(f"unknown cases {unknown}; known: {sorted(cases)}")
-    cases = {name: cases[name] for name in chosen}
+        parser.error(f"unknown cases {unknown}; known: {sorted(every)}")
+    if args.batch_size:
+        batch_sizes = tuple(int(b) for b in args.batch_size.split(","))
+    cases = {name: every[name] for name in chosen}
     seeds = range(args.seeds or (2 if args.quick else 3))
     refs = references(cases, args.recompute)
     rows = []
-    for name, case in cases.items():
-        settings = {key: value for key, value in (("exact_move_rows", args.exact_move_rows),
-                                                  ("batch_size", args.batch_size)) if value is not None}
-        runs = run_case(case, seeds, settings)
-        label = name if args.batch_size is None else f"{name}_b{args.batch_size}"
-        rows.append(summarise(label, runs, refs[reference_key(case[0], case[2])]) | dict(runs=runs))
-        print(table([rows[-1]])[-1], flush=True)
+    for batch_size in batch_sizes:
+        for name, case in cases.items():
+            settings = dict(batch_size=batch_size, **({} if args.exact_move_rows is None
+                                                      else {"exact_move_rows": args.exact_move_rows}))
+            runs = run_case(case, seeds, settings)
+            label = name if batch_size == CHUNK else f"{name}_b{batch_size}"
+            rows.append(summarise(label, runs, refs[reference_key(case[0], case[2])]) | dict(runs=runs))
+            print(table([rows[-1]])[-1], flush=True)
     return rows, refs
+
 
 if __name__ == "__main__":
     main()

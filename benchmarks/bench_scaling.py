@@ -1,10 +1,11 @@
-"""Scaling of EvidenceModelSelector with candidates and workers (issue 17).
+"""Scaling of EvidenceModelSelector with candidates and workers (issues 17 and 60).
 
 Usage::
 
     OMP_NUM_THREADS=1 python benchmarks/bench_scaling.py            # ~10 min on a quiet 2-core machine
     OMP_NUM_THREADS=1 python benchmarks/bench_scaling.py --quick    # fewer rows, candidates up to 8
     OMP_NUM_THREADS=1 python benchmarks/bench_scaling.py --only mixture --repeats 3   # medians of 3 rounds
+    OMP_NUM_THREADS=1 python benchmarks/bench_scaling.py --only mixture --candidates 4 8   # the nested case
 
 1. ``grid``: 1, 2, 4, 8, 16 ``BayesianLinearRegressor`` candidates (noise
    variances 0.5..2) streamed with ``partial_fit`` in chunks of 500, on joblib
@@ -15,16 +16,25 @@ Usage::
    per candidate divided by the time of one log-likelihood evaluation of every
    row for every particle (the cost floor of any method that looks at all the
    data once).
-2. ``mixture``: the issue's case, 4 ``BayesianMixture`` candidates (K = 2, 3,
-   5, 7) on the paper's mixture data, 4500 rows in chunks of 500 (``--quick``:
-   1500). Targets: ``n_jobs=2`` <= 0.6x and dask (2 workers, 1 thread each)
-   <= 0.65x the ``n_jobs=1`` wall. The machine's own limit is measured too: one
-   mixture fit run next to a copy of itself, against alone. A last row runs dask
-   with the workers' statistical profiler off (``distributed.worker.profile.enabled``),
-   which is what dask's own per-task machinery costs these Python-heavy updates.
-   Printed beside the timings: the wall a fixed placement of these candidates allows at best
-   (:func:`placement_bounds`, from the calls' measured update times), since each call ends when its
-   busiest worker does.
+2. ``mixture``: 4 ``BayesianMixture`` candidates (K = 2, 3, 5, 7) on the
+   paper's mixture data, 4500 rows in chunks of 500 (``--quick``: 1500), then 8
+   and 16 candidates (the same K, each with 2 or 4 weight concentrations;
+   ``--candidates``) on the same 2 workers. Executors: ``n_jobs`` 1 and 2,
+   ``parallel="dask"`` (2 workers, 1 thread each), scikit-learn's way to use
+   dask (``joblib.parallel_config(backend="dask")`` around ``n_jobs=2`` on the
+   same cluster: every candidate's update a dask task, its restarts' replays run
+   inside that task), and, with 4 candidates, dask with the workers' statistical
+   profiler off (``distributed.worker.profile.enabled``: what dask's own
+   per-task machinery costs these Python-heavy updates). Targets (issues 17 and
+   60), for every candidate count: ``n_jobs=2`` <= 0.6x, ``parallel="dask"`` <=
+   0.65x and the joblib dask backend <= 0.75x the ``n_jobs=1`` wall; a stalled
+   executor would never return, so each run has a deadline (``--deadline``, in
+   multiples of the ``n_jobs=1`` wall) after which it is reported as stalled and
+   the study goes on. The machine's own limit is measured too: one mixture fit
+   run next to a copy of itself, against alone. Printed beside the timings: the
+   wall a fixed placement of these candidates allows at best
+   (:func:`placement_bounds`, from the calls' measured update times; 4
+   candidates), since each call ends when its busiest worker does.
 3. ``shipping``: what joblib's copies cost. 4 linear candidates streamed to
    ``--shipping-rows`` rows (their reservoirs full), then one more call with
    chunks of 500, 5000 and 50000 rows on each executor (3 repeats, best): time
@@ -54,7 +64,9 @@ import os
 import resource
 import subprocess
 import sys
+import threading
 import time
+import warnings
 
 import numpy as np
 import psutil
@@ -62,7 +74,8 @@ import psutil
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from _common import run_metadata, save_json  # noqa: E402  (benchmarks/; also puts the checkout on the path)
 
-from evidence_select import BayesianLinearRegressor, BayesianMixture, EvidenceModelSelector  # noqa: E402
+from evidence_select import (BayesianLinearRegressor, BayesianMixture, EvidenceConvergenceWarning,  # noqa: E402
+                             EvidenceModelSelector, SamplerDegeneracyWarning)
 from evidence_select.datasets import make_linear_regression, make_mixture  # noqa: E402
 from evidence_select.selection import _selector  # noqa: E402
 from evidence_select.selection._distributed import JoblibPayoff  # noqa: E402
@@ -84,7 +97,9 @@ def cpu_seconds():
 
 
 class Executor:
-    """One way of running the candidates: joblib with ``n_jobs``, or dask with a LocalCluster of ``n_workers``.
+    """One way of running the candidates: joblib with ``n_jobs``, dask with a LocalCluster of ``n_workers``
+    (``parallel="dask"``), or joblib's dask backend on such a cluster (``"joblib-dask"``: ``n_jobs`` in a
+    ``joblib.parallel_config(backend="dask")``, the way scikit-learn's ``n_jobs`` estimators use dask).
 
     ``worker_profiler=False`` starts the dask workers without their statistical profiler (dask's default samples
     the running task's stack every 10 ms), to measure what it costs our updates.
@@ -96,7 +111,7 @@ class Executor:
         self._cluster = self._client = None
 
     def __enter__(self):
-        if self.kind == "dask":
+        if self.kind in ("dask", "joblib-dask"):
             import dask
             from distributed import Client, LocalCluster
 
@@ -116,15 +131,41 @@ class Executor:
     def params(self):
         return dict(parallel="dask") if self.kind == "dask" else dict(n_jobs=self.n_workers)
 
+    def context(self):
+        """The joblib context a stream runs in (thread-local: entered by the thread that streams)."""
+        from joblib import parallel_config
+
+        return parallel_config(backend="dask") if self.kind == "joblib-dask" else contextlib.nullcontext()
+
 
 def stream(candidates, X, y, executor):
     """``(selector, wall, cpu)`` of streaming ``X`` through a fresh selector in chunks of ``CHUNK``."""
     selector = EvidenceModelSelector(candidates, random_state=0, **executor.params())
     cpu, wall = cpu_seconds(), time.perf_counter()
-    for start in range(0, len(X), CHUNK):
-        stop = start + CHUNK
-        selector.partial_fit(X[start:stop]) if y is None else selector.partial_fit(X[start:stop], y[start:stop])
+    with executor.context():
+        for start in range(0, len(X), CHUNK):
+            stop = start + CHUNK
+            selector.partial_fit(X[start:stop]) if y is None else selector.partial_fit(X[start:stop], y[start:stop])
     return selector, time.perf_counter() - wall, cpu_seconds() - cpu
+
+
+def stream_within(seconds, *args):
+    """:func:`stream`, or None when it has not returned after ``seconds`` (a stall: it runs in a daemon thread,
+    which the executor's cluster closing then ends)."""
+    outcome = {}
+
+    def run():
+        try:
+            outcome["value"] = stream(*args)
+        except BaseException as exc:  # raised again in the calling thread
+            outcome["error"] = exc
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    thread.join(seconds)
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome.get("value")
 
 
 def one_pass_seconds(estimator, X, y):
@@ -139,11 +180,14 @@ def one_pass_seconds(estimator, X, y):
 
 
 def linear_candidates(n):
-    return [(f"s2={v:.3f}", BayesianLinearRegressor(noise_variance=v)) for v in np.geomspace(0.5, 2.0, n)]
+    return [(f"s2={v:.3f}", BayesianLinearRegressor(noise_variance=v, prior_scale=1.0))
+            for v in np.geomspace(0.5, 2.0, n)]
 
 
-def mixture_candidates():
-    return [(f"K={k}", BayesianMixture(k)) for k in (2, 3, 5, 7)]
+def mixture_candidates(n=4):
+    """``n`` (a multiple of 4) mixtures: K = 2, 3, 5, 7, each with ``n / 4`` weight concentrations."""
+    return [(f"K={k},a={a:g}", BayesianMixture(k, weight_concentration=a))
+            for a in np.geomspace(1.0, 0.5 ** (n // 4 - 1), n // 4) for k in (2, 3, 5, 7)]
 
 
 @contextlib.contextmanager
@@ -238,40 +282,70 @@ def grid(executors, counts, n_rows):
     return rows
 
 
-def mixture(executors, n_rows, repeats):
-    """The issue's case, each executor in turn, ``repeats`` rounds; each round's ratios are to its own
-    ``n_jobs=1`` wall (a shared machine's load drifts between rounds), and a last row per executor gives the
-    median over rounds. Each row keeps its calls' per-candidate update times and their
-    :func:`placement_bounds` on 2 workers (on dask, the times measured on the workers)."""
+#: Wall-time targets of the mixture study, as fractions of the ``n_jobs=1`` wall (issues 17 and 60).
+MIXTURE_TARGETS = {"joblib x2": 0.6, "dask x2": 0.65, "joblib-dask x2": 0.75}
+
+
+def mixture(executors, n_rows, repeats, counts, deadline, executors_for_four=()):
+    """Each candidate count of ``counts``, each executor in turn, ``repeats`` rounds; each round's ratios are to
+    its own ``n_jobs=1`` wall (a shared machine's load drifts between rounds), and a last row per executor gives
+    the median over rounds. Each row keeps its calls' per-candidate update times and, for 4 candidates, their
+    :func:`placement_bounds` on 2 workers (on dask, the times measured on the workers). A run that has not ended
+    after ``deadline`` times the round's ``n_jobs=1`` wall is reported as stalled."""
     X = make_mixture(n_rows, random_state=0).X
+    # The study times the executors; the candidates' accuracy warnings (the same on each) would only bury the table.
+    for category in (EvidenceConvergenceWarning, SamplerDegeneracyWarning):
+        warnings.filterwarnings("ignore", category=category)
     rows = []
-    for round_ in range(repeats):
-        reference = None
-        for executor in executors:
-            with executor, recorded_update_seconds() as update_seconds:
-                stream(mixture_candidates()[:2], X[:CHUNK], None, executor)  # warm-up
-                del update_seconds[:]
-                selector, wall, cpu = stream(mixture_candidates(), X, None, executor)
-            bounds = placement_bounds(update_seconds, n_workers=2)
-            if reference is None:
-                reference = (selector.log_evidences_, wall)
-                print_placement_bounds(bounds, wall)
-            rows.append(dict(executor=executor.name, candidates=4, rows=n_rows, wall=wall, cpu=cpu,
-                             wall_ratio=wall / reference[1], passes=float("nan"),
-                             identical=bool(np.array_equal(selector.log_evidences_, reference[0])),
-                             load=os.getloadavg()[0], log_evidences=selector.log_evidences_.tolist(),
-                             round=round_, update_seconds=update_seconds,
-                             placement_bounds=dict(zip(("fixed", "per_call"), bounds))))
-            print_row(rows[-1])
-    if repeats > 1:
-        for executor in executors:
-            mine = [row for row in rows if row["executor"] == executor.name]
-            median = {key: float(np.median([row[key] for row in mine])) for key in ("wall", "cpu", "wall_ratio")}
-            rows.append(dict(mine[0], **median, executor=f"{executor.name} (median of {repeats})",
-                             identical=all(row["identical"] for row in mine), load=os.getloadavg()[0],
-                             round="median"))
-            print_row(rows[-1])
+    for n in counts:
+        mine = executors + (list(executors_for_four) if n == 4 else [])
+        for round_ in range(repeats):
+            reference = None
+            for executor in mine:
+                rows.append(mixture_row(executor, n, X, reference, deadline, round_))
+                if reference is None:
+                    reference = (rows[-1]["log_evidences"], rows[-1]["wall"])
+                print_row(rows[-1])
+        if repeats > 1:
+            rows += median_rows(rows, mine, n, repeats)
     return rows
+
+
+def mixture_row(executor, n, X, reference, deadline, round_):
+    """One timed stream of ``n`` mixture candidates on ``executor`` (the first of a round is the reference)."""
+    with executor, recorded_update_seconds() as update_seconds:
+        stream(mixture_candidates(4)[:2], X[:CHUNK], None, executor)  # warm-up
+        del update_seconds[:]
+        timeout = None if reference is None else deadline * reference[1]
+        done = stream_within(timeout, mixture_candidates(n), X, None, executor)
+    row = dict(executor=executor.name, candidates=n, rows=len(X), passes=float("nan"), load=os.getloadavg()[0],
+               round=round_, target=MIXTURE_TARGETS.get(executor.name), update_seconds=update_seconds)
+    if done is None:
+        return dict(row, wall=float("nan"), cpu=float("nan"), wall_ratio=float("nan"), identical=False,
+                    stalled=True, log_evidences=None)
+    selector, wall, cpu = done
+    if n == 4:
+        bounds = placement_bounds(update_seconds, n_workers=2)
+        row["placement_bounds"] = dict(zip(("fixed", "per_call"), bounds))
+        if reference is None:
+            print_placement_bounds(bounds, wall)
+    z_ref, wall_ref = reference or (selector.log_evidences_, wall)
+    return dict(row, wall=wall, cpu=cpu, wall_ratio=wall / wall_ref, stalled=False,
+                identical=bool(np.array_equal(selector.log_evidences_, z_ref)),
+                log_evidences=selector.log_evidences_.tolist())
+
+
+def median_rows(rows, executors, n, repeats):
+    """A row per executor with the medians of its ``repeats`` rounds with ``n`` candidates."""
+    out = []
+    for executor in executors:
+        mine = [row for row in rows if row["executor"] == executor.name and row["candidates"] == n]
+        median = {key: float(np.median([row[key] for row in mine])) for key in ("wall", "cpu", "wall_ratio")}
+        out.append(dict(mine[0], **median, executor=f"{executor.name} (median of {repeats})",
+                        identical=all(row["identical"] for row in mine), load=os.getloadavg()[0], round="median",
+                        stalled=any(row["stalled"] for row in mine)))
+        print_row(out[-1])
+    return out
 
 
 def print_placement_bounds(bounds, wall, n_workers=2):
@@ -359,8 +433,14 @@ def print_header(title):
 
 def print_row(row):
     passes = "" if np.isnan(row["passes"]) else f"{row['passes']:.0f}"
+    if row.get("stalled"):
+        print(f"| {row['executor']} | {row['candidates']} | {row['rows']} | stalled | | | | | {row['load']:.1f} |",
+              flush=True)
+        return
+    target = row.get("target")
+    met = "" if target is None else f" ({'met' if row['wall_ratio'] <= target else 'MISSED'}: <= {target})"
     print(f"| {row['executor']} | {row['candidates']} | {row['rows']} | {row['wall']:.2f} | {row['cpu']:.2f} | "
-          f"{row['wall_ratio']:.2f} | {passes} | {row['identical']} | {row['load']:.1f} |", flush=True)
+          f"{row['wall_ratio']:.2f}{met} | {passes} | {row['identical']} | {row['load']:.1f} |", flush=True)
 
 
 def main(argv=None):
@@ -373,6 +453,10 @@ def main(argv=None):
                         help="rows streamed before the shipping study's timed call")
     parser.add_argument("--repeats", type=int, default=1,
                         help="rounds of the mixture case and the allocator study (median reported)")
+    parser.add_argument("--candidates", type=int, nargs="+", default=[4, 8, 16], choices=[4, 8, 12, 16],
+                        help="candidate counts of the mixture study")
+    parser.add_argument("--deadline", type=float, default=3.0,
+                        help="a mixture run not done after this many n_jobs=1 walls is reported as stalled")
     parser.add_argument("--output", default=RESULTS)
     args = parser.parse_args(argv)
     if args.allocator_child:
@@ -387,10 +471,11 @@ def main(argv=None):
         out["grid"] = grid(executors, (1, 2, 4, 8) if args.quick else (1, 2, 4, 8, 16),
                            5000 if args.quick else 20000)
     if "mixture" in args.only:
-        print_header("4 BayesianMixture candidates (targets: joblib x2 <= 0.6, dask x2 <= 0.65)")
-        no_profiler = Executor("dask", 2, worker_profiler=False)
-        out["mixture"] = mixture([executors[0], executors[1], executors[3], no_profiler], 1500 if args.quick else 4500,
-                                 args.repeats)
+        print_header(f"{', '.join(map(str, args.candidates))} BayesianMixture candidates on 2 workers (targets: "
+                     + ", ".join(f"{name} <= {target}" for name, target in MIXTURE_TARGETS.items()) + ")")
+        out["mixture"] = mixture([executors[0], executors[1], executors[3], Executor("joblib-dask", 2)],
+                                 1500 if args.quick else 4500, args.repeats, args.candidates, args.deadline,
+                                 executors_for_four=[Executor("dask", 2, worker_profiler=False)])
         out["side_by_side_slowdown"] = side_by_side_slowdown(make_mixture(1500, random_state=1).X)
         print(f"\nmachine: a mixture fit run next to a copy of itself takes {out['side_by_side_slowdown']:.2f}x its "
               f"CPU time alone, so no 2-worker run can beat {out['side_by_side_slowdown'] / 2:.2f}x the n_jobs=1 wall")

@@ -4,8 +4,7 @@ Usage::
 
     python benchmarks/bench_selection_held_out.py                      # 3 seeds, chunks of 100 and 500
     python benchmarks/bench_selection_held_out.py --seeds 5 --batch-sizes 500
-    python benchmarks/bench_selection_held_out.py --from-json benchmarks/saved/selection_held_out.json \
-        --doc-table doc/user_guide/generated
+    python benchmarks/bench_selection_held_out.py --save   # also benchmarks/saved/selection_held_out.json
 
 A selector whose candidates' evidences each sit within their error bars can still be confidently wrong
 when two candidates are close: the worst failure of a model-selection tool. Here ``BayesianMixture``
@@ -21,11 +20,11 @@ with the pick of the reference evidences (two heavy AIS runs per K, ``bench_real
   (``evidence_checks_``, shown by ``selector.summary()``);
 - *WRONG*: none of these, a confident wrong choice that nothing flags.
 
-Prints a markdown table and writes ``benchmarks/results/selection_held_out.json``.
+Prints a markdown table and writes ``benchmarks/results/selection_held_out.json``; ``--save`` (at a clean
+commit) also writes ``benchmarks/saved/selection_held_out.json``, the validation page's source.
 """
 
 import argparse
-import json
 import os
 import sys
 import time
@@ -34,7 +33,8 @@ import warnings
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _common import RESULTS_DIR, markdown_table, run_metadata, save_json, write_rst_table  # noqa: E402
+from _common import require_clean_checkout, run_metadata, save_result  # noqa: E402
+from _tables import markdown_lines, print_tables, selection_table  # noqa: E402
 from bench_real import _order, load_case_data, reference_key, references  # noqa: E402
 
 from evidence_select import BayesianMixture, EvidenceModelSelector  # noqa: E402
@@ -71,7 +71,7 @@ def run_selection(data_name, order, batch_size, seed, reference_p):
     X, _ = _order(*load_case_data(data_name), order)
     ks = CANDIDATES[data_name]
     selector = EvidenceModelSelector([(f"K={k}", BayesianMixture(k, batch_size=batch_size)) for k in ks],
-                                     random_state=seed)
+                                     shuffle=False, random_state=seed)  # the order is the case
     tic = time.process_time()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the checks below say what the warnings said
@@ -85,59 +85,38 @@ def run_selection(data_name, order, batch_size, seed, reference_p):
                 verdict=verdict(pick, reference_pick, reference_p, checks), cpu_seconds=time.process_time() - tic)
 
 
-def table_cells(rows):
-    header = ["data", "order", "chunks", "seed", "pick (P)", "references' pick (P)", "references' P of the pick",
-              "checks of the pick", "verdict"]
-    cells = []
-    for r in rows:
-        k, ref_k = r["candidates"][r["pick"]], r["candidates"][r["reference_pick"]]
-        cells.append([r["data"], r["order"], str(r["batch_size"]), str(r["seed"]),
-                      f"K={k} ({r['probabilities'][r['pick']]:.3f})",
-                      f"K={ref_k} ({r['reference_probabilities'][r['reference_pick']]:.3f})",
-                      f"{r['reference_probabilities'][r['pick']]:.3f}", ", ".join(r["checks"][r["pick"]]) or "none",
-                      r["verdict"]])
-    return header, cells
-
-
 def markdown(rows):
-    return markdown_table(*table_cells(rows))
+    return markdown_lines(*selection_table(dict(rows=rows)))
 
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--seeds", type=int, default=3)
     parser.add_argument("--batch-sizes", default="100,500", help="comma-separated chunk sizes (500: the default)")
-    parser.add_argument("--output", default="selection_held_out.json",
-                        help="file name in benchmarks/results/, or a path")
-    parser.add_argument("--from-json", default=None, metavar="PATH", help="tabulate saved runs instead of running")
-    parser.add_argument("--doc-table", default=None, metavar="DIR",
-                        help="also write the table as DIR/selection_held_out.rst")
+    parser.add_argument("--save", action="store_true",
+                        help="also write benchmarks/saved/selection_held_out.json (the validation page's source; "
+                             "clean commit)")
     args = parser.parse_args(argv)
-    if args.from_json:
-        with open(args.from_json) as fh:
-            rows = json.load(fh)["rows"]
-    else:
-        meta = run_metadata(sys.argv)
-        cases = {f"{d}_k{k}": (d, "shuffled", _spec(k), "mixture_ais") for d, ks in CANDIDATES.items() for k in ks}
-        refs = references(cases, recompute=False)
-        rows = []
-        for data_name in CANDIDATES:
-            reference_p = reference_probabilities(refs, data_name)
-            for order in ORDERS:
-                for batch_size in (int(b) for b in args.batch_sizes.split(",")):
-                    for seed in range(args.seeds):
-                        rows.append(run_selection(data_name, order, batch_size, seed, reference_p))
-                        print(markdown(rows[-1:])[-1], flush=True)
-        output = args.output if os.path.dirname(args.output) else os.path.join(RESULTS_DIR, args.output)
-        save_json(output, dict(meta=meta, rows=rows))
-        print(f"wrote {output}")
-    print("\n".join(markdown(rows)))
+    if args.save:
+        require_clean_checkout(parser, "selection_held_out")
+    meta = run_metadata(sys.argv)
+    cases = {f"{d}_k{k}": (d, "shuffled", _spec(k), "mixture_ais") for d, ks in CANDIDATES.items() for k in ks}
+    refs = references(cases, recompute=False)
+    rows = []
+    for data_name in CANDIDATES:
+        reference_p = reference_probabilities(refs, data_name)
+        for order in ORDERS:
+            for batch_size in (int(b) for b in args.batch_sizes.split(",")):
+                for seed in range(args.seeds):
+                    rows.append(run_selection(data_name, order, batch_size, seed, reference_p))
+                    print(markdown(rows[-1:])[-1], flush=True)
+    out = dict(meta=meta, rows=rows)
+    paths = save_result("selection_held_out", out, args.save)
+    print_tables("selection_held_out", out)
     verdicts = [r["verdict"] for r in rows]
     print(f"\n{len(rows)} runs: " + ", ".join(f"{v} {verdicts.count(v)}" for v in
                                             ("ok", "close call", "flagged", "WRONG")))
-    if args.doc_table:
-        write_rst_table(os.path.join(args.doc_table, "selection_held_out.rst"), *table_cells(rows),
-                        "bench_selection_held_out.py", argv, sources=[args.from_json] if args.from_json else None)
+    print("wrote " + ", ".join(paths))
 
 
 if __name__ == "__main__":

@@ -5,8 +5,11 @@ Usage::
     python benchmarks/bench_selector.py            # all three studies (~10 min on a quiet 2-core machine)
     python benchmarks/bench_selector.py --quick    # smaller: 3 seeds, N=5000, shorter timing streams
     python benchmarks/bench_selector.py --only mixture linear cost shift
+    python benchmarks/bench_selector.py --only shift --save   # also benchmarks/saved/selector_shift.json
 
-Prints markdown tables and writes ``benchmarks/results/selector.json``.
+Prints markdown tables and writes ``benchmarks/results/selector.json`` (the shift study also
+``benchmarks/results/selector_shift.json``; with ``--save``, at a clean commit and the study's defaults,
+``benchmarks/saved/selector_shift.json``, the validation page's source).
 
 1. ``mixture``: candidates ``BayesianMixture(K)``, K = 1..7, on the paper's 2-d
    mixture (true K = 5), N = 5000 (``--n-mixture``), 5 seeds. Target: the best
@@ -24,14 +27,13 @@ Prints markdown tables and writes ``benchmarks/results/selector.json``.
 4. ``shift``: the paper's shift stream (Sec. 6.2) with phases of 1000, 1500 and
    1500 rows, chunks of 250, candidates with 3, 5 and 7 components as in the
    change-point test, in order and shuffled, 3 seeds. Target: the final log
-   evidences agree within 3 combined reported errors (see
-   ``doc/user_guide/limitations.rst``). Not in the default run (~4 min).
+   evidences agree within 3 combined reported errors. Not in the default run.
    ``--surprise-threshold 0.05`` and ``--no-restart`` run the candidates with
-   those ``BayesianMixture`` parameters (the other tables of limitations.rst).
+   those ``BayesianMixture`` parameters.
 5. ``shift-full``: the paper's full shift stream (1000, 9000 and 90,000 rows),
    chunks of 250, one ``BayesianMixture`` per K = 3, 5, 7 (seed 0), in order
    and shuffled (``--no-restart``: in order with the excursion instead), two
-   runs at a time on 2 cores (~5 min). Same target.
+   runs at a time. Same target.
 """
 
 import argparse
@@ -49,7 +51,9 @@ from evidence_select import (BayesianLinearRegressor, BayesianMixture, EvidenceM
 from evidence_select.datasets import make_linear_regression, make_mixture  # noqa: E402
 from evidence_select.selection._averaging import log_model_prior, log_model_probabilities  # noqa: E402
 from evidence_select.datasets._shift import shift_stream  # noqa: E402
-from _common import write_rst_table  # noqa: E402
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _common import require_clean_checkout, run_metadata, save_result  # noqa: E402
+from _tables import print_tables  # noqa: E402
 
 RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results", "selector.json")
 
@@ -78,7 +82,8 @@ def linear_study(sizes, seeds, variances):
     prior = log_model_prior(None, len(variances))
     for seed in seeds:
         data = make_linear_regression(max(sizes), noise_variance=1.0, random_state=seed)
-        selector = EvidenceModelSelector([(f"s2={v:g}", BayesianLinearRegressor(noise_variance=v)) for v in variances],
+        selector = EvidenceModelSelector([(f"s2={v:g}", BayesianLinearRegressor(noise_variance=v, prior_scale=1.0))
+                                          for v in variances],
                                          random_state=seed)
         done = 0
         for n in sizes:
@@ -165,7 +170,7 @@ def shift_study(seeds, surprise_threshold=None, restarts=True, phases=(1000, 150
             selector = EvidenceModelSelector(
                 [(f"K={k}", BayesianMixture(k, batch_size=chunk, n_replicates=2, surprise_threshold=surprise_threshold,
                                             restarts=restarts)) for k in (3, 5, 7)],
-                random_state=seed)
+                shuffle=False, random_state=seed)  # the stream's own order (shuffled by shift_stream or not)
             tic = time.perf_counter()
             selector.fit(X)
             fitted[order] = (selector.log_evidences_, selector.log_evidence_stds_, time.perf_counter() - tic)
@@ -184,7 +189,7 @@ def shift_study(seeds, surprise_threshold=None, restarts=True, phases=(1000, 150
 
 def _full_shift_run(k, order, restarts):
     X = shift_stream(shuffle=order == "shuffled", random_state=0).X
-    estimator = BayesianMixture(k, batch_size=250, restarts=restarts, random_state=0)
+    estimator = BayesianMixture(k, batch_size=250, restarts=restarts, shuffle=False, random_state=0)
     tic = time.perf_counter()
     estimator.fit(X)
     restarts_at = [r.n_samples_seen for r in estimator.evidence_history_ if r.n_replayed]
@@ -226,10 +231,14 @@ def main(argv=None):
     parser.add_argument("--no-restart", action="store_true",
                         help="BayesianMixture(restarts=False) for the shift study: the excursion instead")
     parser.add_argument("--shift-seeds", type=int, default=3, help="seeds of the shift study (default: 3)")
-    parser.add_argument("--doc-table", metavar="DIR", default=None,
-                        help="also write the shift tables as reStructuredText into DIR (the user guide includes "
-                             "doc/user_guide/generated/*.rst)")
+    parser.add_argument("--save", action="store_true",
+                        help="with --only shift: also write benchmarks/saved/selector_shift.json (the validation "
+                             "page's source; clean commit, the study's default settings)")
     args = parser.parse_args(argv)
+    if args.save:
+        if args.only != ["shift"] or args.surprise_threshold is not None or args.no_restart:
+            parser.error("--save saves the shift study at its default settings: use it with --only shift alone")
+        require_clean_checkout(parser, "selector_shift")
     seeds = list(range(3 if args.quick else 5))
     out = {"argv": sys.argv[1:], "load_average": os.getloadavg()}
 
@@ -267,18 +276,14 @@ def main(argv=None):
     if "shift" in args.only:
         print("\n## Shift stream 3 -> 5 -> 7 clusters (1000/1500/1500 rows): in order vs shuffled, "
               f"surprise_threshold={args.surprise_threshold}, restarts={not args.no_restart}", flush=True)
+        meta = run_metadata(sys.argv)
         rows = out["shift"] = shift_study(list(range(args.shift_seeds)), args.surprise_threshold, not args.no_restart)
-        header = ["seed", "K", "log Z in order", "log Z shuffled", "shortfall (nats)", "3 errors", "agree",
-                  "seconds in order, shuffled"]
-        cells = [[str(r["seed"]), str(k), f"{r['log_z_in_order'][i]:.1f} ± {r['std_in_order'][i]:.1f}",
-                  f"{r['log_z_shuffled'][i]:.1f} ± {r['std_shuffled'][i]:.1f}", f"{r['shortfall'][i]:.1f}",
-                  f"{r['three_errors'][i]:.1f}", str(r["agree"][i]),
-                  f"{r['seconds_in_order']:.0f}, {r['seconds_shuffled']:.0f}"]
-                 for r in rows for i, k in enumerate(r["k"])]
-        _print_markdown(header, cells)
-        if args.doc_table:
-            name = "selector_shift" + ("_no_restart" if args.no_restart else "")
-            write_rst_table(os.path.join(args.doc_table, name + ".rst"), header, cells, "bench_selector.py", argv)
+        name = "selector_shift" + ("_no_restart" if args.no_restart else "") + (
+            "" if args.surprise_threshold is None else f"_surprise{args.surprise_threshold:g}")
+        shift = dict(meta=meta, rows=rows)
+        paths = save_result(name, shift, args.save)
+        print_tables("selector_shift", shift)
+        print("wrote " + ", ".join(paths))
     if "shift-full" in args.only:
         print(f"\n## The paper's full shift stream (100,000 rows): in order (restarts={not args.no_restart}) vs "
               "shuffled", flush=True)
@@ -290,9 +295,6 @@ def main(argv=None):
                   f"{r['three_errors']:.1f}", str(r["agree"]),
                   f"{r['in_order']['seconds']:.0f}, {r['shuffled']['seconds']:.0f}"] for r in rows]
         _print_markdown(header, cells)
-        if args.doc_table:
-            name = "selector_shift_full" + ("_no_restart" if args.no_restart else "")
-            write_rst_table(os.path.join(args.doc_table, name + ".rst"), header, cells, "bench_selector.py", argv)
     out["load_average_end"] = os.getloadavg()
     os.makedirs(os.path.dirname(RESULTS), exist_ok=True)
     if os.path.exists(RESULTS):  # --only runs update their studies and keep the others

@@ -43,7 +43,7 @@ def linear_rows(sizes, seeds):
     largest = max(sizes)
     for seed in seeds:
         data = make_linear_regression(largest, random_state=seed)
-        reg = BayesianLinearRegressor(random_state=seed)
+        reg = BayesianLinearRegressor(**PAPER_LINEAR, random_state=seed)
         stats, done = None, 0
         tic = time.perf_counter()
         for n in sizes:
@@ -86,7 +86,7 @@ def calibration(n, n_seeds):
     exact = None
     errors, stds = [], []
     for seed in range(n_seeds):
-        reg = BayesianLinearRegressor(random_state=seed).fit(data.X, data.y)
+        reg = BayesianLinearRegressor(**PAPER_LINEAR, random_state=seed).fit(data.X, data.y)
         exact = reg.model_.exact_log_evidence(data.X, data.y) if exact is None else exact
         errors.append(reg.log_evidence_ - exact)
         stds.append(reg.log_evidence_std_)

@@ -39,12 +39,12 @@ import time
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _common import CHECKOUT, run_metadata, save_json  # noqa: E402  (benchmarks/; also puts the checkout on the path)
+from _common import CHECKOUT, PAPER_LINEAR, run_metadata, save_json  # noqa: E402  (also puts the checkout on the path)
 
 from evidence_select import BayesianLinearRegressor, BayesianLogisticClassifier, BayesianMixture  # noqa: E402
 from evidence_select.datasets import make_linear_regression, make_mixture, make_softmax_classification  # noqa: E402
 
-CASES = [("linear", 1_000_000, make_linear_regression, BayesianLinearRegressor, 2.0),
+CASES = [("linear", 1_000_000, make_linear_regression, functools.partial(BayesianLinearRegressor, **PAPER_LINEAR), 2.0),
          ("softmax", 100_000, make_softmax_classification, BayesianLogisticClassifier, 12.0),
          ("mixture", 100_000, make_mixture, functools.partial(BayesianMixture, 5), 12.0),
          # The same with its restarts' replicate groups on two workers (CPU s counts this process only).
@@ -113,11 +113,11 @@ def compare_mixture_variants(rows):
 def time_loop(n, seed):
     """``fit`` against a ``partial_fit`` loop in chunks of ``LOOP_CHUNK`` on the same linear rows."""
     data = make_linear_regression(n, random_state=seed)
-    est = BayesianLinearRegressor(random_state=seed)
+    est = BayesianLinearRegressor(**PAPER_LINEAR, random_state=seed)
     cpu, wall = time.process_time(), time.perf_counter()
     est.fit(data.X, data.y)
     fit_cpu, fit_wall, fit_z = time.process_time() - cpu, time.perf_counter() - wall, est.log_evidence_
-    est = BayesianLinearRegressor(random_state=seed)
+    est = BayesianLinearRegressor(**PAPER_LINEAR, random_state=seed)
     cpu, wall = time.process_time(), time.perf_counter()
     for start in range(0, n, LOOP_CHUNK):
         est.partial_fit(data.X[start:start + LOOP_CHUNK], data.y[start:start + LOOP_CHUNK])

@@ -2,9 +2,12 @@
 
 Build with ``sphinx-build -W --keep-going -b html doc doc/_build/html`` from the
 repository root (needs ``pip install ".[doc]"``). sphinx-gallery runs every
-``examples/plot_*.py`` script and renders it with its figures and output.
+``examples/plot_*.py`` script and renders it with its figures and output; the
+validation page's tables are written from ``benchmarks/saved/`` first
+(``benchmarks/make_tables.py``).
 """
 
+import importlib.util
 import os
 import re
 import sys
@@ -43,17 +46,13 @@ numpydoc_class_members_toctree = False
 numpydoc_attributes_as_param_list = True
 numpydoc_xref_param_type = False
 
-# -- Tables the benchmarks write (``--doc-table doc/user_guide/generated``), included by the user guide -------
-# A checkout where a benchmark has not run yet gets a line naming the command instead of a failed include.
-_GENERATED_TABLES = {
-    "selector_shift.rst": "python benchmarks/bench_selector.py --only shift --doc-table doc/user_guide/generated",
-}
-for _name, _command in _GENERATED_TABLES.items():
-    _path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "user_guide", "generated", _name)
-    if not os.path.exists(_path):
-        os.makedirs(os.path.dirname(_path), exist_ok=True)
-        with open(_path, "w") as _fh:
-            _fh.write(f"Not generated in this checkout: ``{_command}`` writes this table.\n")
+# -- The validation page's tables, from the saved benchmark results (benchmarks/make_tables.py) -------------
+# Written at every build, so the published tables cannot drift from benchmarks/saved/*.json.
+_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+_spec = importlib.util.spec_from_file_location("make_tables", os.path.join(_ROOT, "benchmarks", "make_tables.py"))
+_make_tables = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(_make_tables)
+_make_tables.write_tables()
 
 # -- Gallery: the scripts in examples/ are run and rendered --------------------------------------
 sphinx_gallery_conf = {

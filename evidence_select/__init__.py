@@ -6,10 +6,11 @@ points, checkpoints and the warnings; see the API reference (``doc/api.rst``).
 """
 
 from . import datasets, exceptions, models
-from .estimators import BayesianLinearRegressor, BayesianLogisticClassifier, BayesianMixture
+from .estimators import (BayesianLinearRegressor, BayesianLogisticClassifier, BayesianMixture,
+                         BayesianPoissonRegressor, EvidenceClassifier, EvidenceDensityEstimator, EvidenceRegressor)
 from .evidence import EvidenceResult, exact_log_evidence, log_evidence
 from .evidence import detect_change_points
-from .exceptions import EvidenceConvergenceWarning
+from .exceptions import EvidenceConvergenceWarning, FeatureScaleWarning, StreamOrderWarning
 from .sgais import PAPER_SETTINGS, ChunkRecord, SamplerDegeneracyWarning
 from .selection import EvidenceModelSelector, partial_fit_pipeline
 from .utils import load_checkpoint, save_checkpoint
@@ -21,11 +22,17 @@ __all__ = [
     "BayesianLinearRegressor",
     "BayesianLogisticClassifier",
     "BayesianMixture",
+    "BayesianPoissonRegressor",
     "ChunkRecord",
+    "EvidenceClassifier",
     "EvidenceConvergenceWarning",
+    "EvidenceDensityEstimator",
     "EvidenceModelSelector",
+    "EvidenceRegressor",
     "EvidenceResult",
+    "FeatureScaleWarning",
     "SamplerDegeneracyWarning",
+    "StreamOrderWarning",
     "__version__",
     "datasets",
     "detect_change_points",

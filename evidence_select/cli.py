@@ -16,213 +16,17 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .utils._order import OrderTest, StreamOrderWarning
+from ._demo import DEMO_COMPONENTS, DEMO_PHASES, run_demo
+from ._terminal import held_warnings, progress_bar_rows, show_warning_line
+from .exceptions import FeatureScaleWarning, StreamOrderWarning
+from .utils._order import OrderTest
 from .utils._shuffle import rechunk, shuffled_chunks
 from .utils._tabular import RunningMoments, file_format, import_pandas, iter_frames
 
 __all__ = ["main"]
 
-DEMO_PHASES = (1000, 1500, 1500)
-DEMO_COMPONENTS = (3, 5, 7)  # the candidate mixtures' numbers of components
-
-
 class CLIError(Exception):
     """A user error: printed without a traceback, exit status 2."""
-
-
-# -- demo ---------------------------------------------------------------------------------------------
-def _progress_bar(total, enabled):
-    if not enabled:
-        return None
-    try:
-        from tqdm.auto import tqdm
-    except ImportError:  # optional extra "progress"; fall back to printed lines
-        return None
-    return tqdm(total=total, unit="row", desc="streaming", dynamic_ncols=True)
-
-
-# The up-front estimate interpolates two reference runs of the demo on 2 idle cores (its 3 candidates on one
-# worker each), ``(rows, wall seconds)`` of the default 4000 rows and of the paper's 100,000 rows (--full),
-# timed with /usr/bin/time; recalibrate them when the engine's speed changes. The cost per row falls on
-# long streams: the mixtures' restarts replay the rows seen only while the reservoir holds them all.
-# Each phase's measured rate then replaces the estimate for the rest of the run.
-_DEMO_REFERENCE = ((4000, 28.0), (100_000, 63.0))
-_DEMO_REFERENCE_WORKERS = 2
-
-
-def _demo_estimate(n_rows, n_streams, workers):
-    (n0, t0), (n1, t1) = _DEMO_REFERENCE
-    seconds = t0 + (t1 - t0) * (n_rows - n0) / (n1 - n0) if n_rows > n0 else t0 * n_rows / n0
-    return seconds * n_streams * _DEMO_REFERENCE_WORKERS / workers
-
-
-def _workers(n_jobs, n_candidates):
-    cores = os.cpu_count() or 1
-    workers = cores if n_jobs is None or n_jobs < 0 else n_jobs
-    return max(1, min(workers, n_candidates, cores))
-
-
-def _estimate_text(seconds):
-    return f"{seconds:.0f} s" if seconds < 120 else f"{seconds / 60:.0f} min"
-
-
-class _PhaseClock:
-    """Elapsed time per phase of the stream, and the remaining time extrapolated from the rate so far."""
-
-    def __init__(self, boundaries, total_rows, print_fn):
-        self.boundaries, self.total_rows, self.print_fn = list(boundaries), total_rows, print_fn
-        self.start = self.phase_start = time.perf_counter()
-        self.phase, self.phase_first_row = 0, 0
-
-    def update(self, n_seen):
-        """Report each phase that ends at or before ``n_seen`` rows."""
-        while self.phase < len(self.boundaries) and n_seen >= self.boundaries[self.phase]:
-            now = time.perf_counter()
-            end = self.boundaries[self.phase]
-            remaining = (now - self.start) / n_seen * (self.total_rows - n_seen)
-            tail = f"; about {_estimate_text(remaining)} to go" if n_seen < self.total_rows else ""
-            self.print_fn(f"  phase {self.phase + 1} (rows {self.phase_first_row}-{end}): "
-                          f"{now - self.phase_start:.1f} s{tail}")
-            self.phase, self.phase_first_row, self.phase_start = self.phase + 1, end, now
-
-
-def _run_stream(X, chunk_size, n_jobs, random_state, n_replicates, label, show_progress, n_lines, phase_ends):
-    from .estimators import BayesianMixture
-    from .selection import EvidenceModelSelector
-
-    selector = EvidenceModelSelector(
-        [(f"K={k}", BayesianMixture(k, batch_size=chunk_size, n_replicates=n_replicates)) for k in DEMO_COMPONENTS],
-        n_jobs=n_jobs, random_state=random_state)
-    n_chunks = -(-len(X) // chunk_size)
-    report_every = max(1, n_chunks // max(n_lines, 1))
-    bar = _progress_bar(len(X), show_progress)
-    write = bar.write if bar is not None else print
-    print(f"\n{label}: {len(X)} rows in chunks of {chunk_size}")
-    header = f"{'samples':>8} " + " ".join(f"{'log Z/n ' + name:>14}" for name, _ in selector.estimators) + \
-        " " + " ".join(f"{'P(' + name + ')':>9}" for name, _ in selector.estimators) + f" {'anneal':>12}"
-    write(header)
-    clock = _PhaseClock(phase_ends, len(X), write)
-    report_rows = report_every * chunk_size
-    for start, stop in _call_bounds(len(X), chunk_size, report_rows, phase_ends):
-        selector.partial_fit(X[start:stop])
-        record = selector.evidence_history_[-1]
-        if bar is not None:
-            bar.update(stop - start)
-            bar.set_postfix({name: f"{p:.3f}" for (name, _), p in zip(selector.estimators, record.model_probabilities)},
-                            refresh=False)
-        if stop % report_rows == 0 or stop == len(X):
-            line = f"{record.n_samples_seen:>8} " + " ".join(
-                f"{z / record.n_samples_seen:>14.4f}" for z in record.log_evidences) + " " + " ".join(
-                f"{p:>9.3f}" for p in record.model_probabilities) + " " + f"{'/'.join(str(c.n_annealing_steps) for c in record.candidate_records):>12}"
-            write(line)
-        clock.update(record.n_samples_seen)
-    if bar is not None:
-        bar.close()
-    return selector
-
-
-def _call_bounds(n_rows, chunk_size, report_rows, phase_ends):
-    """``(start, stop)`` rows of the selector's calls: one per printed line, also split where a phase ends.
-
-    A call of several chunks gives the same records as one call per chunk (the
-    candidates split it into the same chunks), but its candidates' updates run
-    as one task per candidate: fewer waits for the slowest candidate, and
-    chunks of unequal cost even out within a task. The bounds stay on the chunk
-    grid (a phase ending inside a chunk is reported after that chunk, as the
-    phase clock reads it).
-    """
-    grid = {min(-(-end // chunk_size) * chunk_size, n_rows) for end in phase_ends if end < n_rows}
-    stops = sorted(grid | set(range(report_rows, n_rows, report_rows)) | {n_rows})
-    return list(zip([0] + stops[:-1], stops))
-
-
-def _print_probabilities(selector, title):
-    print(f"\n{title}")
-    print(selector.summary(order="input"))
-
-
-def _plot_demo(selector, change_points, true_change_points, path, shuffled=None):
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    history = selector.evidence_history_
-    n = np.array([r.n_samples_seen for r in history])
-    names = [name for name, _ in selector.estimators]
-    fig, axes = plt.subplots(3, 1, figsize=(8, 9), sharex=True, constrained_layout=True)
-    for k, name in enumerate(names):
-        line, = axes[0].plot(n, [r.log_evidences[k] / r.n_samples_seen for r in history], label=f"{name} in order")
-        if shuffled is not None:
-            sh = shuffled.evidence_history_
-            axes[0].plot([r.n_samples_seen for r in sh], [r.log_evidences[k] / r.n_samples_seen for r in sh], "--",
-                         color=line.get_color(), label=f"{name} shuffled")
-        axes[1].plot(n, [r.candidate_records[k].n_annealing_steps for r in history], label=name)
-        axes[2].plot(n, [r.model_probabilities[k] for r in history], label=name)
-    # True shifts as wide pale bands underneath, detected ones as thin red lines on top: where they coincide
-    # both stay visible (a thin line style for each would hide one under the other).
-    for ax in axes:
-        for c in true_change_points:
-            ax.axvline(c, color="0.6", linewidth=6, alpha=0.4, zorder=0)
-        for c in change_points:
-            ax.axvline(c, color="red", linestyle="--", linewidth=1, zorder=3)
-    axes[0].set_ylabel("log evidence per datum")
-    axes[1].set_ylabel("annealing steps per chunk")
-    axes[2].set_ylabel("model probability")
-    axes[2].set_xlabel("samples seen")
-    axes[0].set_title("SGAIS on the distribution-shift stream")
-    markers = [plt.Line2D([], [], color="0.6", linewidth=6, alpha=0.4, label="true shift"),
-               plt.Line2D([], [], color="red", linestyle="--", linewidth=1, label="detected shift")]
-    for ax in axes:
-        handles, _ = ax.get_legend_handles_labels()
-        ax.legend(handles=handles + markers, fontsize=8, ncol=2)
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-
-
-def _demo(args):
-    from .evidence._changepoints import detect_change_points
-    from .datasets._shift import PAPER_PHASES, shift_stream
-
-    phases = PAPER_PHASES if args.full else tuple(args.phases)
-    data = shift_stream(phases, random_state=args.random_state)
-    print("evidence-select demo: online Bayesian model selection on the paper's distribution-shift stream "
-          f"(Sec. 6.2): 3 -> 5 -> 7 clusters, shifts at samples {data.change_points}"
-          + ("" if args.full else f" (phases shortened to {list(phases)} rows; --full for the paper's size)"))
-    n_streams = 2 if args.shuffled else 1
-    workers = _workers(args.n_jobs, len(DEMO_COMPONENTS))
-    estimate = _demo_estimate(len(data.X), n_streams, workers)
-    print(f"estimated time: about {_estimate_text(estimate)} on idle cores ({n_streams} stream(s) of {len(data.X)} "
-          f"rows, {len(DEMO_COMPONENTS)} candidates on {workers} worker(s)); the elapsed time is printed after "
-          "each phase")
-    phase_ends = np.cumsum(phases).tolist()
-    tic = time.perf_counter()
-    selector = _run_stream(data.X, args.chunk_size, args.n_jobs, args.random_state, args.n_replicates,
-                           "in-order stream", not args.no_progress, args.n_lines, phase_ends)
-    shuffled = None
-    if args.shuffled:
-        shuffled_data = shift_stream(phases, shuffle=True, random_state=args.random_state)
-        shuffled = _run_stream(shuffled_data.X, args.chunk_size, args.n_jobs, args.random_state, args.n_replicates,
-                               "shuffled (stationary) control", not args.no_progress, args.n_lines, phase_ends)
-    seconds = time.perf_counter() - tic
-    _print_probabilities(selector, "final model probabilities (in-order stream)")
-    if shuffled is not None:
-        _print_probabilities(shuffled, "final model probabilities (shuffled stream)")
-    found = detect_change_points(selector)
-    print(f"\ndetected change points: {found.tolist()}  (true: {data.change_points}; "
-          f"chunks of {args.chunk_size})")
-    if shuffled is not None:
-        print(f"detected change points on the shuffled stream: {detect_change_points(shuffled).tolist()} (true: [])")
-    print(f"streamed in {seconds:.1f} s")
-    if args.plot:
-        try:
-            import matplotlib  # noqa: F401
-        except ImportError:
-            print("matplotlib is not installed: no figure (pip install 'evidence-select[plot]')")
-        else:
-            _plot_demo(selector, found, data.change_points, args.plot, shuffled)
-            print(f"figure written to {os.path.abspath(args.plot)}")
-    return 0
 
 
 # -- compare ------------------------------------------------------------------------------------------
@@ -271,6 +75,11 @@ def _check_frame(frame, args, first):
         raise CLIError(f"target column {args.target!r} must be numeric without missing values for regression")
     if args.task == "classification" and y.isna().any():
         raise CLIError(f"target column {args.target!r} has missing values")
+    numeric = frame if args.task != "regression" else frame.assign(**{args.target: y})
+    infinite = [c for c in numeric.columns if not np.isfinite(numeric[c].to_numpy(dtype=float)).all()]
+    if infinite:
+        raise CLIError(f"non-finite values (inf, or numbers too large for a float) in column(s) {infinite} of "
+                       f"{args.data}; remove or replace them")
     return frame, (None if args.task == "density" else y)
 
 
@@ -285,7 +94,9 @@ def _scan(args, fmt):
     """First pass: validate every chunk, count rows, column moments, classes and the order test."""
     x_moments, y_moments, seen_codes, features, order = RunningMoments(), RunningMoments(), {}, None, None
     for i, frame in enumerate(_frames(args, fmt)):
-        frame, y = _check_frame(frame, args, first=i == 0)
+        if len(frame) == 0:  # a header without rows reads as one empty chunk of text columns
+            continue
+        frame, y = _check_frame(frame, args, first=features is None)
         if features is None:
             features = list(frame.columns)
             names = {"regression": [args.target], "classification": [], "density": features}[args.task]
@@ -299,7 +110,7 @@ def _scan(args, fmt):
         else:
             order.update(frame.to_numpy(dtype=float))
     if features is None:
-        raise CLIError(f"{args.data} has no rows")
+        raise CLIError(f"{args.data} has no data rows (a header at most)")
     classes = None
     if seen_codes:
         try:
@@ -313,6 +124,8 @@ def _scan(args, fmt):
 def _numeric_blocks(args, fmt, scan):
     """Second pass: standardised features with the (standardised or encoded) target as the last column."""
     for frame in _frames(args, fmt):
+        if len(frame) == 0:
+            continue
         frame, y = _check_frame(frame, args, first=False)
         X = (frame.to_numpy(dtype=float) - scan.x_moments.mean) / scan.x_moments.std
         if args.task == "regression":
@@ -336,13 +149,33 @@ def _default_candidates(task, chunk_size):
     """Sensible default candidates for standardised data."""
     from .estimators import BayesianLinearRegressor, BayesianLogisticClassifier, BayesianMixture
 
-    if task == "regression":  # noise variance relative to var(y) = 1
-        return [(f"linear noise={v:g}", BayesianLinearRegressor(noise_variance=v, batch_size=chunk_size))
-                for v in (0.01, 0.05, 0.2, 0.5, 1.0)]
+    if task == "regression":  # the noise variance learned; the weights' scale learned, or fixed in noise units
+        return [(f"linear scale={'learned' if s is None else f'{s:g}'}",
+                 BayesianLinearRegressor(prior_scale=s, batch_size=chunk_size)) for s in (None, 0.1, 1.0, 10.0)]
     if task == "classification":
         return [(f"softmax prior={s:g}", BayesianLogisticClassifier(prior_scale=s, batch_size=chunk_size))
                 for s in (0.3, 1.0, 3.0)]
     return [(f"mixture K={k}", BayesianMixture(k, batch_size=chunk_size)) for k in (1, 2, 3, 4, 5)]
+
+
+#: A classification target with more distinct values than this fraction of its rows is refused: its classes
+#: would average fewer than 2 rows each, which no classifier learns from (a continuous target, most likely).
+MAX_CLASS_FRACTION = 0.5
+
+
+def _check_classes(classes, n_rows, target):
+    """Refuse a classification target that cannot be one: a single class, non-integer numbers, or more distinct
+    values than ``MAX_CLASS_FRACTION`` of the rows (each softmax candidate would fit that many classes)."""
+    if len(classes) < 2:
+        raise CLIError(f"target column {target!r} has a single class; classification needs at least 2")
+    numbers = [label for label in classes if isinstance(label, (int, float, np.number)) and not isinstance(label, bool)]
+    fractional = [label for label in numbers if not float(label).is_integer()]
+    if fractional or len(classes) > MAX_CLASS_FRACTION * n_rows:
+        reason = (f"non-integer values such as {float(fractional[0]):g}" if fractional else
+                  f"more than {MAX_CLASS_FRACTION:.0%} of the rows, so each class would have fewer than "
+                  f"{1 / MAX_CLASS_FRACTION:g} rows")
+        raise CLIError(f"target column {target!r} has {len(classes)} distinct values in {n_rows} rows ({reason}): "
+                       "it looks continuous, not like class labels; for a numeric target use --task regression")
 
 
 def _report_order(scan, shuffle):
@@ -372,8 +205,8 @@ def _compare(args):
     scan = _scan(args, fmt)
     if scan.n_rows < 2:
         raise CLIError(f"{args.data} needs at least 2 rows; got {scan.n_rows}")
-    if scan.classes is not None and len(scan.classes) < 2:
-        raise CLIError(f"target column {args.target!r} has a single class; classification needs at least 2")
+    if scan.classes is not None:
+        _check_classes(scan.classes, scan.n_rows, args.target)
     _report_order(scan, args.shuffle)
     # Standardising with statistics of the whole file shifts every candidate's log evidence by the same
     # log-Jacobian, so the ranking and the probabilities are those of the raw data.
@@ -382,8 +215,24 @@ def _compare(args):
     print(f"streaming {scan.n_rows} rows x {len(scan.features)} features of {args.data} through {len(candidates)} "
           f"{args.task} candidates in chunks of {args.chunk_size} "
           f"({'shuffled, seed ' + str(args.random_state) if args.shuffle else 'in file order'})")
-    bar = _progress_bar(scan.n_rows, not args.no_progress)
     tic = time.perf_counter()
+    with held_warnings(), warnings.catch_warnings():
+        # The file's order was tested as a whole (above), and compare has no option for the priors: the
+        # candidates' own order and scale warnings would repeat the one, or name cures compare does not offer
+        # (the scale flags are reported after the table instead).
+        warnings.filterwarnings("ignore", category=StreamOrderWarning)
+        warnings.filterwarnings("ignore", category=FeatureScaleWarning)
+        _stream_file(selector, args, fmt, scan)
+    print()
+    print(selector.summary())
+    print(f"({time.perf_counter() - tic:.1f} s; evidences of the standardised data)")
+    _report_scale_flags(selector)
+    return 0
+
+
+def _stream_file(selector, args, fmt, scan):
+    """Stream the file's chunks through the selector (classes on the first call), with a progress bar."""
+    bar = progress_bar_rows(scan.n_rows, not args.no_progress)
     rng = np.random.default_rng(args.random_state)
     classes = None if scan.classes is None else np.arange(len(scan.classes))
     for i, chunk in enumerate(_stream_chunks(args, fmt, scan, rng)):
@@ -397,18 +246,26 @@ def _compare(args):
             bar.update(len(chunk))
     if bar is not None:
         bar.close()
-    print()
-    print(selector.summary())
-    print(f"({time.perf_counter() - tic:.1f} s; evidences of the standardised data)")
-    return 0
+
+
+def _report_scale_flags(selector):
+    """Name the candidates whose evidence a scale check flagged, with the cure that fits the command line."""
+    flagged = [name for (name, _), checks in zip(selector.estimators, selector.evidence_checks_)
+               if "feature_scale" in checks]
+    if flagged:
+        print(f"note: {', '.join(flagged)} flagged 'feature_scale': the candidate's fixed priors (noise variance, "
+              "prior scale) do not fit the standardised columns, so its evidence may read too low. compare "
+              "standardises every column and has no option for the priors; to choose them, build the candidates "
+              "in Python (evidence_select.EvidenceModelSelector)")
 
 
 _COMPARE_HELP = """\
 Rank default candidates on a data file by their evidence.
 
-Regression: linear models with 5 noise variances; classification: softmax
-regression with 3 prior scales; density: Gaussian mixtures with 1-5
-components. Features (and a regression target) are standardised with the
+Regression: linear models whose noise variance is learned, with the weights'
+prior scale learned (Zellner-Siow) or fixed at 0.1, 1 or 10 noise standard
+deviations; classification: softmax regression with 3 prior scales; density:
+Gaussian mixtures with 1-5 components. Features (and a regression target) are standardised with the
 file's own means and standard deviations, which shifts every candidate's log
 evidence by the same amount: the ranking is that of the raw data.
 
@@ -433,10 +290,6 @@ whose order is the stream's true order.
 """
 
 
-def _show_warning(message, category, filename, lineno, file=None, line=None):
-    print(f"evidence-select: {category.__name__}: {message}", file=sys.stderr if file is None else file)
-
-
 def _build_parser():
     parser = argparse.ArgumentParser(prog="evidence-select", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -457,7 +310,7 @@ def _build_parser():
     demo.add_argument("--plot", default="evidence_select_demo.png", help="figure path (needs matplotlib)")
     demo.add_argument("--no-plot", dest="plot", action="store_const", const=None)
     demo.add_argument("--no-progress", action="store_true", help="no tqdm progress bar")
-    demo.set_defaults(func=_demo)
+    demo.set_defaults(func=run_demo)
     compare = sub.add_parser("compare", help="rank default candidates on a CSV or Parquet file by evidence",
                              description=_COMPARE_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
     compare.add_argument("data", help="CSV file with a header row (also compressed), or Parquet file")
@@ -532,7 +385,7 @@ def main(argv=None):
     try:
         with np.printoptions(precision=4), warnings.catch_warnings():  # scoped: main() also runs in-process
             if argv is None:  # a terminal: warnings as plain lines, not Python source locations
-                warnings.showwarning = _show_warning
+                warnings.showwarning = show_warning_line
             return args.func(args)
     except CLIError as exc:
         print(f"evidence-select {args.command}: error: {exc}", file=sys.stderr)

@@ -60,8 +60,8 @@ print(selector.summary())
 # A 62-parameter logistic posterior on 398 nearly separable rows with strongly
 # collinear features (radius, perimeter and area correlate above 0.99) is a hard
 # case for SGAIS. Bridge sampling on the same standardised training rows
-# (``log_evidence(candidate, X, y, method="bridge", random_state=0)``, 1 to 2
-# minutes each, hence not run here) gives
+# (``log_evidence(candidate, X, y, method="bridge", random_state=0)``, too slow
+# for an example, hence not run here) gives
 #
 # ============  ===============
 # prior scale   bridge log Z
@@ -73,15 +73,12 @@ print(selector.summary())
 # 10            -50.30 +/- 0.21
 # ============  ===============
 #
-# Compare with the online estimates printed above. When this example was
-# written they were within 1.4 nats of the reference for scales 0.3 to 1 (at
-# 0.3, though, 1.1 nats low by four reported standard deviations), but far
-# below it for the loosest priors (by 5 to 8 nats at scale 3, with reported
-# errors of 7 to 10, and by over 120 nats at scale 10, errors about 30; AIS
-# confirms the reference at scales 1 and 3: -38.75 +/- 0.23 and -42.91 +/-
-# 0.13). Their large reported errors at least flag the problem, and these
-# candidates lose anyway, so the selection is unaffected; but the absolute
-# evidences of the loose-prior candidates should not be read off such a run.
+# Compare with the online estimates printed above. For the tighter priors they
+# land near the reference; for the loosest they can read far below it, with
+# large reported errors that flag the problem (the candidate summaries' error
+# column). Those candidates lose anyway, so the selection is unaffected; but the
+# absolute evidences of the loose-prior candidates should not be read off such a
+# run (see the user guide's limitations page on nearly separable classes).
 
 # %%
 # Held-out comparison

@@ -58,11 +58,9 @@ for k, groups in zip(ks, group_log_z):
 # decided while the first chunk is annealed in from the prior, and local SGHMC
 # moves rarely cross between modes later, which is why
 # :class:`~evidence_select.BayesianMixture` makes ``initial_mcmc_factor=6``
-# times more moves on the first chunk. (With 2, measured on the first 2000
-# rows with ``n_replicates=4``, one of the four groups of K = 5 sat 150 nats
-# below the other three at each of seeds 0 and 1, and in an earlier version
-# of this example both groups of K = 5 were stuck, so K = 6 and 7 won.) The combined evidence
-# is the *mean* of the groups' evidences, so one group in the right mode
+# times more moves on the first chunk (with fewer, a group of K = 5 can stay
+# in a 4-cluster mode, and if every group does, larger K win). The combined
+# evidence is the *mean* of the groups' evidences, so one group in the right mode
 # carries it. So: read the spread of the groups printed above; when the
 # groups of a candidate disagree by far more than the other candidates' error
 # bars, use more groups (``n_replicates``) or more first-chunk moves, and

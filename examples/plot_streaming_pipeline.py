@@ -28,8 +28,8 @@ from evidence_select.datasets import make_linear_regression
 data = make_linear_regression(20_000, noise_variance=1.0, random_state=0)
 X = data.X * [1.0, 10.0, 100.0, 0.1, 5.0] + 3.0  # raw features on very different scales
 variances = [0.9, 0.95, 1.0, 1.05, 1.1]
-selector = EvidenceModelSelector([(f"s2={v:g}", BayesianLinearRegressor(noise_variance=v)) for v in variances],
-                                 random_state=0)
+selector = EvidenceModelSelector([(f"s2={v:g}", BayesianLinearRegressor(noise_variance=v, prior_scale=1.0))
+                                  for v in variances], random_state=0)
 
 # %%
 # Fit once, then stream

@@ -3,8 +3,9 @@ exact evidences. Each recomputes on all the data; :func:`evidence_select.log_evi
 
 from ._ais import AISConfig, ais_log_evidence
 from ._bridge import BridgeSettings, bridge_log_evidence
-from ._exact import LinearEvidenceStats, exact_log_evidence, has_exact_evidence
+from ._exact import LinearEvidenceStats, exact_log_evidence, exact_log_evidence_and_error, has_exact_evidence
 from ._ns import NSConfig, nested_sampling_log_evidence
 
 __all__ = ["AISConfig", "BridgeSettings", "LinearEvidenceStats", "NSConfig", "ais_log_evidence",
-           "bridge_log_evidence", "exact_log_evidence", "has_exact_evidence", "nested_sampling_log_evidence"]
+           "bridge_log_evidence", "exact_log_evidence", "exact_log_evidence_and_error",
+           "has_exact_evidence", "nested_sampling_log_evidence"]

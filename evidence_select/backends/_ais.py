@@ -33,8 +33,8 @@ Adaptation (schedule, HMC step size, mass matrix from the weighted population)
 happens only between temperatures, never inside a kernel's step, and each
 group's mass matrix is estimated from the *other* groups' particles: a mass
 matrix that depends on the particle it moves makes the kernel non-invariant, and
-the distortion, summed over temperatures, biases ``log Z`` (high, by several nats
-in 64 dimensions). The estimator is consistent, with the usual O(1/n_chains)
+the distortion, summed over temperatures, biases ``log Z`` (high, and more so in
+many dimensions). The estimator is consistent, with the usual O(1/n_chains)
 bias of adaptive SMC.
 
 Settings are one validated :class:`AISConfig` (or its fields as keywords); every

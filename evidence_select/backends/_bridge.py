@@ -711,8 +711,9 @@ def _bridge_checks(halves, n_iter_half, settings):
     draws_per_tau = n_iter_half / max(a.tau, b.tau)
     overlap = min(a.overlap, b.overlap)
     return {"bridge_iterations": check(max(a.n_iter, b.n_iter), settings.max_iter, a.converged and b.converged),
-            "autocorrelation_time": check(draws_per_tau, settings.min_draws_per_tau,
-                                          draws_per_tau >= settings.min_draws_per_tau),
+            # The value is draws per autocorrelation time (more is better), so the name says so.
+            "draws_per_autocorrelation_time": check(draws_per_tau, settings.min_draws_per_tau,
+                                                    draws_per_tau >= settings.min_draws_per_tau),
             "proposal_overlap": check(overlap, settings.min_overlap, overlap >= settings.min_overlap),
             "halves_agree": check(gap, 3.0, gap <= 3.0)}
 
@@ -852,7 +853,7 @@ def bridge_log_evidence(model, X=None, y=None, *, posterior_samples=None, settin
         and to span ``info["log_evidence_bounds"]`` when stuck chains were
         dropped or the proposal overlap or the bridge iteration fails);
         ``diagnostics`` holds ``rhat``, ``ess_bulk``, ``bridge_iterations``,
-        ``autocorrelation_time``, ``proposal_overlap`` and ``halves_agree``,
+        ``draws_per_autocorrelation_time``, ``proposal_overlap`` and ``halves_agree``,
         and for chains it ran itself ``mode_census`` and ``stuck_chains`` (and
         ``cells_separate`` when summed over cells);
         ``info`` the per-half estimates, errors, ``tau``, ``n_q``, flow layers,

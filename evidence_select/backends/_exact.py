@@ -2,7 +2,7 @@
 
 from ..models import LinearEvidenceStats
 
-__all__ = ["exact_log_evidence", "has_exact_evidence"]
+__all__ = ["exact_log_evidence", "exact_log_evidence_and_error", "has_exact_evidence"]
 
 
 def has_exact_evidence(model):
@@ -79,6 +79,41 @@ def exact_log_evidence(model, X, y=None):
         raise ValueError(f"method='exact' is not available for {type(model).__name__}: it has no analytic "
                          f"evidence{settings}; use method='ais', 'ns', 'bridge' or 'sgais'")
     return float(model.exact_log_evidence(X, y))
+
+
+def exact_log_evidence_and_error(model, X, y=None):
+    """:func:`exact_log_evidence` and a bound on its numerical error (nats).
+
+    Closed forms have no error beyond rounding (0 is returned); a model whose
+    evidence needs a quadrature (the linear model with a learned weights' scale)
+    bounds its error with ``exact_log_evidence_and_error(X, y)``.
+
+    Parameters
+    ----------
+    model : Model
+    X : array-like of shape (n_samples, n_features)
+    y : array-like of shape (n_samples,), default=None
+
+    Returns
+    -------
+    log_evidence : float
+    error : float
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from evidence_select.evidence import exact_log_evidence_and_error
+    >>> from evidence_select.models import LinearHyperModel
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(100, 2)); y = X @ [0.5, -1.0] + rng.normal(size=100)
+    >>> value, error = exact_log_evidence_and_error(LinearHyperModel(n_features=2), X, y)
+    >>> error < 1e-9
+    True
+    """
+    if callable(getattr(model, "exact_log_evidence_and_error", None)):
+        value, error = model.exact_log_evidence_and_error(X, y)
+        return float(value), float(error)
+    return exact_log_evidence(model, X, y), 0.0
 
 
 __all__ += ["LinearEvidenceStats"]

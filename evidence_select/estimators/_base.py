@@ -5,14 +5,13 @@ A shell validates, builds a frozen config, delegates each chunk to
 at the very end, so a failing call leaves the estimator exactly as it was.
 """
 
-import contextlib
 import logging
 from numbers import Integral, Real
 
 import numpy as np
-from joblib import parallel_config
 from sklearn.base import BaseEstimator
 
+from ..exceptions import FeatureScaleWarning
 from ..sgais._engine import (SGAISConfig, evidence_estimate, particle_log_weights,
                              sgais_init, sgais_update)
 from ..sgais._settings import EngineTuning
@@ -20,7 +19,9 @@ from ..sgais._checks import failed_evidence_checks, raise_notices
 from ..sgais._reservoir import reservoir_undo
 from ..utils import make_generator
 from ..utils._progress import progress_bar
+from ..utils._nested import granted_n_jobs
 from ..utils._threads import single_threaded_blas
+from ..utils._order import order_generator, warn_if_target_ordered
 from ..utils._validation import Interval, StrOptions, check_is_fitted
 from ..utils._warnings import warn
 
@@ -42,29 +43,6 @@ INFORMATION_LIMIT = 1e3
 SCALE_RECHECK_FACTOR = 2.0
 
 
-class FeatureScaleWarning(UserWarning):
-    """Features far from unit scale: the default priors and step sizes assume standardised data.
-
-    The checks run on the first ``fit``/``partial_fit`` call and on every later
-    call whose columns' root-mean-squares (the features', and a regression
-    target's) moved by more than a factor ``SCALE_RECHECK_FACTOR`` (2) from
-    those of the last checked call.
-
-    Examples
-    --------
-    >>> import warnings
-    >>> from evidence_select import BayesianLinearRegressor
-    >>> from evidence_select.datasets import make_linear_regression
-    >>> from evidence_select.estimators import FeatureScaleWarning
-    >>> data = make_linear_regression(200, random_state=0)
-    >>> with warnings.catch_warnings(record=True) as caught:
-    ...     warnings.simplefilter("always")
-    ...     reg = BayesianLinearRegressor(n_particles=4, random_state=0).fit(data.X * 1e6, data.y)
-    >>> any(issubclass(w.category, FeatureScaleWarning) for w in caught)
-    True
-    """
-
-
 def warn_if_badly_scaled(X, estimator_name, model=None):
     """Warn when the features' scale contradicts the prior's (a :class:`FeatureScaleWarning`).
 
@@ -83,6 +61,10 @@ def warn_if_badly_scaled(X, estimator_name, model=None):
       hundreds of nats low with a small error bar.
 
     In both cases standardising is the cure (or prior scales matched to the features).
+
+    Returns
+    -------
+    warned : bool
     """
     rms = column_scales(X)
     bad = np.flatnonzero((rms > FEATURE_SCALE_LIMIT) | ((rms > 0) & (rms < 1.0 / FEATURE_SCALE_LIMIT)))
@@ -92,10 +74,10 @@ def warn_if_badly_scaled(X, estimator_name, model=None):
              f"{', '.join(f'{v:.3g}' for v in rms[bad[:10]])} (far from 1); the priors assume "
              f"standardised features, so the evidence can be slow or inaccurate to estimate: {cure}",
              FeatureScaleWarning)
-        return
+        return True
     ratio = information_ratio(model, X)
     if ratio is None:
-        return
+        return False
     params = np.flatnonzero(ratio > INFORMATION_LIMIT)
     if len(params):
         warn(f"{estimator_name}: one row informs some parameters {ratio.max():.3g} times more than "
@@ -103,6 +85,7 @@ def warn_if_badly_scaled(X, estimator_name, model=None):
              f"parameter(s) {params[:10].tolist()}): the features' "
              f"scale contradicts the prior scale, and the online evidence is then typically far too low "
              f"with a small error bar: {cure}", FeatureScaleWarning)
+    return bool(len(params))
 
 
 def column_scales(X, y=None):
@@ -153,6 +136,7 @@ class BaseSGAISEstimator(BaseEstimator):
         "reservoir_size": [Interval(Integral, 1, None, closed="left")],
         "exact_move_rows": [Interval(Integral, 0, None, closed="left"), None],
         "n_jobs": [Interval(Integral, None, -1, closed="right"), Interval(Integral, 1, None, closed="left"), None],
+        "shuffle": ["boolean"],
         "random_state": ["random_state"],
         "verbose": ["verbose"],
     }
@@ -164,6 +148,7 @@ class BaseSGAISEstimator(BaseEstimator):
     def __setstate__(self, state):
         super().__setstate__(state)
         self.__dict__.setdefault("n_jobs", None)  # estimators pickled before they had n_jobs
+        self.__dict__.setdefault("shuffle", True)
 
     # -- configuration -----------------------------------------------------------------
     def _sgais_config(self):
@@ -190,12 +175,13 @@ class BaseSGAISEstimator(BaseEstimator):
                 for name in [k for k in vars(self) if k.endswith("_") and not k.startswith("__")]:
                     delattr(self, name)
             X, y = self._validate_stream(X, y, classes, reset=first_call)
+            rng = make_generator(self.random_state) if first_call else None
+            X, y = self._arrange_rows(X, y, rng if reset else None)
             if first_call:
                 self.model_ = self._make_model(X.shape[1])
             self._check_data_scale_if_moved(X, y)
             if first_call:
                 self.sgais_config_ = self._sgais_config()
-                rng = make_generator(self.random_state)
                 y_dtype = None if y is None else y.dtype
                 state = sgais_init(rng, self.model_, self.sgais_config_, X.shape[1], y_dtype)
                 history = []
@@ -217,18 +203,39 @@ class BaseSGAISEstimator(BaseEstimator):
         self.evidence_history_ = history
         return self
 
+    def _arrange_rows(self, X, y, fit_rng):
+        """The rows in the order they stream: ``fit``'s seeded random order, or a ``partial_fit`` call's own.
+
+        ``fit`` (``fit_rng``, the new sampler's generator, not advanced here) with
+        ``shuffle=True`` permutes the rows by :func:`~evidence_select.utils._order.order_generator`:
+        the evidence of exchangeable rows does not depend on their order, but the online estimate of a
+        file sorted by its target would. A ``partial_fit`` call keeps its order and raises one
+        :class:`StreamOrderWarning` per stream when its target is sorted or strongly autocorrelated.
+        """
+        if fit_rng is not None:
+            if not self.shuffle:
+                return X, y
+            order = order_generator(fit_rng).permutation(len(X))
+            return X[order], (None if y is None else y[order])
+        if not self.__dict__.get("_order_warned_") and warn_if_target_ordered(
+                type(self).__name__, y, labels=getattr(self, "classes_", None) is not None):
+            self._order_warned_ = True
+        return X, y
+
     def _replay_context(self):
-        """The joblib context of a call's restarts: ``n_jobs`` workers for the replicate groups' replays.
+        """The workers of a call's restarts: ``n_jobs`` for the replicate groups' replays.
 
         A replay's groups are independent runs whose seeds are drawn before they start, so they give the
         same bits on any number of workers. ``n_jobs=None`` leaves the caller's :func:`joblib.parallel_config`
-        in force (one worker without one).
+        in force (one worker without one); inside a parallel task (a selector's candidate on a worker), only
+        an explicit ``n_jobs`` lets them leave the task (:mod:`~evidence_select.utils._nested`).
         """
-        return contextlib.nullcontext() if self.n_jobs is None else parallel_config(n_jobs=self.n_jobs)
+        return granted_n_jobs(self.n_jobs)
 
     def _check_data_scale(self, X, y):
-        """Warn (:class:`FeatureScaleWarning`) when the data's scale contradicts the model's priors."""
-        warn_if_badly_scaled(X, type(self).__name__, self.model_)
+        """Warn (:class:`FeatureScaleWarning`) when the data's scale contradicts the model's priors; whether
+        it warned."""
+        return warn_if_badly_scaled(X, type(self).__name__, self.model_)
 
     def _check_data_scale_if_moved(self, X, y):
         """:meth:`_check_data_scale` on the first call and whenever a column's scale left the checked band.
@@ -236,14 +243,16 @@ class BaseSGAISEstimator(BaseEstimator):
         The band is a factor ``SCALE_RECHECK_FACTOR`` either way around the columns' root-mean-squares
         at the last checked call; a column that was all zeros and is no longer leaves it too. A
         ``partial_fit`` loop over a stationary stream then pays the checks once, while a chunk with an
-        outlier, a rescaled feature or a rescaled target is checked when it arrives.
+        outlier, a rescaled feature or a rescaled target is checked when it arrives. A check that warns
+        flags the stream's evidence (``"feature_scale"`` in ``evidence_checks_``) for good.
         """
         scales = column_scales(X, y)
         checked = getattr(self, "_checked_scales_", None)
         if (checked is not None and checked.shape == scales.shape
                 and np.all((scales <= SCALE_RECHECK_FACTOR * checked) & (checked <= SCALE_RECHECK_FACTOR * scales))):
             return
-        self._check_data_scale(X, y)
+        if self._check_data_scale(X, y):
+            self._scale_flagged_ = True
         self._checked_scales_ = scales
 
     def _stream(self, state, X, y, undo_log, previous):
@@ -308,10 +317,13 @@ class BaseSGAISEstimator(BaseEstimator):
 
         Each is a warning the stream raised: ``degraded``, ``posterior_mode``,
         ``population_bias``, ``lineages``, ``fallback`` or ``collapsed_weights``
-        (:mod:`evidence_select.sgais._checks` says what each means).
+        (:mod:`evidence_select.sgais._checks` says what each means), and
+        ``feature_scale`` when a :class:`~evidence_select.exceptions.FeatureScaleWarning` said the data's scale
+        is beyond what the priors hold (then the scale, not the sampler, is the first suspect).
         """
         self._state()
-        return failed_evidence_checks(self.evidence_history_)
+        scale = ("feature_scale",) if self.__dict__.get("_scale_flagged_") else ()
+        return failed_evidence_checks(self.evidence_history_) + scale
 
     def _state(self):
         if "sgais_state_" not in vars(self):

@@ -4,11 +4,11 @@ from numbers import Real
 
 import numpy as np
 from sklearn.base import ClassifierMixin
-from sklearn.utils.multiclass import check_classification_targets
 
 from ..models import SoftmaxRegressionModel
 from ..utils._validation import Interval, check_is_fitted, validate_data
 from ._base import BaseSGAISEstimator
+from ._generic import validate_classification_stream
 
 __all__ = ["BayesianLogisticClassifier"]
 
@@ -46,8 +46,7 @@ class BayesianLogisticClassifier(ClassifierMixin, BaseSGAISEstimator):
     n_mcmc_steps : int, default=10
         SGHMC steps per intermediate (annealed) distribution
         (``initial_mcmc_factor`` times as many on the first chunk). More than
-        the linear model's 5, for the larger posterior (see :ref:`parameters`;
-        ``python benchmarks/bench_sgais.py`` measures the accuracy).
+        the linear model's 5, for the larger posterior (see :ref:`parameters`).
     initial_mcmc_factor : int, default=2
         Multiplier of ``n_mcmc_steps`` on the first chunk, which carries the
         particles from the prior to a posterior (the longest way).
@@ -75,6 +74,19 @@ class BayesianLogisticClassifier(ClassifierMixin, BaseSGAISEstimator):
         by side on up to this many workers, with the same results as on one.
         ``None`` means 1 unless in a :func:`joblib.parallel_config` context.
 
+    shuffle : bool, default=True
+        Whether ``fit`` streams the rows in a seeded random order. The model
+        treats rows as exchangeable, so its evidence does not depend on their
+        order, but the online estimate of rows sorted by their target (to the
+        sampler, a sequence of distribution shifts) would. The order comes
+        from ``random_state`` and leaves the sampler's random numbers as they
+        are: ``fit(X, y)`` gives what a fresh estimator's
+        ``partial_fit(X[order], y[order], classes=...)`` gives, with ``order =
+        evidence_select.utils.fit_order(random_state, len(X))``. False streams
+        the rows as given: a true stream, whose shifts the evidence history
+        should show. ``partial_fit`` keeps its rows' order, and raises a
+        :class:`~evidence_select.exceptions.StreamOrderWarning` (once per
+        stream) when a call's target is sorted or strongly autocorrelated.
     random_state : int, Generator, RandomState or None, default=None
         Seed; drawn once per ``fit`` and carried (and pickled) with the state.
     verbose : int, default=0
@@ -152,7 +164,7 @@ class BayesianLogisticClassifier(ClassifierMixin, BaseSGAISEstimator):
                  n_replicates=2, batch_size=500, learning_rate=0.1, friction=0.2, n_mcmc_steps=10,
                  initial_mcmc_factor=2, target_ess=0.9, resample_threshold=0.5, control_variates=True,
                  step_size_schedule="tempered",
-                 integrator="baoab", reservoir_size=100_000, exact_move_rows=1000, n_jobs=None, random_state=None,
+                 integrator="baoab", reservoir_size=100_000, exact_move_rows=1000, n_jobs=None, shuffle=True, random_state=None,
                  verbose=0):
         self.prior_scale = prior_scale
         self.intercept_scale = intercept_scale
@@ -172,6 +184,7 @@ class BayesianLogisticClassifier(ClassifierMixin, BaseSGAISEstimator):
         self.reservoir_size = reservoir_size
         self.exact_move_rows = exact_move_rows
         self.n_jobs = n_jobs
+        self.shuffle = shuffle
         self.random_state = random_state
         self.verbose = verbose
 
@@ -180,25 +193,11 @@ class BayesianLogisticClassifier(ClassifierMixin, BaseSGAISEstimator):
                                       intercept_scale=self.intercept_scale, fit_intercept=self.fit_intercept)
 
     def _validate_stream(self, X, y, classes, reset):
-        X, y = validate_data(self, X, y, reset=reset, dtype=np.float64)
-        check_classification_targets(y)
-        if reset:
-            classes = np.unique(y if classes is None else np.asarray(classes))
-            if len(classes) < 2:
-                raise ValueError(f"BayesianLogisticClassifier needs at least 2 classes; got {len(classes)} class "
-                                 f"({classes.tolist()})")
-            self.classes_ = classes
-        elif classes is not None and not np.array_equal(np.unique(np.asarray(classes)), self.classes_):
-            raise ValueError(f"classes={np.unique(np.asarray(classes)).tolist()} differs from the classes of the first "
-                             f"partial_fit call, {self.classes_.tolist()}")
-        unknown = np.setdiff1d(np.unique(y), self.classes_)
-        if len(unknown):
-            raise ValueError(f"y contains labels not in classes: {unknown.tolist()[:10]}; "
-                             f"classes are {self.classes_.tolist()}")
-        return X, np.searchsorted(self.classes_, y).astype(np.intp)
+        return validate_classification_stream(self, X, y, classes, reset)
 
     def fit(self, X, y):
-        """Forget any past data and stream ``(X, y)``; classes are taken from ``y``.
+        """Forget any past data and stream ``(X, y)``, in a seeded random order (``shuffle``); classes are
+        taken from ``y``.
 
         Parameters
         ----------

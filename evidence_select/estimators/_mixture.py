@@ -1,5 +1,6 @@
 """BayesianMixture: the online shell of the diagonal Gaussian mixture."""
 
+import math
 from numbers import Integral, Real
 
 import numpy as np
@@ -8,7 +9,9 @@ from sklearn.base import DensityMixin
 
 from ..models import GaussianMixtureModel
 from ..utils import logsumexp
+from ..exceptions import FeatureScaleWarning
 from ..utils._validation import Interval, check_is_fitted, validate_data
+from ..utils._warnings import warn
 from ._base import BaseSGAISEstimator
 
 __all__ = ["BayesianMixture"]
@@ -18,6 +21,77 @@ __all__ = ["BayesianMixture"]
 _SURPRISE_TARGET_ESS = 0.99
 # With restarts, one also each time the rows seen double (SGAISConfig.restart_growth).
 _RESTART_GROWTH = 2.0
+
+#: A column whose mean lies more than this many prior-predictive scales from ``mean_prior_loc``, or whose
+#: standard deviation is more than this factor above or below the prior-predictive scale, draws a
+#: :class:`~evidence_select.exceptions.FeatureScaleWarning` and flags the evidence. The prior predictive of one
+#: coordinate is a Student t with ``2 variance_shape`` degrees of freedom; with the default priors it puts 0.2% of
+#: its mass beyond 20 scales. Beyond that the particles do not get from the prior to the posterior
+#: (``benchmarks/bench_user_data.py`` has raw real columns on both sides of the limit).
+PREDICTIVE_SCALE_LIMIT = 20.0
+#: Fewer rows than this in a call give too noisy a spread to judge: only the columns' means are checked then.
+_SPREAD_MIN_ROWS = 20
+
+
+def prior_predictive_scale(model):
+    """Scale of the mixture prior's predictive distribution of one coordinate.
+
+    A component's coordinate is ``mu + sigma * e`` with ``mu | sigma2 ~ N(m0, c sigma2)`` and
+    ``sigma2 ~ InvGamma(a, b)``: a Student t with ``2 a`` degrees of freedom, location ``m0`` and scale
+    ``sqrt(b (1 + c) / a)`` (``sqrt(5)`` with the defaults).
+    """
+    return math.sqrt(model.variance_scale * (1.0 + model.mean_variance_factor) / model.variance_shape)
+
+
+def mixture_scale_diagnosis(model, X):
+    """Per column, ``(|mean - m0|, std)`` of the rows ``X`` in units of :func:`prior_predictive_scale`.
+
+    Returns
+    -------
+    location, spread : ndarray of shape (n_features,)
+        ``spread`` is NaN with fewer than ``_SPREAD_MIN_ROWS`` rows.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from evidence_select.models import GaussianMixtureModel
+    >>> X = np.random.default_rng(0).normal([0.0, 750.0], [1.0, 300.0], size=(500, 2))
+    >>> location, spread = mixture_scale_diagnosis(GaussianMixtureModel(1, 2), X)
+    >>> (location > PREDICTIVE_SCALE_LIMIT).tolist(), (spread > PREDICTIVE_SCALE_LIMIT).tolist()
+    ([False, True], [False, True])
+    """
+    scale = prior_predictive_scale(model)
+    location = np.abs(X.mean(axis=0) - model.mean_prior_loc) / scale
+    spread = X.std(axis=0) / scale if len(X) >= _SPREAD_MIN_ROWS else np.full(X.shape[1], np.nan)
+    return location, spread
+
+
+def warn_if_mixture_badly_scaled(model, X):
+    """Raise a :class:`FeatureScaleWarning` when a column's mean or spread is beyond what the prior holds.
+
+    See :data:`PREDICTIVE_SCALE_LIMIT`. Returns whether it warned.
+    """
+    if len(X) == 0:
+        return False
+    location, spread = mixture_scale_diagnosis(model, X)
+    limit = PREDICTIVE_SCALE_LIMIT
+    with np.errstate(invalid="ignore"):  # NaN spreads (few rows) compare False
+        bad = np.flatnonzero((location > limit) | (spread > limit) | (spread < 1.0 / limit))
+    if not len(bad):
+        return False
+    shown = bad[:10]
+    scale = prior_predictive_scale(model)
+    warn(f"BayesianMixture: column(s) {shown.tolist()} have mean "
+         f"{', '.join(f'{v:.3g}' for v in X[:, shown].mean(axis=0))} and standard deviation "
+         f"{', '.join(f'{v:.3g}' for v in X[:, shown].std(axis=0))}, more than {limit:g} times (or less than "
+         f"1/{limit:g} of) the prior's predictive scale {scale:.3g} around mean_prior_loc={model.mean_prior_loc:g} "
+         "(sqrt(variance_scale (1 + mean_variance_factor) / variance_shape)): the particles cannot get from the "
+         "prior to this posterior, and the evidence is then typically far too low whatever the sampler's settings "
+         "(evidence_checks_ lists 'feature_scale'). Standardise X (e.g. sklearn.preprocessing.StandardScaler; "
+         "that shifts every mixture's log evidence by the same -n sum(log std) of the columns, so their ranking "
+         "stands), or, for columns on one common scale, set mean_prior_loc and variance_scale to their mean and "
+         "variance", FeatureScaleWarning)
+    return True
 
 
 class BayesianMixture(DensityMixin, BaseSGAISEstimator):
@@ -98,7 +172,7 @@ class BayesianMixture(DensityMixin, BaseSGAISEstimator):
         ``reservoir_size``; a surprise or shift after that is flagged
         (``ChunkRecord.degraded``, an ``EvidenceConvergenceWarning``, a widened
         ``log_evidence_std_``). See :ref:`limitations` for the in-order against
-        shuffled check (``benchmarks/bench_selector.py --only shift``).
+        shuffled check.
     surprise_threshold : float or None, default=None
         Nats per row. A chunk whose mean per-row log-likelihood the particles
         disagree on by more than this (weighted standard deviation across
@@ -145,6 +219,18 @@ class BayesianMixture(DensityMixin, BaseSGAISEstimator):
         :func:`joblib.parallel_config` context; ``-1`` means all cores. The
         results are the same bits for any value.
 
+    shuffle : bool, default=True
+        Whether ``fit`` streams the rows in a seeded random order. The model
+        treats rows as exchangeable, so its evidence does not depend on their
+        order, but the online estimate of rows sorted by a column (to the
+        sampler, a sequence of distribution shifts) would. The order comes
+        from ``random_state`` and leaves the sampler's random numbers as they
+        are: ``fit(X)`` gives what a fresh estimator's
+        ``partial_fit(X[order])`` gives, with ``order =
+        evidence_select.utils.fit_order(random_state, len(X))``. False streams
+        the rows as given: a true stream, whose shifts the evidence history
+        should show (:func:`~evidence_select.detect_change_points`).
+        ``partial_fit`` keeps its rows' order.
     random_state : int, Generator, RandomState or None, default=None
         Seed; drawn once per ``fit`` and carried (and pickled) with the state.
     verbose : int, default=0
@@ -241,7 +327,7 @@ class BayesianMixture(DensityMixin, BaseSGAISEstimator):
                  learning_rate=0.1, friction=0.2, n_mcmc_steps=10, initial_mcmc_factor=6, reheat_after_steps=12,
                  restarts=True, surprise_threshold=None, surprise_budget=4.0, target_ess=0.9, resample_threshold=0.5,
                  control_variates=True, step_size_schedule="tempered", integrator="baoab", reservoir_size=100_000,
-                 exact_move_rows=0, n_jobs=None, random_state=None, verbose=0):
+                 exact_move_rows=0, n_jobs=None, shuffle=True, random_state=None, verbose=0):
         self.n_components = n_components
         self.weight_concentration = weight_concentration
         self.variance_shape = variance_shape
@@ -267,6 +353,7 @@ class BayesianMixture(DensityMixin, BaseSGAISEstimator):
         self.reservoir_size = reservoir_size
         self.exact_move_rows = exact_move_rows
         self.n_jobs = n_jobs
+        self.shuffle = shuffle
         self.random_state = random_state
         self.verbose = verbose
 
@@ -285,8 +372,14 @@ class BayesianMixture(DensityMixin, BaseSGAISEstimator):
     def _validate_stream(self, X, y, classes, reset):
         return validate_data(self, X, reset=reset, dtype=np.float64), None
 
+    def _check_data_scale(self, X, y):
+        """Warn when a root-mean-square is extreme (the shared check), else when a column's mean or spread is
+        beyond what the prior holds (:func:`mixture_scale_diagnosis`); whether it warned (once per call)."""
+        return super()._check_data_scale(X, y) or warn_if_mixture_badly_scaled(self.model_, X)
+
     def fit(self, X, y=None):
-        """Forget any past data and stream ``X`` in ``batch_size`` chunks.
+        """Forget any past data and stream ``X`` in ``batch_size`` chunks, in a seeded random order
+        (``shuffle``).
 
         Parameters
         ----------

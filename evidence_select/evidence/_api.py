@@ -6,7 +6,7 @@ import numpy as np
 from sklearn.base import clone
 
 from ..models import Model
-from ..backends._exact import exact_log_evidence
+from ..backends._exact import exact_log_evidence_and_error
 from ..utils._threads import single_threaded_blas
 from .._result import EvidenceResult, failed_checks
 from ..sgais._engine import SGAISConfig, evidence_estimate, sgais_stream
@@ -167,8 +167,8 @@ def log_evidence(estimator_or_model, X=None, y=None, *, method, random_state=Non
     model, X, y = (estimator_or_model, *_model_data(X, y)) if is_model \
         else _model_and_data(estimator_or_model, X, y)
     if method == "exact":
-        value = exact_log_evidence(model, X, y)
-        return EvidenceResult(value, 0.0, "exact", 1.0, len(X), time.perf_counter() - tic)
+        value, error = exact_log_evidence_and_error(model, X, y)  # error: a quadrature's bound, else 0
+        return EvidenceResult(value, error, "exact", 1.0, len(X), time.perf_counter() - tic)
     if method == "sgais":
         state, config, history = _sgais_on_model(model, X, y, random_state, **method_kwargs)
         log_z, std = evidence_estimate(state)

@@ -31,6 +31,13 @@ class ModelCapabilities(NamedTuple):
     (``global_jumps``), the posterior-mode check (``mode_search``), the model's fused gradient calls
     (``fused_joint_gradient``, ``fused_fixed_points``) in place of the protocol's sums of terms, and a reference
     evidence to name in its warnings (``exact_evidence``).
+
+    Examples
+    --------
+    >>> from evidence_select.models import LinearGaussianModel
+    >>> capabilities = LinearGaussianModel(2).capabilities()
+    >>> capabilities.exact_draws, capabilities.global_jumps
+    (True, False)
     """
 
     exact_draws: bool = False  # sample_tempered_posterior

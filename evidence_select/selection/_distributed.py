@@ -18,27 +18,37 @@ needs to update its evidences and history.
   Candidates are placed round-robin; when their update times so far leave
   one worker busy well past another, a call first moves one candidate or swaps
   two (:func:`rebalanced_homes`), and each moved candidate's next task fetches
-  it once.
+  it once. A worker's candidates run one after another, each task waiting for
+  the one before it there; when every worker is a one-thread process of its
+  own, a candidate's restart shares its replicate groups with the cluster's
+  idle threads (:func:`~evidence_select.utils._nested.granted_cluster`).
+
+Wherever a candidate runs, the parallel work it starts itself follows the
+nested-parallelism rule of :mod:`~evidence_select.utils._nested`.
 """
 
+import contextlib
 import copy
 import itertools
+import os
+import socket
 import time
 import uuid
 from collections.abc import Mapping, Sequence
 from typing import NamedTuple
 
-import numpy as np
-from joblib import Parallel, delayed, effective_n_jobs
+from joblib import delayed
 
 from ..evidence._api import log_evidence
 from .._result import failed_checks
+from ..utils._nested import InnerPool, aligned, granted_cluster, inner_pool
+from ._streaming import evidence_step_rows
 from ..utils._threads import single_threaded_blas
 from ..utils._warnings import recorded_warnings, warn
 
 __all__ = ["CandidateSummary", "JoblibPayoff", "ResidentCandidates", "ResidentNamedCandidates", "advance_candidates",
-           "after_joblib_call", "aligned", "longest_first", "parallel_seconds", "relay_warnings", "use_joblib_workers",
-           "dask_client", "PARALLEL_OPTIONS"]
+           "after_joblib_call", "aligned", "longest_first", "longest_first_resident", "parallel_seconds",
+           "relay_warnings", "use_joblib_workers", "dask_client", "PARALLEL_OPTIONS"]
 
 PARALLEL_OPTIONS = ("joblib", "dask")
 
@@ -105,13 +115,15 @@ def _advance(estimator, task, backend_seed, history_length):
 
 
 def _reference_evidence(estimator, task, backend_seed):
-    """The reference backend's :class:`EvidenceResult` for the fitted ``estimator``'s model on all rows seen."""
+    """The reference backend's :class:`EvidenceResult` for the fitted ``estimator``'s model on all rows seen
+    (a pipeline's: its last step's, on the rows through its preprocessing)."""
+    estimator, X_all = evidence_step_rows(estimator, task.X_all)
     model = getattr(estimator, "model_", None)
     if model is None:
         raise TypeError(f"backend={task.backend!r} needs candidates that expose their model as `model_` after "
                         f"fitting (evidence_select estimators do); {type(estimator).__name__} does not")
     with single_threaded_blas():
-        return log_evidence(model, task.X_all, task.y_all, method=task.backend, random_state=backend_seed,
+        return log_evidence(model, X_all, task.y_all, method=task.backend, random_state=backend_seed,
                             **task.backend_params)
 
 
@@ -121,11 +133,18 @@ def relay_warnings(names, summaries):
     The candidate's name goes at the end of the message, so that filters on a
     message's opening (``warnings.filterwarnings("ignore", "SGAIS: after")``)
     match as they would on the estimator alone. The user's filters decide: an
-    ``"error"`` filter raises here, before the selector commits the call.
+    ``"error"`` filter raises here, before the selector commits the call. A
+    warning that several candidates raised with the same text (the same cause,
+    e.g. a sorted target) is raised once, naming them all.
     """
+    raised_by = {}
     for name, summary in zip(names, summaries):
         for category, message in summary.warnings:
-            warn(f"{message} [candidate {name!r}]", category)
+            raised_by.setdefault((category, message), []).append(name)
+    for (category, message), candidates in raised_by.items():
+        who = (f"candidate {candidates[0]!r}" if len(candidates) == 1
+               else f"candidates {', '.join(repr(name) for name in candidates)}")
+        warn(f"{message} [{who}]", category)
 
 
 class JoblibPayoff(NamedTuple):
@@ -194,13 +213,12 @@ def advance_candidates(candidates, task, backend_seeds, history_lengths, *, para
     order = longest_first(candidates)
     shipped = [_with_recent_history(est, start) for est, start in zip(candidates, history_lengths)]
     jobs = [delayed(_advance)(shipped[i][0], task, backend_seeds[i], shipped[i][1]) for i in order]
-    n_workers = min(effective_n_jobs(n_jobs), len(candidates))
+    # The candidates' updates serialise their warning recording (recorded_warnings), so threads may run them.
+    pool = inner_pool(len(candidates), n_jobs, threads_take_turns=True)
+    n_workers = pool.n_jobs
     on_workers = n_workers > 1 and use_joblib_workers(payoff, n_workers)
     tic = time.perf_counter()
-    if on_workers:
-        dispatched = Parallel(n_jobs=n_jobs)(jobs)
-    else:
-        dispatched = [function(*args, **kwargs) for function, args, kwargs in jobs]
+    dispatched = (pool if on_workers else InnerPool(1)).run(jobs)
     if n_workers > 1:
         payoff = after_joblib_call(payoff, on_workers, time.perf_counter() - tic,
                                    [summary.seconds for _, summary in dispatched], n_workers)
@@ -267,15 +285,35 @@ def dask_client():
 
 
 def _place(client, candidates, names):
-    """Scatter local candidates round-robin over the workers; return their futures, homes and the workers."""
+    """Scatter local candidates round-robin over the workers; return their futures, homes, the workers, and
+    whether the candidates' inner work may share the cluster (:func:`_one_thread_per_process`)."""
     info = client.scheduler_info(n_workers=-1)["workers"]
     workers = sorted(info)
     if not workers:
         raise ValueError("the dask cluster has no workers")
-    _warn_threaded_workers({worker: info[worker].get("nthreads", 1) for worker in workers})
+    threads = {worker: info[worker].get("nthreads", 1) for worker in workers}
+    _warn_threaded_workers(threads)
     homes = list(itertools.islice(itertools.cycle(workers), len(candidates)))
     futures = [client.scatter((est, None), workers=[home], hash=False) for est, home in zip(candidates, homes)]
-    return futures, homes, workers
+    return futures, homes, workers, _one_thread_per_process(client, threads)
+
+
+def _one_thread_per_process(client, threads):
+    """Whether every worker is a process of its own with one thread (``threads``: worker -> its thread count).
+
+    Only then may a candidate share its replays with the cluster: two runs side
+    by side in one process (a worker's second thread, or workers that are threads
+    of one process, this one's included) would swap the warning filters under
+    each other.
+    """
+    if set(threads.values()) != {1}:
+        return False
+    processes = list(client.run(_process_identity).values())
+    return len(set(processes)) == len(processes) and _process_identity() not in processes
+
+
+def _process_identity():
+    return socket.gethostname(), os.getpid()
 
 
 def _warn_threaded_workers(threads):
@@ -297,10 +335,10 @@ def _advance_on_dask(candidates, task, backend_seeds, history_lengths, names):
     client = dask_client()
     resident = isinstance(candidates, ResidentCandidates) and candidates.client is client
     if resident:
-        futures, workers = candidates.futures, candidates.cluster_workers
+        futures, workers, shared = candidates.futures, candidates.cluster_workers, candidates.share_cluster
         homes = rebalanced_homes(candidates.workers, candidates.seconds, workers)
     else:
-        futures, homes, workers = _place(client, list(candidates), names)
+        futures, homes, workers, shared = _place(client, list(candidates), names)
     # The chunk goes once to each worker that holds a candidate; reference backends also need all rows seen.
     names_present = [key for key in ("X", "y", "X_all", "y_all") if getattr(task, key) is not None]
     arrays = client.scatter([getattr(task, key) for key in names_present], workers=sorted(set(homes)),
@@ -309,19 +347,37 @@ def _advance_on_dask(candidates, task, backend_seeds, history_lengths, names):
     remote_task = task._replace(X=None, y=None, X_all=None, y_all=None)  # the data travel as futures
     call = uuid.uuid4().hex[:12]
     # Each resident value is a pair (candidate, its last summary): one task per candidate advances it, and a
-    # second on the same worker reads the summary off, so only the summaries travel.
-    new_futures, summary_futures = [], []
-    for k, (future, home, seed, start) in enumerate(zip(futures, homes, backend_seeds, history_lengths)):
+    # second on the same worker reads the summary off, so only the summaries travel. A worker's candidates run
+    # one after another, each task waiting for the one before it there (``after``): while a candidate waits for
+    # the replays it shares with the cluster, its worker's thread can then only run such replays, never another
+    # candidate's update, which would wait for the first one's warning-recording lock (utils._nested).
+    order = longest_first_resident(candidates.seconds) if resident else range(len(futures))
+    new_futures, summary_futures, last_on = [None] * len(futures), [None] * len(futures), {}
+    for k in order:
+        home = homes[k]
         pinned = dict(workers=[home], allow_other_workers=False, pure=False)
-        new_futures.append(client.submit(_advance_with_data, future, remote_task, scattered, seed, start,
-                                         key=f"candidate-{names[k]}-{call}", **pinned))
-        summary_futures.append(client.submit(_summary, new_futures[-1], key=f"summary-{names[k]}-{call}",
-                                             **pinned))
+        new_futures[k] = client.submit(_advance_with_data, futures[k], remote_task, scattered, backend_seeds[k],
+                                       history_lengths[k], last_on.get(home), shared,
+                                       key=f"candidate-{names[k]}-{call}", **pinned)
+        summary_futures[k] = client.submit(_summary, new_futures[k], key=f"summary-{names[k]}-{call}", **pinned)
+        last_on[home] = new_futures[k]
     summaries = client.gather(summary_futures)
     seconds = [summary.seconds for summary in summaries]
     if resident:
         seconds = [before + now for before, now in zip(candidates.seconds, seconds)]
-    return ResidentCandidates(client, new_futures, homes, seconds, workers), summaries
+    return ResidentCandidates(client, new_futures, homes, seconds, workers, shared), summaries
+
+
+def longest_first_resident(seconds):
+    """Indices of resident candidates, those with the longest update time so far first (ties in list order): a
+    worker's long updates start first, so that their replays reach idle threads early.
+
+    Examples
+    --------
+    >>> longest_first_resident([1.0, 3.0, 1.0, 2.0])
+    [1, 3, 0, 2]
+    """
+    return sorted(range(len(seconds)), key=lambda k: -seconds[k])
 
 
 #: A move must shorten the busiest worker's share of the time so far by at least this fraction: each move sends
@@ -373,25 +429,15 @@ def rebalanced_homes(homes, seconds, workers):
     return homes
 
 
-def _advance_with_data(resident, task, data, backend_seed, history_length):
+def _advance_with_data(resident, task, data, backend_seed, history_length, after=None, share_cluster=False):
     """:func:`_advance` on a worker of the candidate in the ``resident`` pair; ``data`` holds the scattered
-    arrays (dask resolves them to values). Returns the next pair ``(candidate, CandidateSummary)``."""
+    arrays (dask resolves them to values); ``after`` is the pair of the candidate that ran before it on this
+    worker (only waited for). With ``share_cluster`` the candidate's inner work (a restart's replicate groups)
+    may run on the cluster's idle threads (:func:`~evidence_select.utils._nested.granted_cluster`). Returns the
+    next pair ``(candidate, CandidateSummary)``."""
     data = {key: aligned(value) for key, value in data.items()}
-    return _advance(resident[0], task._replace(**data), backend_seed, history_length)
-
-
-def aligned(array):
-    """``array``, or an aligned copy of it when its data are not aligned for its type.
-
-    Dask deserialises a scattered array in place in its message frame, at any
-    byte offset; numpy and BLAS then take other code paths (``X.T @ X`` leaves
-    BLAS for numpy's own loop), whose sums differ in the last bit from those on
-    the same values aligned, as the calling process has them: results would
-    then depend on where a candidate runs.
-    """
-    if isinstance(array, np.ndarray) and not array.flags.aligned:
-        return np.array(array, copy=True)
-    return array
+    with granted_cluster() if share_cluster else contextlib.nullcontext():
+        return _advance(resident[0], task._replace(**data), backend_seed, history_length)
 
 
 def _summary(resident):
@@ -423,14 +469,19 @@ class ResidentCandidates(Sequence):
     cluster_workers : list of str
         The cluster's workers when the candidates were placed (asking the
         scheduler on every call would cost a round trip).
+    share_cluster : bool, default=False
+        Whether the candidates' inner work may run on the cluster's idle
+        threads (every worker was a one-thread process of its own when they
+        were placed).
     """
 
-    def __init__(self, client, futures, workers, seconds, cluster_workers):
+    def __init__(self, client, futures, workers, seconds, cluster_workers, share_cluster=False):
         self.client = client
         self.futures = futures
         self.workers = workers
         self.seconds = list(seconds)
         self.cluster_workers = list(cluster_workers)
+        self.share_cluster = bool(share_cluster)
         self._fetched = None
 
     def __len__(self):

@@ -9,18 +9,21 @@ from typing import NamedTuple
 import numpy as np
 from sklearn.base import BaseEstimator, MetaEstimatorMixin, clone
 from sklearn.metrics import accuracy_score, r2_score
+from sklearn.pipeline import Pipeline
 from sklearn.utils import get_tags
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.multiclass import check_classification_targets
 
 from ..sgais._engine import ChunkRecord
 from ..sgais._checks import with_chunk_checks
-from ..utils import make_generator
+from ..utils import fit_order, make_generator
 from ..utils._validation import StrOptions, check_is_fitted, validate_data
 from ._distributed import (PARALLEL_OPTIONS, AdvanceTask, JoblibPayoff, ResidentNamedCandidates, advance_candidates,
                            relay_warnings)
 from ._averaging import (log_model_prior, log_model_probabilities, mix_log_density, mix_normal, mix_proba,
                          model_probability_std)
+from ._streaming import EvidencePipeline, check_evidence_step
+from ._features import candidate_feature_masks, column_labels, format_feature_inclusion, inclusion_probabilities
 from ._summary import format_summary, selection_results
 
 __all__ = ["EvidenceModelSelector", "SelectionRecord"]
@@ -81,11 +84,16 @@ _CANDIDATE_NEEDS = ("a candidate needs partial_fit and the fitted attributes log
 
 
 def _check_online_candidate(name, estimator):
-    """Raise a TypeError unless ``estimator`` is an estimator instance with ``partial_fit``."""
+    """Raise a TypeError unless ``estimator`` is an estimator instance with ``partial_fit``, or a ``Pipeline``
+    that streams into one through preprocessing that learns nothing from the rows."""
     if isinstance(estimator, type):
         raise TypeError(f"candidate {name!r} is the class {estimator.__name__}, not an instance; "
                         f"pass {estimator.__name__}(...)")
-    if not hasattr(estimator, "partial_fit"):
+    if isinstance(estimator, Pipeline):
+        if not estimator.steps:
+            raise TypeError(f"candidate {name!r} is a Pipeline without steps")
+        check_evidence_step(estimator, name)
+    elif not hasattr(estimator, "partial_fit"):
         raise TypeError(f"candidate {name!r} ({type(estimator).__name__}) has no partial_fit; {_CANDIDATE_NEEDS}")
 
 
@@ -97,10 +105,56 @@ def _check_evidence_candidate(name, estimator):
     the check needs no fitting: a point-estimate learner such as
     ``SGDRegressor`` is refused before any candidate has run.
     """
+    if isinstance(estimator, Pipeline):
+        return  # its last step was checked with the rest of the pipeline (_check_online_candidate)
     missing = [attr for attr in ("log_evidence_", "log_evidence_std_") if not hasattr(type(estimator), attr)]
     if missing:
         raise TypeError(f"candidate {name!r} ({type(estimator).__name__}) cannot give an evidence: it does not "
                         f"define {' or '.join(missing)}; {_CANDIDATE_NEEDS}")
+
+
+def _feature_masks(candidates, n_features, names, kind):
+    """The candidates' :func:`candidate_feature_masks`; a ValueError when density candidates use different
+    columns (their evidences would then be densities of different data, which no posterior compares)."""
+    masks = candidate_feature_masks(candidates, n_features, names)
+    if kind == "density_estimator" and np.any(masks != masks[:1]):
+        used = {name: np.flatnonzero(mask).tolist() for name, mask in zip(names, masks)}
+        raise ValueError(f"density candidates must model the same input columns (the evidence of each is a density "
+                         f"of the data it sees); they use {used}")
+    return masks
+
+
+def _joined_record(first, second, log_prior):
+    """One :class:`SelectionRecord` over the candidates of two records made at the same position."""
+    log_evidences = np.concatenate([first.log_evidences, second.log_evidences])
+    return SelectionRecord(first.n_samples_seen, log_evidences,
+                           np.concatenate([first.log_evidence_stds, second.log_evidence_stds]),
+                           np.exp(log_model_probabilities(log_evidences, log_prior)),
+                           first.candidate_records + second.candidate_records)
+
+
+def _streamable(candidate):
+    """``candidate`` itself, or an :class:`EvidencePipeline` with the steps and settings of a ``Pipeline``
+    candidate (which has no ``partial_fit`` of its own)."""
+    if isinstance(candidate, Pipeline) and not isinstance(candidate, EvidencePipeline):
+        return EvidencePipeline(**candidate.get_params(deep=False))
+    return candidate
+
+
+def _seeded(candidate, seed):
+    """``candidate`` with ``random_state=seed`` (a pipeline's: its last step's), when it has one."""
+    key = f"{candidate.steps[-1][0]}__random_state" if isinstance(candidate, Pipeline) else "random_state"
+    return candidate.set_params(**{key: seed}) if key in candidate.get_params() else candidate
+
+
+def _in_given_order(estimator):
+    """``estimator`` with its own ``fit``-time shuffle off (also as a Pipeline's last step), when it has one:
+    the selector's ``fit`` orders the rows once, so that every candidate's history follows the same rows."""
+    steps = getattr(estimator, "steps", None)
+    name, last = (steps[-1][0] + "__", steps[-1][1]) if steps else ("", estimator)
+    if hasattr(last, "get_params") and "shuffle" in last.get_params(deep=False):
+        estimator.set_params(**{name + "shuffle": False})
+    return estimator
 
 
 def _describe_kinds(kinds):
@@ -145,8 +199,14 @@ class EvidenceModelSelector(MetaEstimatorMixin, BaseEstimator):
         Candidates, all regressors, all classifiers or all density estimators
         (e.g. :class:`~evidence_select.BayesianMixture` with different
         ``n_components``). Each must support ``partial_fit`` and expose
-        ``log_evidence_`` and ``log_evidence_std_`` once fitted. They are cloned;
-        their parameters are reachable as ``<name>__<param>``.
+        ``log_evidence_`` and ``log_evidence_std_`` once fitted, or be a
+        :class:`~sklearn.pipeline.Pipeline` whose last step does and whose
+        other steps learn nothing from the rows (stateless or frozen; see
+        :class:`~evidence_select.selection.EvidencePipeline`), which is streamed
+        as an ``EvidencePipeline``: that is how feature subsets
+        (:func:`~evidence_select.selection.feature_subset_candidates`) and
+        feature maps are compared. They are cloned; their parameters are
+        reachable as ``<name>__<param>``.
     backend : {"sgais", "ais", "ns", "bridge"}, default="sgais"
         Where ``log_evidences_`` come from. ``"sgais"``: the candidates' own
         online estimates, at a cost per chunk independent of the data seen.
@@ -181,10 +241,26 @@ class EvidenceModelSelector(MetaEstimatorMixin, BaseEstimator):
         a few numbers per candidate. ``estimators_`` then fetches the fitted
         candidates on first access. Results are bit-identical to
         ``parallel="joblib"`` for any ``n_jobs``.
+    shuffle : bool, default=True
+        Whether ``fit`` streams the rows in a seeded random order, the same
+        for every candidate (their own ``shuffle`` is turned off, so that
+        their histories follow the same rows). The candidates treat rows as
+        exchangeable, so their evidences do not depend on the order, but the
+        online estimates of rows sorted by their target would; in
+        :func:`~sklearn.model_selection.cross_val_score` each fold's ``fit``
+        is shuffled too. The order comes from ``random_state`` and leaves the
+        candidates' seeds as they are: ``fit(X, y)`` gives what a fresh
+        selector's ``partial_fit(X[order], y[order])`` gives (with ``classes``
+        for classifiers), with ``order =
+        evidence_select.utils.fit_order(random_state, len(X))``. False streams
+        the rows as given (a true stream, whose shifts the history should
+        show). ``partial_fit`` keeps its rows' order; its candidates warn
+        (:class:`~evidence_select.exceptions.StreamOrderWarning`, once per
+        stream) when a call's target is sorted or strongly autocorrelated.
     random_state : int, Generator, RandomState or None, default=None
         Seeds the candidates (one independent seed each, drawn before
-        dispatch) and the reference backends. None keeps each candidate's own
-        ``random_state``.
+        dispatch), the reference backends and ``fit``'s row order. None keeps
+        each candidate's own ``random_state``.
     verbose : int, default=0
         Log the model probabilities after each call when positive.
 
@@ -215,6 +291,17 @@ class EvidenceModelSelector(MetaEstimatorMixin, BaseEstimator):
     results_ : dict of str -> ndarray of shape (n_candidates,)
         The results by candidate name, ready for ``pandas.DataFrame``; see
         :attr:`results_` and :meth:`summary`.
+    candidate_features_ : ndarray of bool of shape (n_candidates, n_features_in_)
+        Which input columns each candidate uses: those a pipeline's leading
+        ``ColumnTransformer`` keeps (selected by position), all of them for
+        any other candidate.
+    feature_inclusion_probabilities_ : ndarray of shape (n_features_in_,)
+        Posterior probability that each input column is in the model: the sum
+        of ``model_probabilities_`` over the candidates that use it (model
+        averaging over feature subsets). ``summary()`` lists them when the
+        candidates differ in the columns they use.
+    feature_inclusion_probabilities_std_ : ndarray of shape (n_features_in_,)
+        Their delta-method standard errors from ``log_evidence_stds_``.
     best_index_ : int
         Index of the most probable candidate.
     best_estimator_ : estimator
@@ -309,18 +396,20 @@ class EvidenceModelSelector(MetaEstimatorMixin, BaseEstimator):
         "backend_params": [dict, None],
         "n_jobs": [Integral, None],
         "parallel": [StrOptions(set(PARALLEL_OPTIONS))],
+        "shuffle": ["boolean"],
         "random_state": ["random_state"],
         "verbose": ["verbose"],
     }
 
     def __init__(self, estimators, *, backend="sgais", model_prior=None, backend_params=None, n_jobs=None,
-                 parallel="joblib", random_state=None, verbose=0):
+                 parallel="joblib", shuffle=True, random_state=None, verbose=0):
         self.estimators = estimators
         self.backend = backend
         self.model_prior = model_prior
         self.backend_params = backend_params
         self.n_jobs = n_jobs
         self.parallel = parallel
+        self.shuffle = shuffle
         self.random_state = random_state
         self.verbose = verbose
 
@@ -423,7 +512,8 @@ class EvidenceModelSelector(MetaEstimatorMixin, BaseEstimator):
 
     # -- fitting ---------------------------------------------------------------------------
     def fit(self, X, y=None):
-        """Clone every candidate and stream ``(X, y)`` through it from scratch.
+        """Clone every candidate and stream ``(X, y)`` through it from scratch, in a seeded random order
+        (``shuffle``).
 
         Parameters
         ----------
@@ -476,6 +566,11 @@ class EvidenceModelSelector(MetaEstimatorMixin, BaseEstimator):
         names, candidates, kind, rng = self._fresh_candidates() if first_call else self._current_candidates()
         log_prior = log_model_prior(self.model_prior, len(candidates))
         X, y, fit_params = self._validate_stream(X, y, classes, kind, reset=reset, first_call=first_call)
+        masks = (_feature_masks(candidates, X.shape[1], names, kind) if first_call
+                 else getattr(self, "candidate_features_", np.ones((len(candidates), X.shape[1]), dtype=bool)))
+        if reset and self.shuffle:  # see ``shuffle``: one seeded order for every candidate
+            order = fit_order(self.random_state, len(X))
+            X, y = X[order], (None if y is None else y[order])
         X_all, y_all = self._rows_for_backend(X, y, kind, first_call)
         backend_seeds = ([None] * len(candidates) if X_all is None
                          else [int(s) for s in rng.integers(0, 2**32, size=len(candidates))])
@@ -497,6 +592,7 @@ class EvidenceModelSelector(MetaEstimatorMixin, BaseEstimator):
         self._n_candidate_records = [start + len(summary.new_records)
                                      for start, summary in zip(history_lengths, summaries)]
         self._joblib_payoff = payoff
+        self.candidate_features_ = masks
         self._commit_evidences(log_evidences, log_evidence_stds, log_prior,
                                self._evidence_checks(summaries, self.backend, first_call))
         self.evidence_history_ = (new_records if first_call else self.evidence_history_ + new_records)
@@ -518,10 +614,9 @@ class EvidenceModelSelector(MetaEstimatorMixin, BaseEstimator):
         names, candidates, kind = self._validate_estimators()
         rng = make_generator(self.random_state)
         seeds = [int(s) for s in rng.integers(0, 2**32, size=len(candidates))]
-        candidates = [clone(est) for est in candidates]
+        candidates = [_in_given_order(_streamable(clone(est))) for est in candidates]
         if self.random_state is not None:
-            candidates = [est.set_params(random_state=seed) if "random_state" in est.get_params() else est
-                          for est, seed in zip(candidates, seeds)]
+            candidates = [_seeded(est, seed) for est, seed in zip(candidates, seeds)]
         return names, candidates, kind, rng
 
     def _current_candidates(self):
@@ -562,6 +657,8 @@ class EvidenceModelSelector(MetaEstimatorMixin, BaseEstimator):
         self.model_probabilities_ = np.exp(log_probabilities)
         self.model_probabilities_std_ = model_probability_std(self.model_probabilities_, log_evidence_stds)
         self.best_index_ = int(np.argmax(log_probabilities))
+        self.feature_inclusion_probabilities_, self.feature_inclusion_probabilities_std_ = inclusion_probabilities(
+            self.model_probabilities_, self.candidate_features_, log_evidence_stds)
 
     def _validate_stream(self, X, y, classes, kind, *, reset, first_call):
         """Validated float ``X``, ``y`` (None for density candidates) and the candidates' fit kwargs."""
@@ -584,6 +681,38 @@ class EvidenceModelSelector(MetaEstimatorMixin, BaseEstimator):
             raise ValueError(f"y contains labels not in classes: {unknown.tolist()[:10]}; "
                              f"classes are {self.classes_.tolist()}")
         return X, y, ({"classes": self.classes_} if first_call and not reset else {})
+
+    def _merged(self, other):
+        """The fitted selector over this one's candidates followed by ``other``'s.
+
+        Both must have been fitted on the same rows by the same calls, with the
+        same settings, no ``model_prior`` and ``random_state=None`` (each
+        candidate keeps its own seed). Candidates do not interact, so the
+        result equals one ``fit`` over all of them:
+        :func:`~evidence_select.selection.feature_subset_search` adds each
+        round's subsets this way instead of fitting every subset again.
+        """
+        settings = [{key: value for key, value in selector.get_params(deep=False).items() if key != "estimators"}
+                    for selector in (self, other)]
+        if (settings[0] != settings[1] or self.model_prior is not None or self.random_state is not None
+                or self.n_samples_seen_ != other.n_samples_seen_):
+            raise ValueError("only selectors with the same settings, fitted on the same rows, without model_prior "
+                             "and with random_state=None can be merged")
+        merged = clone(self).set_params(estimators=[*self.estimators, *other.estimators])
+        merged.__dict__.update({key: value for key, value in vars(self).items() if key.endswith("_")})
+        names = [*self.named_estimators_, *other.named_estimators_]
+        merged.estimators_ = [*self.estimators_, *other.estimators_]
+        merged.named_estimators_ = dict(zip(names, merged.estimators_))
+        merged._n_candidate_records = [*self._n_candidate_records, *other._n_candidate_records]
+        merged.candidate_features_ = np.vstack([self.candidate_features_, other.candidate_features_])
+        log_prior = log_model_prior(None, len(names))
+        merged._commit_evidences(np.concatenate([self.log_evidences_, other.log_evidences_]),
+                                 np.concatenate([self.log_evidence_stds_, other.log_evidence_stds_]), log_prior,
+                                 [*self.evidence_checks_, *other.evidence_checks_])
+        theirs = {record.n_samples_seen: record for record in other.evidence_history_}
+        merged.evidence_history_ = [_joined_record(record, theirs[record.n_samples_seen], log_prior)
+                                    for record in self.evidence_history_ if record.n_samples_seen in theirs]
+        return merged
 
     @property
     def best_estimator_(self):
@@ -773,7 +902,14 @@ class EvidenceModelSelector(MetaEstimatorMixin, BaseEstimator):
 
         A probability below 1e-300, or whose error exceeds it, is printed as an
         upper bound (``< 1e-16``): the log probability plus two of its
-        standard errors, rounded up to a power of ten.
+        standard errors, rounded up to a power of ten. When the candidates
+        differ in the input columns they use (feature subsets), a second table
+        follows with each feature's inclusion probability and its error
+        (``feature_inclusion_probabilities_``), most probable first; columns
+        are named by ``feature_names_in_``, else by the single-column parts of
+        the candidates' ``ColumnTransformer`` (as
+        :func:`~evidence_select.selection.feature_subset_candidates` names
+        them), else ``x0, x1, ...``.
 
         Parameters
         ----------
@@ -799,4 +935,11 @@ class EvidenceModelSelector(MetaEstimatorMixin, BaseEstimator):
         >>> selector.results_["rank"].tolist(), selector.results_["name"].tolist()
         ([2, 1], ['noise=0.5', 'noise=1.0'])
         """
-        return format_summary(self.results_, order=order)
+        text = format_summary(self.results_, order=order)
+        masks = getattr(self, "candidate_features_", None)
+        if masks is None or not np.any(masks != masks[:1]):
+            return text
+        names = (list(map(str, self.feature_names_in_)) if hasattr(self, "feature_names_in_")
+                 else column_labels([estimator for _, estimator in self.estimators], self.n_features_in_))
+        return f"{text}\n\n" + format_feature_inclusion(names, self.feature_inclusion_probabilities_,
+                                                          self.feature_inclusion_probabilities_std_)

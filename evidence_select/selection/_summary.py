@@ -7,19 +7,33 @@ probability as an upper bound wherever its value is not meaningful: below
 1e-300 (where the linear scale has no precision left) or when its error exceeds
 the value (the linear delta-method error then no longer describes it; the log
 evidences' errors are Gaussian on the log scale, so the bound is computed there).
+
+Each candidate's log Bayes factor against the candidate of highest evidence comes
+with its error (the two log evidences' errors are independent) and a verdict on
+Kass & Raftery's scale (:func:`bayes_factor_verdict`): "undecided" when the
+factor lies within ``UNDECIDED_SIGMAS`` combined standard errors of 1.
 """
 
 import math
 
 import numpy as np
 
-__all__ = ["BOUND_SIGMAS", "PROBABILITY_FLOOR", "format_probability", "format_summary", "log_probability_std",
-           "selection_results"]
+__all__ = ["BOUND_SIGMAS", "ERROR_FLOOR", "KASS_RAFTERY_SCALE", "PROBABILITY_FLOOR", "UNDECIDED_SIGMAS",
+           "bayes_factor_strength", "bayes_factor_verdict", "format_probability", "format_summary", "log_bayes_factors",
+           "log_probability_std", "selection_results"]
 
 # Below this a float64 probability is (nearly) subnormal: print a bound computed in log space instead.
 PROBABILITY_FLOOR = 1e-300
 # Upper bounds are the log-space estimate plus this many standard errors (one-sided, ~98% coverage).
 BOUND_SIGMAS = 2.0
+#: Kass & Raftery (1995), Sec. 3.2: the strength of the evidence for one model over another by the natural log
+#: of their Bayes factor, ``(upper end, words)`` (their table halves: 2 ln B of 2, 6 and 10).
+KASS_RAFTERY_SCALE = ((1.0, "bare mention"), (3.0, "positive"), (5.0, "strong"), (math.inf, "very strong"))
+#: A log Bayes factor within this many combined standard errors of 0 leaves the two candidates' order undecided:
+#: about 95% of the errors of a difference of independent Gaussian estimates lie within it.
+UNDECIDED_SIGMAS = 2.0
+# An error below this fraction of the value is not printed: the value's four significant digits could not show it.
+ERROR_FLOOR = 5e-5
 
 
 def log_probability_std(probabilities, log_evidence_stds):
@@ -52,6 +66,82 @@ def log_probability_std(probabilities, log_evidence_stds):
     return np.sqrt(np.sum((jacobian * sigma[None, :]) ** 2, axis=1))
 
 
+def log_bayes_factors(log_evidences, log_evidence_stds):
+    """Each candidate's log Bayes factor against the candidate of highest evidence, and its standard error.
+
+    ``log B_k = log Z_k - log Z_best`` (at most 0) with error
+    ``sqrt(sigma_k^2 + sigma_best^2)``: the candidates' evidences are estimated
+    independently. The best candidate's own factor is 0 with error 0.
+
+    Parameters
+    ----------
+    log_evidences, log_evidence_stds : ndarray of shape (n_candidates,)
+
+    Returns
+    -------
+    log_bayes_factor, log_bayes_factor_std : ndarray of shape (n_candidates,)
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> factors, stds = log_bayes_factors(np.array([-100.0, -104.0]), np.array([0.3, 0.4]))
+    >>> factors.tolist(), stds.round(6).tolist()
+    ([0.0, -4.0], [0.0, 0.5])
+    """
+    log_evidences = np.asarray(log_evidences, dtype=float)
+    stds = np.asarray(log_evidence_stds, dtype=float)
+    best = int(np.argmax(log_evidences))
+    factors = log_evidences - log_evidences[best]
+    errors = np.sqrt(stds**2 + stds[best] ** 2)
+    errors[best] = 0.0
+    return factors, errors
+
+
+def bayes_factor_strength(log_bayes_factor):
+    """The words of Kass & Raftery's scale for a Bayes factor's natural log, whichever way it points.
+
+    Examples
+    --------
+    >>> [bayes_factor_strength(x) for x in (0.4, -2.0, 4.0, -12.0)]
+    ['bare mention', 'positive', 'strong', 'very strong']
+    """
+    size = abs(float(log_bayes_factor))
+    return next(words for upper, words in KASS_RAFTERY_SCALE if size <= upper)
+
+
+def bayes_factor_verdict(log_bayes_factor, std):
+    """What a log Bayes factor with its standard error says: "undecided", or its strength on Kass & Raftery's scale.
+
+    Within ``UNDECIDED_SIGMAS`` standard errors of 0 the order of the two
+    candidates is undecided. Otherwise the strength at both ends of that
+    interval: one word when they agree, ``"positive to strong"`` when the error
+    straddles a boundary of the scale. With an unknown error (NaN) the strength
+    of the estimate alone.
+
+    Parameters
+    ----------
+    log_bayes_factor : float
+    std : float
+
+    Returns
+    -------
+    verdict : str
+
+    Examples
+    --------
+    >>> bayes_factor_verdict(-0.8, 0.5), bayes_factor_verdict(-4.0, 0.2), bayes_factor_verdict(-3.5, 0.4)
+    ('undecided', 'strong', 'positive to strong')
+    """
+    size = abs(float(log_bayes_factor))
+    if math.isnan(std):
+        return bayes_factor_strength(size)
+    if size <= UNDECIDED_SIGMAS * std:
+        return "undecided"
+    low, high = (bayes_factor_strength(size - UNDECIDED_SIGMAS * std),
+                 bayes_factor_strength(size + UNDECIDED_SIGMAS * std))
+    return low if low == high else f"{low} to {high}"
+
+
 def selection_results(names, log_evidences, log_evidence_stds, log_model_probabilities, model_probability_std,
                       n_samples_seen, backend, checks=None):
     """The table of a selector's results, one row per candidate in the candidates' order.
@@ -74,9 +164,12 @@ def selection_results(names, log_evidences, log_evidence_stds, log_model_probabi
         ``name``, ``log_evidence``, ``log_evidence_std``,
         ``log_evidence_per_datum``, ``log_model_probability``,
         ``log_model_probability_std``, ``model_probability``,
-        ``model_probability_std``, ``backend``, ``rank`` (1 for the most
-        probable candidate; ties share the smaller rank, as in ``cv_results_``)
-        and ``checks`` (the failed checks joined by ", ", or "").
+        ``model_probability_std``, ``log_bayes_factor`` and
+        ``log_bayes_factor_std`` (against the candidate of highest evidence,
+        :func:`log_bayes_factors`), ``bayes_factor_verdict`` ("best" for that
+        candidate, else :func:`bayes_factor_verdict`), ``backend``, ``rank`` (1
+        for the most probable candidate; ties share the smaller rank, as in
+        ``cv_results_``) and ``checks`` (the failed checks joined by ", ", or "").
     """
     checks = [()] * len(names) if checks is None else checks
     log_p = np.asarray(log_model_probabilities, dtype=float)
@@ -84,6 +177,9 @@ def selection_results(names, log_evidences, log_evidence_stds, log_model_probabi
     # Competition ranking ("1224"), like scikit-learn's rank_test_score.
     rank = np.array([1 + int(np.sum(log_p > value)) for value in log_p])
     log_evidences = np.asarray(log_evidences, dtype=float)
+    factors, factor_stds = log_bayes_factors(log_evidences, log_evidence_stds)
+    best = int(np.argmax(log_evidences))
+    verdicts = ["best" if k == best else bayes_factor_verdict(factors[k], factor_stds[k]) for k in range(len(names))]
     return {
         "name": np.array(names, dtype=object),
         "log_evidence": log_evidences,
@@ -93,6 +189,9 @@ def selection_results(names, log_evidences, log_evidence_stds, log_model_probabi
         "log_model_probability_std": log_probability_std(probabilities, log_evidence_stds),
         "model_probability": probabilities,
         "model_probability_std": np.asarray(model_probability_std, dtype=float),
+        "log_bayes_factor": factors,
+        "log_bayes_factor_std": factor_stds,
+        "bayes_factor_verdict": np.array(verdicts, dtype=object),
         "backend": np.array([backend] * len(names), dtype=object),
         "rank": rank,
         "checks": np.array([", ".join(names_failed) for names_failed in checks], dtype=object),
@@ -129,7 +228,9 @@ def format_probability(log_probability, log_std):
     -------
     text : str
         ``"0.7312 +/- 0.022"``, the error being ``p * log_std`` (the delta
-        method, equal to ``model_probability_std_`` but without its underflow).
+        method, equal to ``model_probability_std_`` but without its underflow);
+        the value alone (``"1"``) when the error is below ``ERROR_FLOOR`` times
+        the value, which the value's four digits cannot show.
         An upper bound such as ``"< 1e-16"`` when ``p`` is below
         ``PROBABILITY_FLOOR`` or its error exceeds it: ``log p`` plus
         ``BOUND_SIGMAS`` standard errors, rounded up, computed in log space so
@@ -146,6 +247,8 @@ def format_probability(log_probability, log_std):
     '< 0.4'
     >>> format_probability(-1e5, 1.0)
     '< 1e-43428'
+    >>> format_probability(-1.8e-138, 9.3e-137)   # the others' sum to 1.8e-138: rather than '1 +/- 9.3e-137'
+    '1'
     """
     if math.isinf(log_probability) and log_probability < 0:
         return "0"  # excluded by a zero prior weight
@@ -155,11 +258,27 @@ def format_probability(log_probability, log_std):
     if probability < PROBABILITY_FLOOR or log_std > 1.0 or float(error) > float(value):
         spread = 0.0 if math.isnan(log_std) else BOUND_SIGMAS * log_std
         return _bound_text(log_probability + spread)
-    return value if math.isnan(log_std) else f"{value} +/- {error}"
+    # The error relative to the value is log_std: below ERROR_FLOOR four significant digits cannot show it.
+    return value if math.isnan(log_std) or log_std < ERROR_FLOOR else f"{value} +/- {error}"
+
+
+def _bayes_factor_text(results, k):
+    """``"-3.20 +/- 0.71"`` (``"0"`` for the candidate of highest evidence, ``"-3.20"`` for an unknown error)."""
+    if results["bayes_factor_verdict"][k] == "best":
+        return "0"
+    value, std = results["log_bayes_factor"][k], results["log_bayes_factor_std"][k]
+    return f"{value:.2f}" if math.isnan(std) else f"{value:.2f} +/- {std:.2f}"
 
 
 def format_summary(results, *, order="rank"):
     """Aligned text table of :func:`selection_results`, best candidate first.
+
+    Besides the evidences and probabilities, each row has its log Bayes factor
+    against the candidate of highest evidence (``log BF``, natural log, with its
+    error) and what that says (``vs best``): the strength of the evidence for the
+    best candidate over this one on Kass & Raftery's scale, or "undecided" when
+    the factor lies within two combined standard errors of 1; a note under the
+    table then says so.
 
     Parameters
     ----------
@@ -180,38 +299,47 @@ def format_summary(results, *, order="rank"):
     >>> results = selection_results(["a", "b", "c"], np.array([-100.0, -101.0, -900.0]), np.array([0.5, 0.5, 0.5]),
     ...                             np.array([-0.3133, -1.3133, -800.3133]), np.array([0.14, 0.14, 0.0]), 50, "sgais")
     >>> print(format_summary(results))
-    rank  candidate  log evidence  +/- std  per datum  probability      backend
-       1  a               -100.00     0.50    -2.0000  0.731 +/- 0.14   sgais
-       2  b               -101.00     0.50    -2.0200  0.2689 +/- 0.14  sgais
-       3  c               -900.00     0.50   -18.0000  < 1e-347         sgais
+    rank  candidate  log evidence  +/- std  per datum  probability      log BF            vs best      backend
+       1  a               -100.00     0.50    -2.0000  0.731 +/- 0.14   0                 best         sgais
+       2  b               -101.00     0.50    -2.0200  0.2689 +/- 0.14  -1.00 +/- 0.71    undecided    sgais
+       3  c               -900.00     0.50   -18.0000  < 1e-347         -800.00 +/- 0.71  very strong  sgais
+    undecided: |log BF| within 2 combined standard errors (more rows or particles may reorder these)
 
     Failed checks add a column:
 
-    >>> results = selection_results(["a", "b"], np.array([-100.0, -101.0]), np.array([0.5, 0.5]),
-    ...                             np.array([-0.3133, -1.3133]), np.array([0.14, 0.14]), 50, "sgais",
-    ...                             [(), ("population_bias", "lineages")])
+    >>> results = selection_results(["a", "b"], np.array([-100.0, -104.0]), np.array([0.3, 0.3]),
+    ...                             np.array([-0.0181, -4.0181]), np.array([0.0076, 0.0076]), 50, "sgais",
+    ...                             [(), ("lineages",)])
     >>> print(format_summary(results))
-    rank  candidate  log evidence  +/- std  per datum  probability      backend  checks
-       1  a               -100.00     0.50    -2.0000  0.731 +/- 0.14   sgais
-       2  b               -101.00     0.50    -2.0200  0.2689 +/- 0.14  sgais    population_bias, lineages
+    rank  candidate  log evidence  +/- std  per datum  probability         log BF          vs best  backend  checks
+       1  a               -100.00     0.30    -2.0000  0.9821 +/- 0.0075   0               best     sgais
+       2  b               -104.00     0.30    -2.0800  0.01799 +/- 0.0075  -4.00 +/- 0.42  strong   sgais    lineages
     """
     if order not in ("rank", "input"):
         raise ValueError(f"order must be 'rank' or 'input'; got {order!r}")
     rows = np.arange(len(results["name"]))
     if order == "rank":
         rows = sorted(rows, key=lambda k: (results["rank"][k], k))
-    probability_text = [format_probability(results["log_model_probability"][k], results["log_model_probability_std"][k])
-                        for k in rows]
+    columns = {
+        "probability": [format_probability(results["log_model_probability"][k],
+                                           results["log_model_probability_std"][k]) for k in rows],
+        "log BF": [_bayes_factor_text(results, k) for k in rows],
+        "vs best": [str(results["bayes_factor_verdict"][k]) for k in rows],
+        "backend": [str(results["backend"][k]) for k in rows],
+    }
+    widths = {title: max([len(title)] + [len(text) for text in texts]) for title, texts in columns.items()}
     width_name = max([len("candidate")] + [len(str(results["name"][k])) for k in rows])
-    width_p = max([len("probability")] + [len(text) for text in probability_text])
     checks = results.get("checks", [""] * len(results["name"]))
-    width_backend = max([len("backend")] + [len(str(results["backend"][k])) for k in rows])
     check_column = any(checks[k] for k in rows)
     lines = [f"{'rank':>4}  {'candidate':<{width_name}}  {'log evidence':>12}  {'+/- std':>7}  {'per datum':>9}  "
-             f"{'probability':<{width_p}}  {'backend':<{width_backend}}" + ("  checks" if check_column else "")]
-    for k, text in zip(rows, probability_text):
+             + "  ".join(f"{title:<{widths[title]}}" for title in columns) + ("  checks" if check_column else "")]
+    for i, k in enumerate(rows):
         lines.append(f"{results['rank'][k]:>4}  {str(results['name'][k]):<{width_name}}  "
                      f"{results['log_evidence'][k]:>12.2f}  {results['log_evidence_std'][k]:>7.2f}  "
-                     f"{results['log_evidence_per_datum'][k]:>9.4f}  {text:<{width_p}}  "
-                     f"{str(results['backend'][k]):<{width_backend}}" + (f"  {checks[k]}" if check_column else ""))
+                     f"{results['log_evidence_per_datum'][k]:>9.4f}  "
+                     + "  ".join(f"{texts[i]:<{widths[title]}}" for title, texts in columns.items())
+                     + (f"  {checks[k]}" if check_column else ""))
+    if "undecided" in columns["vs best"]:
+        lines.append(f"undecided: |log BF| within {UNDECIDED_SIGMAS:g} combined standard errors "
+                     "(more rows or particles may reorder these)")
     return "\n".join(line.rstrip() for line in lines)

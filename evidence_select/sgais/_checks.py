@@ -231,11 +231,13 @@ def failed_evidence_checks(history):
 
 
 def with_chunk_checks(current, earlier):
-    """``current`` failed checks with the chunk checks among ``earlier`` ones added (they cannot clear).
+    """``current`` failed checks with the chunk checks among ``earlier`` ones added (they cannot clear); names
+    the engine does not know (an estimator's own, such as ``feature_scale``) follow as ``current`` has them.
 
     Examples
     --------
     >>> with_chunk_checks(("population_bias",), ("lineages", "posterior_mode"))
     ('population_bias', 'lineages')
     """
-    return tuple(name for name in CHECK_NAMES if name in current or (name in CHUNK_CHECKS and name in earlier))
+    return (tuple(name for name in CHECK_NAMES if name in current or (name in CHUNK_CHECKS and name in earlier))
+            + tuple(name for name in current if name not in CHECK_NAMES))

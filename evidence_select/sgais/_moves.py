@@ -423,7 +423,8 @@ def exact_draw_kernel(rng, context, particles, target):
     mixed in one step. From the chunk's and the past rows' summed statistics
     where the model offers ``sample_tempered_posterior_from_statistics`` (no
     pass over rows, so at any ``n``), else by ``sample_tempered_posterior`` over
-    the chunk and the stored past rows. The references are left as they are.
+    the chunk and the stored past rows. The references are left as they are;
+    every particle becomes its own origin (:func:`~._steps.count_lineages`).
     """
     if context.past_statistics is not None:
         statistics = target.tempering * context.chunk_statistics + target.past_power * context.past_statistics
@@ -438,7 +439,10 @@ def exact_draw_kernel(rng, context, particles, target):
         raise ValueError(f"{type(context.model).__name__}'s exact draws (sample_tempered_posterior"
                          f"{'_from_statistics' if context.past_statistics is not None else ''}) returned shape "
                          f"{theta.shape}, expected {particles.theta.shape}")
-    return particles._replace(theta=theta), StepCounts(n_evaluations=n_evaluations), None
+    # Each draw is independent of the particle it replaces, so it starts a path of its own: the lineages that
+    # resampling merged before this move no longer bound the independent paths the evidence averages over.
+    origins = None if particles.origins is None else np.arange(len(theta))
+    return particles._replace(theta=theta, origins=origins), StepCounts(n_evaluations=n_evaluations), None
 
 
 def _exact_rows(context, target):

@@ -31,8 +31,7 @@ import warnings
 from typing import NamedTuple
 
 import numpy as np
-from joblib import Parallel, delayed, effective_n_jobs
-from joblib.parallel import get_active_backend
+from joblib import delayed
 
 from ..exceptions import EvidenceConvergenceWarning
 from ._reservoir import reservoir_data
@@ -40,6 +39,7 @@ from ..kernels._resampling import systematic_resample
 from ..utils import log_mean_exp, logsumexp, make_generator
 from ..utils._diagnostics import mean_and_squared_error
 from ..utils._logspace import log_expm1
+from ..utils._nested import run_inner
 from ..utils._threads import single_threaded_blas
 from ..utils._warnings import warn
 from ._moves import MoveTarget, past_log_likelihood
@@ -404,7 +404,8 @@ def replay_from_prior(rng, reservoir, rows, model, config, stream_fn):
     groups' spread also measure how much the evidence depends on the order the
     rows came in. The groups' orders and seeds are drawn first, so the runs are
     independent tasks: they run in parallel under a :func:`joblib.parallel_config`
-    with ``n_jobs`` above 1 (the estimators' ``n_jobs``), with the same results.
+    with ``n_jobs`` above 1 (the estimators' ``n_jobs``), with the same results,
+    by the nested-parallelism rule of :mod:`~evidence_select.utils._nested`.
     Returns a :class:`Replay`.
     """
     X, y = rows
@@ -418,7 +419,7 @@ def replay_from_prior(rng, reservoir, rows, model, config, stream_fn):
         seed = make_generator(int(rng.integers(2**63)))
         tasks.append(delayed(_replay_group)(stream_fn, seed, model, group_config, all_X[order],
                                             None if all_y is None else all_y[order]))
-    runs = Parallel(n_jobs=_replay_n_jobs(len(tasks)))(tasks)
+    runs = run_inner(tasks)
     for category, message in (relayed for run in runs for relayed in run.warnings):
         warn(message, category)
     stacked = ("theta", "log_weights", "log_evidence", "log_evidence_variance", "reference", "reference_grad")
@@ -439,16 +440,6 @@ class Replay(NamedTuple):
     n_datum_evaluations: int
     n_reference: int  # the smallest of the runs'
     mode_gap_variance: np.ndarray  # (n_groups,) squared gap of each run's failed final posterior-mode check, or 0
-
-
-def _replay_n_jobs(n_tasks):
-    """Workers for ``n_tasks`` replay groups: the joblib context's ``n_jobs``, but one under a threading backend.
-
-    A replay group records its warnings (:func:`_replay_group`), which swaps the process-wide warning filters;
-    threads doing that at once would leave the caller's filters scrambled, so threads run the groups in turn.
-    """
-    backend, _ = get_active_backend()
-    return 1 if getattr(backend, "uses_threads", False) else min(effective_n_jobs(None), n_tasks)
 
 
 class _ReplayRun(NamedTuple):

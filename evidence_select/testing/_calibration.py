@@ -140,9 +140,10 @@ class TwoPeakFactor:
     Examples
     --------
     >>> import numpy as np
+    >>> from scipy.integrate import trapezoid
     >>> f = TwoPeakFactor()
     >>> x = np.linspace(-30, 30, 200001)
-    >>> round(float(np.trapezoid(np.exp(f.log_pdf(x)), x)), 6)
+    >>> round(float(trapezoid(np.exp(f.log_pdf(x)), x)), 6)
     1.0
     """
 

@@ -1,4 +1,4 @@
-"""Is a file's row order random? Streaming tests of serial dependence along the rows.
+"""Row order: streaming tests of serial dependence along the rows, and the seeded random order of ``fit``.
 
 The models of evidence_select treat rows as exchangeable, so their evidence
 does not depend on the row order; the online sampler does: a file sorted by
@@ -19,21 +19,29 @@ row order:
 false alarm in 3 of 100,000 randomly ordered files) *and* the effect is at
 least ``MIN_EFFECT``: an autocorrelation of 0.1, or 10% of the expected label
 changes missing, so that a huge file with negligible dependence is not flagged.
+
+:func:`fit_order` is the row order in which the estimators' ``fit`` streams its
+rows (``shuffle=True``): a permutation from a generator derived from the
+sampler's, which it leaves untouched.
 """
 
+import copy
 from typing import NamedTuple
 
 import numpy as np
 
-__all__ = ["MIN_EFFECT", "Z_THRESHOLD", "OrderTest", "OrderVerdict", "StreamOrderWarning"]
+from ..exceptions import StreamOrderWarning
+from ._random import make_generator
+from ._warnings import warn
+
+__all__ = ["MIN_EFFECT", "Z_THRESHOLD", "OrderTest", "OrderVerdict", "StreamOrderWarning", "fit_order",
+           "order_generator", "target_order_verdict", "warn_if_target_ordered"]
 
 Z_THRESHOLD = 4.0
 MIN_EFFECT = 0.1
 _MIN_ROWS = 20  # below this the normal approximations of the null are too rough to test
-
-
-class StreamOrderWarning(UserWarning):
-    """The rows of a stream are sorted or autocorrelated: online evidences may depend on the order."""
+#: Spawn key of the generator behind ``fit``'s row order: apart from any child a sampler spawns ((0,), (1,), ...).
+_ORDER_SPAWN_KEY = (0x6F72646572,)  # "order"
 
 
 class OrderVerdict(NamedTuple):
@@ -60,10 +68,10 @@ class OrderVerdict(NamedTuple):
     z: float
     flagged: bool
 
-    def describe(self):
-        """One sentence for users."""
-        return (f"column {self.column!r} is {'sorted or ' if self.effect > 0.9 else ''}strongly ordered along the "
-                f"file ({self.statistic} {self.effect:.3f}, z = {self.z:.1f} against a random order; "
+    def describe(self, along="the file"):
+        """One sentence for users: the column is ordered ``along`` (e.g. "the file", "the call's rows")."""
+        return (f"column {self.column!r} is {'sorted or ' if self.effect > 0.9 else ''}strongly ordered along "
+                f"{along} ({self.statistic} {self.effect:.3f}, z = {self.z:.1f} against a random order; "
                 f"threshold z > {Z_THRESHOLD:g} and effect >= {MIN_EFFECT:g})")
 
 
@@ -173,3 +181,104 @@ class OrderTest:
             return None
         column, statistic, effect, z = max(candidates, key=lambda item: item[3])
         return OrderVerdict(column, statistic, effect, z, bool(z > Z_THRESHOLD and effect >= MIN_EFFECT))
+
+
+def target_order_verdict(y, labels):
+    """The :class:`OrderVerdict` of one call's target ``y`` (None with fewer than 20 rows or no target).
+
+    Parameters
+    ----------
+    y : ndarray of shape (n_rows,) or None
+        Integer class codes when ``labels`` (a runs test), else a numeric target
+        (its lag-1 autocorrelation).
+    labels : bool
+        Whether ``y`` holds class labels.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> target_order_verdict(np.repeat([0, 1, 2], 40), labels=True).flagged
+    True
+    >>> target_order_verdict(np.random.default_rng(0).integers(3, size=120), labels=True).flagged
+    False
+    """
+    if y is None:
+        return None
+    if labels:
+        test = OrderTest([], labels="y")
+        test.update(np.empty((len(y), 0)), np.asarray(y))
+    else:
+        test = OrderTest(["y"])
+        test.update(np.asarray(y, dtype=float)[:, None])
+    return test.verdict()
+
+
+def warn_if_target_ordered(estimator_name, y, labels):
+    """Raise a :class:`StreamOrderWarning` naming the cure when ``y`` is sorted or strongly autocorrelated.
+
+    Returns
+    -------
+    warned : bool
+    """
+    verdict = target_order_verdict(y, labels)
+    if verdict is None or not verdict.flagged:
+        return False
+    warn(f"{estimator_name}: the target of a partial_fit call: {verdict.describe(along='its rows')}. The models "
+         "treat rows as exchangeable, but the online evidence of rows in this order can differ from that of the "
+         "same rows shuffled (each shift along the stream is harder for the sampler): pass the rows to fit, which "
+         "streams them in a seeded random order, or shuffle them before partial_fit (sklearn.utils.shuffle). If "
+         "this is the stream's true order (a time series), the estimate stands for it; this warning comes once "
+         "per stream", StreamOrderWarning)
+    return True
+
+
+def order_generator(rng):
+    """The generator of ``fit``'s row order, derived from the sampler's generator ``rng`` without advancing it.
+
+    Seeded by hashing (:class:`numpy.random.SeedSequence`) the first four 64-bit
+    words a copy of ``rng`` would give, under a spawn key of its own: the order is
+    a function of ``rng``'s state, statistically independent of the numbers the
+    sampler then draws from ``rng`` itself, which are the same as without a
+    shuffle.
+    """
+    words = copy.deepcopy(rng.bit_generator).random_raw(4)
+    return np.random.default_rng(np.random.SeedSequence([int(w) for w in words], spawn_key=_ORDER_SPAWN_KEY))
+
+
+def fit_order(random_state, n_samples):
+    """The order in which ``fit`` streams ``n_samples`` rows when ``shuffle=True``.
+
+    An estimator's ``fit(X, y)`` with ``shuffle=True`` gives, to the bit, what a
+    fresh copy of it gives from ``partial_fit(X[order], y[order])`` (with
+    ``classes``, for a classifier) in chunks of ``batch_size`` rows, where
+    ``order = fit_order(random_state, len(X))``: the sampler draws the same
+    random numbers with and without the shuffle.
+
+    Parameters
+    ----------
+    random_state : int, SeedSequence or Generator
+        The estimator's ``random_state`` (a Generator is not advanced). With
+        None the order is random and cannot be recomputed; a legacy
+        ``RandomState`` is advanced by each call, as by ``fit``.
+    n_samples : int
+
+    Returns
+    -------
+    order : ndarray of shape (n_samples,)
+        A permutation of ``range(n_samples)``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from evidence_select import BayesianLinearRegressor
+    >>> from evidence_select.datasets import make_linear_regression
+    >>> from evidence_select.utils import fit_order
+    >>> data = make_linear_regression(300, n_features=2, random_state=0)
+    >>> fitted = BayesianLinearRegressor(n_particles=8, batch_size=100, random_state=0).fit(data.X, data.y)
+    >>> order = fit_order(0, 300)
+    >>> streamed = BayesianLinearRegressor(n_particles=8, batch_size=100, random_state=0)
+    >>> streamed = streamed.partial_fit(data.X[order], data.y[order])
+    >>> fitted.log_evidence_ == streamed.log_evidence_
+    True
+    """
+    return order_generator(make_generator(random_state)).permutation(n_samples)

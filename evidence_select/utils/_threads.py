@@ -3,8 +3,9 @@
 The SGAIS update multiplies small matrices (a chunk of rows by a few hundred
 particle-class columns) thousands of times. Multi-threaded OpenBLAS costs more
 in thread wake-ups than it gains there, and on a busy or oversubscribed machine
-(joblib workers, other jobs) it spins: measured 3-5x slower than one thread for
-the softmax gradient. Streaming therefore runs under a one-thread BLAS limit.
+(joblib workers, other jobs) its threads spin waiting for cores. Streaming
+therefore runs under a one-thread BLAS limit, which also keeps every sum in one
+order, whatever the process it runs in.
 """
 
 import contextlib
@@ -18,8 +19,7 @@ __all__ = ["single_threaded_blas"]
 
 @functools.lru_cache(maxsize=1)
 def _controller():
-    # Scanning the loaded libraries costs ~1 ms, so it is done once per process;
-    # entering a limit on the controller then costs microseconds.
+    # Scanning the loaded libraries is the slow part, so it is done once per process.
     return ThreadpoolController()
 
 
@@ -41,8 +41,8 @@ def single_threaded_blas():
     """Context manager limiting BLAS to one thread (restored when the last holder exits).
 
     Entered once per ``partial_fit`` call, so it talks to the BLAS libraries
-    directly and leaves those already at one thread alone (threadpoolctl's
-    generic limiter costs about 0.1 ms, 1% of a 500-row linear update). It may
+    directly (rather than through threadpoolctl's generic limiter) and leaves
+    those already at one thread alone. It may
     be entered from several threads at once, and nested: BLAS stays at one
     thread until every holder has left.
 

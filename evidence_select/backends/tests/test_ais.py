@@ -60,7 +60,8 @@ def test_correlated_target_d20():
     # fixed-length HMC (trajectories near a half period: +1 nat).
     target = correlated_gaussian_target(20, correlation=0.9)
     res = ais_log_evidence(target, X_DUMMY, n_chains=240, random_state=0)
-    assert res.info["n_resampled"] > 0
+    # Its error is ~0.28 here (20 correlated dimensions): 2 MAX_STD bounds it, so that an inflated error fails.
+    assert res.info["n_resampled"] > 0 and 0 < res.log_evidence_std < 2 * MAX_STD
     assert abs(res.log_evidence - target.exact_log_evidence()) < K_SIGMA * res.log_evidence_std
 
 
@@ -75,7 +76,7 @@ def test_sigmoid_schedule_and_repeats():
                            random_state=0)
     assert len(res.info["log_evidence_repeats"]) == 3 and np.isfinite(res.info["std_repeats"])
     assert res.log_evidence_std == res.info["std_repeats"]
-    assert res.info["n_temperatures"] == 100
+    assert res.info["n_temperatures"] == 100 and 0 < res.log_evidence_std < MAX_STD
     assert abs(res.log_evidence - target.exact_log_evidence()) < K_SIGMA * res.log_evidence_std
 
 

@@ -40,7 +40,7 @@ def test_analytic_targets(target):
     assert res.method == "bridge" and res.converged and 0 < res.log_evidence_std < MAX_STD
     assert abs(res.log_evidence - target.exact_log_evidence()) < K_SIGMA * res.log_evidence_std
     assert set(res.diagnostics) == {"rhat", "ess_bulk", "mode_census", "stuck_chains", "bridge_iterations",
-                                    "autocorrelation_time", "proposal_overlap", "halves_agree"}  # one group
+                                    "draws_per_autocorrelation_time", "proposal_overlap", "halves_agree"}  # one group
 
 
 def test_exact_linear_evidence():
@@ -57,7 +57,7 @@ def test_given_posterior_samples():
     draws = np.random.default_rng(0).multivariate_normal(mean, cov, size=2000)
     res = bridge_log_evidence(target, posterior_samples=draws, random_state=0)
     assert res.info["halves"][0]["tau"] < 1.5  # independent draws
-    assert res.n_likelihood_calls < 2 * len(draws) + 2 * 100_000
+    assert res.n_likelihood_calls < 2 * len(draws) + 2 * 100_000 and 0 < res.log_evidence_std < MAX_STD
     assert abs(res.log_evidence - target.exact_log_evidence()) < K_SIGMA * res.log_evidence_std
 
 
@@ -71,16 +71,31 @@ def test_misspecified_run_gets_a_non_converged_verdict():
     assert "ess_bulk" in failed
 
 
+@pytest.mark.slow
 def test_disconnected_modes_are_summed_over_cells():
-    # Chains from the prior settle half in each mode, whatever the modes' masses (0.2 and 0.8 here): the pooled
-    # draws would weigh the modes by chain counts (-0.2 nats, 10 sigma, with max_modes=1). Summed over the
-    # groups' cells the chain counts do not matter.
+    # Chains from the prior settle in either mode by their basins of attraction, whatever the modes' masses (0.2
+    # and 0.8 here): the pooled draws would weigh the modes by chain counts (-0.2 nats, ~50 sigma). Summed over
+    # the groups' cells the chain counts (2 + 2 or 3 + 1) do not matter. All four chains land in one mode with
+    # probability ~1/8 per seed; such a run cannot see the other mode (what many chains are for) and is left out,
+    # but at least half of the seeds must find both.
     target = BimodalTarget(2, separation=4.0, scale=0.05, weight=0.2)
-    res = bridge_log_evidence(target, random_state=0, **FAST)
-    assert res.info["bridged_over"] == "cells" and res.info["mode_groups"] == [2, 2]
-    assert res.diagnostics["cells_separate"]["value"] == 1.0
-    assert res.converged and res.log_evidence_std < MAX_STD
-    assert abs(res.log_evidence - target.exact_log_evidence()) < K_SIGMA * res.log_evidence_std
+    both_modes = 0
+    for seed in range(6):
+        with warnings.catch_warnings():
+            # A chain alone in its mode fails the census, and R-hat over a group of two chains of 500 draws
+            # passes 1.01 only by luck: the verdict is not what this test is about.
+            warnings.simplefilter("ignore", EvidenceConvergenceWarning)
+            res = bridge_log_evidence(target, random_state=seed, n_chains=4, n_warmup=200, n_draws=500)
+        if len(res.info["mode_groups"]) == 1:
+            continue
+        both_modes += 1
+        assert res.info["bridged_over"] == "cells" and sorted(res.info["mode_groups"]) in ([2, 2], [1, 3])
+        assert res.diagnostics["cells_separate"]["value"] == 1.0
+        # Within the groups, R-hat is that of chains in one mode (pooled over the modes 4 apart it is ~10).
+        assert res.diagnostics["rhat"]["value"] < 1.05
+        assert 0 < res.log_evidence_std < MAX_STD
+        assert abs(res.log_evidence - target.exact_log_evidence()) < K_SIGMA * res.log_evidence_std, seed
+    assert both_modes >= 3
 
 
 @pytest.mark.parametrize("target", [GaussianTarget(np.full(5, 0.3), cov=0.01),
@@ -94,6 +109,7 @@ def test_any_partition_into_cells_sums_to_the_evidence(target):
         res = bridge_log_evidence(target, random_state=0, mode_rhat=1 + 1e-12, **FAST)
     assert res.info["bridged_over"] == "cells" and res.info["mode_groups"] == [1, 1, 1, 1]
     assert not res.diagnostics["mode_census"]["passed"] and not res.diagnostics["cells_separate"]["passed"]
+    assert 0 < res.log_evidence_std < MAX_STD
     assert abs(res.log_evidence - target.exact_log_evidence()) < K_SIGMA * res.log_evidence_std
 
 
@@ -137,21 +153,42 @@ def test_stuck_chains_leave_the_bridge_and_fail_the_check():
     assert moving[0].shape == (3, 100, 2) and moving[2]["passed"]
 
 
-def test_stuck_chains_widen_the_error_to_span_the_sandwich():
-    # A thin 2-d banana: a chain or two sticks in a tip, leaves the bridge, and the draws left under-represent
-    # the tips, so the bridge reads ~0.01 nat low against an Eq. (9) error of ~0.002 (a pull of -5). The
-    # error must then span the sandwich, which holds the exact value on this seed.
+def _reach_of_the_sandwich(res):
+    """``max |log Z - bound|`` over the run's sandwich (either bound may fall on either side of the estimate), and
+    the error the halves alone would report."""
+    combined = _combined_std([_HalfResult(**h) for h in res.info["halves"]], res.diagnostics["halves_agree"]["passed"])
+    return max(abs(res.log_evidence - bound) for bound in res.info["log_evidence_bounds"]), combined
+
+
+def test_stuck_chains_widen_the_error_to_span_the_sandwich(monkeypatch):
+    # The last chain is frozen at its first draw (as a chain stuck in a funnel's neck or a banana's tip is): it
+    # leaves the bridge and fails the check, and the error then spans the sandwich rather than Eq. (9)'s error.
+    # A Gaussian proposal (no layers) for a 2-d funnel makes the sandwich wider than Eq. (9)'s error on most
+    # seeds, so that the widening shows; the overlap still passes, so stuck chains alone widen it.
+    from evidence_select.backends import _bridge
+    from evidence_select.backends._gaussianize import GaussianizationSettings
     from evidence_select.testing import calibration_cases
 
-    case = [c for c in calibration_cases(2, families=["banana"]) if c.dim == 2][0]
-    with pytest.warns(EvidenceConvergenceWarning, match="stuck_chains"):
-        res = bridge_log_evidence(case.model, random_state=1)
-    assert not res.diagnostics["stuck_chains"]["passed"] and res.diagnostics["proposal_overlap"]["passed"]
-    lower, upper = res.info["log_evidence_bounds"]
-    eq9_std = np.mean([h["std"] for h in res.info["halves"]])
-    assert res.log_evidence_std == pytest.approx(max(abs(res.log_evidence - b) for b in (lower, upper)) / 3)
-    assert res.log_evidence_std > 2 * eq9_std
-    assert abs(res.log_evidence - case.exact) < 3 * res.log_evidence_std
+    def sample_with_a_stuck_chain(*args, **kwargs):
+        out = sample_chains(*args, **kwargs)
+        out.draws[-1], out.log_density[-1] = out.draws[-1, :1], out.log_density[-1, :1]
+        return out
+
+    sample_chains = _bridge.sample_chains
+    monkeypatch.setattr(_bridge, "sample_chains", sample_with_a_stuck_chain)
+    case = calibration_cases(2, families=["funnel"], dims=(2,))[0]
+    widened = 0
+    for seed in range(3):
+        with pytest.warns(EvidenceConvergenceWarning, match="stuck_chains"):
+            res = bridge_log_evidence(case.model, random_state=seed, n_chains=4, n_warmup=200, n_draws=1000,
+                                      gaussianization=GaussianizationSettings(max_layers=0, max_curved_pairs=0))
+        assert res.diagnostics["stuck_chains"]["value"] == 1 and res.diagnostics["proposal_overlap"]["passed"]
+        assert len(res.samples) == 3 * 1000  # the stuck chain's draws left the bridge
+        reach, combined = _reach_of_the_sandwich(res)
+        assert res.log_evidence_std == pytest.approx(max(combined, reach / 3))
+        widened += reach / 3 > combined
+        assert abs(res.log_evidence - case.exact) < 3 * res.log_evidence_std, seed
+    assert widened >= 2  # else the funnel no longer shows the widening, and the test has lost its power
 
 
 def test_all_chains_stuck_are_kept_and_fail():
@@ -356,15 +393,14 @@ def test_sandwich_bounds_are_unbiased_for_z_and_its_inverse():
 
 
 def test_error_spans_the_sandwich_when_the_proposal_does_not_overlap():
-    # A Gaussian proposal (no Gaussianization layers, no quadratic shift) for 16-d curved bananas: no overlap,
-    # and a bridge several nats low. Every seed's widened error holds the exact value; where the halves agree
-    # (which seeds do follows the chains' last bits, so several are run), the run misses by the suite's criterion
-    # (beyond 3 of Eq. (9)'s errors) and the error spans the sandwich, which holds the exact value.
+    # A Gaussian proposal (no Gaussianization layers, no quadratic shift) for 16-d curved bananas: no overlap, a
+    # bridge several nats off, and a sandwich 10-30 nats wide. Eq. (9)'s error (~1 nat) means nothing there, so
+    # on every seed the error is the sandwich's (the halves' gap only where that is wider), and it holds the
+    # exact value, as the sandwich does.
     from evidence_select.testing import calibration_cases
     from evidence_select.backends._gaussianize import GaussianizationSettings
 
     case = [c for c in calibration_cases(16, families=["banana"]) if c.dim == 16][0]
-    agreeing = 0
     for seed in range(5, 11):
         with pytest.warns(EvidenceConvergenceWarning, match="proposal_overlap"):
             res = bridge_log_evidence(case.model, random_state=seed, n_chains=4, n_warmup=200, n_draws=500,
@@ -372,10 +408,8 @@ def test_error_spans_the_sandwich_when_the_proposal_does_not_overlap():
         lower, upper = res.info["log_evidence_bounds"]
         assert not res.diagnostics["proposal_overlap"]["passed"]
         assert lower < case.exact < upper
-        assert abs(res.log_evidence - case.exact) < 3 * res.log_evidence_std
-        if res.diagnostics["halves_agree"]["passed"]:
-            agreeing += 1
-            eq9_std = np.mean([h["std"] for h in res.info["halves"]])
-            assert abs(res.log_evidence - case.exact) > 3 * eq9_std
-            assert res.log_evidence_std == pytest.approx(max(res.log_evidence - lower, upper - res.log_evidence) / 3)
-    assert agreeing >= 1
+        reach, combined = _reach_of_the_sandwich(res)
+        eq9_std = np.mean([h["std"] for h in res.info["halves"]])
+        assert reach / 3 > 2 * eq9_std
+        assert res.log_evidence_std == pytest.approx(max(combined, reach / 3))
+        assert abs(res.log_evidence - case.exact) < 3 * res.log_evidence_std, seed

@@ -54,7 +54,8 @@ FAST_MANY_MODES = dict(n_chains=4, n_warmup=200, n_draws=1000, max_modes=2)
 def test_chains_in_more_modes_than_max_modes_are_connected(seed):
     # 256 modes, 4 chains each in its own. In these seeds every chain sits in the same peak of some coordinate
     # (seed 3: two of them), so a proposal without the broad part reads -0.72 and -0.34 nats with errors of
-    # 0.015, unflagged; without the mixing rounds the run misses by 1.5-3 nats (flagged by the mode census).
+    # 0.015, unflagged: the error must stay under a third of the smaller miss for the check to see it. Without
+    # the mixing rounds the chains stay alone in their modes, which the mode census flags.
     target = ProductTarget(TwoPeakFactor(), 8)
     exact = target.exact_log_evidence()
     with warnings.catch_warnings():
@@ -63,8 +64,9 @@ def test_chains_in_more_modes_than_max_modes_are_connected(seed):
         unmixed = bridge_log_evidence(target, random_state=seed, mixing_rounds=0, **FAST_MANY_MODES)
     assert res.info["mixing_used"] and res.info["mode_groups"] == [4]
     assert res.settings["proposal"] == "mixture"
+    assert 0 < res.log_evidence_std < 0.1
     assert abs(res.log_evidence - exact) < 3 * res.log_evidence_std
-    assert unmixed.log_evidence < exact - 1.0 and not unmixed.diagnostics["mode_census"]["passed"]
+    assert not unmixed.diagnostics["mode_census"]["passed"]
 
 
 def test_chains_that_independence_metropolis_cannot_connect_keep_their_hmc_draws(monkeypatch):

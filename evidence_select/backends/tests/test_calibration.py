@@ -6,9 +6,10 @@ cases of :func:`~evidence_select.testing.calibration_cases`: heavy tails, two
 peaks per coordinate, a funnel, a rotated banana, a ring of double wells, a
 box prior through the sigmoid map, a mixture with label switching and an
 ill-conditioned Gaussian. The estimate must lie within ``max(4 sigma, 0.5)`` nats
-of the exact value, sigma being the backend's own reported error. The full suite
-(up to 64 dimensions, three seeds) is ``benchmarks/bench_calibration.py``; the
-exact values are checked in ``models/tests/test_calibration_targets.py``.
+of the exact value, sigma being the backend's own reported error, itself under
+1 nat when the run passed its checks. The full suite (up to 64 dimensions,
+three seeds) is ``benchmarks/bench_calibration.py``; the exact values are
+checked in ``models/tests/test_calibration_targets.py``.
 """
 
 import warnings
@@ -37,6 +38,10 @@ def test_backend_within_its_own_error_of_the_exact_evidence(method, name):
         warnings.simplefilter("ignore", EvidenceConvergenceWarning)  # the verdict is judged by the benchmark
         result = log_evidence(case.model, case.X, case.y, method=method, random_state=0)
     error = result.log_evidence - case.exact
+    # A run that passed its checks reports an error under 1 nat (NS on the ill-conditioned 8-d Gaussian reports
+    # ~0.5, the others at most 0.2), so that an inflated one fails; a flagged run's error may be as wide as its
+    # checks made it.
+    assert not result.converged or 0 < result.log_evidence_std < 1.0, (method, name, result.log_evidence_std)
     tolerance = max(4.0 * result.log_evidence_std, 0.5)
     assert abs(error) <= tolerance, (f"{method} on {name}: {result.log_evidence:.3f} +/- "
                                      f"{result.log_evidence_std:.3f}, exact {case.exact:.3f}")

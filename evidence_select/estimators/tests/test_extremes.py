@@ -21,6 +21,8 @@ from evidence_select.datasets import make_linear_regression, make_mixture, make_
 from evidence_select.estimators import FeatureScaleWarning
 
 FAST = dict(n_particles=8, n_replicates=2, batch_size=100, random_state=0)
+#: The paper's known-noise linear model, where a test exercises SGHMC or the known noise's scale checks.
+KNOWN_NOISE = dict(noise_variance=1.0, prior_scale=1.0)
 N = 600
 LIN = make_linear_regression(N, random_state=0)
 SOFT = make_softmax_classification(N, n_features=3, random_state=0)
@@ -209,8 +211,8 @@ def test_mixture_with_far_more_components_than_clusters():
 def test_collapsed_weights_warn_without_resampling():
     """With resampling off and SGHMC throughout (the paper's setting) weights collapse onto one particle and stay:
     a warning."""
-    est = BayesianLinearRegressor(**{**FAST, "n_particles": 4, "resample_threshold": 0.0, "batch_size": 50,
-                                     "exact_move_rows": 0})
+    est = BayesianLinearRegressor(**{**FAST, **KNOWN_NOISE, "n_particles": 4, "resample_threshold": 0.0,
+                                     "batch_size": 50, "exact_move_rows": 0})
     with pytest.warns(SamplerDegeneracyWarning, match="for the last 10 chunks"):
         est.fit(LIN.X, LIN.y)
     assert all(record.ess < 2.0 for record in est.evidence_history_[-10:])
@@ -218,7 +220,7 @@ def test_collapsed_weights_warn_without_resampling():
     # With the default resampling the same stream never ends a chunk collapsed: no warning.
     with warnings.catch_warnings():
         warnings.simplefilter("error", SamplerDegeneracyWarning)
-        est = BayesianLinearRegressor(**{**FAST, "n_particles": 4, "batch_size": 50}).fit(LIN.X, LIN.y)
+        est = BayesianLinearRegressor(**{**FAST, **KNOWN_NOISE, "n_particles": 4, "batch_size": 50}).fit(LIN.X, LIN.y)
     assert min(record.ess for record in est.evidence_history_) >= 0.5 * 4
 
 
@@ -230,7 +232,7 @@ def test_scale_checks_rerun_when_a_call_leaves_the_checked_band(monkeypatch):
     monkeypatch.setattr(BayesianLinearRegressor, "_check_data_scale",
                         lambda self, X, y: checked.append(len(X)) or check(self, X, y))
     data = make_linear_regression(900, random_state=0)
-    est = BayesianLinearRegressor(**FAST)
+    est = BayesianLinearRegressor(**FAST, **KNOWN_NOISE)  # a known noise: a rescaled target contradicts it
     for start in range(0, 600, 100):
         est.partial_fit(data.X[start:start + 100], data.y[start:start + 100])
     assert checked == [100]

@@ -84,7 +84,9 @@ CHUNK = 250
 
 def _shift_selector():
     settings = {"batch_size": CHUNK, "n_replicates": 2}
-    return EvidenceModelSelector([(f"k{k}", BayesianMixture(k, **settings)) for k in (3, 5, 7)], random_state=0)
+    # shuffle=False: the in-order stream must reach the candidates in its order (its change points are the point).
+    return EvidenceModelSelector([(f"k{k}", BayesianMixture(k, **settings)) for k in (3, 5, 7)], shuffle=False,
+                                 random_state=0)
 
 
 @pytest.fixture(scope="module")
@@ -139,10 +141,11 @@ def test_surprise_threshold_keeps_the_evidence_across_the_first_change_point(see
     X = shift_stream(PHASES, random_state=0).X[:1250]
     shuffled = X[np.random.default_rng(seed).permutation(len(X))]
     for k in (3, 5, 7):
-        fits = [BayesianMixture(k, batch_size=CHUNK, surprise_threshold=0.05, restarts=False,
+        fits = [BayesianMixture(k, batch_size=CHUNK, surprise_threshold=0.05, restarts=False, shuffle=False,
                                 random_state=seed).fit(rows)
                 for rows in (X, shuffled)]
         assert fits[0].evidence_history_[-1].n_jumps_accepted > 0  # the flagged chunk moved globally
         gap = fits[0].log_evidence_ - fits[1].log_evidence_
         error = np.hypot(fits[0].log_evidence_std_, fits[1].log_evidence_std_)
         assert abs(gap) < 3 * error, (k, gap, error)
+        assert abs(gap) < 15.0, (k, gap)  # as in the test above, so that a wide error cannot hide a 36-40 nat miss

@@ -26,9 +26,9 @@ def test_demo_runs_small_and_reports(capsys, tmp_path):
 
 def test_demo_calls_span_a_printed_line_and_stop_at_phase_ends():
     """Calls end on the chunk grid: at every printed line, after the chunk where a phase ends, and at the end."""
-    assert cli._call_bounds(1000, 100, 200, [250, 500, 1000]) == [
+    assert _demo.call_bounds(1000, 100, 200, [250, 500, 1000]) == [
         (0, 200), (200, 300), (300, 400), (400, 500), (500, 600), (600, 800), (800, 1000)]
-    assert cli._call_bounds(950, 100, 400, [950]) == [(0, 400), (400, 800), (800, 950)]
+    assert _demo.call_bounds(950, 100, 400, [950]) == [(0, 400), (400, 800), (800, 950)]
 
 
 def test_demo_calls_of_several_chunks_give_the_records_of_one_call_per_chunk():
@@ -43,7 +43,7 @@ def test_demo_calls_of_several_chunks_give_the_records_of_one_call_per_chunk():
     per_chunk, per_line = selector(), selector()
     for start in range(0, len(X), 50):
         per_chunk.partial_fit(X[start:start + 50])
-    for start, stop in cli._call_bounds(len(X), 50, 100, [125]):
+    for start, stop in _demo.call_bounds(len(X), 50, 100, [125]):
         per_line.partial_fit(X[start:stop])
     assert len(per_line.evidence_history_) == len(per_chunk.evidence_history_) == 6
     for a, b in zip(per_chunk.evidence_history_, per_line.evidence_history_):
@@ -65,7 +65,7 @@ def test_compare_regression_ranks_candidates(capsys, tmp_path):
                  "--no-progress"]) == 0
     out = capsys.readouterr().out
     ranked = [line.split()[2] for line in out.splitlines() if line.strip()[:1].isdigit() and "linear" in line]
-    assert len(ranked) == 5 and all(name.startswith("noise=") for name in ranked)
+    assert sorted(ranked) == ["scale=0.1", "scale=1", "scale=10", "scale=learned"]
 
 
 @pytest.mark.parametrize("task", ["classification", "density"])
@@ -95,12 +95,55 @@ def test_compare_errors_are_clear(capsys, tmp_path):
     assert "--target is required" in capsys.readouterr().err
 
 
+def test_continuous_target_is_refused_for_classification(capsys, tmp_path, monkeypatch):
+    """A numeric target with a distinct value per row is refused before any candidate runs, naming the cure."""
+    monkeypatch.setattr(EvidenceModelSelector, "partial_fit", _must_not_stream)
+    data = make_linear_regression(235, n_features=2, random_state=0)
+    frame = pd.DataFrame(data.X, columns=["a", "b"]).assign(income=np.round(1000 * data.y, 0))
+    path = _write(tmp_path, frame)
+    assert main(["compare", path, "--target", "income", "--task", "classification", "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--task regression" in err
+    assert f"has {frame.income.nunique()} distinct values in 235 rows" in err
+    fractional = frame.assign(income=np.resize([0.5, 1.5, 2.5], 235))  # few values, but not labels
+    assert main(["compare", _write(tmp_path, fractional), "--target", "income", "--task", "classification"]) == 2
+    assert "non-integer values such as 0.5" in capsys.readouterr().err
+    labels = frame.assign(income=np.resize([3.0, 7.0], 235))  # integer-valued floats are labels
+    assert cli._check_classes(np.array(sorted(labels.income.unique()), dtype=object), 235, "income") is None
+
+
+def _must_not_stream(self, *args, **kwargs):
+    raise AssertionError("a refused file must not reach the candidates")
+
+
+@pytest.mark.parametrize("value", ["inf", "-inf", "1e400"])
+def test_non_finite_values_give_one_line(capsys, tmp_path, value):
+    path = tmp_path / "data.csv"
+    path.write_text(f"a,b,y\n1,2,0.5\n{value},3,0.1\n4,5,0.2\n")
+    for task in ("regression", "density"):
+        assert main(["compare", str(path), "--target", "y", "--task", task, "--no-progress"]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and "non-finite values" in err and "column(s) ['a']" in err
+    path.write_text(f"a,b,y\n1,2,0.5\n2,3,{value}\n4,5,0.2\n")  # in a regression target
+    assert main(["compare", str(path), "--target", "y", "--task", "regression", "--no-progress"]) == 2
+    assert "non-finite values" in capsys.readouterr().err
+
+
+def test_header_only_file_gives_one_line(capsys, tmp_path):
+    path = tmp_path / "data.csv"
+    path.write_text("a,b,y\n")
+    for task in ("regression", "classification", "density"):
+        assert main(["compare", str(path), "--target", "y", "--task", task, "--no-progress"]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and "has no data rows" in err and "non-numeric" not in err
+
+
 # -- reading, shuffling and the row-order check -----------------------------------------------------
 import warnings  # noqa: E402
 
 from evidence_select import (BayesianLinearRegressor, BayesianLogisticClassifier, BayesianMixture,  # noqa: E402
                              EvidenceModelSelector)
-from evidence_select import cli  # noqa: E402
+from evidence_select import _demo, cli  # noqa: E402
 from evidence_select.utils._order import StreamOrderWarning  # noqa: E402
 
 FAST = {"n_particles": 5, "n_replicates": 2, "n_mcmc_steps": 2}

@@ -10,12 +10,14 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
+from joblib import parallel_config
 from threadpoolctl import threadpool_info, threadpool_limits
 
 from evidence_select import BayesianLinearRegressor, BayesianMixture, EvidenceModelSelector
 from evidence_select.datasets import make_linear_regression, make_mixture
 from evidence_select.estimators import FeatureScaleWarning
 from evidence_select.selection import _distributed
+from evidence_select.utils import _nested
 
 distributed = pytest.importorskip("distributed")
 
@@ -123,14 +125,14 @@ def test_cheap_calls_run_in_process_and_the_workers_are_tried_again(monkeypatch)
     # Workers whose overhead never pays (a call's wall time injected at 1 s): the first call goes to the
     # workers, the next 64 run here, then the workers are tried again; results as with n_jobs=1, bit for bit.
     data = make_linear_regression(67 * 10, n_features=2, random_state=3)
-    real_parallel, worker_calls, calls = _distributed.Parallel, [], [0]
+    real_parallel, worker_calls, calls = _nested.Parallel, [], [0]
 
     def counting_parallel(*args, **kwargs):
         worker_calls.append(calls[0])
         return real_parallel(*args, **kwargs)
 
     real_after = _distributed.after_joblib_call
-    monkeypatch.setattr(_distributed, "Parallel", counting_parallel)
+    monkeypatch.setattr(_nested, "Parallel", counting_parallel)
     monkeypatch.setattr(_distributed, "after_joblib_call",
                         lambda payoff, on_workers, wall, seconds, n: real_after(payoff, on_workers, 1.0, seconds, n))
     sequential, parallel = _selector(n_jobs=1), _selector(n_jobs=2)
@@ -186,14 +188,16 @@ def _stream_mixture(selector):
     return selector
 
 
-@pytest.mark.parametrize("where", ["loky", "dask"])
+@pytest.mark.parametrize("where", ["loky", "joblib-dask", "dask"])
 def test_candidates_replaying_on_their_own_workers_match_one_process(where, client, always_workers):
-    # Each candidate's restarts run its replicate groups on two workers of its own, inside a loky worker or a
-    # dask worker: nested pools, and still the bits of one process.
+    # Each candidate's n_jobs grants its restarts' replicate groups two workers: processes of its own in a loky
+    # worker; in a dask worker (daemonic, so no processes) the cluster's idle thread (parallel="dask") or its own
+    # task (joblib's dask backend). Never the pool the candidate's task occupies, and still the bits of one process.
     expected = _stream_mixture(_mixture_selector(None, n_jobs=1))
     assert sum(r.n_replayed > 0 for r in expected.estimators_[1].evidence_history_) >= 2
-    params = dict(n_jobs=2) if where == "loky" else dict(parallel="dask")
-    _assert_same_results(expected, _stream_mixture(_mixture_selector(2, **params)))
+    params = dict(parallel="dask") if where == "dask" else dict(n_jobs=2)
+    with parallel_config(backend="dask") if where == "joblib-dask" else parallel_config():
+        _assert_same_results(expected, _stream_mixture(_mixture_selector(2, **params)))
 
 
 class AlignmentRecordingRegressor(BayesianLinearRegressor):
@@ -312,7 +316,8 @@ def test_an_error_filter_on_a_candidates_warning_leaves_the_selector_as_it_was(e
     before = selector.log_evidences_.copy()
     with warnings.catch_warnings():
         warnings.simplefilter("error", FeatureScaleWarning)
-        with pytest.raises(FeatureScaleWarning, match=r"\[candidate 's2=0.5'\]"):
+        # Both candidates raise the same warning, which the relay raises once, naming both (relay_warnings).
+        with pytest.raises(FeatureScaleWarning, match=r"\[candidates 's2=0.5', 's2=2'\]"):
             selector.partial_fit(data.X[CHUNK:] * [1.0, 1e4], data.y[CHUNK:])
     assert selector.n_samples_seen_ == CHUNK
     np.testing.assert_array_equal(selector.log_evidences_, before)

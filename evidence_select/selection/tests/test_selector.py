@@ -18,12 +18,15 @@ from evidence_select.selection._averaging import (log_model_prior, log_model_pro
                                                   mix_normal, model_probability_std)
 
 FAST = {"n_particles": 5, "n_replicates": 2, "n_mcmc_steps": 2, "batch_size": 100}
+#: Candidates of the paper's known-noise model differ in their noise variance alone (the default learns the noise
+#: and the weights' scale).
+KNOWN = {"prior_scale": 1.0}
 
 
 def _linear_selector(**kwargs):
-    return EvidenceModelSelector([("quiet", BayesianLinearRegressor(noise_variance=0.5, **FAST)),
-                                  ("true", BayesianLinearRegressor(noise_variance=1.0, **FAST)),
-                                  ("noisy", BayesianLinearRegressor(noise_variance=2.0, **FAST))], **kwargs)
+    return EvidenceModelSelector([("quiet", BayesianLinearRegressor(noise_variance=0.5, **KNOWN, **FAST)),
+                                  ("true", BayesianLinearRegressor(noise_variance=1.0, **KNOWN, **FAST)),
+                                  ("noisy", BayesianLinearRegressor(noise_variance=2.0, **KNOWN, **FAST))], **kwargs)
 
 
 def _mixture_selector(**kwargs):
@@ -150,7 +153,9 @@ def test_finds_true_noise_variance_like_the_exact_evidence():
                       for _, est in selector.estimators])
     assert selector.best_index_ == int(np.argmax(exact)) == 1
     # Within 5 reported standard errors plus 1 nat (the SGAIS benchmark's accuracy target at N=1e3,
-    # with the tiny particle systems used here).
+    # with the tiny particle systems used here). Their errors (0.7-2.1 nats) stay under 3 nats, so that the
+    # tolerance (16 nats at most) stays far below the 79 nats between the true candidate and the nearest other.
+    assert np.all(selector.log_evidence_stds_ < 3.0)
     assert np.all(np.abs(selector.log_evidences_ - exact) < 5 * selector.log_evidence_stds_ + 1.0)
 
 
@@ -293,14 +298,17 @@ def test_invalid_candidates_are_clear_errors(estimators, error, match):
                                              ("ns", {"n_live": 60, "n_simulations": 50})])
 def test_reference_backends_recompute_on_all_data(backend, params):
     data = make_linear_regression(160, n_features=2, random_state=9)
-    candidates = [("true", BayesianLinearRegressor(noise_variance=1.0, **FAST)),
-                  ("noisy", BayesianLinearRegressor(noise_variance=3.0, **FAST))]
+    candidates = [("true", BayesianLinearRegressor(noise_variance=1.0, **KNOWN, **FAST)),
+                  ("noisy", BayesianLinearRegressor(noise_variance=3.0, **KNOWN, **FAST))]
     selector = EvidenceModelSelector(candidates, backend=backend, backend_params=params, random_state=0)
     selector.partial_fit(data.X[:80], data.y[:80]).partial_fit(data.X[80:], data.y[80:])
     assert selector.X_seen_.shape == (160, 2) and len(selector.evidence_history_) == 2
     exact = np.array([log_evidence(est, data.X, data.y, method="exact").log_evidence for _, est in candidates])
     # The reference backends are unbiased with honest errors on this 3-parameter target (their own tests);
-    # 5 standard errors plus 0.3 nats keeps the false-failure rate negligible for the seeded run.
+    # 5 standard errors plus 0.3 nats keeps the false-failure rate negligible for the seeded run. Their errors
+    # (0.2-0.6 nats with these few chains and live points) stay under 1 nat, far below the 110-130 nats by which a
+    # backend that saw only the second call's 80 rows would miss.
+    assert np.all(selector.log_evidence_stds_ < 1.0)
     assert np.all(np.abs(selector.log_evidences_ - exact) < 5 * selector.log_evidence_stds_ + 0.3)
     assert selector.best_index_ == 0
 

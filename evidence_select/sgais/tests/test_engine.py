@@ -144,6 +144,7 @@ def test_surprise_flag_keeps_the_linear_evidence_exact():
     assert [r.n_reheat_steps for r in records] == [0] * 6  # no excursion without reheat_after_steps
     assert sum(r.n_annealing_steps for r in records[2:]) > 2 * sum(r.n_annealing_steps for r in plain_records[2:])
     error, std = exact_error(state, model, data)
+    assert 0 < std < 2.0
     assert error < 5 * std + 1e-3
 
 
@@ -178,6 +179,7 @@ def test_periodic_restarts_come_where_the_rows_seen_double_and_keep_the_linear_e
     state, records = run_sgais(data.X, data.y, model, config, 0)
     assert [r.n_samples_seen for r in records if r.n_replayed] == [1000, 2000]  # 4000 > reservoir_size
     error, std = exact_error(state, model, data)
+    assert 0 < std < 2.0
     assert error < 5 * std + 1e-3
     seen = [n for n in range(250, 70_000, 250) if crossed_checkpoint(n - 250, n, 250, 2.0)]
     assert seen == [250, 500, 1000, 2000, 4000, 8000, 16000, 32000, 64000]

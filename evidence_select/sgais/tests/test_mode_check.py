@@ -77,7 +77,7 @@ def sorted_iris():
 def _fit(X, seed, **settings):
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        est = BayesianMixture(3, batch_size=100, random_state=seed, **settings).fit(X)
+        est = BayesianMixture(3, batch_size=100, random_state=seed, shuffle=False, **settings).fit(X)
     flagged = [w for w in caught if issubclass(w.category, EvidenceConvergenceWarning)
                and "best posterior mode" in str(w.message)]
     return est, flagged
@@ -119,7 +119,7 @@ def test_checks_run_where_due_and_leave_the_estimates_alone():
     def stream(estimator_class):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            return estimator_class(2, batch_size=400, random_state=0).fit(X)
+            return estimator_class(2, batch_size=400, random_state=0, shuffle=False).fit(X)
 
     checked = stream(BayesianMixture)
     assert [r.n_samples_seen for r in checked.evidence_history_ if not np.isnan(r.mode_log_evidence)] == [400, 800,

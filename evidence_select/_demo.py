@@ -1,0 +1,291 @@
+"""``evidence-select demo``: online model selection and change points on the paper's distribution-shift stream.
+
+The stream (3 -> 5 -> 7 clusters) goes through 3-, 5- and 7-component online
+mixtures in an :class:`~evidence_select.EvidenceModelSelector`, in the order the
+rows arrive (``fit``'s shuffle would hide the shifts). A table shows the running
+log evidence per row, the model probabilities and the annealing steps per
+chunk; the detected change points and, with matplotlib, a figure like the
+paper's Fig. 5 follow.
+
+Time: the demo's cost per row is far from constant (the first chunks, every
+shift and every restart cost more), so its estimates come from the cumulative
+cost curve of reference runs (:data:`_REFERENCE_CURVE`), scaled by how fast this
+machine runs the mixture's gradient kernel just now (:func:`speed_probe`) before
+the stream, and by the run's own elapsed time after each phase.
+"""
+
+import os
+import statistics
+import time
+
+import numpy as np
+
+from ._terminal import held_warnings, progress_bar_rows
+
+__all__ = ["DEMO_COMPONENTS", "DEMO_PHASES", "PhaseClock", "demo_estimate", "run_demo", "speed_probe"]
+
+DEMO_PHASES = (1000, 1500, 1500)
+DEMO_COMPONENTS = (3, 5, 7)  # the candidate mixtures' numbers of components
+
+#: ``(rows seen, cumulative seconds)`` at the phase ends of reference runs of the demo, its 3 candidates one after
+#: another in one process (the default phases, then the paper's, ``--full``), and the seconds :func:`speed_probe`
+#: took in the same process: ``benchmarks/bench_user_data.py --only demo`` measures and prints them; re-measure
+#: when the engine's speed changes. Only their ratio to the probe matters, which the machine's load leaves alone
+#: (both run on one core's share).
+_REFERENCE_CURVE = ((1000, 4.3), (2500, 15.1), (4000, 28.0), (10_000, 36.0), (100_000, 63.0))
+_REFERENCE_PROBE_SECONDS = 0.04
+
+
+# -- time ----------------------------------------------------------------------------------------------
+def speed_probe(n_batches=5, n_calls=20):
+    """Seconds of one fixed batch of the mixture gradient kernel the demo spends its time in, on this machine now.
+
+    The median of ``n_batches`` batches of ``n_calls`` likelihood-and-gradient
+    evaluations (40 particles of a 5-component mixture, 250 rows); slowed down
+    by other programs as much as the demo will be, if their load stays.
+    """
+    from .models import GaussianMixtureModel
+
+    rng = np.random.default_rng(0)
+    model = GaussianMixtureModel(5, 2)
+    theta, X, weights = model.sample_prior(rng, 40), 3.0 * rng.standard_normal((250, 2)), np.ones(250)
+    seconds = []
+    for _ in range(n_batches):
+        tic = time.perf_counter()
+        for _ in range(n_calls):
+            model.log_likelihood_and_grad(theta, X, None, weights)
+        seconds.append(time.perf_counter() - tic)
+    return statistics.median(seconds)
+
+
+def reference_seconds(n_rows):
+    """Wall seconds of the reference runs up to ``n_rows`` rows: log-log interpolation of :data:`_REFERENCE_CURVE`
+    (through the origin below its first point, its last slope beyond its last)."""
+    rows, seconds = np.log(np.array(_REFERENCE_CURVE, dtype=float)).T
+    x = np.log(max(n_rows, 1))
+    if x <= rows[0]:
+        return float(np.exp(seconds[0] + (x - rows[0])))  # cost proportional to rows at the start
+    if x >= rows[-1]:
+        slope = (seconds[-1] - seconds[-2]) / (rows[-1] - rows[-2])
+        return float(np.exp(seconds[-1] + slope * (x - rows[-1])))
+    return float(np.exp(np.interp(x, rows, seconds)))
+
+
+def workers_for(n_jobs, n_candidates):
+    """Candidates that run at once: ``n_jobs`` (all cores for None or -1), at most the candidates and cores."""
+    cores = os.cpu_count() or 1
+    workers = cores if n_jobs is None or n_jobs < 0 else n_jobs
+    return max(1, min(workers, n_candidates, cores))
+
+
+def demo_estimate(n_rows, n_streams, workers, probe_seconds):
+    """Estimated wall seconds of ``n_streams`` streams of ``n_rows`` rows on ``workers`` workers (each at most a
+    core), on a machine whose :func:`speed_probe` took ``probe_seconds``.
+
+    Examples
+    --------
+    >>> demo_estimate(4000, 1, 1, _REFERENCE_PROBE_SECONDS) == reference_seconds(4000)
+    True
+    >>> demo_estimate(4000, 2, 1, 2 * _REFERENCE_PROBE_SECONDS) == 4 * reference_seconds(4000)
+    True
+    """
+    speed = probe_seconds / _REFERENCE_PROBE_SECONDS
+    return reference_seconds(n_rows) * speed * n_streams / workers
+
+
+def duration_text(seconds):
+    """``"40 s"``, or minutes from 2 minutes on."""
+    return f"{seconds:.0f} s" if seconds < 120 else f"{seconds / 60:.0f} min"
+
+
+class PhaseClock:
+    """Elapsed time per phase of a stream, and an estimate of the time to go after each.
+
+    The time to go is the elapsed time times the reference runs' ratio of the
+    cost still ahead to the cost behind (:func:`reference_seconds`): this run's
+    own speed, with the demo's growing cost per row.
+    """
+
+    def __init__(self, boundaries, total_rows, print_fn):
+        self.boundaries, self.total_rows, self.print_fn = list(boundaries), total_rows, print_fn
+        self.start = self.phase_start = time.perf_counter()
+        self.phase, self.phase_first_row = 0, 0
+
+    def update(self, n_seen):
+        """Report each phase that ends at or before ``n_seen`` rows."""
+        while self.phase < len(self.boundaries) and n_seen >= self.boundaries[self.phase]:
+            now = time.perf_counter()
+            end = self.boundaries[self.phase]
+            tail = ""
+            if n_seen < self.total_rows:
+                ahead = reference_seconds(self.total_rows) / reference_seconds(n_seen) - 1.0
+                tail = f"; about {duration_text((now - self.start) * ahead)} to go (estimate)"
+            self.print_fn(f"  phase {self.phase + 1} (rows {self.phase_first_row}-{end}): "
+                          f"{now - self.phase_start:.1f} s{tail}")
+            self.phase, self.phase_first_row, self.phase_start = self.phase + 1, end, now
+
+
+# -- the stream ----------------------------------------------------------------------------------------
+def call_bounds(n_rows, chunk_size, report_rows, phase_ends):
+    """``(start, stop)`` rows of the selector's calls: one per printed line, also split where a phase ends.
+
+    A call of several chunks gives the same records as one call per chunk (the
+    candidates split it into the same chunks), but its candidates' updates run
+    as one task per candidate: fewer waits for the slowest candidate, and
+    chunks of unequal cost even out within a task. The bounds stay on the chunk
+    grid (a phase ending inside a chunk is reported after that chunk, as the
+    phase clock reads it).
+    """
+    grid = {min(-(-end // chunk_size) * chunk_size, n_rows) for end in phase_ends if end < n_rows}
+    stops = sorted(grid | set(range(report_rows, n_rows, report_rows)) | {n_rows})
+    return list(zip([0] + stops[:-1], stops))
+
+
+class _Table:
+    """The printed table: rows seen, log evidence per row, model probabilities, annealing steps per candidate."""
+
+    def __init__(self, names):
+        self.names = names
+
+    def legend(self):
+        return ("columns: log evidence per row so far (logZ/n), model probability (P) and, under 'anneal steps', "
+                "the annealing steps each candidate's last chunk took (" + "/".join(self.names) + "): a chunk "
+                "that surprises the particles, as at a shift, takes many")
+
+    def header(self):
+        return (f"{'rows':>6}  " + "  ".join(f"{'logZ/n ' + name:>12}" for name in self.names) + "  "
+                + "  ".join(f"{'P(' + name + ')':>8}" for name in self.names) + f"  {'anneal steps':>12}")
+
+    def line(self, record):
+        n = record.n_samples_seen
+        steps = "/".join(str(c.n_annealing_steps) for c in record.candidate_records)
+        return (f"{n:>6}  " + "  ".join(f"{z / n:>12.4f}" for z in record.log_evidences) + "  "
+                + "  ".join(f"{p:>8.3f}" for p in record.model_probabilities) + f"  {steps:>12}")
+
+    def postfix(self, record):
+        """The progress bar's postfix: ``P(K=3)=0.960 P(K=5)=0.040 ...``."""
+        return " ".join(f"P({name})={p:.3f}" for name, p in zip(self.names, record.model_probabilities))
+
+
+def run_stream(X, args, label, phase_ends):
+    """Stream ``X`` through the demo's candidates in order, printing the table and each phase's time.
+
+    Warnings raised while streaming are shown once each after the table, so
+    they do not cut the bar or the table's lines.
+    """
+    from .estimators import BayesianMixture
+    from .selection import EvidenceModelSelector
+
+    selector = EvidenceModelSelector(
+        [(f"K={k}", BayesianMixture(k, batch_size=args.chunk_size, n_replicates=args.n_replicates))
+         for k in DEMO_COMPONENTS], n_jobs=args.n_jobs, shuffle=False, random_state=args.random_state)
+    table = _Table([name for name, _ in selector.estimators])
+    report_rows = max(1, -(-len(X) // args.chunk_size) // max(args.n_lines, 1)) * args.chunk_size
+    print(f"\n{label}: {len(X)} rows in chunks of {args.chunk_size}\n{table.legend()}")
+    with held_warnings():
+        bar = progress_bar_rows(len(X), not args.no_progress, eta=False)  # the clock prints its own
+        write = bar.write if bar is not None else print
+        write(table.header())
+        clock = PhaseClock(phase_ends, len(X), write)
+        for start, stop in call_bounds(len(X), args.chunk_size, report_rows, phase_ends):
+            selector.partial_fit(X[start:stop])
+            record = selector.evidence_history_[-1]
+            if bar is not None:
+                bar.update(stop - start)
+                bar.set_postfix_str(table.postfix(record), refresh=False)
+            if stop % report_rows == 0 or stop == len(X):
+                write(table.line(record))
+            clock.update(record.n_samples_seen)
+        if bar is not None:
+            bar.close()
+    return selector
+
+
+def _plot_demo(selector, change_points, true_change_points, path, shuffled=None):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    history = selector.evidence_history_
+    n = np.array([r.n_samples_seen for r in history])
+    names = [name for name, _ in selector.estimators]
+    fig, axes = plt.subplots(3, 1, figsize=(8, 9), sharex=True, constrained_layout=True)
+    for k, name in enumerate(names):
+        line, = axes[0].plot(n, [r.log_evidences[k] / r.n_samples_seen for r in history], label=f"{name} in order")
+        if shuffled is not None:
+            sh = shuffled.evidence_history_
+            axes[0].plot([r.n_samples_seen for r in sh], [r.log_evidences[k] / r.n_samples_seen for r in sh], "--",
+                         color=line.get_color(), label=f"{name} shuffled")
+        axes[1].plot(n, [r.candidate_records[k].n_annealing_steps for r in history], label=name)
+        axes[2].plot(n, [r.model_probabilities[k] for r in history], label=name)
+    # True shifts as wide pale bands underneath, detected ones as thin red lines on top: where they coincide
+    # both stay visible (a thin line style for each would hide one under the other).
+    for ax in axes:
+        for c in true_change_points:
+            ax.axvline(c, color="0.6", linewidth=6, alpha=0.4, zorder=0)
+        for c in change_points:
+            ax.axvline(c, color="red", linestyle="--", linewidth=1, zorder=3)
+    axes[0].set_ylabel("log evidence per datum")
+    axes[1].set_ylabel("annealing steps per chunk")
+    axes[2].set_ylabel("model probability")
+    axes[2].set_xlabel("samples seen")
+    axes[0].set_title("SGAIS on the distribution-shift stream")
+    markers = [plt.Line2D([], [], color="0.6", linewidth=6, alpha=0.4, label="true shift"),
+               plt.Line2D([], [], color="red", linestyle="--", linewidth=1, label="detected shift")]
+    for ax in axes:
+        handles, _ = ax.get_legend_handles_labels()
+        ax.legend(handles=handles + markers, fontsize=8, ncol=2)
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def _announce(data, phases, args):
+    """The opening lines: what the demo streams, and the estimate of its time on this machine now."""
+    print("evidence-select demo: online Bayesian model selection on the paper's distribution-shift stream "
+          f"(Sec. 6.2): 3 -> 5 -> 7 clusters, shifts at samples {data.change_points}"
+          + ("" if args.full else f" (phases shortened to {list(phases)} rows; --full for the paper's size)"))
+    n_streams = 2 if args.shuffled else 1
+    workers = workers_for(args.n_jobs, len(DEMO_COMPONENTS))
+    estimate = demo_estimate(len(data.X), n_streams, workers, speed_probe())
+    print(f"estimated time: about {duration_text(estimate)} ({n_streams} stream(s) of {len(data.X)} rows, "
+          f"{len(DEMO_COMPONENTS)} candidates on {workers} worker(s); an estimate from reference runs and this "
+          "machine's speed just now, which other programs change); the elapsed time, with the time to go, is "
+          "printed after each phase")
+
+
+def run_demo(args):
+    """The ``demo`` command (see the module docstring); returns the exit status."""
+    from .evidence._changepoints import detect_change_points
+    from .datasets._shift import PAPER_PHASES, shift_stream
+
+    phases = PAPER_PHASES if args.full else tuple(args.phases)
+    data = shift_stream(phases, random_state=args.random_state)
+    _announce(data, phases, args)
+    phase_ends = np.cumsum(phases).tolist()
+    tic = time.perf_counter()
+    selector = run_stream(data.X, args, "in-order stream", phase_ends)
+    shuffled = None
+    if args.shuffled:
+        shuffled_data = shift_stream(phases, shuffle=True, random_state=args.random_state)
+        shuffled = run_stream(shuffled_data.X, args, "shuffled (stationary) control", phase_ends)
+    seconds = time.perf_counter() - tic
+    print("\nfinal model probabilities (in-order stream), best first")
+    print(selector.summary())
+    if shuffled is not None:
+        print("\nfinal model probabilities (shuffled stream), best first")
+        print(shuffled.summary())
+    found = detect_change_points(selector)
+    print(f"\ndetected change points: {found.tolist()}  (true: {data.change_points}; chunks of {args.chunk_size})")
+    if shuffled is not None:
+        print(f"detected change points on the shuffled stream: {detect_change_points(shuffled).tolist()} (true: [])")
+    print(f"streamed in {seconds:.1f} s")
+    if args.plot:
+        try:
+            import matplotlib  # noqa: F401
+        except ImportError:
+            print("matplotlib is not installed: no figure (pip install 'evidence-select[plot]')")
+        else:
+            _plot_demo(selector, found, data.change_points, args.plot, shuffled)
+            print(f"figure written to {os.path.abspath(args.plot)}")
+    return 0
