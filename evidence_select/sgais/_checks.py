@@ -112,7 +112,7 @@ def _notices(record, started, causes, config):
         notices.append(Notice("fallback", reason.name, EvidenceConvergenceWarning,
                               f"SGAIS: the periodic restart at row {record.n_samples_seen} was skipped: {words}; a "
                               "mode the particles missed would go unnoticed. "
-                              f"{cure_of(reason)}"))
+                              f"{cure_of(reason, causes.capabilities)}"))
     if causes.mode_check is not None and causes.mode_check.failed:
         notices.append(Notice("posterior_mode", "", EvidenceConvergenceWarning,
                               _mode_message(record.n_samples_seen, causes.mode_check)))
@@ -129,7 +129,7 @@ def _degraded_message(record, causes):
     return (f"SGAIS: the chunk ending at row {record.n_samples_seen} surprised the particles, but "
             f"{record.degraded}; its evidence is not guaranteed and log_evidence_std was widened by "
             f"{record.log_evidence_widening:.3g} nats (later degraded chunks are flagged in ChunkRecord.degraded and "
-            f"widened too). {cure_of(causes.degradation)}")
+            f"widened too). {cure_of(causes.degradation, causes.capabilities)}")
 
 
 def _mode_message(n_seen, mode_check):
@@ -154,11 +154,13 @@ def _lineage_message(record, config):
 
 
 def _bias_message(record):
+    bias = -record.population_bias
     return (f"SGAIS: after {record.n_samples_seen} rows the groups' importance weights put the log evidence's "
-            f"log-variance at {-2 * record.population_bias:.3g}, so log_evidence reads low by at least "
-            f"{-record.population_bias:.3g} nats from the finite particle population (the lognormal value; heavy-"
-            "tailed weights make it larger, and it grows with the stream). ChunkRecord.population_bias tracks it. "
-            "Cure: more n_particles (the bias falls as 1/n_particles) or a target_ess closer to 1")
+            f"log-variance at {2 * bias:.3g}, so log_evidence is expected to read about {bias:.3g} nats low "
+            f"(ChunkRecord.population_bias = {record.population_bias:.3g} at that row): the lognormal bias of a "
+            "finite particle population, which log_evidence_std does not include; heavy-tailed weights make it "
+            "larger, and it grows with the stream. Cure: more n_particles (the bias falls as 1/n_particles) or a "
+            "target_ess closer to 1")
 
 
 def _collapsed_message(config):

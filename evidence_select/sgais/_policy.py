@@ -212,21 +212,30 @@ def degradation_text(reason, config, limits):
     }[reason]
 
 
-#: The cure each reason's warning names.
-_SHIFT_CURE = ("Cure: a reference evidence on the rows (log_evidence with method='exact' for linear models, 'ais' "
-               "or 'bridge'); exact_move_rows at least the stream's length (where its rows fit) narrows the miss")
+def _shift_cure(capabilities):
+    """The cure of a shift the particles may not have followed: a reference evidence the model offers."""
+    exact = capabilities is not None and capabilities.exact_evidence
+    backends = "method='exact', 'ais' or 'bridge'" if exact else "method='ais' or 'bridge'"
+    return (f"Cure: a reference evidence on the rows (log_evidence with {backends}); exact_move_rows at least the "
+            "stream's length (where its rows fit) narrows the miss")
+
+
+#: The cure each reason's warning names (a shift's, by the model's capabilities: :func:`_shift_cure`).
 _CURES = {
     Degradation.RESERVOIR_OUTGROWN: "Cure: a reservoir_size at least the stream's length",
     Degradation.BUDGET_SPENT: "Cure: a larger surprise_budget",
-    Degradation.SHIFT_RESTARTED: _SHIFT_CURE,
-    Degradation.SHIFT_RESTARTS_OFF: _SHIFT_CURE,
-    Degradation.SHIFT_BUDGET_SPENT: _SHIFT_CURE,
+    Degradation.SHIFT_RESTARTED: _shift_cure,
+    Degradation.SHIFT_RESTARTS_OFF: _shift_cure,
+    Degradation.SHIFT_BUDGET_SPENT: _shift_cure,
 }
 
 
-def cure_of(reason):
-    """The cure a warning about a chunk degraded for ``reason`` (a :class:`Degradation`) names."""
-    return _CURES[reason]
+def cure_of(reason, capabilities=None):
+    """The cure a warning about a chunk degraded for ``reason`` (a :class:`Degradation`) names, among what the
+    model offers (``capabilities``, its :class:`~evidence_select.models.ModelCapabilities`; None offers no exact
+    evidence)."""
+    cure = _CURES[reason]
+    return cure(capabilities) if callable(cure) else cure
 
 
 def surprised_on_arrival(config, limits, spread):

@@ -8,7 +8,11 @@ from evidence_select import (BayesianLinearRegressor, BayesianMixture, EvidenceC
                              EvidenceModelSelector, log_evidence)
 from evidence_select.datasets import make_linear_regression, make_mixture
 from evidence_select._result import failed_checks
-from evidence_select.sgais._checks import CHECK_NAMES, CHUNK_CHECKS, Notice, failed_evidence_checks, raise_notices
+from evidence_select.models import LinearGaussianModel, SoftmaxRegressionModel
+from evidence_select.sgais._checks import (CHECK_NAMES, CHUNK_CHECKS, ChunkCauses, Notice, _notices,
+                                           failed_evidence_checks, raise_notices)
+from evidence_select.sgais._policy import Degradation
+from evidence_select.sgais._engine import SGAISConfig
 from evidence_select.sgais._state import ChunkRecord
 from evidence_select.sgais._settings import CheckSettings
 
@@ -131,3 +135,20 @@ def test_a_call_raises_one_warning_per_cause():
         warnings.simplefilter("always")
         raise_notices(records[:2])  # the bias no longer fails after the call: its notice is stale
     assert [str(w.message) for w in caught] == ["degraded BUDGET_SPENT 0"]
+
+
+@pytest.mark.parametrize("reason", [Degradation.SHIFT_RESTARTED, Degradation.SHIFT_RESTARTS_OFF,
+                                    Degradation.SHIFT_BUDGET_SPENT])
+def test_a_degraded_chunk_names_only_the_cures_its_model_offers(reason):
+    """A shift's cure names method='exact' only for a model that declares an exact evidence: the classifier's
+    (softmax) warning names the sampling backends alone."""
+    record = _record(100, ("degraded",))._replace(degraded="the rows shifted")
+    offers = {True: LinearGaussianModel(2, noise_variance=1.0, prior_scale=1.0).capabilities(),
+              False: SoftmaxRegressionModel(2, 3).capabilities()}
+    for exact, capabilities in offers.items():
+        assert capabilities.exact_evidence == exact
+        causes = ChunkCauses(degradation=reason, blocked=(None, ""), mode_check=None, capabilities=capabilities,
+                             n_seen_before=50)
+        (notice,) = _notices(record, set(), causes, SGAISConfig())
+        assert ("method='exact'" in notice.message) == exact
+        assert "'ais' or 'bridge'" in notice.message and "linear models" not in notice.message

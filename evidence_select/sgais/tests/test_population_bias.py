@@ -81,8 +81,9 @@ def test_the_recorded_bias_is_a_lower_bound_of_the_measured_one():
 
 
 def test_the_warning_says_what_the_record_holds_and_comes_once_per_call():
-    """The bias warning's numbers are the record's at the row it names; a second call on which the bias still
-    exceeds the threshold, without crossing it again, raises none (the check keeps failing in its records)."""
+    """The bias warning's numbers are the record's at the row it names, stated as the expected bias; a second call
+    on which the bias still exceeds the threshold, without crossing it again, raises none (the check keeps failing
+    in its records)."""
     data = make_linear_regression(24_000, random_state=0)
     est = BayesianLinearRegressor(n_particles=4, random_state=0)
     warned = []
@@ -96,4 +97,6 @@ def test_the_warning_says_what_the_record_holds_and_comes_once_per_call():
     assert all("population_bias" in record.failed_checks for record in est.evidence_history_[-8:])
     rows = int(re.search(r"after (\d+) rows", warned[0][0]).group(1))
     record = next(r for r in est.evidence_history_ if r.n_samples_seen == rows)
-    assert f"{-record.population_bias:.3g} nats" in warned[0][0]
+    # The value is the record's at that row, an expected bias, not a bound the error exceeds.
+    assert f"ChunkRecord.population_bias = {record.population_bias:.3g} at that row" in warned[0][0]
+    assert f"about {-record.population_bias:.3g} nats low" in warned[0][0] and "at least" not in warned[0][0]
