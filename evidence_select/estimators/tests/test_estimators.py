@@ -121,11 +121,11 @@ def test_failure_inside_the_engine_rolls_back_reservoir_and_history(monkeypatch)
     calls = {"n": 0}
     original = base.sgais_update
 
-    def failing_update(*args):
+    def failing_update(*args, **kwargs):
         calls["n"] += 1
         if calls["n"] == 4:
             raise FloatingPointError("injected")
-        return original(*args)
+        return original(*args, **kwargs)
 
     monkeypatch.setattr(base, "sgais_update", failing_update)
     with pytest.raises(FloatingPointError, match="injected"):
