@@ -112,6 +112,10 @@ def main():
             print(f"| {name} | {seed} | {error:+.2f} | {std:.2f} | {row['ratio']:.1f} | "
                   f"{', '.join(failed) or ('warning' if warned else '')} |", flush=True)
     flagged = [r for r in rows if r["flagged"] and math.isfinite(r["ratio"])]
+    unusable = [r for r in rows if not math.isfinite(r["log_evidence"])]
+    if unusable:
+        print(f"\nunusable runs (NaN estimate, error bar over CheckSettings.unusable_std): {len(unusable)} of "
+              f"{len(rows)}, left out of the ratios")
     if flagged:
         ratios = np.array([r["ratio"] for r in flagged])
         print(f"\nflagged runs: {len(flagged)} of {len(rows)}; median std / |error| {np.median(ratios):.1f} "

@@ -15,7 +15,7 @@ from ..exceptions import FeatureScaleWarning
 from ..sgais._engine import (SGAISConfig, evidence_estimate, particle_log_weights,
                              sgais_init, sgais_update)
 from ..sgais._settings import EngineTuning
-from ..sgais._checks import failed_evidence_checks, raise_notices
+from ..sgais._checks import failed_evidence_checks, raise_notices, reported_estimate
 from ..sgais._reservoir import reservoir_undo
 from ..utils import make_generator
 from ..utils._progress import progress_bar
@@ -297,8 +297,9 @@ class BaseSGAISEstimator(BaseEstimator):
 
     @property
     def log_evidence_(self):
-        """Log evidence of all data seen so far (float)."""
-        return evidence_estimate(self._state())[0]
+        """Log evidence of all data seen so far (float); NaN while the ``unusable`` check fails (a flagged run
+        whose error bar exceeds ``CheckSettings.unusable_std`` nats)."""
+        return reported_estimate(self._state(), self.evidence_history_)[0]
 
     @property
     def log_evidence_std_(self):

@@ -9,8 +9,8 @@ from ..models import Model
 from ..backends._exact import exact_log_evidence_and_error
 from ..utils._threads import single_threaded_blas
 from .._result import EvidenceResult, failed_checks
-from ..sgais._engine import SGAISConfig, evidence_estimate, sgais_stream
-from ..sgais._checks import evidence_diagnostics, raise_notices
+from ..sgais._engine import SGAISConfig, sgais_stream
+from ..sgais._checks import evidence_diagnostics, raise_notices, reported_estimate
 
 __all__ = ["log_evidence", "METHODS", "no_data"]
 
@@ -171,7 +171,7 @@ def log_evidence(estimator_or_model, X=None, y=None, *, method, random_state=Non
         return EvidenceResult(value, error, "exact", 1.0, len(X), time.perf_counter() - tic)
     if method == "sgais":
         state, config, history = _sgais_on_model(model, X, y, random_state, **method_kwargs)
-        log_z, std = evidence_estimate(state)
+        log_z, std = reported_estimate(state, history)
         diagnostics = evidence_diagnostics(state, history, config)
         return EvidenceResult(log_z, std, "sgais", state.n_datum_evaluations / max(len(X), 1),
                               state.n_datum_evaluations, time.perf_counter() - tic, settings=config._asdict(),

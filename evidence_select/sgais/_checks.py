@@ -24,6 +24,11 @@ estimator's ``evidence_checks_``, a selector's ``checks`` column):
 ``collapsed_weights``
     The last ``CheckSettings.degenerate_chunks`` chunks ended with an ESS below
     ``CheckSettings.degenerate_ess`` in some group (``ChunkRecord.n_collapsed_chunks``).
+``unusable``
+    Another check flags the run and its ``log_evidence_std`` exceeds
+    ``CheckSettings.unusable_std`` nats: the estimate says nothing, so the
+    estimators and :func:`~evidence_select.log_evidence` report NaN
+    (:func:`reported_estimate`; the records keep the number).
 
 ``degraded``, ``lineages`` and ``fallback`` describe chunks, and stay once
 raised; the others describe the current state, and clear when it recovers.
@@ -43,13 +48,14 @@ from ..exceptions import EvidenceConvergenceWarning
 from ..utils._warnings import warn
 from ._policy import cure_of
 from ._settings import lineage_threshold
-from ._state import SamplerDegeneracyWarning, population_log_variance
+from ._state import SamplerDegeneracyWarning, evidence_estimate, population_log_variance
 
 __all__ = ["CHUNK_CHECKS", "CHECK_NAMES", "ChunkCauses", "Notice", "evidence_diagnostics", "failed_evidence_checks",
-           "raise_notices", "with_checks", "with_chunk_checks"]
+           "raise_notices", "reported_estimate", "with_checks", "with_chunk_checks"]
 
 #: Every check, in the order results list them.
-CHECK_NAMES = ("degraded", "posterior_mode", "population_bias", "lineages", "fallback", "collapsed_weights")
+CHECK_NAMES = ("degraded", "posterior_mode", "population_bias", "lineages", "fallback", "collapsed_weights",
+               "unusable")
 #: The checks that describe a chunk, which a later chunk cannot undo.
 CHUNK_CHECKS = ("degraded", "lineages", "fallback")
 
@@ -78,7 +84,8 @@ def with_checks(record, previous, state, config, causes):
 
     ``previous`` is the stream's previous record (None before the first chunk): the chunk checks stay failed once
     failed, and the state checks give a notice where they start to fail (``posterior_mode`` on every check that
-    fails: each measures a new gap); ``state`` is the state after the chunk.
+    fails: each measures a new gap); ``unusable`` fails where another check does and the error bar exceeds
+    ``CheckSettings.unusable_std``; ``state`` is the state after the chunk.
     """
     checks = config.tuning.checks
     collapsed = ((0 if previous is None else previous.n_collapsed_chunks) + 1 if record.ess < checks.degenerate_ess
@@ -94,6 +101,8 @@ def with_checks(record, previous, state, config, causes):
         "collapsed_weights": collapsed >= checks.degenerate_chunks,
     }
     before = () if previous is None else previous.failed_checks
+    flagged = [name for name in failing if failing[name] or (name in CHUNK_CHECKS and name in before)]
+    failing["unusable"] = bool(flagged) and evidence_estimate(state)[1] > checks.unusable_std
     failed = tuple(name for name in CHECK_NAMES if failing[name] or (name in CHUNK_CHECKS and name in before))
     record = record._replace(n_collapsed_chunks=collapsed, failed_checks=failed)
     started = {name for name in failed if name not in before}
@@ -122,6 +131,8 @@ def _notices(record, started, causes, config):
         notices.append(Notice("population_bias", "", EvidenceConvergenceWarning, _bias_message(record)))
     if "collapsed_weights" in started:
         notices.append(Notice("collapsed_weights", "", SamplerDegeneracyWarning, _collapsed_message(config)))
+    if "unusable" in started:
+        notices.append(Notice("unusable", "", EvidenceConvergenceWarning, _unusable_message(record, config)))
     return tuple(notices)
 
 
@@ -168,6 +179,24 @@ def _collapsed_message(config):
     return (f"SGAIS: the importance weights of a particle group have been on one particle (ESS < "
             f"{checks.degenerate_ess}) for the last {checks.degenerate_chunks} chunks; the evidence rests on that "
             "particle: enable resampling (resample_threshold > 0) or use more particles")
+
+
+def _unusable_message(record, config):
+    checks = [name for name in record.failed_checks if name != "unusable"]
+    return (f"SGAIS: after {record.n_samples_seen} rows the run is flagged ({', '.join(checks)}) and its "
+            f"log_evidence_std is {record.log_evidence_std:.3g} nats, over {config.tuning.checks.unusable_std:g}: "
+            "the estimate is unusable and log_evidence_ reads NaN (ChunkRecord.log_evidence keeps the number). "
+            "Cure: what the run's other warnings name, or a reference evidence on the rows (log_evidence with "
+            "method='ais' or 'bridge')")
+
+
+def reported_estimate(state, history):
+    """``(log_evidence, log_evidence_std)`` as a run reports them: :func:`~._state.evidence_estimate`, with the
+    log evidence NaN while the last of ``history`` fails the ``unusable`` check."""
+    log_z, std = evidence_estimate(state)
+    if history and "unusable" in history[-1].failed_checks:
+        return float("nan"), std
+    return log_z, std
 
 
 def raise_notices(records):
@@ -222,6 +251,7 @@ def evidence_diagnostics(state, history, config):
         "lineages": (history[0].n_lineages if history else None, lineage_threshold(config.n_particles, checks)),
         "fallback": (sum(bool(record.fallback) for record in history), 0),
         "collapsed_weights": (0 if last is None else last.n_collapsed_chunks, checks.degenerate_chunks),
+        "unusable": (evidence_estimate(state)[1], checks.unusable_std),
     }
     return {name: check(*values[name], name not in failed) for name in CHECK_NAMES}
 

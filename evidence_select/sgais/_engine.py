@@ -97,7 +97,9 @@ shifts (its rows predicted far worse than the stream so far,
 :class:`~evidence_select.EvidenceConvergenceWarning` names the cure
 (a ``reservoir_size`` at least the stream's length), and the error is widened
 in quadrature by ``|chunk|`` times the particles' per-row spread on it times
-``max(sqrt(n / |R| - 1), 1)`` (:func:`degraded_widening`). So is a chunk that
+``max(sqrt(n / |R| - 1), 1)`` (:func:`degraded_widening`), until a restart
+replays the rows or a posterior-mode check measures the gap that replaces it
+(:func:`~._mode_check.checked_widening`). So is a chunk that
 shifts while the reservoir still holds every row, past ``exact_move_rows``, in a
 run with no surprise trigger configured: it restarts when the budget covers the
 replay, but SGHMC alone may not follow a posterior that keeps moving after the
@@ -296,10 +298,17 @@ def _next_state(state, context, closed, carried, widening, degraded):
         step_scales=pooled_step_scales(context.scales.past, n_seen, context.scales.chunk, n_chunk),
         n_surprise_evaluations=state.n_surprise_evaluations + counts.n_surprise_evaluations,
         increment_variance=state.increment_variance + increment_spread(state.log_evidence, particles.log_evidence),
-        widening=state.widening._replace(degraded_variance=state.widening.degraded_variance + widening**2,
+        widening=state.widening._replace(degraded_variance=_kept_degraded_variance(state, closed) + widening**2,
                                          n_degraded_chunks=state.widening.n_degraded_chunks + degraded,
                                          mode_gap_variance=closed.mode_gap_variance),
         past_statistics=past_statistics)
+
+
+def _kept_degraded_variance(state, closed):
+    """The degraded chunks' variance that stays after the chunk closed (``closed``, a :class:`ClosedChunk`): none
+    after a restart, whose replays ran every earlier chunk again (their own degraded chunks widen their groups'
+    variances, :func:`~._policy.replay_from_prior`), else the state's."""
+    return 0.0 if closed.n_replayed else state.widening.degraded_variance
 
 
 def _fallbacks(counts, skipped_restart):

@@ -30,8 +30,9 @@ from ._policy import crossed_checkpoint
 from ._settings import ModeCheckSettings
 from ._state import evidence_estimate
 
-__all__ = ["ModeCheck", "ModeEvidence", "mode_importance_log_evidence", "mode_check_due", "apply_mode_check",
-           "rows_checkable", "rows_mode_evidence", "symmetrised_t", "symmetrised_log_density", "SymmetrisedT"]
+__all__ = ["ModeCheck", "checked_widening", "ModeEvidence", "mode_importance_log_evidence", "mode_check_due",
+           "apply_mode_check", "rows_checkable", "rows_mode_evidence", "symmetrised_t", "symmetrised_log_density",
+           "SymmetrisedT"]
 
 # Point-row pairs per likelihood call: a mixture's (K, points, rows) block then stays within its reusable
 # buffers at any row count (K of them per pair, 4 MiB each).
@@ -287,7 +288,8 @@ def apply_mode_check(state, model, settings, evidence=None):
     same state twice gives the same numbers. When ``log Z`` reads below the mode's value by
     more than ``settings.gap_sigmas`` combined standard deviations the gap is
     kept as ``SGAISState.widening.mode_gap_variance`` (``log_evidence_std``
-    includes it) until a later check passes, which clears it.
+    includes it) until a later check passes, which clears it; either way the
+    gap replaces the degraded chunks' widening (:func:`checked_widening`).
 
     Returns
     -------
@@ -308,4 +310,18 @@ def apply_mode_check(state, model, settings, evidence=None):
     gap = check.log_evidence - log_z
     failed = bool(gap > settings.gap_sigmas * math.hypot(std, check.std))
     result = ModeCheck(evidence=check, log_evidence=log_z, std=std, gap=gap, failed=failed)
-    return state._replace(widening=state.widening._replace(mode_gap_variance=gap**2 if failed else 0.0)), result
+    return state._replace(widening=checked_widening(state.widening, gap, failed)), result
+
+
+def checked_widening(widening, gap, failed):
+    """The :class:`~._state.ErrorWidening` after a posterior-mode check that measured ``gap`` (nats, the mode's
+    value minus the estimate) and ``failed`` or passed.
+
+    The measured gap replaces what degraded chunks added: a failed check keeps ``gap**2`` as the mode-gap
+    variance and drops the degraded variance (the gap is the miss it guessed at); a passing check clears the
+    mode gap and caps the degraded variance at ``gap**2``, the distance the check found between the estimate and
+    the mode's value.
+    """
+    if failed:
+        return widening._replace(mode_gap_variance=gap**2, degraded_variance=0.0)
+    return widening._replace(mode_gap_variance=0.0, degraded_variance=min(widening.degraded_variance, gap**2))

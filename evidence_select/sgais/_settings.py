@@ -101,7 +101,8 @@ class CheckSettings(NamedTuple):
     particles: the weight sits on about one particle in some group) for the last ``degenerate_chunks``
     chunks. ``shift_z``: a chunk whose mean per-row log-likelihood under the particles falls this many
     standard errors below the stream's mean log predictive per row is a shift
-    (:func:`~._policy.shift_detected`).
+    (:func:`~._policy.shift_detected`). ``unusable_std``: a run flagged by another check whose
+    ``log_evidence_std`` (nats) exceeds this reports its log evidence as NaN (the ``unusable`` check).
     """
 
     population_bias: float = 0.25
@@ -110,6 +111,7 @@ class CheckSettings(NamedTuple):
     degenerate_ess: float = 2.0
     degenerate_chunks: int = 10
     shift_z: float = 5.0
+    unusable_std: float = 1000.0
 
 
 class EngineTuning(NamedTuple):

@@ -95,7 +95,8 @@ PAPER_SETTINGS = dict(n_particles=10, learning_rate=0.1, friction=0.2, n_mcmc_st
 
 class ErrorWidening(NamedTuple):
     """What a run's error bar adds, in quadrature, for errors that neither the groups' spread nor their weights
-    can see: variances in nats^2 that persist from chunk to chunk into ``log_evidence_std``."""
+    can see: variances in nats^2 that persist from chunk to chunk into ``log_evidence_std``, until a restart
+    (the degraded variance) or a posterior-mode check (both: the gap it measured replaces them) resets them."""
 
     degraded_variance: float = 0.0  # added by degraded chunks (ChunkRecord.degraded, .log_evidence_widening)
     n_degraded_chunks: int = 0  # the chunks whose evidence the engine could not guarantee
