@@ -53,7 +53,10 @@ def log_model_probabilities(log_evidences, log_prior):
     Parameters
     ----------
     log_evidences : ndarray of shape (n_candidates,)
-        Log marginal likelihoods; ``-inf`` is allowed, NaN is not.
+        Log marginal likelihoods; ``-inf`` is allowed. NaN marks an unusable
+        estimate (its error bar exceeds what a probability can carry): that
+        candidate's log probability is NaN and the others are normalised among
+        themselves.
     log_prior : ndarray of shape (n_candidates,)
         Normalised log prior (see :func:`log_model_prior`).
 
@@ -70,16 +73,15 @@ def log_model_probabilities(log_evidences, log_prior):
     [0.0, 1.0]
     """
     log_evidences = np.asarray(log_evidences, dtype=float)
-    if np.any(np.isnan(log_evidences)):
-        raise ValueError(f"log evidences contain NaN: {log_evidences.tolist()}")
     log_posterior = log_evidences + log_prior
-    top = np.max(log_posterior)
+    usable = ~np.isnan(log_posterior)
+    top = np.max(log_posterior[usable]) if usable.any() else np.nan
     if not np.isfinite(top):
         raise ValueError(f"no candidate has a finite log evidence + log prior: {log_posterior.tolist()}")
     # Shift by the max first: differences of nearby large numbers are exact (Sterbenz), whereas
     # subtracting a logsumexp of values near -1e6 would leave errors of ~1e-10 in every log probability.
     shifted = log_posterior - top
-    return shifted - logsumexp(shifted)
+    return shifted - logsumexp(shifted[usable])
 
 
 def model_probability_std(probabilities, log_evidence_stds):
@@ -91,6 +93,7 @@ def model_probability_std(probabilities, log_evidence_stds):
     Parameters
     ----------
     probabilities : ndarray of shape (n_candidates,)
+        NaN for an unusable candidate (left out of the sums; its std is NaN).
     log_evidence_stds : ndarray of shape (n_candidates,)
         Standard errors of the log evidences (NaN propagates).
 
@@ -107,10 +110,11 @@ def model_probability_std(probabilities, log_evidence_stds):
     >>> model_probability_std(np.array([0.5, 0.5]), np.array([0.1, 0.1])).round(4).tolist()
     [0.0354, 0.0354]
     """
-    p = np.asarray(probabilities, dtype=float)
-    sigma = np.asarray(log_evidence_stds, dtype=float)
+    unusable = np.isnan(np.asarray(probabilities, dtype=float))
+    p = np.where(unusable, 0.0, probabilities)
+    sigma = np.where(unusable, 0.0, log_evidence_stds)
     jacobian = p[:, None] * (np.eye(len(p)) - p[None, :])  # (k, j)
-    return np.sqrt(np.sum((jacobian * sigma[None, :]) ** 2, axis=1))
+    return np.where(unusable, np.nan, np.sqrt(np.sum((jacobian * sigma[None, :]) ** 2, axis=1)))
 
 
 def mix_proba(probabilities, candidate_proba):

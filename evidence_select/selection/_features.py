@@ -224,7 +224,8 @@ def inclusion_probabilities(model_probabilities, masks, log_evidence_stds):
     Parameters
     ----------
     model_probabilities : ndarray of shape (n_candidates,)
-        Posterior model probabilities ``p_k`` (they sum to 1).
+        Posterior model probabilities ``p_k`` (they sum to 1; NaN for an
+        unusable candidate, which is left out).
     masks : ndarray of shape (n_candidates, n_features)
         Whether candidate ``k`` uses feature ``j``.
     log_evidence_stds : ndarray of shape (n_candidates,)
@@ -249,11 +250,12 @@ def inclusion_probabilities(model_probabilities, masks, log_evidence_stds):
     >>> pip.tolist(), std.round(4).tolist()
     ([1.0, 0.25], [0.0, 0.053])
     """
-    p = np.asarray(model_probabilities, dtype=float)
+    p = np.nan_to_num(np.asarray(model_probabilities, dtype=float), nan=0.0)
     indicator = np.asarray(masks, dtype=float)
     pip = p @ indicator
     jacobian = p[:, None] * (indicator - pip[None, :])  # (n_candidates, n_features): d PIP_j / d log Z_k
-    std = np.sqrt(np.sum((jacobian * np.asarray(log_evidence_stds, dtype=float)[:, None]) ** 2, axis=0))
+    sigma = np.where(p > 0, np.asarray(log_evidence_stds, dtype=float), 0.0)
+    std = np.sqrt(np.sum((jacobian * sigma[:, None]) ** 2, axis=0))
     return np.clip(pip, 0.0, 1.0), std
 
 

@@ -284,7 +284,9 @@ class EvidenceModelSelector(MetaEstimatorMixin, BaseEstimator):
         Log posterior model probabilities.
     model_probabilities_ : ndarray of shape (n_candidates,)
         ``softmax(log_evidences_ + log prior)``; exact even when the evidences
-        differ by 1e5 nats.
+        differ by 1e5 nats. A candidate whose evidence is unusable (NaN, with
+        ``'unusable'`` in its ``evidence_checks_``) gets NaN and no weight in
+        the model average; the others are normalised among themselves.
     model_probabilities_std_ : ndarray of shape (n_candidates,)
         Delta-method standard errors of ``model_probabilities_`` from
         ``log_evidence_stds_``.
@@ -585,6 +587,7 @@ class EvidenceModelSelector(MetaEstimatorMixin, BaseEstimator):
         relay_warnings(names, summaries)
         log_evidences, log_evidence_stds, new_records = self._call_evidences(summaries, log_prior, n_before,
                                                                               first_call, n_all=n_before + len(X))
+        log_model_probabilities(log_evidences, log_prior)  # raises here, before the commit, if none is usable
         # Commit: nothing above has touched self's fitted state.
         self.estimators_ = fitted
         self.named_estimators_ = (dict(zip(names, fitted)) if isinstance(fitted, list)
@@ -656,7 +659,7 @@ class EvidenceModelSelector(MetaEstimatorMixin, BaseEstimator):
         self.log_model_probabilities_ = log_probabilities
         self.model_probabilities_ = np.exp(log_probabilities)
         self.model_probabilities_std_ = model_probability_std(self.model_probabilities_, log_evidence_stds)
-        self.best_index_ = int(np.argmax(log_probabilities))
+        self.best_index_ = int(np.nanargmax(log_probabilities))
         self.feature_inclusion_probabilities_, self.feature_inclusion_probabilities_std_ = inclusion_probabilities(
             self.model_probabilities_, self.candidate_features_, log_evidence_stds)
 

@@ -71,7 +71,8 @@ def log_bayes_factors(log_evidences, log_evidence_stds):
 
     ``log B_k = log Z_k - log Z_best`` (at most 0) with error
     ``sqrt(sigma_k^2 + sigma_best^2)``: the candidates' evidences are estimated
-    independently. The best candidate's own factor is 0 with error 0.
+    independently. The best candidate's own factor is 0 with error 0; an
+    unusable (NaN) evidence has a NaN factor.
 
     Parameters
     ----------
@@ -90,9 +91,9 @@ def log_bayes_factors(log_evidences, log_evidence_stds):
     """
     log_evidences = np.asarray(log_evidences, dtype=float)
     stds = np.asarray(log_evidence_stds, dtype=float)
-    best = int(np.argmax(log_evidences))
+    best = int(np.nanargmax(log_evidences))
     factors = log_evidences - log_evidences[best]
-    errors = np.sqrt(stds**2 + stds[best] ** 2)
+    errors = np.where(np.isnan(factors), np.nan, np.sqrt(stds**2 + stds[best] ** 2))
     errors[best] = 0.0
     return factors, errors
 
@@ -116,7 +117,8 @@ def bayes_factor_verdict(log_bayes_factor, std):
     candidates is undecided. Otherwise the strength at both ends of that
     interval: one word when they agree, ``"positive to strong"`` when the error
     straddles a boundary of the scale. With an unknown error (NaN) the strength
-    of the estimate alone.
+    of the estimate alone; ``"unusable"`` for a NaN factor (an unusable
+    evidence).
 
     Parameters
     ----------
@@ -133,6 +135,8 @@ def bayes_factor_verdict(log_bayes_factor, std):
     ('undecided', 'strong', 'positive to strong')
     """
     size = abs(float(log_bayes_factor))
+    if math.isnan(size):
+        return "unusable"
     if math.isnan(std):
         return bayes_factor_strength(size)
     if size <= UNDECIDED_SIGMAS * std:
@@ -175,10 +179,12 @@ def selection_results(names, log_evidences, log_evidence_stds, log_model_probabi
     log_p = np.asarray(log_model_probabilities, dtype=float)
     probabilities = np.exp(log_p)
     # Competition ranking ("1224"), like scikit-learn's rank_test_score.
-    rank = np.array([1 + int(np.sum(log_p > value)) for value in log_p])
+    # An unusable candidate (NaN) ranks after every usable one.
+    rank = np.array([1 + int(np.sum(log_p > value)) if not np.isnan(value) else 1 + int(np.sum(~np.isnan(log_p)))
+                     for value in log_p])
     log_evidences = np.asarray(log_evidences, dtype=float)
     factors, factor_stds = log_bayes_factors(log_evidences, log_evidence_stds)
-    best = int(np.argmax(log_evidences))
+    best = int(np.nanargmax(log_evidences))
     verdicts = ["best" if k == best else bayes_factor_verdict(factors[k], factor_stds[k]) for k in range(len(names))]
     return {
         "name": np.array(names, dtype=object),

@@ -57,12 +57,42 @@ def test_model_probabilities_exact_at_huge_evidence_differences():
     # A prior is a shift of the log evidences: prior 3:1 equals 1.0986 nats.
     with_prior = np.exp(log_model_probabilities(np.zeros(2), log_model_prior([3.0, 1.0], 2)))
     assert with_prior.tolist() == pytest.approx([0.75, 0.25])
-    with pytest.raises(ValueError, match="NaN"):
-        log_model_probabilities(np.array([0.0, np.nan]), log_model_prior(None, 2))
+    # NaN marks an unusable estimate: NaN out, the others normalised among themselves; none usable is an error.
+    log_p = log_model_probabilities(np.array([0.0, np.nan, -np.log(3.0)]), log_model_prior(None, 3))
+    assert np.isnan(log_p[1]) and np.exp(log_p[[0, 2]]).tolist() == pytest.approx([0.75, 0.25], rel=1e-12)
+    with pytest.raises(ValueError, match="no candidate has a finite"):
+        log_model_probabilities(np.array([np.nan, np.nan]), log_model_prior(None, 2))
     with pytest.raises(ValueError, match="one entry per candidate"):
         log_model_prior([1.0], 2)
     with pytest.raises(ValueError, match="non-negative"):
         log_model_prior([1.0, -1.0], 2)
+
+
+class _UnusableRegressor(BayesianLinearRegressor):
+    """A regressor whose estimate reads NaN, as an 'unusable' run reports it."""
+
+    @property
+    def log_evidence_(self):
+        return float("nan")
+
+
+def test_an_unusable_candidate_gets_no_weight_and_the_others_are_normalised():
+    data = make_linear_regression(200, random_state=0)
+    candidates = [("a", BayesianLinearRegressor(noise_variance=1.0, prior_scale=1.0)),
+                  ("unusable", _UnusableRegressor(noise_variance=1.0, prior_scale=1.0)),
+                  ("b", BayesianLinearRegressor(noise_variance=2.0, prior_scale=1.0))]
+    selector = EvidenceModelSelector(candidates, random_state=0).fit(data.X, data.y)
+    p = selector.model_probabilities_
+    assert np.isnan(p[1]) and np.isnan(selector.model_probabilities_std_[1])
+    assert p[[0, 2]].sum() == pytest.approx(1.0, abs=1e-12) and selector.best_index_ != 1
+    usable = [selector.estimators_[k] for k in (0, 2)]
+    expected = sum(p[k] * est.predict(data.X[:3]) for k, est in zip((0, 2), usable))
+    assert np.allclose(selector.predict(data.X[:3]), expected)
+    assert "unusable" in selector.summary()
+    all_unusable = EvidenceModelSelector([("u", _UnusableRegressor(noise_variance=1.0))], random_state=0)
+    with pytest.raises(ValueError, match="no candidate has a finite"):
+        all_unusable.fit(data.X, data.y)
+    assert not hasattr(all_unusable, "estimators_")  # the failed call committed nothing
 
 
 def test_probability_std_matches_monte_carlo_propagation():
