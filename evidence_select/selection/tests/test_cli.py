@@ -33,7 +33,9 @@ def test_demo_calls_span_a_printed_line_and_stop_at_phase_ends():
 
 def test_demo_calls_of_several_chunks_give_the_records_of_one_call_per_chunk():
     """The demo calls the selector once per printed line; its candidates split each call into the same chunks,
-    so every record (evidences, steps, mode checks) is the same to the bit as with one call per chunk."""
+    so the evidences and every record's sampling fields are the same to the bit as with one call per chunk. The
+    posterior-mode check also runs on a call's last chunk (from a copy of the state's generator, so it moves no
+    particle): where both runs checked a chunk they agree to the bit, and a call of one chunk checks it."""
     X = make_mixture(300, random_state=0).X
 
     def selector():
@@ -46,10 +48,20 @@ def test_demo_calls_of_several_chunks_give_the_records_of_one_call_per_chunk():
     for start, stop in _demo.call_bounds(len(X), 50, 100, [125]):
         per_line.partial_fit(X[start:stop])
     assert len(per_line.evidence_history_) == len(per_chunk.evidence_history_) == 6
+    checked = ("log_evidence_std", "mode_log_evidence", "mode_log_evidence_std", "failed_checks", "notices")
+    blank = dict.fromkeys(checked) | {"seconds": 0.0}
+    n_both_checked = 0
     for a, b in zip(per_chunk.evidence_history_, per_line.evidence_history_):
         np.testing.assert_array_equal(a.log_evidences, b.log_evidences)
-        np.testing.assert_equal([r._replace(seconds=0.0) for r in a.candidate_records],
-                                [r._replace(seconds=0.0) for r in b.candidate_records])
+        np.testing.assert_equal([r._replace(**blank) for r in a.candidate_records],
+                                [r._replace(**blank) for r in b.candidate_records])
+        for one, several in zip(a.candidate_records, b.candidate_records):
+            assert not np.isnan(one.mode_log_evidence)  # every call of one chunk checks it
+            if not np.isnan(several.mode_log_evidence):
+                assert (one.mode_log_evidence, one.mode_log_evidence_std, one.log_evidence_std) == (
+                    several.mode_log_evidence, several.mode_log_evidence_std, several.log_evidence_std)
+                n_both_checked += 1
+    assert n_both_checked >= 2 * len(_demo.call_bounds(len(X), 50, 100, [125]))  # each call's last chunk
 
 
 def _write(tmp_path, frame, name="data.csv"):
