@@ -43,7 +43,7 @@ def data():
 
 
 def _selector(backend="sgais", **params):
-    candidates = [(f"s2={v:g}", BayesianLinearRegressor(noise_variance=v, **FAST)) for v in (0.5, 2.0)]
+    candidates = [(f"s2={v:g}", BayesianLinearRegressor(noise_variance=v, prior_scale=1.0, **FAST)) for v in (0.5, 2.0)]
     return EvidenceModelSelector(candidates, backend=backend, backend_params=BACKEND_PARAMS[backend],
                                  random_state=0, **params)
 
