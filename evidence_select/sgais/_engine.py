@@ -133,8 +133,8 @@ from ._checks import ChunkCauses, with_checks
 from ._mode_check import ModeEvidence, apply_mode_check, mode_check_due, rows_checkable, rows_mode_evidence
 from ._moves import MoveTarget, chunk_context, pooled_step_scales
 from ._policy import (ActionKind, ChunkMode, arrival_action, closing_action, degradation_text, excursion,
-                      initial_mode, merge_independent_runs, per_row_spread, pooled_mode_gap, replay_from_prior,
-                      shift_detected, steps_action, surprise_limits, surprised_on_arrival)
+                      initial_mode, merge_independent_runs, per_row_spread, pooled_increment_variance, pooled_mode_gap,
+                      replay_from_prior, shift_detected, steps_action, surprise_limits, surprised_on_arrival)
 from ._reference import refresh_reference
 from ._state import (PAPER_SETTINGS, ChunkRecord, Particles, SamplerDegeneracyWarning, SGAISConfig, SGAISState,
                      StepCounts, combine_replicates, evidence_estimate, increment_spread, particle_log_weights,
@@ -167,6 +167,7 @@ class ClosedChunk(NamedTuple):
     n_replayed: int  # rows a restart re-annealed from the prior (0 without one)
     mode_gap_variance: float  # the pooled run's squared posterior-mode gap (see pooled_mode_gap)
     mode_evidence: ModeEvidence = None  # the posterior-mode check's value on every row seen, where a restart took it
+    increment_variance: float = None  # the pooled run's (pooled_increment_variance), after a restart
 
 
 def sgais_update(state, X, y, model, config, *, check=None, previous=None):
@@ -297,11 +298,20 @@ def _next_state(state, context, closed, carried, widening, degraded):
         n_datum_evaluations=state.n_datum_evaluations + counts.n_evaluations,
         step_scales=pooled_step_scales(context.scales.past, n_seen, context.scales.chunk, n_chunk),
         n_surprise_evaluations=state.n_surprise_evaluations + counts.n_surprise_evaluations,
-        increment_variance=state.increment_variance + increment_spread(state.log_evidence, particles.log_evidence),
+        increment_variance=_increment_variance(state, closed),
         widening=state.widening._replace(degraded_variance=_kept_degraded_variance(state, closed) + widening**2,
                                          n_degraded_chunks=state.widening.n_degraded_chunks + degraded,
                                          mode_gap_variance=closed.mode_gap_variance),
         past_statistics=past_statistics)
+
+
+def _increment_variance(state, closed):
+    """``SGAISState.increment_variance`` after the chunk (``closed``, a :class:`ClosedChunk`): the pooled run's
+    after a restart (:func:`~._policy.pooled_increment_variance`), else the chunk's increment spread added to the
+    state's."""
+    if closed.n_replayed:
+        return closed.increment_variance
+    return state.increment_variance + increment_spread(state.log_evidence, closed.particles.log_evidence)
 
 
 def _kept_degraded_variance(state, closed):
@@ -425,9 +435,13 @@ def _close_chunk(rng, state, context, progress, restart):
     replay_counts = StepCounts(n_evaluations=replay.n_datum_evaluations,
                                n_surprise_evaluations=replay.n_datum_evaluations)
     mode_gap = pooled_mode_gap(particles, replay.particles, state.widening.mode_gap_variance, replay.mode_gap_variance)
-    return ClosedChunk(particles=merge_independent_runs(rng, particles, replay.particles),
-                       n_reference=min(n_reference, replay.n_reference), counts=counts.plus(replay_counts),
-                       n_replayed=state.n_samples_seen + len(X), mode_gap_variance=mode_gap, mode_evidence=evidence)
+    merged = merge_independent_runs(rng, particles, replay.particles)
+    return ClosedChunk(particles=merged, n_reference=min(n_reference, replay.n_reference),
+                       counts=counts.plus(replay_counts), n_replayed=state.n_samples_seen + len(X),
+                       mode_gap_variance=mode_gap, mode_evidence=evidence,
+                       increment_variance=pooled_increment_variance(
+                           particles, merged, state.increment_variance + increment_spread(state.log_evidence,
+                                                                                          particles.log_evidence)))
 
 
 def _rows_evidence(rng, reservoir, rows, model, settings):

@@ -43,13 +43,13 @@ from ..utils._nested import run_inner
 from ..utils._threads import single_threaded_blas
 from ..utils._warnings import warn
 from ._moves import MoveTarget, past_log_likelihood
-from ._state import Particles, StepCounts
+from ._state import Particles, StepCounts, initial_increment_variance
 from ._steps import choose_increment, tempering_step
 
 __all__ = ["ActionKind", "ChunkAction", "ChunkMode", "Degradation", "Replay", "SurpriseLimits", "arrival_action",
            "closing_action", "cure_of", "degradation_text", "initial_mode", "steps_action", "surprise_limits",
            "surprised_on_arrival", "shift_detected", "excursion", "replay_from_prior", "merge_independent_runs",
-           "pooled_mode_gap", "per_row_spread", "crossed_checkpoint"]
+           "pooled_mode_gap", "pooled_shares", "pooled_increment_variance", "per_row_spread", "crossed_checkpoint"]
 
 
 class ChunkMode(NamedTuple):
@@ -522,10 +522,28 @@ def pooled_mode_gap(first, second, mode_gap_variance, replay_gaps):
     rests on (a replay far below the in-order run, or the reverse) passes on
     little of its gap.
     """
-    log_total = float(logsumexp(np.concatenate([first.log_evidence, second.log_evidence])))
-    share_first = math.exp(float(logsumexp(first.log_evidence)) - log_total)
-    shares_second = np.exp(second.log_evidence - log_total)
+    share_first, shares_second = pooled_shares(first, second)
     return share_first**2 * mode_gap_variance + float(np.sum(shares_second**2 * replay_gaps))
+
+
+def pooled_shares(first, second):
+    """``(s_a, s_b)``: the in-order run ``first``'s share of the pooled ``Z`` (a float) and each replay group's of
+    ``second`` (``(n_groups,)``), as :func:`pooled_mode_gap` weighs them."""
+    log_total = float(logsumexp(np.concatenate([first.log_evidence, second.log_evidence])))
+    return math.exp(float(logsumexp(first.log_evidence)) - log_total), np.exp(second.log_evidence - log_total)
+
+
+def pooled_increment_variance(first, merged, increment_variance):
+    """``SGAISState.increment_variance`` after a restart pooled the in-order run ``first`` with its replays into
+    ``merged`` (:func:`merge_independent_runs`).
+
+    The groups' jump from the in-order run to the pooled one measures the in-order run's error, not the pooled
+    estimate's, so it does not enter the sum. The in-order run's summed increment spread passes on by its share of
+    the pooled ``Z`` squared (the delta method of :func:`pooled_mode_gap`), but no less than the pooled groups' own
+    spread of their log evidences is kept; later chunks add their increments to it.
+    """
+    share_first = math.exp(float(logsumexp(first.log_evidence) - logsumexp(merged.log_evidence)) - math.log(2))
+    return max(share_first**2 * increment_variance, initial_increment_variance(merged.log_evidence))
 
 
 def per_row_spread(log_weights, per_row_log_lik):

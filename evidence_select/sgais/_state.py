@@ -18,7 +18,8 @@ from ..utils._diagnostics import mean_and_squared_error
 from ..utils._logspace import log_expm1
 
 __all__ = ["SGAISConfig", "SGAISState", "ErrorWidening", "ChunkRecord", "Particles", "StepCounts", "sgais_init",
-           "combine_replicates", "evidence_estimate", "increment_spread", "population_log_variance",
+           "combine_replicates", "evidence_estimate", "increment_spread", "initial_increment_variance",
+           "population_log_variance",
            "particle_log_weights", "SamplerDegeneracyWarning", "PAPER_SETTINGS"]
 
 
@@ -381,6 +382,15 @@ def increment_spread(log_evidence_before, log_evidence_after):
     if len(increments) < 2 or not np.all(np.isfinite(increments)):
         return 0.0
     return mean_and_squared_error(increments)[1]
+
+
+def initial_increment_variance(log_evidence):
+    """The groups' spread of their log evidences, ``sample variance of log Z_g / G`` (0 for one group): where
+    the least ``SGAISState.increment_variance`` keeps after a restart pooled the groups."""
+    log_evidence = np.asarray(log_evidence, dtype=float)
+    if len(log_evidence) < 2 or not np.all(np.isfinite(log_evidence)):
+        return 0.0
+    return mean_and_squared_error(log_evidence)[1]
 
 
 def population_log_variance(log_evidence_variance):

@@ -21,9 +21,11 @@ def _widened(state, **widening):
     return state._replace(widening=state.widening._replace(**widening))
 
 
-def _linear_stream(seed, restart_growth):
+def _linear_stream(seed, restart_growth, stuck_group_shift=0.0):
     """A 1000-row linear run whose state is widened as degraded chunks would leave it before its last chunk (rows
-    750-1000), which restarts where ``restart_growth`` is 2 (a periodic restart at 1000 rows)."""
+    750-1000), which restarts where ``restart_growth`` is 2 (a periodic restart at 1000 rows); with
+    ``stuck_group_shift``, its first group's log evidence is also that many nats low there, as a group stuck in a
+    poorer mode reads."""
     data = make_linear_regression(1000, random_state=300 + seed)
     model = LinearGaussianModel(5)
     config = SGAISConfig(n_replicates=8, batch_size=250, restart_on_surprise=restart_growth is not None,
@@ -32,6 +34,8 @@ def _linear_stream(seed, restart_growth):
     for start in range(0, 1000, 250):
         if start == 750:
             state = _widened(state, degraded_variance=DEGRADED_VARIANCE)
+            state = state._replace(log_evidence=state.log_evidence - np.eye(len(state.log_evidence))[0]
+                                   * stuck_group_shift)
         state, record, _ = sgais_update(state, data.X[start:start + 250], data.y[start:start + 250], model, config)
     error = evidence_estimate(state)[0] - model.exact_log_evidence(data.X, data.y)
     return state, record, error
@@ -47,6 +51,17 @@ def test_a_restart_resets_the_widening_of_the_chunks_it_replays(seed):
     assert 0 < std < 2.0 and abs(error) < 5 * std
     kept, record, _ = _linear_stream(seed, restart_growth=None)
     assert record.n_replayed == 0 and evidence_estimate(kept)[1] >= math.sqrt(DEGRADED_VARIANCE)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_a_restarts_jump_from_a_stuck_group_does_not_widen_the_pooled_error_bar(seed):
+    """The restart repairs a group 40 nats low: the pooled evidence covers the exact one with the replayed run's
+    own error bar (under 2 nats, as without the stuck group), not with the repaired group's jump (that chunk's
+    increment spread, about 40 / G nats), which measures the run it replaced."""
+    state, record, error = _linear_stream(seed, restart_growth=2.0, stuck_group_shift=40.0)
+    std = evidence_estimate(state)[1]
+    assert record.n_replayed == 1000
+    assert 0 < std < 2.0 and abs(error) < 5 * std
 
 
 @pytest.fixture(scope="module")
