@@ -56,12 +56,28 @@ def _frames(args, fmt):
         raise CLIError(f"cannot read {args.data} as {fmt}: {exc}") from exc
 
 
+def _numbers_read_as_text(frame):
+    """``frame`` with its text columns whose every value is a number as floats: pandas 2 reads a number beyond
+    float range (``1e400``) as text, where Python's float gives the ``inf`` the non-finite check then names."""
+    import pandas as pd
+
+    converted = {}
+    for column in frame.columns:
+        if pd.api.types.is_object_dtype(frame[column]):
+            try:
+                converted[column] = frame[column].astype(float)
+            except (TypeError, ValueError):
+                pass
+    return frame.assign(**converted) if converted else frame
+
+
 def _check_frame(frame, args, first):
     """Split one chunk into features and target, with the errors a user can act on."""
     import pandas as pd
 
     if first and args.target is not None and args.target not in frame.columns:
         raise CLIError(f"column {args.target!r} not found in {args.data}; columns are {list(frame.columns)}")
+    frame = _numbers_read_as_text(frame)
     y = frame.pop(args.target) if args.target is not None else None
     if frame.shape[1] == 0:
         raise CLIError(f"{args.data} has no feature columns besides the target")

@@ -16,7 +16,7 @@ import numpy as np
 
 from ..utils._warnings import warn
 from ._jax import float64_context, jax_installed, jax_per_datum, jax_weighted_grad
-from ._priors import DIMENSION_NAMES, parse_prior, prior_block
+from ._priors import DIMENSION_NAMES, frozen_covariance, parse_prior, prior_block
 from ._protocol import Model, finite_difference_gradient, weighted_total
 
 __all__ = ["CustomModel", "FiniteDifferenceWarning", "make_model"]
@@ -64,7 +64,7 @@ def _describe(dist):
         return f"{family}({', '.join(map(str, args))})"
     if hasattr(dist, "alpha"):
         return f"dirichlet({np.asarray(dist.alpha).tolist()})"
-    return f"multivariate_normal(mean={np.asarray(dist.mean).tolist()}, cov={np.asarray(dist.cov).tolist()})"
+    return f"multivariate_normal(mean={np.asarray(dist.mean).tolist()}, cov={frozen_covariance(dist).tolist()})"
 
 
 def _concrete_shape(name, shape, dims):

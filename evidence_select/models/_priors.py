@@ -23,7 +23,7 @@ from scipy.special import gammaln, log_softmax, softmax, xlog1py, xlogy
 from ._transforms import transform_for_support
 
 __all__ = ["DIMENSION_NAMES", "MultivariateNormalPrior", "DirichletPrior", "UnivariatePrior", "parse_prior",
-           "prior_block"]
+           "prior_block", "frozen_covariance"]
 
 #: Names a prior's shape may use for sizes known only from the data: the number of columns of ``X`` and, for a
 #: classifier, the number of classes.
@@ -211,7 +211,7 @@ class MultivariateNormalPrior:
             raise ValueError(f"prior {name!r}: a multivariate normal of dimension {dim} needs a shape ending in "
                              f"{dim}, got {self.shape}")
         self.size = math.prod(self.shape)
-        cov = np.asarray(dist.cov, dtype=float)
+        cov = frozen_covariance(dist)
         chol = np.linalg.cholesky(cov)
         self.precision = np.linalg.inv(cov)
         self.log_normaliser = -0.5 * dim * np.log(2.0 * np.pi) - float(np.sum(np.log(np.diag(chol))))
@@ -366,3 +366,9 @@ def prior_block(name, dist, shape):
     if isinstance(dist, _DIRICHLET_FROZEN):
         return DirichletPrior(name, dist, shape)
     return UnivariatePrior(name, dist, shape)
+
+
+def frozen_covariance(dist):
+    """The covariance matrix of a frozen ``scipy.stats.multivariate_normal`` (``cov_object``: scipy 1.10 has no
+    ``cov`` attribute on the frozen distribution)."""
+    return np.asarray(dist.cov_object.covariance, dtype=float)
