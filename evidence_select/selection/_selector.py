@@ -587,7 +587,7 @@ class EvidenceModelSelector(MetaEstimatorMixin, BaseEstimator):
         relay_warnings(names, summaries)
         log_evidences, log_evidence_stds, new_records = self._call_evidences(summaries, log_prior, n_before,
                                                                               first_call, n_all=n_before + len(X))
-        log_model_probabilities(log_evidences, log_prior)  # raises here, before the commit, if none is usable
+        log_probabilities = log_model_probabilities(log_evidences, log_prior)  # raises if none is usable, uncommitted
         # Commit: nothing above has touched self's fitted state.
         self.estimators_ = fitted
         self.named_estimators_ = (dict(zip(names, fitted)) if isinstance(fitted, list)
@@ -596,7 +596,7 @@ class EvidenceModelSelector(MetaEstimatorMixin, BaseEstimator):
                                      for start, summary in zip(history_lengths, summaries)]
         self._joblib_payoff = payoff
         self.candidate_features_ = masks
-        self._commit_evidences(log_evidences, log_evidence_stds, log_prior,
+        self._commit_evidences(log_evidences, log_evidence_stds, log_probabilities,
                                self._evidence_checks(summaries, self.backend, first_call))
         self.evidence_history_ = (new_records if first_call else self.evidence_history_ + new_records)
         self.n_samples_seen_ = n_before + len(X)
@@ -650,9 +650,8 @@ class EvidenceModelSelector(MetaEstimatorMixin, BaseEstimator):
                 np.array([r.log_evidence_std for r in results], dtype=float),
                 [self._reference_record(results, previous, n_before, n_all, log_prior)])
 
-    def _commit_evidences(self, log_evidences, log_evidence_stds, log_prior, checks):
-        """Set the evidences, their checks and the model probabilities they give."""
-        log_probabilities = log_model_probabilities(log_evidences, log_prior)
+    def _commit_evidences(self, log_evidences, log_evidence_stds, log_probabilities, checks):
+        """Set the evidences, their checks and the model probabilities they give (``log_model_probabilities``)."""
         self.log_evidences_ = log_evidences
         self.log_evidence_stds_ = log_evidence_stds
         self.evidence_checks_ = checks
@@ -709,8 +708,9 @@ class EvidenceModelSelector(MetaEstimatorMixin, BaseEstimator):
         merged._n_candidate_records = [*self._n_candidate_records, *other._n_candidate_records]
         merged.candidate_features_ = np.vstack([self.candidate_features_, other.candidate_features_])
         log_prior = log_model_prior(None, len(names))
-        merged._commit_evidences(np.concatenate([self.log_evidences_, other.log_evidences_]),
-                                 np.concatenate([self.log_evidence_stds_, other.log_evidence_stds_]), log_prior,
+        log_evidences = np.concatenate([self.log_evidences_, other.log_evidences_])
+        merged._commit_evidences(log_evidences, np.concatenate([self.log_evidence_stds_, other.log_evidence_stds_]),
+                                 log_model_probabilities(log_evidences, log_prior),
                                  [*self.evidence_checks_, *other.evidence_checks_])
         theirs = {record.n_samples_seen: record for record in other.evidence_history_}
         merged.evidence_history_ = [_joined_record(record, theirs[record.n_samples_seen], log_prior)

@@ -76,10 +76,15 @@ def test_input_errors():
     assert detect_change_points([]).tolist() == []
 
 
-# Reduced paper stream: phases of 1000, 1500 and 1500 rows (change points at 1000 and 2500), chunks of 250,
-# 3/5/7-component candidates with 2 replicate groups (enough for the evidence differences used here).
-PHASES = (1000, 1500, 1500)
-CHUNK = 250
+# Reduced paper stream: phases of 500, 750 and 750 rows (change points at 500 and 1250), chunks of 125 (four,
+# six and six chunks per phase, enough for the detector's level and spread windows), 3/5/7-component candidates
+# with 2 replicate groups (enough for the evidence differences used here).
+PHASES = (500, 750, 750)
+CHUNK = 125
+# The surprise-threshold tests: the first 1250 rows of a longer version, 1000 rows from 3 clusters, then one
+# chunk of 250 with 2 new ones (a first chunk after the shift large enough that missing the new clusters costs
+# tens of nats).
+FIRST_SHIFT_PHASES, FIRST_SHIFT_ROWS, FIRST_SHIFT_CHUNK = (1000, 1500, 1500), 1250, 250
 
 
 def _shift_selector():
@@ -117,12 +122,10 @@ def test_shuffled_stream_has_no_change_points(shift_runs):
 @pytest.mark.slow
 def test_in_order_and_shuffled_final_evidences_agree(shift_runs):
     # Paper Sec. 7.2: the in-order and shuffled final log evidences agree within 3 combined reported errors.
-    # Measured (seed 0): in-order 0.6, 1.9 and 5.2 nats below the shuffled stream for K=3/5/7, errors 0.6/52/11
-    # and 0.6/1.0/6.0 (a replayed group of K=5 landed in a poorer mode; the pooled evidence follows the better
-    # group and the spread reports the disagreement). The shortfall must also stay under 15 nats, so that a wide
-    # error cannot hide a miss: shuffled runs of these rows over 10 orders have standard deviations of 0.8, 2.7
-    # and 3.6 nats (K=3/5/7): the difference of two runs has about 5 for K=7, and 15 is 3 of those. Checked
-    # broken: with restarts=False (the excursion) the shortfalls are 20/32/68 nats and the test fails.
+    # The shortfall must also stay under 15 nats, so that a wide error cannot hide a miss: shuffled runs of a
+    # 4000-row version of this stream over 10 orders have standard deviations of 0.8, 2.7 and 3.6 nats (K=3/5/7),
+    # so the difference of two runs has about 5 for K=7, and 15 is 3 of those. Checked broken: with
+    # restarts=False the in-order shortfalls are about 38, 56 and 42 nats (K=3/5/7) and the test fails.
     (_, in_order), (_, shuffled) = shift_runs
     shortfall = shuffled.log_evidences_ - in_order.log_evidences_
     error = np.sqrt(in_order.log_evidence_stds_**2 + shuffled.log_evidence_stds_**2)
@@ -133,16 +136,16 @@ def test_in_order_and_shuffled_final_evidences_agree(shift_runs):
 @pytest.mark.slow
 @pytest.mark.parametrize("seed", [1, 2])
 def test_surprise_threshold_keeps_the_evidence_across_the_first_change_point(seed):
-    # The first 1250 rows of the reduced stream: 1000 from 3 clusters, then one chunk with 2 new ones. Flagged by
+    # FIRST_SHIFT_ROWS rows: 1000 from 3 clusters, then one chunk with 2 new ones. Flagged by
     # surprise_threshold before its first step, that chunk is annealed in with global moves throughout, and the
     # in-order log evidence agrees with a shuffled run's for every K. Without the flag (the step-count trigger
     # alone) seed 1 falls 40 nats short with K=5 (43 errors) and seed 2 36 nats with K=5 (17 errors). Without a
     # restart, so that the in-order particles alone must carry the evidence across.
-    X = shift_stream(PHASES, random_state=0).X[:1250]
+    X = shift_stream(FIRST_SHIFT_PHASES, random_state=0).X[:FIRST_SHIFT_ROWS]
     shuffled = X[np.random.default_rng(seed).permutation(len(X))]
     for k in (3, 5, 7):
-        fits = [BayesianMixture(k, batch_size=CHUNK, surprise_threshold=0.05, restarts=False, shuffle=False,
-                                random_state=seed).fit(rows)
+        fits = [BayesianMixture(k, batch_size=FIRST_SHIFT_CHUNK, surprise_threshold=0.05, restarts=False,
+                                shuffle=False, random_state=seed).fit(rows)
                 for rows in (X, shuffled)]
         assert fits[0].evidence_history_[-1].n_jumps_accepted > 0  # the flagged chunk moved globally
         gap = fits[0].log_evidence_ - fits[1].log_evidence_

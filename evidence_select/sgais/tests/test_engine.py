@@ -270,25 +270,29 @@ def test_reheat_that_cannot_return_warns_and_ends_at_the_chunks_target():
     assert error < 5 * std + 1e-3
 
 
+#: log p(X) of GaussianMixtureModel(3, 2) on make_mixture(600, random_state=3).X: bridge sampling (label-symmetrised),
+#: ``bridge_log_evidence(model, X, random_state=s)`` for s = 0, 1 gives -2525.8240 +/- 0.0069 and -2525.8231 +/- 0.0019;
+#: AIS (``log_evidence(model, X, method="ais", random_state=0)``) -2525.17 +/- 0.38 agrees. The larger error is kept.
+REHEAT_MIXTURE_LOG_Z, REHEAT_MIXTURE_STD = -2525.824, 0.007
+
+
 @pytest.mark.slow
 def test_reheat_with_mixture_jumps_matches_bridge_sampling():
     # The mixture adds the global relocation and refit moves (Metropolis-Hastings, exact here: the reservoir
-    # holds every past row). Forced on every chunk from the third on, the evidence must still agree with bridge
-    # sampling (label-symmetrised; its reported error is ~0.02 nats) within 5 combined standard errors.
+    # holds every past row). Forced on every chunk from the third on, the evidence must still agree with the
+    # reference within 5 combined standard errors.
     from evidence_select.datasets import make_mixture
-    from evidence_select.backends._bridge import bridge_log_evidence
     from evidence_select.models import GaussianMixtureModel
 
     X = make_mixture(600, random_state=3).X
     model = GaussianMixtureModel(3, 2)
-    reference = bridge_log_evidence(model, X, random_state=0)
     config = SGAISConfig(n_replicates=4, batch_size=150, n_mcmc_steps=10, initial_mcmc_factor=6,
                          reheat_after_steps=1, surprise_budget=float("inf"))  # unbudgeted: every chunk's excursion
     state, records = run_sgais(X, None, model, config, 0)
     assert [r.n_reheat_steps > 0 for r in records] == [False, False, True, True]
     assert sum(r.n_jumps_accepted for r in records) > 0
     log_z, std = evidence_estimate(state)
-    assert abs(log_z - reference.log_evidence) < 5 * np.hypot(std, reference.log_evidence_std)
+    assert abs(log_z - REHEAT_MIXTURE_LOG_Z) < 5 * np.hypot(std, REHEAT_MIXTURE_STD)
 
 
 def test_jump_acceptance_is_the_ratio_of_the_tempered_targets():

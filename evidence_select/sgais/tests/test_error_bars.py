@@ -112,3 +112,27 @@ def test_a_flagged_estimate_beyond_use_reads_nan_with_a_warning():
         assert math.isnan(est.log_evidence_) == unusable and est.log_evidence_std_ > 500.0
         assert np.isfinite(est.evidence_history_[-1].log_evidence)
     assert f"{est.evidence_history_[-1].log_evidence_std:.3g} nats" in said[0] and "degraded" in said[0]
+
+
+def test_a_caller_who_asks_for_strictness_gets_an_error_and_the_state_before_the_call():
+    """Strictness is the warnings filter: with EvidenceConvergenceWarning made an error, the call whose estimate
+    turns unusable raises, and the estimator keeps the state, history and reservoir it had before that call."""
+    data = make_linear_regression(500, random_state=0)
+    est = BayesianLinearRegressor(batch_size=200, random_state=0).partial_fit(data.X[:400], data.y[:400])
+    last = est.evidence_history_[-1]
+    est.evidence_history_[-1] = last._replace(degraded="a test's degraded chunk",
+                                              failed_checks=("degraded", *last.failed_checks))
+    est.sgais_state_ = _widened(est.sgais_state_, degraded_variance=2000.0**2)
+    before = (est.n_samples_seen_, list(est.evidence_history_), est.particles_.copy(), est.log_weights_.copy(),
+              est.sgais_state_.reservoir.X[:400].copy())
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", EvidenceConvergenceWarning)
+        with pytest.raises(EvidenceConvergenceWarning, match="unusable"):
+            est.partial_fit(data.X[400:], data.y[400:])
+    assert est.n_samples_seen_ == before[0] and est.evidence_history_ == before[1]
+    np.testing.assert_array_equal(est.particles_, before[2])
+    np.testing.assert_array_equal(est.log_weights_, before[3])
+    reservoir = est.sgais_state_.reservoir  # the rows it holds: rows past n_stored are free buffer
+    assert (reservoir.n_stored, reservoir.n_seen) == (400, 400)
+    np.testing.assert_array_equal(reservoir.X[:400], before[4])
+    assert math.isfinite(est.log_evidence_)  # the number before the call, not NaN

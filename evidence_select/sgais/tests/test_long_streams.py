@@ -166,14 +166,19 @@ def test_classifier_boundary_shift_after_the_reservoir_within_its_error_or_flagg
     check_within_error_or_flagged(estimator, caught, reference.log_evidence, reference.log_evidence_std)
 
 
+#: log p(X) and its error of BayesianMixture(2) on mixture_shift(600, 300, 0): bridge sampling,
+#: ``log_evidence(BayesianMixture(2), X, method="bridge", random_state=s)``, gives -1128.6176 +/- 0.0006 (s=0) and
+#: -1128.6185 +/- 0.0007 (s=1); AIS (flagged by its own checks) -1127.96 +/- 0.76. Kept: their spread.
+CLUSTER_APPEARING_LOG_Z = (-1128.618, 0.001)
+
+
 @pytest.mark.slow
 def test_mixture_cluster_appearing_after_the_reservoir_within_its_error_or_flagged():
     # A second cluster appears at row 300, after the 200-row reservoir filled: restarts, excursions and the global
     # moves, which found such clusters, all need the exact past likelihood and stop.
     X = mixture_shift(600, 300, 0)
-    reference = log_evidence(BayesianMixture(2), X, method="bridge", random_state=0)
     estimator, caught = fit_recording(BayesianMixture(2, batch_size=100, reservoir_size=200, random_state=0), X)
-    degraded = check_within_error_or_flagged(estimator, caught, reference.log_evidence, reference.log_evidence_std)
+    degraded = check_within_error_or_flagged(estimator, caught, *CLUSTER_APPEARING_LOG_Z)
     assert degraded and all(r.n_replayed == 0 and r.n_jumps_accepted == 0 for r in degraded)
 
 
