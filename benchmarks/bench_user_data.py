@@ -38,7 +38,8 @@ import warnings
 
 import numpy as np
 
-from _common import RESULTS_DIR, markdown_table, run_metadata, save_json
+from _common import RESULTS_DIR, run_metadata, save_json  # noqa: E402
+from _tables import markdown_lines  # noqa: E402
 
 from sklearn import datasets
 from sklearn.decomposition import PCA
@@ -265,7 +266,7 @@ def main(argv=None):
     out["meta"]["load_average_end"] = os.getloadavg()
     for title, (header, cells) in tables:
         print(f"\n### {title}\n")
-        print("\n".join(markdown_table(header, [[str(c) for c in row] for row in cells])))
+        print("\n".join(markdown_lines(header, [[str(c) for c in row] for row in cells])))
     print(f"\nload average at end: {os.getloadavg()}")
     save_json(os.path.join(RESULTS_DIR, args.output), out)
 
