@@ -443,12 +443,13 @@ def test_error_spans_the_sandwich_when_the_proposal_does_not_overlap():
     # A Gaussian proposal (no Gaussianization layers, no quadratic shift) for 16-d curved bananas: no overlap, a
     # bridge several nats off, and a sandwich 10-30 nats wide. Eq. (9)'s error (~1 nat) means nothing there, so
     # on every seed the error is the sandwich's (the halves' gap only where that is wider), and it holds the
-    # exact value, as the sandwich does.
+    # exact value, as the sandwich does. Each seed alone fails when the error is not widened (reach / 3 is more
+    # than twice Eq. (9)'s error on each), so three seeds suffice.
     from evidence_select.testing import calibration_cases
     from evidence_select.backends._gaussianize import GaussianizationSettings
 
     case = [c for c in calibration_cases(16, families=["banana"]) if c.dim == 16][0]
-    for seed in range(5, 11):
+    for seed in range(5, 8):
         with pytest.warns(EvidenceConvergenceWarning, match="proposal_overlap"):
             res = bridge_log_evidence(case.model, random_state=seed, n_chains=4, n_warmup=200, n_draws=500,
                                       gaussianization=GaussianizationSettings(max_layers=0, max_curved_pairs=0))
