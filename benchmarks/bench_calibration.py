@@ -58,7 +58,8 @@ from evidence_select.evidence._api import no_data  # noqa: E402
 from evidence_select._result import failed_checks  # noqa: E402
 from evidence_select.exceptions import EvidenceConvergenceWarning  # noqa: E402
 from evidence_select.models import LinearGaussianModel  # noqa: E402
-from evidence_select.testing import BetaBinomialModel, BoxProductTarget, PoissonGammaModel, calibration_cases  # noqa: E402,E501
+from evidence_select.testing import (BetaBinomialModel, BoxBananaTarget, BoxProductTarget, PoissonGammaModel,  # noqa: E402
+                                     calibration_cases)
 
 BACKENDS = ("ns", "ais", "bridge")
 MIN_TOLERANCE = 0.5
@@ -96,7 +97,7 @@ def run_backend(case, method, seed):
 # -- dynesty (optional extra "bench") --------------------------------------------------------
 def prior_transform(model):
     """Unit cube -> the model's unconstrained prior, by the inverse CDF of each coordinate."""
-    if isinstance(model, (BoxProductTarget, BoxTarget)):
+    if isinstance(model, (BoxProductTarget, BoxBananaTarget, BoxTarget)):
         return special.logit
     if isinstance(model, PoissonGammaModel):
         return lambda u: np.log(stats.gamma.ppf(u, model.shape, scale=1.0 / model.rate))

@@ -1,8 +1,10 @@
 """Gaussianized bridge sampling of the evidence (Jia and Seljak, AABI 2019).
 
-1. **Posterior draws.** ``n_chains`` HMC chains start from prior draws
-   (dispersed, so that R-hat can see modes they do not connect), adapt their
-   step size and mass matrix during warm-up only
+1. **Posterior draws.** ``n_chains`` HMC chains start from the final
+   particles of a short tempered run from the prior to the posterior,
+   resampled by weight, so spread over the modes that run found in
+   proportion to their mass (:mod:`._bridge_init`; ``init="prior"`` starts
+   them at prior draws), adapt their step size and mass matrix during warm-up only
    (:func:`~evidence_select.kernels._adaptive_hmc.sample_chains`) and keep
    ``n_draws`` iterations each. Rank-normalised split R-hat and bulk ESS are
    checked on every parameter and on the log density.
@@ -56,7 +58,7 @@ chains; their last round replaces the draws when it leaves at most
 ``max_modes`` groups and no stuck chain, and the bridge's proposal is then the
 same mixture of the Gaussianization and the draws' marginal product. A mode
 no chain reached and no proposal reaches stays invisible: that is what many
-dispersed chains are for.
+chains started from a tempered population are for.
 
 Every failed check (R-hat, ESS, mode census, stuck chains, cells separate,
 autocorrelation-time reliability, bridge iterations, proposal overlap, halves
@@ -99,7 +101,9 @@ from ..utils._diagnostics import ess_bulk, integrated_autocorrelation_time, spli
 from ._gaussianize import GaussianizationSettings, fit_gaussianization
 from ..utils._logspace import ess_from_log_weights, log_mean_exp, logsumexp
 from ..utils._random import make_generator
+from ..utils._threads import single_threaded_blas
 from ._ais import _check_data, _log_lik_and_grad, _log_lik_sum
+from ._bridge_init import prior_starts, tempered_starts
 from ._bridge_mixing import FlowProposal, connect_modes, fit_mixture_proposal
 from ._bridge_modes import cell_of, chain_mode_groups, unseen_mode_fraction
 from .._result import EvidenceResult, check, warn_not_converged
@@ -124,7 +128,17 @@ class BridgeSettings(NamedTuple):
     Attributes
     ----------
     n_chains : int, default=16
-        HMC chains, started at prior draws.
+        HMC chains.
+    init : {"tempered", "prior"}, default="tempered"
+        Where the chains start: particles of a short tempered (SMC) run from
+        the prior to the posterior, resampled by weight
+        (:func:`~._bridge_init.tempered_starts`), or prior draws. Prior draws
+        cost nothing but leave chains stuck where the posterior fills a tiny
+        part of the prior (a thin ridge in a wide box), since the warm-up's
+        shared step size shrinks to what the worst-placed chain needs.
+    n_init_particles : int, default=128
+        Particles of the tempered run (its likelihood evaluations count in
+        ``n_likelihood_calls``).
     n_warmup : int, default=500
         Adaptation iterations per chain (discarded).
     n_draws : int, default=1000
@@ -186,6 +200,8 @@ class BridgeSettings(NamedTuple):
     """
 
     n_chains: int = 16
+    init: str = "tempered"
+    n_init_particles: int = 128
     n_warmup: int = 500
     n_draws: int = 1000
     target_accept: float = 0.8
@@ -210,8 +226,8 @@ class BridgeSettings(NamedTuple):
     max_iter: int = 1000
 
 
-_INT_MIN = dict(n_chains=1, n_warmup=0, n_draws=8, max_leapfrog=1, max_proposal=2, max_iter=1, max_modes=1,
-                mixing_rounds=0)
+_INT_MIN = dict(n_chains=1, n_init_particles=8, n_warmup=0, n_draws=8, max_leapfrog=1, max_proposal=2, max_iter=1,
+                max_modes=1, mixing_rounds=0)
 _OPEN_UNIT = ("target_accept", "error_fraction", "evaluation_fraction")
 _POSITIVE = ("trajectory_length", "rhat_threshold", "tol", "min_draws_per_tau")
 _NON_NEGATIVE = ("min_ess", "min_overlap", "max_unseen_modes")
@@ -245,6 +261,8 @@ def _make_settings(settings, overrides):
         raise ValueError(f"mode_rhat must be above 1, got {settings.mode_rhat!r}")
     if settings.max_unseen_modes > 1.0:
         raise ValueError(f"max_unseen_modes must be in [0, 1], got {settings.max_unseen_modes!r}")
+    if settings.init not in ("tempered", "prior"):
+        raise ValueError(f"init must be 'tempered' or 'prior', got {settings.init!r}")
     if settings.proposal not in ("auto", "gaussianization", "mixture"):
         raise ValueError(f"proposal must be 'auto', 'gaussianization' or 'mixture', got {settings.proposal!r}")
     if settings.dense_mass not in (None, True, False):
@@ -647,16 +665,26 @@ def _sum_of_cells(parts, counted):
 
 
 # -- public function ---------------------------------------------------------------------
+def _chain_starts(rng, model, posterior, settings):
+    """The chains' :class:`~._bridge_init.ChainStarts`; a tempered run's evaluations are counted in ``posterior``."""
+    if settings.init == "prior":
+        return prior_starts(rng, model, settings.n_chains)
+    starts = tempered_starts(rng, model, posterior.X, posterior.y, settings.n_chains, settings.n_init_particles)
+    posterior.n_calls += starts.n_evaluations
+    return starts
+
+
 def _posterior_draws(rng, model, posterior, posterior_samples, settings):
     """Chains ``(n_chains, n_iter, d)``, their log densities, and the sampler's details."""
     d = model.n_params
     if posterior_samples is None:
         sampler = SamplerSettings(settings.n_warmup, settings.n_draws, settings.target_accept,
                                   settings.trajectory_length, settings.max_leapfrog, settings.dense_mass)
-        init = np.asarray(model.sample_prior(rng, settings.n_chains), dtype=float)
-        out = sample_chains(rng, posterior.with_grad, init, sampler)
+        starts = _chain_starts(rng, model, posterior, settings)
+        out = sample_chains(rng, posterior.with_grad, starts.positions, sampler)
         info = dict(step_size=out.step_size, acceptance=out.acceptance, n_divergent=out.n_divergent,
-                    dense_mass=out.inv_mass_factor.ndim == 2)
+                    dense_mass=out.inv_mass_factor.ndim == 2, init=starts.method,
+                    n_init_evaluations=starts.n_evaluations, n_init_temperatures=starts.n_temperatures)
         return out.draws, out.log_density, info
     draws = np.asarray(posterior_samples, dtype=float)
     if draws.ndim == 2:
@@ -880,8 +908,11 @@ def bridge_log_evidence(model, X=None, y=None, *, posterior_samples=None, settin
     Jia and Seljak, "Normalizing constant estimation with Gaussianized bridge
     sampling" (AABI 2019), Eqs. (3) and (9) and its Appendix B.4; Meng and
     Wong (1996); Vehtari et al. (2021) for R-hat and ESS.
-    ``n_likelihood_calls`` counts every full-data evaluation: HMC gradients
-    during warm-up and sampling, and the proposal draws.
+    ``n_likelihood_calls`` counts every full-data evaluation: the tempered
+    run that places the chains' starts, HMC gradients during warm-up and
+    sampling, and the proposal draws. BLAS runs single-threaded, as in
+    :func:`~._ais.ais_log_evidence`, so a seed gives the same result whatever
+    the process's thread settings.
 
     Examples
     --------
@@ -896,7 +927,12 @@ def bridge_log_evidence(model, X=None, y=None, *, posterior_samples=None, settin
     X, y = _check_data(np.zeros((1, 1)) if X is None else X, y)
     settings = _make_settings(settings, kwargs)
     rng = make_generator(random_state)
-    posterior = _Posterior(model, X, y)
+    with single_threaded_blas():
+        return _run_bridge(rng, model, _Posterior(model, X, y), posterior_samples, settings, verbose, start_time)
+
+
+def _run_bridge(rng, model, posterior, posterior_samples, settings, verbose, start_time):
+    """:func:`bridge_log_evidence` after its arguments were checked: chains, modes, both halves, checks, result."""
     strategy, maps, log_correction = _label_strategy(model, settings.label_permutations)
     draws, log_p, sampler_info = _posterior_draws(rng, model, posterior, posterior_samples, settings)
     ran_chains = posterior_samples is None
@@ -933,6 +969,6 @@ def bridge_log_evidence(model, X=None, y=None, *, posterior_samples=None, settin
                 log_evidence_bounds=bounds,
                 n_evaluations_sampling=n_eval_sampling, bridged_over=bridged_over,
                 mode_groups=None if groups is None else [len(g) for g in groups], **sampler_info)
-    return EvidenceResult(log_z, std, "bridge", float(posterior.n_calls), int(posterior.n_calls * len(X)),
+    return EvidenceResult(log_z, std, "bridge", float(posterior.n_calls), int(posterior.n_calls * len(posterior.X)),
                           time.perf_counter() - start_time, settings._asdict(), draws.reshape(-1, draws.shape[2]),
                           None, info, diagnostics, converged)

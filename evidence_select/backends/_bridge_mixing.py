@@ -1,6 +1,6 @@
 """Connecting chains that sit in different modes: independence Metropolis with proposals fitted to them.
 
-HMC chains started at prior draws settle in the modes nearest their starts.
+HMC chains settle in the modes nearest their starts.
 With more modes than chains (a product of ``d`` two-peak coordinates has
 ``2^d``) they never meet, and a bridge over their draws sees only the modes
 they found. Each round here fits two normalised densities to all chains'

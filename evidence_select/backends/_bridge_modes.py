@@ -1,6 +1,6 @@
 """Posterior modes that the bridge's chains did not connect: grouping the chains, and a census of the modes.
 
-Chains started at dispersed prior draws may settle in different modes and
+Chains started in different places may settle in different modes and
 never cross between them. The fraction of chains in each mode then reflects
 the modes' basins of attraction, not their masses, so a bridge over the pooled
 draws has no valid posterior side. :func:`chain_mode_groups` finds which

@@ -5,7 +5,7 @@ from typing import NamedTuple
 import numpy as np
 
 from ..datasets import make_linear_regression
-from ._calibration import (BananaTarget, BoxProductTarget, FunnelTarget, ProductTarget, RingChainTarget,
+from ._calibration import (BananaTarget, BoxBananaTarget, BoxProductTarget, FunnelTarget, ProductTarget, RingChainTarget,
                            StudentTFactor, TwoPeakFactor, ill_conditioned_gaussian_target)
 from ._conjugate import BetaBinomialModel, PoissonGammaModel, TinyMixtureModel
 from ..models._linear import LinearGaussianModel
@@ -78,6 +78,7 @@ CALIBRATION_FAMILIES = {
     "banana_rotated": lambda d: _no_data(BananaTarget(d, rotation_seed=0)),
     "ring_chain": lambda d: _no_data(RingChainTarget(max(d, 3))),
     "box_two_peak_t": lambda d: _no_data(BoxProductTarget(TwoPeakFactor(df=2.0), d)),
+    "box_banana": lambda d: _no_data(BoxBananaTarget(d)),
     "linear": _linear,
     "poisson_gamma": _poisson_gamma,
     "beta_binomial": _beta_binomial,
@@ -92,7 +93,8 @@ def calibration_cases(max_dim=64, *, families=None, dims=CALIBRATION_DIMS):
     (condition numbers 1e2 and 1e4), products of heavy-tailed (Student-t) and of
     two-peak 1-d densities, Neal's funnel, Rosenbrock-type banana pairs (plain
     and randomly rotated), a ring of double wells with heavy-tailed coupling, a
-    heavy-tailed two-peak product under a uniform box prior (sigmoid map), and
+    heavy-tailed two-peak product and thin rotated banana pairs under a uniform
+    box prior (sigmoid map), and
     models with data: linear-Gaussian regression, Poisson-gamma, beta-binomial
     and a two-component mixture with known weights.
 

@@ -14,6 +14,7 @@ import pytest
 from scipy.special import gammaln, logsumexp
 
 from evidence_select.datasets import make_linear_regression
+from evidence_select.backends import _bridge
 from evidence_select.backends._bridge import (BridgeSettings, _combined_std, _drop_stuck_chains, _HalfResult,
                                               _importance_cell, _sandwich, _solve_adaptive, _sum_of_cells,
                                               bridge_log_evidence, bridge_relative_error, mixture_relabel_maps,
@@ -21,7 +22,7 @@ from evidence_select.backends._bridge import (BridgeSettings, _combined_std, _dr
 from evidence_select.backends._bridge_modes import chain_mode_groups, unseen_mode_fraction
 from evidence_select.exceptions import EvidenceConvergenceWarning
 from evidence_select.models import GaussianMixtureModel, LinearGaussianModel
-from evidence_select.testing._calibration import ProductTarget, TwoPeakFactor
+from evidence_select.testing._calibration import BoxBananaTarget, ProductTarget, TwoPeakFactor
 from evidence_select.testing._targets import (BimodalTarget, BoxGaussianTarget, GaussianTarget,
                                              correlated_gaussian_target)
 from evidence_select.utils._diagnostics import integrated_autocorrelation_time
@@ -59,6 +60,50 @@ def test_given_posterior_samples():
     assert res.info["halves"][0]["tau"] < 1.5  # independent draws
     assert res.n_likelihood_calls < 2 * len(draws) + 2 * 100_000 and 0 < res.log_evidence_std < MAX_STD
     assert abs(res.log_evidence - target.exact_log_evidence()) < K_SIGMA * res.log_evidence_std
+
+
+# -- a thin curved ridge under a box prior: chains start from a tempered population ------------------
+RIDGE = BoxBananaTarget(4)  # thickness 0.1 in a box of half-width 20: prior draws sit ~1e4-1e7 nats below the ridge
+RIDGE_FAST = dict(n_chains=8, n_warmup=300, n_draws=600)
+
+
+def _ridge_floor():
+    """The smallest log-likelihood of 1e5 exact draws of the ridge's density: every start should be above it."""
+    x = RIDGE.sample_density(np.random.default_rng(1), 100_000)
+    return float(np.min(RIDGE._density._log_lik_and_grad(x)[0]))
+
+
+def test_chains_start_on_the_ridge_not_at_prior_draws(monkeypatch):
+    started = []
+    run_chains = _bridge.sample_chains
+
+    def record_starts(rng, log_density_fn, init, settings):
+        started.append(init)
+        return run_chains(rng, log_density_fn, init, settings)
+
+    monkeypatch.setattr(_bridge, "sample_chains", record_starts)
+    floor = _ridge_floor()
+    for seed in (0, 1):
+        res = bridge_log_evidence(RIDGE, random_state=seed, n_chains=8, n_warmup=50, n_draws=100)
+        log_lik = RIDGE.log_likelihood_sum(started[-1], np.empty((1, 0)))
+        # Prior draws sit ~1e4 nats or more below the ridge (the nearest of 16 at about -30 here).
+        assert np.all(log_lik > floor), (seed, np.sort(log_lik)[:3], floor)
+        assert res.info["init"] == "tempered" and res.info["n_init_evaluations"] > 0
+
+
+def test_thin_curved_ridge_under_a_box_prior():
+    """The chains find one mode, none stuck, and the estimate is useful and within its error on every seed.
+
+    From prior draws the chains freeze where they land (stuck, one mode group per chain, errors of up to ~1 nat
+    and, at default lengths, 1e4). The floor of 0.5 nat is the calibration suite's: on this 4-d ridge the chains
+    mix slowly along the ridge, and the estimate reads ~0.02 nats low, a few of its own errors (flagged by R-hat).
+    """
+    for seed in (0, 1, 2):
+        res = bridge_log_evidence(RIDGE, random_state=seed, **RIDGE_FAST)
+        error = res.log_evidence - RIDGE.exact_log_evidence()
+        assert res.info["mode_groups"] == [RIDGE_FAST["n_chains"]] and res.diagnostics["stuck_chains"]["passed"]
+        assert 0 < res.log_evidence_std < MAX_STD and abs(error) <= max(K_SIGMA * res.log_evidence_std, 0.5), (
+            seed, error, res.log_evidence_std)
 
 
 def test_misspecified_run_gets_a_non_converged_verdict():
@@ -326,6 +371,8 @@ def test_bridge_equation_solved_where_the_fixed_point_iteration_crawls():
     (dict(error_fraction=0), ValueError, "error_fraction"),
     (dict(trajectory_length=-1.0), ValueError, "trajectory_length must be positive"),
     (dict(dense_mass="yes"), ValueError, "dense_mass"),
+    (dict(init="pathfinder"), ValueError, "init must be 'tempered' or 'prior'"),
+    (dict(n_init_particles=4), ValueError, "n_init_particles must be an int >= 8, got 4"),
     (dict(mode_rhat=1.0), ValueError, "mode_rhat must be above 1, got 1.0"),
     (dict(max_modes=0), ValueError, "max_modes must be an int >= 1, got 0"),
     (dict(max_unseen_modes=1.5), ValueError, r"max_unseen_modes must be in \[0, 1\], got 1.5"),
@@ -396,12 +443,13 @@ def test_error_spans_the_sandwich_when_the_proposal_does_not_overlap():
     # A Gaussian proposal (no Gaussianization layers, no quadratic shift) for 16-d curved bananas: no overlap, a
     # bridge several nats off, and a sandwich 10-30 nats wide. Eq. (9)'s error (~1 nat) means nothing there, so
     # on every seed the error is the sandwich's (the halves' gap only where that is wider), and it holds the
-    # exact value, as the sandwich does.
+    # exact value, as the sandwich does. Each seed alone fails when the error is not widened (reach / 3 is more
+    # than twice Eq. (9)'s error on each), so three seeds suffice.
     from evidence_select.testing import calibration_cases
     from evidence_select.backends._gaussianize import GaussianizationSettings
 
     case = [c for c in calibration_cases(16, families=["banana"]) if c.dim == 16][0]
-    for seed in range(5, 11):
+    for seed in range(5, 8):
         with pytest.warns(EvidenceConvergenceWarning, match="proposal_overlap"):
             res = bridge_log_evidence(case.model, random_state=seed, n_chains=4, n_warmup=200, n_draws=500,
                                       gaussianization=GaussianizationSettings(max_layers=0, max_curved_pairs=0))
