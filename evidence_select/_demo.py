@@ -32,8 +32,8 @@ DEMO_COMPONENTS = (3, 5, 7)  # the candidate mixtures' numbers of components
 #: took in the same process: ``benchmarks/bench_user_data.py --only demo`` measures and prints them; re-measure
 #: when the engine's speed changes. Only their ratio to the probe matters, which the machine's load leaves alone
 #: (both run on one core's share).
-_REFERENCE_CURVE = ((1000, 4.3), (2500, 15.1), (4000, 28.0), (10_000, 36.0), (100_000, 63.0))
-_REFERENCE_PROBE_SECONDS = 0.04
+_REFERENCE_CURVE = ((1000, 14.4), (2500, 60.1), (4000, 120.2), (10_000, 144.3), (100_000, 754.7))
+_REFERENCE_PROBE_SECONDS = 0.0154
 
 
 # -- time ----------------------------------------------------------------------------------------------
