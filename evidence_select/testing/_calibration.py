@@ -237,6 +237,17 @@ class ProductTarget(_GaussianPriorMixin, _ThetaTarget):
         return float(self.dim * self.log_evidence_1d())
 
 
+def _through_box(target, theta, log_lik_and_grad_x):
+    """A likelihood of the box coordinates ``x = target.to_box(theta)`` and its gradient in ``theta``.
+
+    ``log_lik_and_grad_x(x)`` gives the log-likelihood and its gradient in ``x``; the chain rule multiplies the
+    latter by ``dx/dtheta = 2 half_width sigmoid(theta) (1 - sigmoid(theta))``.
+    """
+    sig = expit(theta)
+    log_f, grad_x = log_lik_and_grad_x(target.to_box(theta))
+    return log_f, grad_x * (2.0 * target.half_width * sig * (1.0 - sig))
+
+
 class BoxProductTarget(_ThetaTarget):
     """Likelihood ``prod_j f(x_j)`` under a uniform prior on the box ``[-half_width, half_width]^d``.
 
@@ -276,10 +287,7 @@ class BoxProductTarget(_ThetaTarget):
         return self.dim
 
     def _log_lik_and_grad(self, theta):
-        x = self.to_box(theta)
-        sig = expit(theta)
-        dx_du = 2.0 * self.half_width * sig * (1.0 - sig)
-        return self.factor.log_pdf(x).sum(axis=1), self.factor.grad_log_pdf(x) * dx_du
+        return _through_box(self, theta, lambda x: (self.factor.log_pdf(x).sum(axis=1), self.factor.grad_log_pdf(x)))
 
     def log_evidence_1d(self):
         """``log z``: the evidence of one coordinate."""
@@ -461,9 +469,7 @@ class BoxBananaTarget(_ThetaTarget):
         return self.dim
 
     def _log_lik_and_grad(self, theta):
-        sig = expit(theta)
-        log_f, grad_x = self._density._log_lik_and_grad(self.to_box(theta))
-        return log_f, grad_x * (2.0 * self.half_width * sig * (1.0 - sig))
+        return _through_box(self, theta, self._density._log_lik_and_grad)
 
     def sample_density(self, rng, n_samples):
         """Exact draws of the banana density in box coordinates ``x`` (for checking the box holds its mass)."""

@@ -92,14 +92,20 @@ def test_a_check_replaces_the_degraded_widening_by_the_gap_it_measured(mixture_s
         assert checked.widening.mode_gap_variance == (check.gap**2 if check.failed else 0.0)
 
 
-def test_a_flagged_estimate_beyond_use_reads_nan_with_a_warning():
-    """A degraded run (its last record flags it) whose error bar exceeds CheckSettings.unusable_std reports NaN and
-    warns, naming the check; its records keep the number; under the threshold the same run reports its number."""
-    data = make_linear_regression(600, random_state=0)
+def _degraded_after_400_rows(data):
+    """A linear estimator fitted on the first 400 rows of ``data`` whose last record flags it ``degraded``."""
     est = BayesianLinearRegressor(batch_size=200, random_state=0).partial_fit(data.X[:400], data.y[:400])
     last = est.evidence_history_[-1]
     est.evidence_history_[-1] = last._replace(degraded="a test's degraded chunk",
                                               failed_checks=("degraded", *last.failed_checks))
+    return est
+
+
+def test_a_flagged_estimate_beyond_use_reads_nan_with_a_warning():
+    """A degraded run (its last record flags it) whose error bar exceeds CheckSettings.unusable_std reports NaN and
+    warns, naming the check; its records keep the number; under the threshold the same run reports its number."""
+    data = make_linear_regression(600, random_state=0)
+    est = _degraded_after_400_rows(data)
     for variance, unusable in ((500.0**2, False), (2000.0**2, True)):
         est.sgais_state_ = _widened(est.sgais_state_, degraded_variance=variance)
         with warnings.catch_warnings(record=True) as caught:
@@ -118,10 +124,7 @@ def test_a_caller_who_asks_for_strictness_gets_an_error_and_the_state_before_the
     """Strictness is the warnings filter: with EvidenceConvergenceWarning made an error, the call whose estimate
     turns unusable raises, and the estimator keeps the state, history and reservoir it had before that call."""
     data = make_linear_regression(500, random_state=0)
-    est = BayesianLinearRegressor(batch_size=200, random_state=0).partial_fit(data.X[:400], data.y[:400])
-    last = est.evidence_history_[-1]
-    est.evidence_history_[-1] = last._replace(degraded="a test's degraded chunk",
-                                              failed_checks=("degraded", *last.failed_checks))
+    est = _degraded_after_400_rows(data)
     est.sgais_state_ = _widened(est.sgais_state_, degraded_variance=2000.0**2)
     before = (est.n_samples_seen_, list(est.evidence_history_), est.particles_.copy(), est.log_weights_.copy(),
               est.sgais_state_.reservoir.X[:400].copy())
