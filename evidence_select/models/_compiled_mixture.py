@@ -9,69 +9,21 @@ Why compiled: the numpy gradient makes about a dozen passes over a ``(K, n_parti
 component densities (densities, max, single-precision copy, floor, exp, copy back, sum, reciprocal, product,
 moments), each through memory, plus some twenty small numpy calls for the parameter maps and the gradient blocks.
 Here one pass per particle keeps the block in cache and the small maps are plain loops. The exponential is
-:func:`_exp_coarse` (:func:`_exp` for the log-likelihood), a polynomial the compiler vectorises (libm's scalar ``exp`` would cost as much as all
-the numpy passes).
+:func:`~._compiled_exp.exp_coarse` (``exp_accurate`` for the log-likelihood), a polynomial the compiler
+vectorises (libm's scalar ``exp`` would cost as much as all the numpy passes).
 """
-
-import math
 
 import numba
 import numpy as np
-from llvmlite import ir
-from numba.extending import intrinsic
+
+from ._compiled_exp import EXP_FLOOR as _EXP_FLOOR
+from ._compiled_exp import FASTMATH as _FASTMATH
+from ._compiled_exp import exp_accurate as _exp
+from ._compiled_exp import exp_coarse as _exp_coarse
 
 __all__ = ["mixture_gradient", "mixture_log_likelihood"]
 
 _LOG_2PI = float(np.log(2.0 * np.pi))
-#: Floor of the responsibilities' log-ratios, as the numpy gradient's (exp(-80) = 2e-35 of the largest term).
-_EXP_FLOOR = -80.0
-#: Reassociation lets the sums over rows run in vector lanes. Nothing else: no finite-math flags (-inf and NaN keep
-#: their meaning) and no contraction into fused multiply-adds, so that the prior's gradient, computed without any
-#: flag in :func:`_add_prior_gradient`, and its sum with the likelihood's are the same bits in every kernel.
-_FASTMATH = {"reassoc"}
-
-
-@intrinsic
-def _float_from_bits(typingctx, bits):
-    """The float64 whose IEEE bits are the int64 ``bits`` (a bit cast, which vectorises)."""
-    def codegen(context, builder, signature, args):
-        return builder.bitcast(args[0], ir.DoubleType())
-    return numba.float64(numba.int64), codegen
-
-
-_LOG2E = 1.4426950408889634
-_LN2 = 0.6931471805599453
-
-# exp(x) for x in [-80, 0] (or NaN, which it returns): x = k ln 2 + r with integer k in [-116, 0] and
-# |r| <= ln 2 / 2; exp(r) by a Taylor polynomial, 2^k built from its exponent bits. Pure arithmetic (no table, no
-# libm call), so loops over it vectorise: on 2e5 points in [-80, 0] degrees 12 and 7 took 0.37 and 0.23 ms, libm's
-# scalar exp 1.4 ms (numpy's float64 exp 1.3 ms, its float32 exp 0.43 ms). The relative error is the remainder
-# (ln 2 / 2)^(degree + 1) / (degree + 1)! plus a few ulp (measured: 2.9e-15 and 7.0e-9).
-_TAYLOR_12 = tuple(1.0 / math.factorial(i) for i in range(12, -1, -1))  # highest power first, for Horner
-_TAYLOR_7 = _TAYLOR_12[5:]
-
-
-@numba.njit(cache=True)
-def _exp_taylor(x, coefficients):
-    kf = np.floor(x * _LOG2E + 0.5)
-    r = x - kf * _LN2
-    p = 0.0
-    for coefficient in coefficients:
-        p = p * r + coefficient
-    return p * _float_from_bits((np.int64(np.int32(kf)) + 1023) << 52)
-
-
-@numba.njit(cache=True)
-def _exp(x):
-    """``exp(x)`` on ``[-80, 0]`` to 3e-15 relative (degree 12): the log-likelihood's, which feeds the evidence."""
-    return _exp_taylor(x, _TAYLOR_12)
-
-
-@numba.njit(cache=True)
-def _exp_coarse(x):
-    """``exp(x)`` on ``[-80, 0]`` to 7e-9 relative (degree 7): the gradient's, a noisy mini-batch estimate anyway
-    (the numpy gradient used single-precision exponentials, 1e-7)."""
-    return _exp_taylor(x, _TAYLOR_7)
 
 
 @numba.njit(cache=True)
@@ -175,7 +127,7 @@ def mixture_log_likelihood(theta, X, n_components, out):
     """``log p(x_j | theta_m)`` per particle and row into ``out`` ``(n_particles, n_rows)``.
 
     ``top + log sum_k exp(log-density_k - top)`` with ``top`` the largest component log-density and the
-    exponentials to 3e-15 relative (:func:`_exp`): each entry is within about 1e-14 (absolute, plus its own
+    exponentials to 3e-15 relative (:func:`~._compiled_exp.exp_accurate`): each entry is within about 1e-14 (absolute, plus its own
     rounding) of numpy's log-sum-exp. Log-ratios below -80 are floored there (their terms are below 2e-35 of the
     largest, under a rounding of the sum).
     """
@@ -258,7 +210,7 @@ def mixture_gradient(theta, X, row_weights, n_components, prior, include_prior, 
     -----
     The same math as ``GaussianMixtureModel``'s numpy gradient: component log-densities
     ``log beta_k + log N(x; mu_k, diag sigma2_k)``, responsibilities by the largest (log-ratios floored at
-    -80, exponentials to 7e-9 relative by :func:`_exp_coarse`), times the row weights; their moments ``m = sum
+    -80, exponentials to 7e-9 relative by :func:`~._compiled_exp.exp_coarse`), times the row weights; their moments ``m = sum
     r``, ``s1 = sum r x``, ``s2 = sum r x^2`` per component give ``d/d eta_k = m_k - beta_k sum_l m_l``,
     ``d/d mu = tau (s1 - mu m)``, ``d/d log sigma2 = -m / 2 + tau (s2 - 2 mu s1 + mu^2 m) / 2``. The sums over
     rows are reassociated into vector lanes, in an order fixed by the compiled code: the same inputs give the
