@@ -45,12 +45,10 @@ _MODE_EM_ITERATIONS = 100
 
 
 class _Unpacked(NamedTuple):
-    """``unpack(theta)`` and what the prior's gradient and the densities derive from it: the first ``K - 1`` weights
-    and the precisions."""
+    """``unpack(theta)`` and the precisions, from which the numpy densities (EM, responsibilities) derive."""
 
     theta: np.ndarray
     params: tuple  # (log_weights, means, log_variances)
-    weights: np.ndarray  # (M, K - 1)
     precision: np.ndarray  # (M, K, d)
 
     @property
@@ -60,8 +58,8 @@ class _Unpacked(NamedTuple):
     @classmethod
     def of(cls, model, theta):
         params = model.unpack(theta)
-        log_weights, _, log_variances = params
-        return cls(theta, params, np.exp(log_weights[:, :-1]), np.exp(-log_variances))
+        log_variances = params[2]
+        return cls(theta, params, np.exp(-log_variances))
 
 
 class GaussianMixtureModel(Model):
