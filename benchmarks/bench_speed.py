@@ -3,7 +3,7 @@
 Usage::
 
     OMP_NUM_THREADS=1 python benchmarks/bench_speed.py [--seeds 5] \
-        [--only linear softmax mixture mixture-2jobs mixture-norestarts loop demo]
+        [--only linear softmax mixture mixture-2jobs mixture-norestarts loop demo choose-k]
 
 Streams 1e6 linear rows, 1e5 softmax rows and 1e5 rows of the paper's mixture
 (``BayesianMixture(5)``) through ``fit`` and reports wall and CPU seconds and
@@ -20,7 +20,17 @@ process as a user runs it, ``--seeds`` times (target: <= 30 s wall, imports
 and worker start-up included; CPU counts every process). ``loop``: the 1e6 linear
 rows through a ``partial_fit`` loop in chunks of 500 against ``fit`` on the
 same rows, same seed (target: CPU and wall within 1.15x; the two give the same
-bits). Run it on a quiet machine: wall time is what the targets mean, and it is
+bits). ``choose-k`` (issue 57): ``EvidenceModelSelector`` over ``BayesianMixture(K)``
+for K = 1..5 on 1e5 paper rows, defaults, ``n_jobs=1`` and ``2``, beside
+scikit-learn's ``GaussianMixture(K, covariance_type="diag")`` + BIC and
+``BayesianGaussianMixture(K)`` (the largest lower bound) on the same rows in the
+same process: wall and CPU seconds (the selector's CPU counts its joblib
+workers), the K each picks (the data have 5 components), the selector's passes
+(per-datum evaluations per row per particle, summed over candidates; the floor
+is one per candidate) and whether ``n_jobs=2`` gives the same evidence bits;
+also the compiled kernels' first-call time in a fresh process with an empty
+numba cache, and with the cache a first process wrote (target: the selector on
+2 cores within 10x of GaussianMixture + BIC's wall). Run it on a quiet machine: wall time is what the targets mean, and it is
 only comparable to CPU time when nothing else runs. Writes
 ``benchmarks/results/speed.json``.
 """
@@ -41,8 +51,12 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from _common import CHECKOUT, PAPER_LINEAR, run_metadata, save_json  # noqa: E402  (also puts the checkout on the path)
 
-from evidence_select import BayesianLinearRegressor, BayesianLogisticClassifier, BayesianMixture  # noqa: E402
+import psutil  # noqa: E402  (the bench extra)
+
+from evidence_select import (BayesianLinearRegressor, BayesianLogisticClassifier, BayesianMixture,  # noqa: E402
+                             EvidenceModelSelector)
 from evidence_select.datasets import make_linear_regression, make_mixture, make_softmax_classification  # noqa: E402
+from evidence_select.datasets import MIXTURE_WEIGHTS  # noqa: E402
 
 CASES = [("linear", 1_000_000, make_linear_regression, functools.partial(BayesianLinearRegressor, **PAPER_LINEAR), 2.0),
          ("softmax", 100_000, make_softmax_classification, BayesianLogisticClassifier, 12.0),
@@ -52,6 +66,7 @@ CASES = [("linear", 1_000_000, make_linear_regression, functools.partial(Bayesia
          # Without restarts: what the periodic replays cost, and what their evidence adds (same seeds).
          ("mixture-norestarts", 100_000, make_mixture, functools.partial(BayesianMixture, 5, restarts=False), 12.0)]
 LOOP_CHUNK, LOOP_TARGET = 500, 1.15
+CHOOSE_K_ROWS, CHOOSE_K_MAX, CHOOSE_K_TARGET = 100_000, 5, 10.0  # the selector's wall within 10x of GMM + BIC's
 DEMO_TARGET = 30.0  # seconds of wall for the README's main job
 
 
@@ -143,6 +158,100 @@ def time_demo(repeat):
                 cpu=(after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime))
 
 
+def _process_cpu(process):
+    """CPU seconds of ``process`` and of its live children (joblib's loky workers outlive each call)."""
+    total = sum(process.cpu_times()[:2])
+    for child in process.children(recursive=True):
+        try:
+            total += sum(child.cpu_times()[:2])
+        except psutil.NoSuchProcess:  # a worker that ended meanwhile
+            pass
+    return total
+
+
+def _timed(call):
+    """``(result, wall seconds, CPU seconds of this process and its children)`` of ``call()``."""
+    process = psutil.Process()
+    cpu, wall = _process_cpu(process), time.perf_counter()
+    result = call()
+    return result, time.perf_counter() - wall, _process_cpu(process) - cpu
+
+
+def time_first_call():
+    """Seconds of the mixture kernels' first calls in fresh processes (the package already imported): with an
+    empty numba cache (numba's import and compilation), then with the cache the first one wrote (import, loading)."""
+    code = ("import time; import numpy as np; from evidence_select.models import GaussianMixtureModel; "
+            "m = GaussianMixtureModel(5, 2); th = m.sample_prior(np.random.default_rng(0), 4); X = np.zeros((10, 2)); "
+            "t = time.perf_counter(); m.grad_log_joint(th, X, None, 1.0); m.log_likelihood_sum(th, X); "
+            "m.grad_log_prior(th); print(time.perf_counter() - t)")
+    with tempfile.TemporaryDirectory() as cache:
+        env = dict(os.environ, NUMBA_CACHE_DIR=cache,
+                   PYTHONPATH=os.pathsep.join(filter(None, [CHECKOUT, os.environ.get("PYTHONPATH")])))
+        return [float(subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                                     check=True).stdout) for _ in range(2)]
+
+
+def time_choose_k(seed):
+    """The selector over K = 1..CHOOSE_K_MAX (n_jobs 1 and 2) and scikit-learn's two ways, on the same rows."""
+    from sklearn.mixture import BayesianGaussianMixture, GaussianMixture
+
+    X = make_mixture(CHOOSE_K_ROWS, random_state=seed).X
+    ks = range(1, CHOOSE_K_MAX + 1)
+    rows = []
+
+    def gmm_bic():
+        return [GaussianMixture(k, covariance_type="diag", random_state=seed).fit(X).bic(X) for k in ks]
+
+    def bayesian_gmm():
+        return [BayesianGaussianMixture(n_components=k, covariance_type="diag", random_state=seed).fit(X).lower_bound_
+                for k in ks]
+
+    bics, wall, cpu = _timed(gmm_bic)
+    rows.append(dict(method="GaussianMixture diag + BIC", n_jobs=1, wall=wall, cpu=cpu, picked=int(np.argmin(bics)) + 1))
+    bounds, wall, cpu = _timed(bayesian_gmm)
+    rows.append(dict(method="BayesianGaussianMixture diag (lower bound)", n_jobs=1, wall=wall, cpu=cpu,
+                     picked=int(np.argmax(bounds)) + 1))
+    evidences = {}
+    for n_jobs in (1, 2):
+        selector = EvidenceModelSelector([(f"K={k}", BayesianMixture(k)) for k in ks], n_jobs=n_jobs,
+                                         random_state=seed)
+        _, wall, cpu = _timed(lambda: selector.fit(X))
+        evidences[n_jobs] = selector.log_evidences_
+        n_rows_particles = sum(CHOOSE_K_ROWS * e.n_particles * e.n_replicates for e in selector.estimators_)
+        passes = sum(e.sgais_state_.n_datum_evaluations for e in selector.estimators_) / n_rows_particles
+        rows.append(dict(method="EvidenceModelSelector(BayesianMixture(K))", n_jobs=n_jobs, wall=wall, cpu=cpu,
+                         picked=int(selector.best_index_) + 1, passes=passes * len(ks),
+                         probability=float(np.max(selector.model_probabilities_)),
+                         log_evidences=selector.log_evidences_.tolist()))
+    for row in rows:
+        row.update(seed=seed, true_k=len(MIXTURE_WEIGHTS), right=row["picked"] == len(MIXTURE_WEIGHTS),
+                   wall_ratio_to_bic=row["wall"] / rows[0]["wall"])
+    rows[-1]["identical_to_one_job"] = bool(np.array_equal(evidences[1], evidences[2]))
+    return rows
+
+
+def run_choose_k(seeds):
+    """``time_choose_k`` rows and the first-call times, printed as tables."""
+    first, cached = time_first_call()
+    print(f"\nmixture kernels' first call in a fresh process: {first:.2f} s with an empty numba cache "
+          f"(numba import + compile), {cached:.2f} s with the cache (numba import + load)")
+    print(f"\n| choose K = 1..{CHOOSE_K_MAX}, {CHOOSE_K_ROWS:.0e} paper rows | seed | n_jobs | wall s | CPU s | "
+          "wall / BIC's | picked K (true 5) | passes | same bits as n_jobs=1 |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    rows = []
+    for seed in range(seeds):
+        for row in time_choose_k(seed):
+            rows.append(row)
+            passes = f"{row['passes']:.1f}" if "passes" in row else ""
+            same = str(row.get("identical_to_one_job", ""))
+            print(f"| {row['method']} | {seed} | {row['n_jobs']} | {row['wall']:.2f} | {row['cpu']:.2f} | "
+                  f"{row['wall_ratio_to_bic']:.1f} | {row['picked']} | {passes} | {same} |", flush=True)
+    two_jobs = [r["wall_ratio_to_bic"] for r in rows if r["method"].startswith("Evidence") and r["n_jobs"] == 2]
+    print(f"choose-k: selector (n_jobs=2) median wall {np.median(two_jobs):.1f}x GaussianMixture + BIC's "
+          f"(target {CHOOSE_K_TARGET:g}x)")
+    return dict(first_call_seconds=first, cached_first_call_seconds=cached, rows=rows)
+
+
 def run_fits(cases, seeds):
     """``time_fit`` rows of every case and seed, printed as a table with each case's medians."""
     rows = []
@@ -198,17 +307,18 @@ def run_demos(repeats):
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--seeds", type=int, default=5, help="seeds per case; also the loop's, and the demo's repeats")
-    parser.add_argument("--only", nargs="+", choices=[c[0] for c in CASES] + ["loop", "demo"],
-                        default=[c[0] for c in CASES] + ["loop", "demo"])
+    parser.add_argument("--only", nargs="+", choices=[c[0] for c in CASES] + ["loop", "demo", "choose-k"],
+                        default=[c[0] for c in CASES] + ["loop", "demo", "choose-k"])
     parser.add_argument("--output", default=os.path.join(os.path.dirname(__file__), "results", "speed.json"))
     args = parser.parse_args(argv)
     print(f"load average at start {os.getloadavg()} on {os.cpu_count()} cores")
     rows = run_fits([case for case in CASES if case[0] in args.only], args.seeds)
     loops = run_loops(args.seeds) if "loop" in args.only else []
     demos = run_demos(args.seeds) if "demo" in args.only else []
+    choose_k = run_choose_k(args.seeds) if "choose-k" in args.only else {}
     peak_rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(f"load average at end {os.getloadavg()}")
-    save_json(args.output, dict(run_metadata(sys.argv[1:]), rows=rows, loops=loops, demos=demos,
+    save_json(args.output, dict(run_metadata(sys.argv[1:]), rows=rows, loops=loops, demos=demos, choose_k=choose_k,
                                 peak_rss_mb=peak_rss_mb, load_average_end=os.getloadavg()))
     print(f"wrote {args.output}")
 

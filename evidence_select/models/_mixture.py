@@ -27,6 +27,14 @@ from ._protocol import Model, weighted_total
 
 __all__ = ["GaussianMixtureModel", "mixture_relabel_maps"]
 
+
+def _kernels():
+    """The numba kernels' module, imported on first use so that importing the package neither imports numba nor
+    compiles (Python's module cache keeps it afterwards)."""
+    from . import _compiled_mixture as module
+    return module
+
+
 _LOG_2PI = np.log(2.0 * np.pi)
 _EXP_FLOOR = -80.0  # floor of the responsibilities' log-ratios before their single-precision exponential
 # Refit proposals: EM starts per group, and past rows the fits see at most (a uniform sample).
@@ -37,14 +45,11 @@ _MODE_EM_ITERATIONS = 100
 
 
 class _Unpacked(NamedTuple):
-    """``unpack(theta)`` and what both gradients derive from it: the first ``K - 1`` weights and the precisions;
-    for points fixed over many calls also their density coefficients (see ``grad_log_likelihood_at``)."""
+    """``unpack(theta)`` and the precisions, from which the numpy densities (EM, responsibilities) derive."""
 
     theta: np.ndarray
     params: tuple  # (log_weights, means, log_variances)
-    weights: np.ndarray  # (M, K - 1)
     precision: np.ndarray  # (M, K, d)
-    coefficients: np.ndarray = None  # (K * M, 2 d + 1), _density_coefficients once computed
 
     @property
     def means(self):
@@ -53,8 +58,8 @@ class _Unpacked(NamedTuple):
     @classmethod
     def of(cls, model, theta):
         params = model.unpack(theta)
-        log_weights, _, log_variances = params
-        return cls(theta, params, np.exp(log_weights[:, :-1]), np.exp(-log_variances))
+        log_variances = params[2]
+        return cls(theta, params, np.exp(-log_variances))
 
 
 class GaussianMixtureModel(Model):
@@ -213,18 +218,11 @@ class GaussianMixtureModel(Model):
         return log_p_weights + np.sum(log_p_var + log_p_mean, axis=(1, 2))
 
     def grad_log_prior(self, theta):
-        return self._join(*self._prior_gradient_blocks(_Unpacked.of(self, theta)))
-
-    def _prior_gradient_blocks(self, unpacked):
-        """The prior's gradient as ``(eta (M, K - 1), means (M, K, d), log variances (M, K, d))`` blocks."""
-        alpha, K = self.weight_concentration, self.n_components
-        a, b, c = self.variance_shape, self.variance_scale, self.mean_variance_factor
-        precision = unpacked.precision
-        grad_eta = alpha - K * alpha * unpacked.weights
-        centred = unpacked.means - self.mean_prior_loc
-        grad_means = -centred * precision / c
-        grad_log_var = -a + b * precision - 0.5 + 0.5 * centred**2 * precision / c
-        return grad_eta, grad_means, grad_log_var
+        # Compiled: grad_log_joint adds the same compiled prior term to the likelihood's, so that the two calls
+        # agree to the bit.
+        theta = np.ascontiguousarray(theta, dtype=float)
+        return _kernels().mixture_prior_gradient(theta, self.n_components, self.n_features, self._prior_constants(),
+                                                 np.empty(theta.shape))
 
     # -- likelihood --------------------------------------------------------------------
     def component_log_density(self, theta, X):
@@ -262,8 +260,6 @@ class GaussianMixtureModel(Model):
         Rows ordered component-major (``k * M + m``), the layout of the stacked densities.
         """
         unpacked = _Unpacked.of(self, theta) if unpacked is None else unpacked
-        if unpacked.coefficients is not None:
-            return unpacked.coefficients
         log_weights, means, log_variances = unpacked.params
         precision = unpacked.precision
         n_particles, K, d = len(theta), self.n_components, self.n_features
@@ -276,41 +272,34 @@ class GaussianMixtureModel(Model):
         return coefficients.reshape(K * n_particles, 2 * d + 1)
 
     def log_likelihood(self, theta, X, y=None):
-        _, top, total = self._scaled_densities(theta, X)
-        return top + np.log(total, out=total)
+        return self._compiled_log_likelihood(theta, X)
 
     def log_likelihood_sum(self, theta, X, y=None):
-        # In the workspace's buffers: a (n_particles, n_rows) result array would be allocated afresh on every call.
-        _, top, total = self._scaled_densities(theta, X)
-        np.log(total, out=total)
-        total += top
-        return total.sum(axis=1)
+        # The rows' values in the workspace (no (n_particles, n_rows) array afresh on every call), summed by numpy:
+        # the same bits as log_likelihood(...).sum(axis=1), which the mode check and nested sampling rely on.
+        return self._compiled_log_likelihood(theta, X, self._workspace).sum(axis=1)
 
-    def _scaled_densities(self, theta, X, unpacked=None):
-        """Component densities over their largest ``(K, M, n)``, that largest log-density and their sum ``(M, n)``.
-
-        All three are buffers of the model's workspace (valid until its next use).
+    def _compiled_log_likelihood(self, theta, X, workspace=None):
+        """:func:`~evidence_select.models._compiled_mixture.mixture_log_likelihood`, ``(n_particles, n_rows)``: a
+        log-sum-exp over :meth:`component_log_density`. With a ``workspace``, in its buffer (valid until its next use).
         """
-        workspace = self._workspace
-        comp = self._stacked_component_log_density(theta, X, workspace, unpacked)
-        top = np.max(comp, axis=0, out=workspace_buffer(workspace, "top", comp.shape[1:]))
-        comp -= top
-        np.exp(comp, out=comp)
-        return comp, top, np.sum(comp, axis=0, out=workspace_buffer(workspace, "total", comp.shape[1:]))
+        theta = np.ascontiguousarray(theta, dtype=float)
+        X = np.ascontiguousarray(X, dtype=float)
+        out = workspace_buffer(workspace, "log_lik", (len(theta), len(X)))
+        if out is None:
+            out = np.empty((len(theta), len(X)))
+        return _kernels().mixture_log_likelihood(theta, X, self.n_components, out)
 
     def log_likelihood_and_grad(self, theta, X, y, weights):
-        # One block of component densities serves both. The responsibilities are then the double-precision
-        # exponentials the log-likelihood needs anyway, not grad_log_likelihood's single-precision ones.
-        unpacked = _Unpacked.of(self, theta)
-        X = np.asarray(X, dtype=float)
-        resp, top, total = self._scaled_densities(theta, X, unpacked)
-        log_lik = top + np.log(total)
-        weights = np.asarray(weights, dtype=float)
-        weighted = weighted_total(log_lik, weights)
-        scale = np.reciprocal(total, out=total)
-        scale *= weights
-        resp *= scale
-        return weighted, self._join(*self._gradient_blocks_from_responsibilities(resp, X, unpacked))
+        # One compiled pass for both (an exact HMC move needs both at every leapfrog step); the rows'
+        # log-likelihoods are the same bits as log_likelihood's, so the weighted total is too.
+        theta, X, row_weights = self._kernel_inputs(theta, X, weights)
+        log_lik = workspace_buffer(self._workspace, "log_lik", (len(theta), len(X)))
+        if log_lik is None:
+            log_lik = np.empty((len(theta), len(X)))
+        grad = np.empty(theta.shape)
+        _kernels().mixture_log_likelihood_and_gradient(theta, X, row_weights, self.n_components, log_lik, grad)
+        return weighted_total(log_lik, np.asarray(weights, dtype=float)), grad
 
     def _stacked_responsibilities(self, theta, X, row_weights=None, workspace=None, unpacked=None):
         """Label probabilities ``(K, M, n)``, times ``row_weights`` (broadcast to ``(M, n)``) when given.
@@ -349,42 +338,43 @@ class GaussianMixtureModel(Model):
         return self._stacked_responsibilities(theta, X).transpose(1, 2, 0)
 
     def grad_log_likelihood(self, theta, X, y, weights):
-        return self._join(*self._likelihood_gradient_blocks(_Unpacked.of(self, theta), X, weights))
+        return self._compiled_gradient(theta, X, weights, prior=False)
 
     def grad_log_likelihood_at(self, theta):
-        # The parameter transform and the density coefficients depend on theta alone: computed once for the
-        # control variates' reference points, which SGHMC evaluates on a new mini-batch at every step.
-        unpacked = _Unpacked.of(self, theta)
-        unpacked = unpacked._replace(coefficients=self._density_coefficients(unpacked.theta, unpacked))
-        return functools.partial(self._grad_log_likelihood_unpacked, unpacked)
-
-    def _grad_log_likelihood_unpacked(self, unpacked, X, y, weights):
-        return self._join(*self._likelihood_gradient_blocks(unpacked, X, weights))
+        # The compiled gradient derives the parameter maps per call at a cost of O(M K d), nothing to cache.
+        return functools.partial(self.grad_log_likelihood, np.array(theta, dtype=float))
 
     def grad_log_joint(self, theta, X, y, weights):
-        # One parameter transform and one output array for both terms (SGHMC calls this at every step); each
-        # block is the same sum of the same two terms as grad_log_prior + grad_log_likelihood, to the bit.
-        unpacked = _Unpacked.of(self, theta)
-        prior = self._prior_gradient_blocks(unpacked)
-        likelihood = self._likelihood_gradient_blocks(unpacked, X, weights)
-        return self._join(*(p + q for p, q in zip(prior, likelihood)))
+        # One compiled pass for both terms (SGHMC calls this at every step).
+        return self._compiled_gradient(theta, X, weights, prior=True)
 
-    def _likelihood_gradient_blocks(self, unpacked, X, weights):
-        """:meth:`grad_log_likelihood` as the blocks of :meth:`_prior_gradient_blocks`."""
-        X = np.asarray(X, dtype=float)
-        resp = self._stacked_responsibilities(unpacked.theta, X, weights, self._workspace,
-                                              unpacked)  # (K, M, n), times row weights
-        return self._gradient_blocks_from_responsibilities(resp, X, unpacked)
+    def _compiled_gradient(self, theta, X, weights, *, prior):
+        """The weighted log-likelihood's gradient (plus the log prior's with ``prior``), ``(n_particles, n_params)``.
 
-    def _gradient_blocks_from_responsibilities(self, resp, X, unpacked):
-        """The likelihood's gradient blocks from responsibilities times row weights ``(K, M, n)``."""
-        means, precision = unpacked.means, unpacked.precision
-        mass, first, second = self._component_moments(resp, X)
-        grad_eta = mass[:, :-1] - unpacked.weights * mass.sum(axis=1, keepdims=True)
-        grad_means = precision * (first - means * mass[:, :, None])
-        centred_sq = second - 2.0 * means * first + means**2 * mass[:, :, None]
-        grad_log_var = -0.5 * mass[:, :, None] + 0.5 * precision * centred_sq
-        return grad_eta, grad_means, grad_log_var
+        :func:`~evidence_select.models._compiled_mixture.mixture_gradient`, the same math as
+        the numpy one before it (kept in the tests) in one compiled pass; numba is imported and the
+        kernel compiled (or loaded from numba's cache) on the first call only. ``weights`` is a scalar, one
+        weight per row ``(n_rows,)`` or one per particle and row ``(n_particles, n_rows)``.
+        """
+        theta, X, row_weights = self._kernel_inputs(theta, X, weights)
+        return _kernels().mixture_gradient(theta, X, row_weights, self.n_components, self._prior_constants(), prior,
+                                           np.empty(theta.shape))
+
+    @staticmethod
+    def _kernel_inputs(theta, X, weights):
+        """``theta`` and ``X`` as contiguous floats, and ``weights`` (scalar, ``(n_rows,)`` or ``(n_particles,
+        n_rows)``) as the kernels' row weights: ``(1, n_rows)`` shared by every particle, or one row per particle."""
+        theta = np.ascontiguousarray(theta, dtype=float)
+        X = np.ascontiguousarray(X, dtype=float)
+        weights = np.asarray(weights, dtype=float)
+        if weights.ndim == 2:
+            return theta, X, np.ascontiguousarray(np.broadcast_to(weights, (len(theta), len(X))))
+        return theta, X, np.ascontiguousarray(np.broadcast_to(weights, (len(X),)))[None]
+
+    def _prior_constants(self):
+        """``(alpha, a, b, c, m0)`` for :mod:`~evidence_select.models._compiled_mixture`'s kernels."""
+        return (self.weight_concentration, self.variance_shape, self.variance_scale, self.mean_variance_factor,
+                self.mean_prior_loc)
 
     def _component_moments(self, resp, X):
         """Weighted moments ``sum_j r_kj``, ``sum_j r_kj x_j``, ``sum_j r_kj x_j^2`` per particle and component.

@@ -1,0 +1,321 @@
+"""Compiled (numba) kernels of the Gaussian mixture: its gradient and its per-row log-likelihood.
+
+Imported only on a gradient's first call (``GaussianMixtureModel`` imports it lazily), so importing
+``evidence_select`` neither imports numba nor compiles anything; ``cache=True`` keeps the machine code on disk
+(numba's ``__pycache__`` next to this file, or ``NUMBA_CACHE_DIR``), so later processes load it instead of
+compiling again.
+
+Why compiled: the numpy gradient makes about a dozen passes over a ``(K, n_particles, n_rows)`` block of
+component densities (densities, max, single-precision copy, floor, exp, copy back, sum, reciprocal, product,
+moments), each through memory, plus some twenty small numpy calls for the parameter maps and the gradient blocks.
+Here one pass per particle keeps the block in cache and the small maps are plain loops. The exponential is
+:func:`~._compiled_exp.exp_coarse` (``exp_accurate`` for the log-likelihood), a polynomial the compiler
+vectorises (libm's scalar ``exp`` would cost as much as all the numpy passes).
+"""
+
+import numba
+import numpy as np
+
+from ._compiled_exp import EXP_FLOOR as _EXP_FLOOR
+from ._compiled_exp import FASTMATH as _FASTMATH
+from ._compiled_exp import exp_accurate as _exp
+from ._compiled_exp import exp_coarse as _exp_coarse
+
+__all__ = ["mixture_gradient", "mixture_log_likelihood", "mixture_log_likelihood_and_gradient"]
+
+_LOG_2PI = float(np.log(2.0 * np.pi))
+
+
+@numba.njit(cache=True)
+def _unpack_particle(theta_row, K, d, log_weights, mu, tau, const):
+    """One particle's parameter maps into ``log_weights (K,)``, ``mu``, ``tau = 1 / sigma2`` ``(K, d)`` and
+    ``const (K,)``, the row-independent part of ``log beta_k + log N(x; mu_k, diag sigma2_k)``.
+
+    Weights by the additive log-ratio map (``eta_K = 0``), variances by ``exp``. No fast-math flags: the prior's
+    gradient derives from these, and must be the same bits whichever kernel it is inlined into.
+    """
+    largest = 0.0
+    for k in range(K - 1):
+        largest = max(largest, theta_row[k])
+    total = 0.0
+    for k in range(K):
+        log_weights[k] = (theta_row[k] if k < K - 1 else 0.0) - largest
+        total += np.exp(log_weights[k])
+    log_total = np.log(total)
+    mean_start, var_start = K - 1, K - 1 + K * d
+    for k in range(K):
+        log_weights[k] -= log_total
+        quadratic = 0.0
+        for i in range(d):
+            mu[k, i] = theta_row[mean_start + k * d + i]
+            s = theta_row[var_start + k * d + i]
+            tau[k, i] = np.exp(-s)
+            quadratic += s + mu[k, i] * mu[k, i] * tau[k, i]
+        const[k] = log_weights[k] - 0.5 * (quadratic + d * _LOG_2PI)
+
+
+@numba.njit(cache=True, fastmath=_FASTMATH)
+def _log_densities(xt, x2, mu, tau, const, dens, top, n_rows):
+    """Component log-densities of the first ``n_rows`` rows into ``dens`` ``(K, >= n_rows)``, their largest per row
+    into ``top``.
+
+    ``xt`` and ``x2`` are the rows' features and their squares laid out ``(d, >= n_rows)``: every loop below runs
+    over contiguous rows, so it vectorises.
+    """
+    K, d = mu.shape
+    for k in range(K):
+        row = dens[k]
+        ck = const[k]
+        for j in range(n_rows):
+            row[j] = ck
+        for i in range(d):
+            quad = -0.5 * tau[k, i]
+            lin = mu[k, i] * tau[k, i]
+            xi, x2i = xt[i], x2[i]
+            for j in range(n_rows):
+                row[j] += quad * x2i[j] + lin * xi[j]
+    for j in range(n_rows):
+        top[j] = dens[0, j]
+    for k in range(1, K):
+        row = dens[k]
+        for j in range(n_rows):
+            top[j] = max(top[j], row[j])
+
+
+@numba.njit(cache=True)
+def _block_rows(K, d):
+    """Rows per block: the scratch of one block, ``(K + 2 d)`` doubles a row, stays near 64 KiB (in cache, and far
+    below glibc's mmap threshold, so no block costs a page fault; see ``utils/_workspace.py``)."""
+    return max(16, 8192 // (K + 2 * d))
+
+
+@numba.njit(cache=True)
+def _columns(X, start, stop, xt, x2):
+    """Rows ``start:stop`` of ``X`` and their squares into ``xt``, ``x2`` laid out ``(d, stop - start)``."""
+    d = X.shape[1]
+    for j in range(start, stop):
+        for i in range(d):
+            v = X[j, i]
+            xt[i, j - start] = v
+            x2[i, j - start] = v * v
+
+
+@numba.njit(cache=True)
+def _scratch(K, d, n_rows):
+    """One block's buffers: ``(size, xt, x2, dens, top, totals, (log_weights, mu, tau, const))`` (see
+    :func:`_block_rows`, :func:`_columns`, :func:`_unpack_particle`, :func:`_log_densities`)."""
+    size = min(_block_rows(K, d), max(n_rows, 1))
+    params = (np.empty(K), np.empty((K, d)), np.empty((K, d)), np.empty(K))
+    return (size, np.empty((d, size)), np.empty((d, size)), np.empty((K, size)), np.empty(size), np.empty(size),
+            params)
+
+
+@numba.njit(cache=True, fastmath=_FASTMATH)
+def _particle_log_densities(theta_row, xt, x2, n_block, params, dens, top, totals):
+    """One particle's parameter maps into ``params``, its log-densities on a block into ``dens`` and ``top``, and
+    ``totals`` zeroed for the sums of exponentials."""
+    log_weights, mu, tau, const = params
+    K, d = mu.shape
+    _unpack_particle(theta_row, K, d, log_weights, mu, tau, const)
+    _log_densities(xt, x2, mu, tau, const, dens, top, n_block)
+    for j in range(n_block):
+        totals[j] = 0.0
+
+
+@numba.njit(cache=True, fastmath=_FASTMATH)
+def mixture_log_likelihood(theta, X, n_components, out):
+    """``log p(x_j | theta_m)`` per particle and row into ``out`` ``(n_particles, n_rows)``.
+
+    ``top + log sum_k exp(log-density_k - top)`` with ``top`` the largest component log-density and the
+    exponentials to 3e-15 relative (:func:`~._compiled_exp.exp_accurate`): each entry is within about 1e-14 (absolute, plus its own
+    rounding) of numpy's log-sum-exp. Log-ratios below -80 are floored there (their terms are below 2e-35 of the
+    largest, under a rounding of the sum).
+    """
+    n_particles = theta.shape[0]
+    n_rows, d = X.shape
+    K = n_components
+    size, xt, x2, dens, top, total, params = _scratch(K, d, n_rows)
+    for start in range(0, n_rows, size):
+        stop = min(start + size, n_rows)
+        n_block = stop - start
+        _columns(X, start, stop, xt, x2)
+        for m in range(n_particles):
+            _particle_log_densities(theta[m], xt, x2, n_block, params, dens, top, total)
+            for k in range(K):
+                row = dens[k]
+                for j in range(n_block):
+                    total[j] += _exp(max(row[j] - top[j], _EXP_FLOOR))
+            for j in range(n_block):
+                out[m, start + j] = top[j] + np.log(total[j])
+    return out
+
+
+@numba.njit(cache=True)
+def _add_prior_gradient(log_weights, mu, tau, prior, mean_start, var_start, out_row):
+    """``out_row <- grad log prior + out_row`` for one particle (no fast-math flags: the same bits everywhere).
+
+    ``d/d eta_k = alpha - K alpha beta_k``, ``d/d mu = -(mu - m0) tau / c``,
+    ``d/d log sigma2 = -a + b tau - 1/2 + (mu - m0)^2 tau / (2 c)`` (Dirichlet times the log-ratio map's
+    Jacobian; inverse gamma times ``sigma2``; normal means given their variances).
+    """
+    alpha, a, b, c, m0 = prior[0], prior[1], prior[2], prior[3], prior[4]
+    K, d = mu.shape
+    for k in range(K - 1):
+        out_row[k] = (alpha - K * alpha * np.exp(log_weights[k])) + out_row[k]
+    for k in range(K):
+        for i in range(d):
+            centred = mu[k, i] - m0
+            t = tau[k, i]
+            out_row[mean_start + k * d + i] = -centred * t / c + out_row[mean_start + k * d + i]
+            out_row[var_start + k * d + i] = ((-a + b * t - 0.5 + 0.5 * centred * centred * t / c)
+                                              + out_row[var_start + k * d + i])
+
+
+@numba.njit(cache=True)
+def mixture_prior_gradient(theta, n_components, n_features, prior, out):
+    """The log prior's gradient per particle into ``out`` ``(n_particles, n_params)`` (see :func:`mixture_gradient`)."""
+    K, d = n_components, n_features
+    log_weights, const = np.empty(K), np.empty(K)
+    mu, tau = np.empty((K, d)), np.empty((K, d))
+    for m in range(theta.shape[0]):
+        _unpack_particle(theta[m], K, d, log_weights, mu, tau, const)
+        for p in range(out.shape[1]):
+            out[m, p] = 0.0
+        _add_prior_gradient(log_weights, mu, tau, prior, K - 1, K - 1 + K * d, out[m])
+    return out
+
+
+@numba.njit(cache=True, fastmath=_FASTMATH)
+def mixture_gradient(theta, X, row_weights, n_components, prior, include_prior, out):
+    """The weighted log-likelihood's gradient (plus the log prior's with ``prior``) per particle, into ``out``.
+
+    Parameters
+    ----------
+    theta : ndarray of shape (n_particles, n_params)
+        Unconstrained parameters ``[eta (K - 1), means (K d, row per component), log variances (K d)]``.
+    X : ndarray of shape (n_rows, n_features)
+    row_weights : ndarray of shape (1, n_rows) or (n_particles, n_rows)
+        Each row's weight: one row shared by every particle, or one per particle.
+    n_components : int
+    prior : tuple of 5 floats
+        ``(alpha, a, b, c, m0)``: the Dirichlet concentration, inverse-gamma shape and scale, mean-variance factor
+        and prior mean.
+    include_prior : bool
+        Add the log prior's gradient (:func:`_add_prior_gradient`, the same bits as
+        :func:`mixture_prior_gradient` plus this kernel's likelihood term).
+    out : ndarray of shape (n_particles, n_params)
+        Receives the gradient (every entry written).
+
+    Notes
+    -----
+    The same math as ``GaussianMixtureModel``'s numpy gradient: component log-densities
+    ``log beta_k + log N(x; mu_k, diag sigma2_k)``, responsibilities by the largest (log-ratios floored at
+    -80, exponentials to 7e-9 relative by :func:`~._compiled_exp.exp_coarse`), times the row weights; their moments ``m = sum
+    r``, ``s1 = sum r x``, ``s2 = sum r x^2`` per component give ``d/d eta_k = m_k - beta_k sum_l m_l``,
+    ``d/d mu = tau (s1 - mu m)``, ``d/d log sigma2 = -m / 2 + tau (s2 - 2 mu s1 + mu^2 m) / 2``. The sums over
+    rows are reassociated into vector lanes, in an order fixed by the compiled code: the same inputs give the
+    same bits on a machine, in any process (no threads).
+    """
+    mass, first, second = _weighted_moments(theta, X, row_weights, n_components, np.empty((0, 0)))
+    _gradient_from_moments(theta, mass, first, second, prior, include_prior, out)
+    return out
+
+
+@numba.njit(cache=True, fastmath=_FASTMATH)
+def mixture_log_likelihood_and_gradient(theta, X, row_weights, n_components, log_lik, out):
+    """:func:`mixture_log_likelihood` into ``log_lik`` and the likelihood's gradient into ``out``, in one pass.
+
+    The exponentials serve both: to 3e-15 relative (:func:`~._compiled_exp.exp_accurate`), so ``log_lik`` is the
+    same bits as :func:`mixture_log_likelihood`'s and the gradient the same math as :func:`mixture_gradient`'s
+    (without the prior) with exact rather than 7e-9 responsibilities. For an exact HMC move, which needs both at
+    every leapfrog step; one pass costs about half of the two.
+    """
+    mass, first, second = _weighted_moments(theta, X, row_weights, n_components, log_lik)
+    _gradient_from_moments(theta, mass, first, second, (0.0, 0.0, 0.0, 0.0, 0.0), False, out)
+    return log_lik, out
+
+
+@numba.njit(cache=True, fastmath=_FASTMATH)
+def _weighted_moments(theta, X, row_weights, n_components, log_lik):
+    """The responsibilities' weighted moments ``m (M, K)``, ``s1``, ``s2 (M, K, d)`` (see :func:`mixture_gradient`).
+
+    With a ``log_lik`` of shape ``(n_particles, n_rows)`` the exponentials are the accurate ones and each row's
+    log-likelihood is written there (as :func:`mixture_log_likelihood` computes it); with an empty one, the coarse
+    exponentials of the gradient alone.
+    """
+    n_particles = theta.shape[0]
+    n_rows, d = X.shape
+    K = n_components
+    shared = row_weights.shape[0] == 1
+    with_log_lik = log_lik.shape[0] > 0
+    size, xt, x2, dens, top, scale, params = _scratch(K, d, n_rows)
+    # Moments per particle and component, accumulated over the blocks of rows.
+    mass = np.zeros((n_particles, K))
+    first, second = np.zeros((n_particles, K, d)), np.zeros((n_particles, K, d))
+    for start in range(0, n_rows, size):
+        stop = min(start + size, n_rows)
+        n_block = stop - start
+        _columns(X, start, stop, xt, x2)
+        for m in range(n_particles):
+            _particle_log_densities(theta[m], xt, x2, n_block, params, dens, top, scale)
+            if with_log_lik:
+                for k in range(K):
+                    row = dens[k]
+                    for j in range(n_block):
+                        e = _exp(max(row[j] - top[j], _EXP_FLOOR))
+                        row[j] = e
+                        scale[j] += e
+                for j in range(n_block):
+                    log_lik[m, start + j] = top[j] + np.log(scale[j])
+            else:
+                for k in range(K):
+                    row = dens[k]
+                    for j in range(n_block):
+                        e = _exp_coarse(max(row[j] - top[j], _EXP_FLOOR))
+                        row[j] = e
+                        scale[j] += e
+            weight_row = row_weights[0] if shared else row_weights[m]
+            for j in range(n_block):
+                scale[j] = weight_row[start + j] / scale[j]
+            for k in range(K):
+                row = dens[k]
+                acc = 0.0
+                for j in range(n_block):
+                    r = row[j] * scale[j]
+                    row[j] = r
+                    acc += r
+                mass[m, k] += acc
+                for i in range(d):
+                    xi, x2i = xt[i], x2[i]
+                    acc1 = 0.0
+                    acc2 = 0.0
+                    for j in range(n_block):
+                        acc1 += row[j] * xi[j]
+                        acc2 += row[j] * x2i[j]
+                    first[m, k, i] += acc1
+                    second[m, k, i] += acc2
+    return mass, first, second
+
+
+@numba.njit(cache=True, fastmath=_FASTMATH)
+def _gradient_from_moments(theta, mass, first, second, prior, include_prior, out):
+    """The gradient per particle into ``out`` from the weighted moments (and the prior's with ``include_prior``)."""
+    n_particles, K, d = first.shape
+    log_weights, const = np.empty(K), np.empty(K)
+    mu, tau = np.empty((K, d)), np.empty((K, d))
+    mean_start, var_start = K - 1, K - 1 + K * d
+    for m in range(n_particles):
+        _unpack_particle(theta[m], K, d, log_weights, mu, tau, const)
+        total_mass = 0.0
+        for k in range(K):
+            total_mass += mass[m, k]
+        for k in range(K - 1):
+            out[m, k] = mass[m, k] - np.exp(log_weights[k]) * total_mass
+        for k in range(K):
+            for i in range(d):
+                mk, mki, tki = mass[m, k], mu[k, i], tau[k, i]
+                s1, s2 = first[m, k, i], second[m, k, i]
+                out[m, mean_start + k * d + i] = tki * (s1 - mki * mk)
+                out[m, var_start + k * d + i] = -0.5 * mk + 0.5 * tki * (s2 - 2.0 * mki * s1 + mki * mki * mk)
+        if include_prior:
+            _add_prior_gradient(log_weights, mu, tau, prior, mean_start, var_start, out[m])

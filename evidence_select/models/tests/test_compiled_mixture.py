@@ -1,0 +1,263 @@
+"""The mixture's compiled (numba) kernels against plain numpy implementations of the same math.
+
+The references below are written from the model's definition (``models/_mixture.py``'s docstring), not from the
+kernels: component log-densities ``log beta_k + sum_i log N(x_i; mu_ki, sigma2_ki)`` with ``beta = softmax(eta, 0)``
+and ``sigma2 = exp(s)``, a log-sum-exp over components, responsibilities from the log-ratios to the largest
+(floored at -80, as the kernels do), and the gradient's closed forms. Shapes include one row, one particle, one
+component, more rows than one of the kernels' blocks, and non-contiguous inputs.
+"""
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+from scipy.special import logsumexp
+
+from evidence_select.models import GaussianMixtureModel
+
+LOG_2PI = np.log(2.0 * np.pi)
+PRIOR = dict(weight_concentration=1.3, variance_shape=1.5, variance_scale=0.7, mean_prior_loc=0.2,
+             mean_variance_factor=3.0)
+# (n_particles, n_rows, n_components, n_features): edge shapes, the paper's K = 5, d = 2 over several blocks of
+# rows (a block holds 8192 // (K + 2 d) rows), and a wider one.
+SHAPES = [(1, 1, 1, 1), (1, 9, 3, 2), (4, 1, 2, 3), (3, 40, 1, 2), (6, 2000, 5, 2), (5, 30, 7, 4)]
+SHAPE_IDS = ["M{}-n{}-K{}-d{}".format(*shape) for shape in SHAPES]
+
+
+# -- numpy references -------------------------------------------------------------------------------------------
+def reference_params(theta, K, d):
+    """``(log_weights (M, K), means (M, K, d), log_variances (M, K, d))``."""
+    M = len(theta)
+    eta = np.concatenate([theta[:, : K - 1], np.zeros((M, 1))], axis=1)
+    log_weights = eta - logsumexp(eta, axis=1, keepdims=True)
+    means = theta[:, K - 1: K - 1 + K * d].reshape(M, K, d)
+    log_variances = theta[:, K - 1 + K * d:].reshape(M, K, d)
+    return log_weights, means, log_variances
+
+
+def reference_log_densities(theta, X, K):
+    """``log beta_k + log N(x_j; mu_k, diag sigma2_k)``, shape ``(M, n, K)``."""
+    log_weights, means, log_variances = reference_params(theta, K, X.shape[1])
+    diff = X[None, :, None, :] - means[:, None, :, :]
+    log_normal = -0.5 * (LOG_2PI + log_variances[:, None] + diff**2 * np.exp(-log_variances[:, None]))
+    return log_weights[:, None, :] + log_normal.sum(axis=3)
+
+
+def reference_log_likelihood(theta, X, K):
+    return logsumexp(reference_log_densities(theta, X, K), axis=2)
+
+
+def reference_likelihood_gradient(theta, X, weights, K):
+    """The gradient of ``sum_j w_mj log p(x_j | theta_m)``, ``weights`` broadcast to ``(M, n)``."""
+    M, d = len(theta), X.shape[1]
+    log_weights, means, log_variances = reference_params(theta, K, d)
+    log_dens = reference_log_densities(theta, X, K)
+    log_ratio = np.maximum(log_dens - log_dens.max(axis=2, keepdims=True), -80.0)
+    resp = np.exp(log_ratio)
+    resp /= resp.sum(axis=2, keepdims=True)
+    resp *= np.broadcast_to(weights, (M, len(X)))[:, :, None]  # (M, n, K)
+    mass = resp.sum(axis=1)  # (M, K)
+    first = np.einsum("mjk,ji->mki", resp, X)
+    second = np.einsum("mjk,ji->mki", resp, X**2)
+    precision = np.exp(-log_variances)
+    grad_eta = mass[:, :-1] - np.exp(log_weights[:, :-1]) * mass.sum(axis=1, keepdims=True)
+    grad_means = precision * (first - means * mass[:, :, None])
+    grad_log_var = -0.5 * mass[:, :, None] + 0.5 * precision * (second - 2 * means * first
+                                                                 + means**2 * mass[:, :, None])
+    return np.hstack([grad_eta, grad_means.reshape(M, -1), grad_log_var.reshape(M, -1)])
+
+
+def reference_prior_gradient(theta, K, d, weight_concentration, variance_shape, variance_scale, mean_prior_loc,
+                             mean_variance_factor):
+    M = len(theta)
+    log_weights, means, log_variances = reference_params(theta, K, d)
+    alpha, a, b, c = weight_concentration, variance_shape, variance_scale, mean_variance_factor
+    precision = np.exp(-log_variances)
+    centred = means - mean_prior_loc
+    grad_eta = alpha - K * alpha * np.exp(log_weights[:, :-1])
+    grad_means = -centred * precision / c
+    grad_log_var = -a + b * precision - 0.5 + 0.5 * centred**2 * precision / c
+    return np.hstack([grad_eta, grad_means.reshape(M, -1), grad_log_var.reshape(M, -1)])
+
+
+def _case(shape, seed=0):
+    M, n, K, d = shape
+    rng = np.random.default_rng(seed)
+    model = GaussianMixtureModel(K, d, **PRIOR)
+    theta = model.sample_prior(rng, M)
+    # Data around the particles' components and far from them, so that responsibilities are both mixed and
+    # nearly one-hot (log-ratios below the -80 floor included).
+    X = rng.normal(scale=3.0, size=(n, d))
+    X[::3] *= 10.0
+    return model, theta, X, rng
+
+
+def _gradient_error(grad, expected):
+    """Largest deviation relative to each particle's largest gradient entry (at least 1)."""
+    scale = np.maximum(np.max(np.abs(expected), axis=1, keepdims=True), 1.0)
+    return np.max(np.abs(grad - expected) / scale)
+
+
+# The gradient's exponentials are 7e-9 relative (_exp_coarse): responsibilities and moments to ~1e-8 of the
+# particle's largest term. The log-likelihood's are 3e-15 (_exp): its rows are rounding-level apart, and so is the
+# gradient that log_likelihood_and_grad computes from the same exponentials.
+GRADIENT_TOLERANCE = 1e-7
+EXACT_GRADIENT_TOLERANCE = 1e-11
+
+
+@pytest.mark.parametrize("shape", SHAPES, ids=SHAPE_IDS)
+def test_log_likelihood_matches_the_numpy_reference(shape):
+    model, theta, X, _ = _case(shape)
+    expected = reference_log_likelihood(theta, X, shape[2])
+    np.testing.assert_allclose(model.log_likelihood(theta, X), expected, rtol=1e-13, atol=1e-12)
+    np.testing.assert_allclose(model.log_likelihood_sum(theta, X), expected.sum(axis=1), rtol=1e-13, atol=1e-11)
+
+
+@pytest.mark.parametrize("shape", SHAPES, ids=SHAPE_IDS)
+@pytest.mark.parametrize("weights_shape", ["scalar", "rows", "particles x rows"])
+def test_likelihood_gradient_matches_the_numpy_reference(shape, weights_shape):
+    model, theta, X, rng = _case(shape, seed=1)
+    M, n = shape[:2]
+    weights = {"scalar": 0.7, "rows": rng.uniform(0.1, 2.0, size=n),
+               "particles x rows": rng.uniform(0.1, 2.0, size=(M, n))}[weights_shape]
+    expected = reference_likelihood_gradient(theta, X, weights, shape[2])
+    assert _gradient_error(model.grad_log_likelihood(theta, X, None, weights), expected) < GRADIENT_TOLERANCE
+    total, grad = model.log_likelihood_and_grad(theta, X, None, weights)
+    assert _gradient_error(grad, expected) < EXACT_GRADIENT_TOLERANCE
+    expected_total = np.sum(np.broadcast_to(weights, (M, n)) * reference_log_likelihood(theta, X, shape[2]), axis=1)
+    np.testing.assert_allclose(total, expected_total, rtol=1e-13, atol=1e-11)
+
+
+@pytest.mark.parametrize("shape", SHAPES, ids=SHAPE_IDS)
+def test_one_pass_log_likelihood_is_the_same_bits_as_the_log_likelihood_kernel(shape):
+    """The fused kernel's rows are mixture_log_likelihood's bits (so an HMC move and the annealing weights see one
+    target), whatever the row weights."""
+    from evidence_select.models import _compiled_mixture as kernels
+
+    model, theta, X, rng = _case(shape, seed=4)
+    M, n = shape[:2]
+    expected = kernels.mixture_log_likelihood(theta, X, shape[2], np.empty((M, n)))
+    for row_weights in (np.full((1, n), 0.3), rng.uniform(0.1, 2.0, size=(M, n))):
+        log_lik, grad = np.empty((M, n)), np.empty(theta.shape)
+        kernels.mixture_log_likelihood_and_gradient(theta, X, row_weights, shape[2], log_lik, grad)
+        np.testing.assert_array_equal(log_lik, expected)
+    np.testing.assert_array_equal(model.log_likelihood_and_grad(theta, X, None, 0.3)[0],
+                                  model.log_likelihood_sum(theta, X) * 0.3)
+
+
+@pytest.mark.parametrize("shape", SHAPES, ids=SHAPE_IDS)
+def test_prior_and_joint_gradients_match_the_numpy_reference(shape):
+    model, theta, X, rng = _case(shape, seed=2)
+    K, d = shape[2:]
+    expected_prior = reference_prior_gradient(theta, K, d, **PRIOR)
+    np.testing.assert_allclose(model.grad_log_prior(theta), expected_prior, rtol=1e-13, atol=1e-13)
+    weights = rng.uniform(0.1, 2.0, size=len(X))
+    expected = expected_prior + reference_likelihood_gradient(theta, X, weights, K)
+    assert _gradient_error(model.grad_log_joint(theta, X, None, weights), expected) < GRADIENT_TOLERANCE
+
+
+def test_kernels_take_non_contiguous_inputs():
+    """Strided views (every other particle, a column slice, a transposed copy) and Fortran order, straight into
+    the kernels as well as through the model."""
+    from evidence_select.models import _compiled_mixture as kernels
+
+    model, theta, X, rng = _case((8, 300, 4, 3), seed=3)
+    theta_view = np.asfortranarray(theta)[::2]
+    X_wide = np.hstack([X, rng.normal(size=(300, 3))])
+    X_view = X_wide[::-1, :3][::-1]  # negative strides twice: X again, not contiguous
+    weights = rng.uniform(0.1, 2.0, size=(4, 300)).T.copy().T  # Fortran-ordered (M, n)
+    assert not (theta_view.flags.c_contiguous or X_view.flags.c_contiguous or weights.flags.c_contiguous)
+    expected_grad = reference_likelihood_gradient(theta[::2], X, weights, 4)
+    expected_log_lik = reference_log_likelihood(theta[::2], X, 4)
+    assert _gradient_error(model.grad_log_likelihood(theta_view, X_view, None, weights), expected_grad) < 1e-7
+    np.testing.assert_allclose(model.log_likelihood(theta_view, X_view), expected_log_lik, rtol=1e-13, atol=1e-12)
+    out = np.empty((4, model.n_params))
+    kernels.mixture_gradient(theta_view, X_view, weights, 4, model._prior_constants(), False, out)
+    assert _gradient_error(out, expected_grad) < GRADIENT_TOLERANCE
+    per_row = np.empty((4, 300))
+    kernels.mixture_log_likelihood(theta_view, X_view, 4, per_row)
+    np.testing.assert_allclose(per_row, expected_log_lik, rtol=1e-13, atol=1e-12)
+
+
+def test_no_rows_give_zero_likelihood_terms():
+    model, theta, _, _ = _case((3, 5, 3, 2))
+    X = np.empty((0, 2))
+    np.testing.assert_array_equal(model.log_likelihood_sum(theta, X), np.zeros(3))
+    assert model.log_likelihood(theta, X).shape == (3, 0)
+    np.testing.assert_array_equal(model.grad_log_likelihood(theta, X, None, 1.0), np.zeros(theta.shape))
+
+
+def test_compiled_exponentials_match_numpy_and_keep_nan():
+    from evidence_select.models._compiled_exp import exp_accurate as _exp, exp_coarse as _exp_coarse
+
+    points = np.concatenate([np.linspace(-80.0, 0.0, 4001), -np.logspace(-12, np.log10(80.0), 500), [0.0, -80.0]])
+    expected = np.exp(points)
+    accurate = np.array([_exp(x) for x in points])
+    coarse = np.array([_exp_coarse(x) for x in points])
+    assert np.max(np.abs(accurate / expected - 1.0)) < 1e-14
+    assert np.max(np.abs(coarse / expected - 1.0)) < 1e-8
+    assert np.isnan(_exp(np.nan)) and np.isnan(_exp_coarse(np.nan))
+
+
+def test_non_finite_parameters_reach_the_results():
+    """NaN is never turned into a number (the engine's divergence checks rely on it)."""
+    model, theta, X, _ = _case((3, 20, 3, 2))
+    theta[1, 3] = np.nan
+    for result in (model.log_likelihood(theta, X), model.log_likelihood_sum(theta, X),
+                   model.grad_log_joint(theta, X, None, 1.0), *model.log_likelihood_and_grad(theta, X, None, 1.0)):
+        assert np.any(np.isnan(result[1]))
+        assert np.all(np.isfinite(result[[0, 2]]))
+
+
+def _run(code, env):
+    done = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], env=env, capture_output=True, text=True,
+                          check=True)
+    return done.stdout
+
+
+def test_importing_the_package_imports_no_numba_and_compiles_nothing():
+    """numba and the kernels' module load on a kernel's first call, not on import (nor on building estimators)."""
+    out = _run("""
+        import sys
+        import evidence_select
+        from evidence_select import BayesianMixture, EvidenceModelSelector
+        from evidence_select.models import GaussianMixtureModel
+        BayesianMixture(3).get_params(); GaussianMixtureModel(3, 2).sample_prior(__import__('numpy').random.default_rng(0), 2)
+        print(sorted(name for name in sys.modules if name.split('.')[0] in ('numba', 'llvmlite')
+                     or '._compiled_' in name))
+    """, dict(os.environ))
+    assert out.strip() == "[]"
+
+
+@pytest.mark.slow
+def test_a_second_process_loads_the_kernels_from_the_cache(tmp_path):
+    """With an empty cache directory the first process compiles (cache misses) and writes index and code files;
+    a second process loads every kernel from them (hits, no miss) and gets the same bits."""
+    code = """
+        import numpy as np
+        from evidence_select.models import GaussianMixtureModel
+        from evidence_select.models import _compiled_mixture as kernels
+        model = GaussianMixtureModel(3, 2)
+        rng = np.random.default_rng(0)
+        theta, X = model.sample_prior(rng, 4), rng.normal(size=(50, 2))
+        values = [model.grad_log_joint(theta, X, None, np.full(50, 2.0)), model.log_likelihood_sum(theta, X),
+                  model.log_likelihood(theta, X), model.grad_log_prior(theta),
+                  *model.log_likelihood_and_grad(theta, X, None, 0.5)]
+        stats = [getattr(kernels, name).stats for name in ("mixture_gradient", "mixture_log_likelihood",
+                                                           "mixture_prior_gradient", "mixture_log_likelihood_and_gradient")]
+        print(sum(sum(s.cache_hits.values()) for s in stats), sum(sum(s.cache_misses.values()) for s in stats))
+        print(repr(np.concatenate([np.ravel(v) for v in values]).tobytes().hex()))
+    """
+    env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path))
+    first = _run(code, env).splitlines()
+    files = sorted(path.suffix for path in tmp_path.rglob("*") if path.is_file())
+    second = _run(code, env).splitlines()
+    hits, misses = map(int, first[0].split())
+    assert hits == 0 and misses >= 4
+    assert ".nbi" in files and ".nbc" in files
+    hits, misses = map(int, second[0].split())
+    assert hits >= 4 and misses == 0
+    assert first[1] == second[1]
