@@ -40,8 +40,8 @@ true_change_points = [300, 750]
 # indented below show what each candidate's own history gives.
 # ``shuffle=False`` streams each stream as given: ``fit`` otherwise streams
 # the rows in a seeded random order, as exchangeable rows allow, which would
-# hide the shifts. ``n_jobs=2`` runs the candidates in two processes; the
-# results do not depend on it.
+# hide the shifts. (``n_jobs=2`` would run the candidates in two processes,
+# with the same results.)
 #
 # The phases are as short as the detector allows: the first chunk is
 # predicted by the prior and never sets a level, so the first phase needs two
@@ -57,7 +57,7 @@ fig, axes = plt.subplots(2, 1, figsize=(8, 6), sharex=True, constrained_layout=T
 for shuffle, X, style in ((False, X_in_order, "-"), (True, X_shuffled, "--")):
     mixtures = [(f"K={k}", BayesianMixture(k, batch_size=150, n_replicates=2, n_particles=10, n_mcmc_steps=5))
                 for k in (3, 7)]
-    selector = EvidenceModelSelector(mixtures, n_jobs=2, shuffle=False, random_state=0).fit(X)
+    selector = EvidenceModelSelector(mixtures, shuffle=False, random_state=0).fit(X)
     found = detect_change_points(selector)
     print(f"{'shuffled' if shuffle else 'in order'}: detected {found.tolist()}, "
           f"true {[] if shuffle else true_change_points}")

@@ -57,7 +57,7 @@ y = data.target
 # errors still of a few tenths of a nat for most subsets.
 
 regressor = BayesianLinearRegressor(target_ess=0.8)
-search = feature_subset_search(regressor, X, y, features=names, random_state=0, selector_params={"n_jobs": 2})
+search = feature_subset_search(regressor, X, y, features=names, random_state=0)
 pip, pip_std = search.feature_inclusion_probabilities_, search.feature_inclusion_probabilities_std_
 ranked = np.argsort(-search.log_evidences_)
 print(f"{len(search.estimators_)} of 1023 subsets fitted; the five most probable:")
