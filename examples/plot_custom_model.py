@@ -57,7 +57,7 @@ model = make_model(log_lik, {"w": (stats.norm(0, 1), "n_features"), "b": stats.n
 # three features) and raises a ``ValueError`` naming the first failure.
 
 rng = np.random.default_rng(0)
-n_samples, true_w, true_b = 1000, np.array([0.6, -0.4, 0.2]), 0.5
+n_samples, true_w, true_b = 500, np.array([0.6, -0.4, 0.2]), 0.5
 X = rng.standard_normal((n_samples, 3))
 y = rng.poisson(np.exp(X @ true_w + true_b)).astype(float)
 check_model(model.resolve(n_features=3), X[:20], y[:20])
@@ -71,7 +71,7 @@ print("check_model: the Poisson model passes")
 # are full-data reference methods; ``"sgais"`` streams the rows in chunks
 # (here of 200) through the online engine behind ``partial_fit``.
 
-methods = {"ns": dict(n_live=200), "ais": dict(n_chains=64), "bridge": dict(), "sgais": dict(batch_size=200)}
+methods = {"ns": dict(n_live=100), "ais": dict(n_chains=64), "bridge": dict(), "sgais": dict(batch_size=200)}
 results = {}
 for method, settings in methods.items():
     tic = time.process_time()

@@ -51,10 +51,13 @@ y = data.target
 # (Occam's window), so that subsets where correlated serum measurements stand
 # in for each other are all counted. The regressor's defaults integrate the
 # noise variance and the prior scale of the weights out (Zellner-Siow prior),
-# so nothing about the target's scale has to be guessed.
+# so nothing about the target's scale has to be guessed. The search fits
+# nearly two hundred subsets, so each anneals its rows in with
+# ``target_ess=0.8`` (default 0.9): about a third fewer annealing steps, with
+# errors still of a few tenths of a nat for most subsets.
 
-regressor = BayesianLinearRegressor()
-search = feature_subset_search(regressor, X, y, features=names, random_state=0, selector_params={"n_jobs": 2})
+regressor = BayesianLinearRegressor(target_ess=0.8)
+search = feature_subset_search(regressor, X, y, features=names, random_state=0)
 pip, pip_std = search.feature_inclusion_probabilities_, search.feature_inclusion_probabilities_std_
 ranked = np.argsort(-search.log_evidences_)
 print(f"{len(search.estimators_)} of 1023 subsets fitted; the five most probable:")

@@ -13,7 +13,7 @@ settle in a local mode of the posterior and stay there.
 # %%
 # The stream
 # ----------
-# 1500 rows arrive in chunks of 250 (also the candidates' ``batch_size``:
+# 750 rows arrive in chunks of 250 (also the candidates' ``batch_size``:
 # the first chunk, annealed in from the prior with extra SGHMC moves, is the
 # most expensive, and a smaller one keeps this example fast). Each candidate
 # runs two independent particle groups (``n_replicates=2``); its evidence
@@ -25,7 +25,7 @@ import numpy as np
 from evidence_select import BayesianMixture, EvidenceModelSelector
 from evidence_select.datasets import make_mixture
 
-X = make_mixture(1500, random_state=0).X
+X = make_mixture(750, random_state=0).X
 ks = np.arange(1, 8)
 selector = EvidenceModelSelector([(f"K={k}", BayesianMixture(k, n_replicates=2, batch_size=250)) for k in ks],
                                  random_state=0)
@@ -53,10 +53,11 @@ for k, groups in zip(ks, group_log_z):
 #
 # Mixture posteriors are multimodal, and this is where SGAIS can fail. A
 # particle group can settle in a *local* mode, for example one in which a
-# single component covers two of the true clusters; its evidence is then that
-# of a 4-cluster fit, over a hundred nats lower. Which mode a group lands in is
-# decided while the first chunk is annealed in from the prior, and local SGHMC
-# moves rarely cross between modes later, which is why
+# single component covers two of the true clusters; its evidence is then about
+# that of a 4-cluster fit, some fifty nats lower at this N (K = 4 above) and
+# more as rows arrive. Which mode a group lands in is decided while the first
+# chunk is annealed in from the prior, and local SGHMC moves rarely cross
+# between modes later, which is why
 # :class:`~evidence_select.BayesianMixture` makes ``initial_mcmc_factor=6``
 # times more moves on the first chunk (with fewer, a group of K = 5 can stay
 # in a 4-cluster mode, and if every group does, larger K win). The combined
