@@ -473,7 +473,7 @@ def make_model(log_likelihood, priors, *, gradient="auto", mean=None, variance=N
     >>> X = rng.normal(size=(200, 2)); y = rng.poisson(np.exp(X @ [0.5, -0.3] + 0.2)).astype(float)
     >>> check_model(model, X[:20], y[:20])
     >>> from evidence_select import log_evidence
-    >>> result = log_evidence(model, X, y, method="bridge", random_state=0)
+    >>> result = log_evidence(model, X, y, method="sgais", random_state=0)
     >>> bool(np.isfinite(result.log_evidence))
     True
     """

@@ -159,7 +159,13 @@ def test_user_guide_has_pages():
     assert len(GUIDE_PAGES) >= 8
 
 
-@pytest.mark.parametrize("page", GUIDE_PAGES, ids=[page.stem for page in GUIDE_PAGES])
+#: Pages whose examples run reference backends or long streams (several seconds each): the full suite only.
+SLOW_GUIDE_PAGES = {"backends", "custom_models", "history"}
+
+
+@pytest.mark.parametrize("page", [pytest.param(page, id=page.stem,
+                                               marks=[pytest.mark.slow] if page.stem in SLOW_GUIDE_PAGES else [])
+                                  for page in GUIDE_PAGES])
 def test_user_guide_examples_run(page):
     failures, _ = doctest.testfile(str(page), module_relative=False, verbose=False, report=True,
                                    optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE,

@@ -86,6 +86,7 @@ def _check_probabilities(proba, n_rows, n_columns):
     np.testing.assert_allclose(proba.sum(axis=1), 1.0, rtol=0, atol=1e-12)
 
 
+@pytest.mark.slow
 @SCALE_WARNING_EXPECTED
 @pytest.mark.filterwarnings("ignore::evidence_select.SamplerDegeneracyWarning")
 @SETTINGS
@@ -99,6 +100,7 @@ def test_regressor_properties(p):
     assert np.all(np.isfinite(mean)) and np.all(np.isfinite(std)) and np.all(std > 0)
 
 
+@pytest.mark.slow
 @SCALE_WARNING_EXPECTED
 @SETTINGS
 @given(streams, st.integers(2, 4))
@@ -112,6 +114,7 @@ def test_classifier_properties(p, n_classes):
     assert set(est.predict(X)) <= set(range(n_classes))
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(streams, st.integers(1, 3))
 def test_mixture_properties(p, n_components):

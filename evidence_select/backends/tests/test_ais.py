@@ -55,6 +55,7 @@ def test_exact_linear_evidence(seed):
     assert np.isclose(np.logaddexp.reduce(res.log_weights) - np.log(160), res.log_evidence)
 
 
+@pytest.mark.slow
 def test_correlated_target_d20():
     # The case that broke plain AIS (weights collapsed, error 4x too small) and
     # fixed-length HMC (trajectories near a half period: +1 nat).

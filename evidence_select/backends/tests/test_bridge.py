@@ -73,6 +73,7 @@ def _ridge_floor():
     return float(np.min(RIDGE._density._log_lik_and_grad(x)[0]))
 
 
+@pytest.mark.slow
 def test_chains_start_on_the_ridge_not_at_prior_draws(monkeypatch):
     started = []
     run_chains = _bridge.sample_chains
@@ -91,6 +92,7 @@ def test_chains_start_on_the_ridge_not_at_prior_draws(monkeypatch):
         assert res.info["init"] == "tempered" and res.info["n_init_evaluations"] > 0
 
 
+@pytest.mark.slow
 def test_thin_curved_ridge_under_a_box_prior():
     """The chains find one mode, none stuck, and the estimate is useful and within its error on every seed.
 
@@ -205,6 +207,7 @@ def _reach_of_the_sandwich(res):
     return max(abs(res.log_evidence - bound) for bound in res.info["log_evidence_bounds"]), combined
 
 
+@pytest.mark.slow
 def test_stuck_chains_widen_the_error_to_span_the_sandwich(monkeypatch):
     # The last chain is frozen at its first draw (as a chain stuck in a funnel's neck or a banana's tip is): it
     # leaves the bridge and fails the check, and the error then spans the sandwich rather than Eq. (9)'s error.
@@ -439,6 +442,7 @@ def test_sandwich_bounds_are_unbiased_for_z_and_its_inverse():
     assert _sandwich(np.full(3, -2.0), np.full(5, -2.0)) == (-2.0, -2.0)  # q = p / Z: both exact
 
 
+@pytest.mark.slow
 def test_error_spans_the_sandwich_when_the_proposal_does_not_overlap():
     # A Gaussian proposal (no Gaussianization layers, no quadratic shift) for 16-d curved bananas: no overlap, a
     # bridge several nats off, and a sandwich 10-30 nats wide. Eq. (9)'s error (~1 nat) means nothing there, so

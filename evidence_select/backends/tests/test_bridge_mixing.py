@@ -50,6 +50,7 @@ def test_defensive_product_reaches_a_peak_no_draw_shows():
 FAST_MANY_MODES = dict(n_chains=4, n_warmup=200, n_draws=1000, max_modes=2)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", [3, 11])
 def test_chains_in_more_modes_than_max_modes_are_connected(seed):
     # 256 modes, 4 chains each in its own. In these seeds every chain sits in the same peak of some coordinate

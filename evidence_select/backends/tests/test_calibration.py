@@ -25,10 +25,14 @@ SMALL = ["student_t_d2", "two_peak_d2", "funnel_d2", "banana_rotated_d2", "ring_
          "box_banana_d2", "tiny_mixture_d2", "funnel_d8", "gauss_cond1e4_d8"]
 
 
+#: The costlier cases (each backend's run takes several seconds there) run in the full suite only.
+SLOW = {"funnel_d8", "gauss_cond1e4_d8", "box_banana_d2", "banana_rotated_d2"}
+
+
 def _params():
     for method in ("ns", "ais", "bridge"):
         for name in SMALL:
-            yield pytest.param(method, name, id=f"{method}-{name}")
+            yield pytest.param(method, name, id=f"{method}-{name}", marks=[pytest.mark.slow] if name in SLOW else [])
 
 
 @pytest.mark.parametrize("method, name", list(_params()))

@@ -120,6 +120,7 @@ def test_large_batches_keep_the_volume_bookkeeping(seed):
     assert abs(res.log_evidence - target.exact_log_evidence()) < K_SIGMA * res.log_evidence_std
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("moves", ["slice", "galilean"])
 def test_default_steps_decorrelate_replacements(moves):
     # Replacements must not remember their starting live point: with too few slice
@@ -144,6 +145,7 @@ def test_default_steps_decorrelate_replacements(moves):
     assert (res.info["galilean"]["n_likelihood_calls"] > 0) == (moves == "galilean")
 
 
+@pytest.mark.slow
 def test_moves_lengthen_until_replacements_forget_their_start():
     # Two slice steps per replacement remember their start (memory ~0.7 on this target); with
     # max_move_length the moves lengthen between iterations, and the memory falls below 0.2.
@@ -181,6 +183,7 @@ def test_move_memory_check_flags_short_moves_on_a_curved_ridge_but_not_modes():
     assert longer.info["final_move_length"] == 4.0 and longer.diagnostics["move_memory"]["passed"]
 
 
+@pytest.mark.slow
 def test_the_move_memory_probe_leaves_the_estimate_alone(monkeypatch):
     from evidence_select.backends import _ns
 
@@ -219,6 +222,7 @@ def test_merged_runs_are_unbiased_with_the_summed_live_count():
     assert 0.7 < errors.std() / np.mean(stds) < 1.3
 
 
+@pytest.mark.slow
 def test_several_runs_report_their_spread():
     target = GaussianTarget(np.array([0.3, -0.2, 0.1]), cov=0.01)
     res = nested_sampling_log_evidence(target, X_DUMMY, n_live=50, n_runs=4, n_slice_steps=9, random_state=0)
@@ -241,6 +245,7 @@ def test_settings_object_and_unknown_settings():
         nested_sampling_log_evidence(target, X_DUMMY, n_lives=40)
 
 
+@pytest.mark.slow
 def test_default_run_passes_its_checks():
     target = correlated_gaussian_target(6, correlation=0.9)
     res = nested_sampling_log_evidence(target, X_DUMMY, random_state=0)

@@ -68,6 +68,7 @@ def test_nothing_to_straighten_in_gaussian_samples():
     assert fit_quadratic_shift(rng, rng.standard_normal((4000, 1)), max_pairs=4) is None
 
 
+@pytest.mark.slow
 def test_straightens_rotated_thin_bananas_in_sixteen_dimensions():
     # Eight thin bananas (thickness 0.1 against a bend of ~3), randomly rotated: marginal spline layers alone
     # stay several nats from them (KL about 0.8 nat per pair); with the shift the fit is within 0.1 nat in all.

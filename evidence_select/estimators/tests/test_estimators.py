@@ -75,7 +75,8 @@ def test_fit_equals_partial_fit_over_same_chunks(kind):
     assert _fingerprint(_streamed(kind, TWO_CALLS)) == _fingerprint(fitted)
 
 
-@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("kind", [pytest.param(kind, marks=[pytest.mark.slow] if kind != "linear" else [])
+                                  for kind in KINDS])
 def test_shuffled_fit_equals_partial_fit_in_fit_order(kind):
     """fit's seeded order (shuffle=True, the default) is fit_order(random_state, n), and the sampler draws the same
     numbers as without it: fit equals partial_fit over the rows in that order, to the bit."""

@@ -97,10 +97,11 @@ def test_long_stream_linear():
 
 @STALLED_ANNEALING_EXPECTED
 @pytest.mark.parametrize("kind, params", [
-    ("linear", {}), ("logistic", {}),
+    ("linear", {}), pytest.param("logistic", {}, marks=pytest.mark.slow),
     # the divergence overflows exp in the mixture's density before it is caught
     pytest.param("mixture", {}, marks=[OUTLIER_DIVERGENCE, pytest.mark.filterwarnings("ignore::RuntimeWarning")]),
-    ("mixture", dict(exact_move_rows=1000)),  # exact, Metropolis-corrected moves follow the outlier
+    # exact, Metropolis-corrected moves follow the outlier
+    pytest.param("mixture", dict(exact_move_rows=1000), marks=pytest.mark.slow),
 ])
 @RESIDUAL_SCALE_EXPECTED
 def test_outliers_of_1e8(kind, params):
@@ -192,6 +193,7 @@ def test_stream_of_single_rows_matches_exact_evidence():
     assert abs(est.log_evidence_ - exact) < 5.0
 
 
+@pytest.mark.slow
 def test_classifier_fed_one_class_for_many_chunks():
     first = np.flatnonzero(SOFT.y == 0)
     est = BayesianLogisticClassifier(**{**FAST, "batch_size": 25})

@@ -201,6 +201,7 @@ def _within(estimate, std, reference):
     return abs(estimate - reference) < 3 * std + 0.3
 
 
+@pytest.mark.slow
 def test_made_poisson_against_built_in_and_quadrature():
     X, y = _poisson_rows()
     reference = poisson_reference(X, y, 1.0, 3.0)
@@ -292,6 +293,7 @@ def test_pipeline_and_partial_fit_pipeline():
     assert pipe[-1].n_samples_seen_ == 600 and pipe.predict(X[:3]).shape == (3,)
 
 
+@pytest.mark.slow
 def test_log_evidence_resolves_a_template_through_the_shell():
     X, y = _poisson_rows(200)
     result = log_evidence(EvidenceRegressor(poisson_regression_model(intercept_scale=3.0)), X, y, method="bridge",

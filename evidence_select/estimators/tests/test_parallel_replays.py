@@ -32,6 +32,7 @@ def _fingerprint(est):
             [(r.log_evidence, r.n_replayed) for r in est.evidence_history_])
 
 
+@pytest.mark.slow
 def test_replays_on_two_workers_give_the_same_bits():
     serial = _mixture_run()
     assert sum(r.n_replayed > 0 for r in serial.evidence_history_) >= 2  # the restarts this test is about ran

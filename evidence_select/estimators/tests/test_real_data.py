@@ -36,6 +36,7 @@ def diabetes():
     return _standardise(X), y
 
 
+@pytest.mark.slow
 def test_unscaled_features_warn_by_information_not_by_size(breast_cancer):
     """Raw breast-cancer features (root-mean-squares 0.003 to 880, all within the fixed 1e4 limit) under
     prior_scale=1: one row pins some weights ~1e6 times tighter than the prior; the warning names the cure."""
@@ -45,6 +46,7 @@ def test_unscaled_features_warn_by_information_not_by_size(breast_cancer):
     assert _scale_warnings(BayesianLogisticClassifier(**FAST), _standardise(X), y) == []
 
 
+@pytest.mark.slow
 def test_information_check_follows_the_prior_scale(breast_cancer):
     """The same standardised features warn once the prior is far wider than one row's information."""
     X = _standardise(breast_cancer[0])
@@ -103,6 +105,7 @@ def _binary_logistic_reference(X, y, prior_variance, n_draws=50_000):
     return float(log_w.max() + np.log(ratios.mean())), float(ratios.std() / ratios.mean() / np.sqrt(n_draws))
 
 
+@pytest.mark.slow
 def test_class_sorted_breast_cancer_within_error_bars(breast_cancer):
     """200 standardised breast-cancer rows sorted by class, chunks of 50: the first chunks hold one class, whose
     likelihood pushes the intercept towards the prior's edge; the estimate must still cover the reference (or warn).

@@ -27,6 +27,7 @@ def _nearly_separable(n=5000):
     return X, y
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_nearly_separable_stream_past_the_exact_moves_is_within_its_error_bar(seed):
     X, y = _nearly_separable()
@@ -51,6 +52,7 @@ def _nearly_separable_long(n=20_000):
     return X, (X[:, 0] + 0.05 * rng.normal(size=n) > 0).astype(int)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_nearly_separable_long_stream_is_within_its_error_bar(seed):
     # On 2e4 rows the mini-batch noise caps the step's growth (relative_step_floor); the particles then keep up

@@ -1,6 +1,7 @@
 """The group-preconditioned HMC move: exact invariance, and mobility along flat directions."""
 
 import numpy as np
+import pytest
 
 from evidence_select.kernels import _particle_hmc
 from evidence_select.kernels._hmc import start_correlation
@@ -62,6 +63,7 @@ def test_groups_are_independent():
     np.testing.assert_array_equal(first[:20], second[:20])
 
 
+@pytest.mark.slow
 def test_fixed_step_moves_keep_few_particles_in_many_dimensions_exact(monkeypatch):
     """Ten particles per group in 20 dimensions (scales 0.1 to 10), started from exact draws, keep the target's
     variances over 40 moves at a fixed step: every particle's mass comes from the other half of its group, which

@@ -31,6 +31,7 @@ def test_demo_calls_span_a_printed_line_and_stop_at_phase_ends():
     assert _demo.call_bounds(950, 100, 400, [950]) == [(0, 400), (400, 800), (800, 950)]
 
 
+@pytest.mark.slow
 def test_demo_calls_of_several_chunks_give_the_records_of_one_call_per_chunk():
     """The demo calls the selector once per printed line; its candidates split each call into the same chunks,
     so the evidences and every record's sampling fields are the same to the bit as with one call per chunk. The
@@ -80,6 +81,7 @@ def test_compare_regression_ranks_candidates(capsys, tmp_path):
     assert sorted(ranked) == ["scale=0.1", "scale=1", "scale=10", "scale=learned"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("task", ["classification", "density"])
 def test_compare_classification_and_density(capsys, tmp_path, task):
     if task == "classification":

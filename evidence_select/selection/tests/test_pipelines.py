@@ -139,6 +139,7 @@ def test_reference_backend_recomputes_on_the_transformed_rows(data):
     assert via_pipeline.log_evidences_[0] == direct.log_evidences_[0]
 
 
+@pytest.mark.slow
 def test_parallel_jobs_give_identical_pipeline_results(data):
     candidates = [(f"c{k}", make_pipeline(_columns([k, 4]), BayesianLinearRegressor(**FAST))) for k in range(3)]
     one = EvidenceModelSelector(candidates, random_state=0, n_jobs=1).fit(data.X, data.y)

@@ -189,6 +189,7 @@ def test_finds_true_noise_variance_like_the_exact_evidence():
     assert np.all(np.abs(selector.log_evidences_ - exact) < 5 * selector.log_evidence_stds_ + 1.0)
 
 
+@pytest.mark.slow
 def test_identical_results_for_any_n_jobs_and_backend(monkeypatch):
     # Every call on the workers (cheap calls would otherwise run in this process: use_joblib_workers).
     monkeypatch.setattr(_distributed, "use_joblib_workers", lambda payoff, n_workers: True)
@@ -325,7 +326,8 @@ def test_invalid_candidates_are_clear_errors(estimators, error, match):
 
 
 @pytest.mark.parametrize("backend, params", [("ais", {"n_chains": 40, "n_repeats": 4}),
-                                             ("ns", {"n_live": 60, "n_simulations": 50})])
+                                             pytest.param("ns", {"n_live": 60, "n_simulations": 50},
+                                                          marks=pytest.mark.slow)])
 def test_reference_backends_recompute_on_all_data(backend, params):
     data = make_linear_regression(160, n_features=2, random_state=9)
     candidates = [("true", BayesianLinearRegressor(noise_variance=1.0, **KNOWN, **FAST)),

@@ -286,8 +286,8 @@ def test_reheat_with_mixture_jumps_matches_bridge_sampling():
 
     X = make_mixture(600, random_state=3).X
     model = GaussianMixtureModel(3, 2)
-    config = SGAISConfig(n_replicates=4, batch_size=150, n_mcmc_steps=10, initial_mcmc_factor=6,
-                         reheat_after_steps=1, surprise_budget=float("inf"))  # unbudgeted: every chunk's excursion
+    config = SGAISConfig(n_replicates=4, batch_size=150, initial_mcmc_factor=6, reheat_after_steps=1,
+                         surprise_budget=float("inf"))  # unbudgeted: every chunk's excursion
     state, records = run_sgais(X, None, model, config, 0)
     assert [r.n_reheat_steps > 0 for r in records] == [False, False, True, True]
     assert sum(r.n_jumps_accepted for r in records) > 0

@@ -83,6 +83,7 @@ def _fit(X, seed, **settings):
     return est, flagged
 
 
+@pytest.mark.slow
 def test_a_mixture_stuck_in_a_poorer_configuration_is_flagged_and_widened(sorted_iris):
     """Iris sorted by sepal length, three components: seed 2's particles settle 9 nats below the best mode's
     mass (which heavy AIS confirms: -568.8) with both groups agreeing at +/- 1. The check must flag the run and
@@ -96,6 +97,7 @@ def test_a_mixture_stuck_in_a_poorer_configuration_is_flagged_and_widened(sorted
     assert est.sgais_state_.widening.mode_gap_variance == pytest.approx(gap**2)
 
 
+@pytest.mark.slow
 def test_a_mixture_near_the_mode_value_is_not_flagged(sorted_iris):
     est, flagged = _fit(sorted_iris, 3)
     record = est.evidence_history_[-1]
@@ -109,6 +111,7 @@ class _UncheckedMixture(BayesianMixture):
     _engine_tuning = EngineTuning(mode_check=ModeCheckSettings(max_rows=0))
 
 
+@pytest.mark.slow
 def test_checks_run_where_due_and_leave_the_estimates_alone():
     """Chunks of 400 rows against the checkpoints 100, 141, 200, ..., 1131, 1600, 2262: the chunk ending at 2000
     crosses none, but it surprised the particles (a restart or an excursion ran), so it is checked too; every other
@@ -143,6 +146,7 @@ def test_models_without_mode_starts_are_not_checked():
     assert est.sgais_state_.widening.mode_gap_variance == 0.0
 
 
+@pytest.mark.slow
 def test_log_evidence_of_a_model_checks_the_final_state(sorted_iris, monkeypatch):
     """``log_evidence(model, method="sgais")`` streams the engine without an estimator; its final state gets the
     same check. The mode's value is made 100 nats above what the importance sampler finds, beyond two of any run's
@@ -203,6 +207,7 @@ def counted_checks(monkeypatch):
     return calls
 
 
+@pytest.mark.slow
 @pytest.mark.filterwarnings("ignore::evidence_select.EvidenceConvergenceWarning")
 def test_each_replay_checks_its_last_chunk(monkeypatch):
     """A periodic restart at row 200 (restart_growth=2, chunks of 50) replays every row once per replicate group.
@@ -229,6 +234,7 @@ def test_each_replay_checks_its_last_chunk(monkeypatch):
     assert state.widening.mode_gap_variance > 100.0**2
 
 
+@pytest.mark.slow
 @pytest.mark.filterwarnings("ignore::evidence_select.EvidenceConvergenceWarning")
 def test_log_evidence_of_a_model_checks_its_chunks_as_the_estimators_do(sorted_iris, counted_checks):
     """``log_evidence(model, method="sgais")`` streams through the same chunk updates: chunks of 100 over 150 rows,
@@ -248,6 +254,7 @@ class _CheckedUpTo150(BayesianMixture):
     _engine_tuning = EngineTuning(mode_check=ModeCheckSettings(max_rows=150))
 
 
+@pytest.mark.slow
 def test_a_failed_check_stays_until_a_later_check_passes(sorted_iris):
     """The stuck seed's 150 rows fail the check; 25 more rows in a second call (no restart is due) can no longer be
     checked (past the 150 rows the checks run to here), so the failed check, its widening and its name stay with

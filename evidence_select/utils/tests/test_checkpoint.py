@@ -13,6 +13,7 @@ def _history(est):
     return [tuple(v for k, v in r._asdict().items() if k != 'seconds') for r in est.evidence_history_]  # all but the wall time
 
 
+@pytest.mark.slow
 def test_resume_from_checkpoint_in_fresh_process_is_bit_identical(tmp_path):
     X = make_mixture(1200, random_state=0).X
     settings = dict(n_particles=6, batch_size=300, random_state=4)
