@@ -138,17 +138,18 @@ def test_in_order_and_shuffled_final_evidences_agree(shift_runs):
 def test_surprise_threshold_keeps_the_evidence_across_the_first_change_point(seed):
     # FIRST_SHIFT_ROWS rows: 1000 from 3 clusters, then one chunk with 2 new ones. Flagged by
     # surprise_threshold before its first step, that chunk is annealed in with global moves throughout, and the
-    # in-order log evidence agrees with a shuffled run's for every K. Without the flag (the step-count trigger
-    # alone) seed 1 falls 40 nats short with K=5 (43 errors) and seed 2 36 nats with K=5 (17 errors). Without a
-    # restart, so that the in-order particles alone must carry the evidence across.
+    # in-order log evidence agrees with a shuffled run's. K=5, as many components as the stream then has
+    # clusters: without the flag (the step-count trigger alone) seed 1 falls 40 nats short and seed 2 36 nats, with
+    # errors widened to about 40 by the engine's checks, so the 15-nat bound is what fails them. Without a restart,
+    # so that the in-order particles alone must carry the evidence across.
+    # (K=3 and K=7 across both change points: test_in_order_and_shuffled_final_evidences_agree.)
     X = shift_stream(FIRST_SHIFT_PHASES, random_state=0).X[:FIRST_SHIFT_ROWS]
     shuffled = X[np.random.default_rng(seed).permutation(len(X))]
-    for k in (3, 5, 7):
-        fits = [BayesianMixture(k, batch_size=FIRST_SHIFT_CHUNK, surprise_threshold=0.05, restarts=False,
-                                shuffle=False, random_state=seed).fit(rows)
-                for rows in (X, shuffled)]
-        assert fits[0].evidence_history_[-1].n_jumps_accepted > 0  # the flagged chunk moved globally
-        gap = fits[0].log_evidence_ - fits[1].log_evidence_
-        error = np.hypot(fits[0].log_evidence_std_, fits[1].log_evidence_std_)
-        assert abs(gap) < 3 * error, (k, gap, error)
-        assert abs(gap) < 15.0, (k, gap)  # as in the test above, so that a wide error cannot hide a 36-40 nat miss
+    fits = [BayesianMixture(5, batch_size=FIRST_SHIFT_CHUNK, surprise_threshold=0.05, restarts=False, shuffle=False,
+                            random_state=seed).fit(rows)
+            for rows in (X, shuffled)]
+    assert fits[0].evidence_history_[-1].n_jumps_accepted > 0  # the flagged chunk moved globally
+    gap = fits[0].log_evidence_ - fits[1].log_evidence_
+    error = np.hypot(fits[0].log_evidence_std_, fits[1].log_evidence_std_)
+    assert abs(gap) < 3 * error, (gap, error)
+    assert abs(gap) < 15.0, gap  # as in the test above, so that a wide error cannot hide a 36-40 nat miss
