@@ -65,7 +65,7 @@ def main(argv=None):
     parser.add_argument("--n-runs", type=int, nargs="+", default=[1], help="merged independent runs (n_runs)")
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     args = parser.parse_args(argv)
-    out = dict(run_metadata(sys.argv[1:]))
+    out = dict(run_metadata(sys.argv))
     path = os.path.join(RESULTS_DIR, "ns_live_points.json")
 
     def save(rows):

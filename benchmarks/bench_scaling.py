@@ -461,7 +461,7 @@ def main(argv=None):
     args = parser.parse_args(argv)
     if args.allocator_child:
         return allocator_child()
-    meta = run_metadata(sys.argv[1:])
+    meta = run_metadata(sys.argv)
     print(f"machine: {meta['machine']}, {os.cpu_count()} cores, load average at start "
           f"{', '.join(f'{v:.2f}' for v in os.getloadavg())}; BLAS threads {meta['threads']}")
     executors = [Executor("joblib", 1), Executor("joblib", 2), Executor("dask", 1), Executor("dask", 2)]

@@ -318,7 +318,7 @@ def main(argv=None):
     choose_k = run_choose_k(args.seeds) if "choose-k" in args.only else {}
     peak_rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(f"load average at end {os.getloadavg()}")
-    save_json(args.output, dict(run_metadata(sys.argv[1:]), rows=rows, loops=loops, demos=demos, choose_k=choose_k,
+    save_json(args.output, dict(run_metadata(sys.argv), rows=rows, loops=loops, demos=demos, choose_k=choose_k,
                                 peak_rss_mb=peak_rss_mb, load_average_end=os.getloadavg()))
     print(f"wrote {args.output}")
 

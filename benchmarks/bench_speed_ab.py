@@ -94,7 +94,7 @@ def main(argv=None):
     sys.path.insert(0, HERE)
     from _common import run_metadata, save_json
 
-    metadata = run_metadata(sys.argv[1:])
+    metadata = run_metadata(sys.argv)
     baseline_commit = _git("rev-parse", args.baseline)
     print(f"this checkout {metadata['git_commit']} against {baseline_commit}; load average {os.getloadavg()} on "
           f"{os.cpu_count()} cores")

@@ -1,4 +1,5 @@
-"""The benchmark scripts import only names that their helper modules (``benchmarks/_*.py``) define.
+"""The benchmark scripts import only names that their helper modules (``benchmarks/_*.py``) define, and record
+their command with the script's name.
 
 A static check (the scripts are not run: several need the ``bench`` extra and minutes of work), so that a
 helper renamed or removed in one place cannot leave a benchmark that fails at its first line.
@@ -42,3 +43,17 @@ def test_benchmark_imports_names_its_helpers_define(script):
     missing = [f"{module}.{name}" for module, name in _helper_imports(script)
                if name not in _top_level_names(BENCHMARKS / f"{module}.py")]
     assert not missing, f"{script.name} imports names its helpers do not define: {missing}"
+
+
+def _argv_without_the_script(path):
+    """Line numbers of ``run_metadata(sys.argv[1:])`` calls: the recorded command would lack the script's name."""
+    return [node.lineno for node in ast.walk(ast.parse(path.read_text()))
+            if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "run_metadata" and node.args
+            and ast.unparse(node.args[0]) == "sys.argv[1:]"]
+
+
+@pytest.mark.skipif(not SCRIPTS, reason="run from a checkout: the benchmarks are not installed with the package")
+@pytest.mark.parametrize("script", SCRIPTS, ids=lambda path: path.name)
+def test_benchmark_records_the_command_with_its_script(script):
+    """``run_metadata(argv)`` takes the whole argv (it keeps the script's base name and the arguments)."""
+    assert not _argv_without_the_script(script), f"{script.name}: run_metadata(sys.argv[1:]) drops the script's name"
