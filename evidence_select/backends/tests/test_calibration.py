@@ -26,7 +26,8 @@ SMALL = ["student_t_d2", "two_peak_d2", "funnel_d2", "banana_rotated_d2", "ring_
 
 
 #: The costlier cases (each backend's run takes several seconds there) run in the full suite only.
-SLOW = {"funnel_d8", "gauss_cond1e4_d8", "box_banana_d2", "banana_rotated_d2"}
+SLOW = {"funnel_d8", "gauss_cond1e4_d8", "box_banana_d2", "banana_rotated_d2", "ring_chain_d3", "box_two_peak_t_d2",
+        "tiny_mixture_d2"}
 
 
 def _params():

@@ -124,6 +124,7 @@ def test_predict_names_what_the_model_lacks():
     assert reg.fit(X[:50], np.ones(50)).predict(X[:3]).shape == (3,)
 
 
+@pytest.mark.slow
 def test_regressor_predictive_mean_and_std():
     X, y = _regression_rows()
     reg = EvidenceRegressor(gaussian_regression(), random_state=0).fit(X, y)
@@ -274,6 +275,7 @@ def test_selector_over_generic_shells_prefers_the_count_model():
     assert mean.shape == std.shape == (5,) and np.all(std > 0)
 
 
+@pytest.mark.slow
 def test_selector_over_classifiers_and_densities():
     X, _ = _regression_rows()
     y = (X[:, 0] > 0).astype(int)

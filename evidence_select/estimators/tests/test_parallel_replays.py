@@ -39,6 +39,7 @@ def test_replays_on_two_workers_give_the_same_bits():
     assert _fingerprint(_mixture_run(n_jobs=2)) == _fingerprint(serial)
 
 
+@pytest.mark.slow
 def test_a_callers_parallel_config_reaches_the_replays():
     serial = _mixture_run()
     with parallel_config(n_jobs=2):

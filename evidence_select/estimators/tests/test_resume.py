@@ -86,7 +86,8 @@ def _run_in_fresh_process(job_path):
 # periodic restarts are skipped with a warning.
 @pytest.mark.filterwarnings("ignore:SGAIS. the periodic restart at row .* was skipped:"
                             "evidence_select.EvidenceConvergenceWarning")
-@pytest.mark.parametrize("kind", ["linear", "logistic", "mixture"])
+@pytest.mark.parametrize("kind", ["linear", pytest.param("logistic", marks=pytest.mark.slow),
+                                  pytest.param("mixture", marks=pytest.mark.slow)])
 def test_resume_in_fresh_process_is_bit_identical(kind, tmp_path):
     est, X, y, first_kwargs = _stream(kind)
     est.partial_fit(X[:CHUNK], None if y is None else y[:CHUNK], **first_kwargs)

@@ -171,6 +171,7 @@ def test_greedy_search_ends_at_the_best_visited_subset(direction):
         assert names[:4] == ["x0", "x1", "x2", "x3"]
 
 
+@pytest.mark.slow
 def test_rounds_joined_equal_one_fit_over_every_subset_visited():
     X, y = _simulate(500, seed=4)
     searched = feature_subset_search(BayesianLinearRegressor(**FAST), X, y, features=["a", "b", "c", "d"],
