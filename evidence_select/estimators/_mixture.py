@@ -290,6 +290,10 @@ class BayesianMixture(DensityMixin, BaseSGAISEstimator):
     :class:`~evidence_select.EvidenceConvergenceWarning` and its error bar grows
     by the gap; ``ChunkRecord.mode_log_evidence`` records the chunks' checks.
 
+    The likelihood and its gradient run compiled (numba) kernels. The first fit
+    in a fresh environment compiles them once; later processes load them from
+    numba's cache (``NUMBA_CACHE_DIR`` chooses where it lives).
+
     References
     ----------
     .. [1] S. A. Cameron, H. C. Eggers, S. Kroon, "Stochastic Gradient Annealed
