@@ -123,6 +123,25 @@ def _particle_log_densities(theta_row, xt, x2, n_block, params, dens, top, total
 
 
 @numba.njit(cache=True, fastmath=_FASTMATH)
+def _exponentials(dens, top, totals, n_block, accurate):
+    """``dens[k, j] <- exp(dens[k, j] - top[j])`` (log-ratios floored at -80) and their sums over components added
+    to ``totals``, for the first ``n_block`` rows; to 3e-15 relative with ``accurate``
+    (:func:`~._compiled_exp.exp_accurate`), else 7e-9 (:func:`~._compiled_exp.exp_coarse`, the gradient's)."""
+    for k in range(dens.shape[0]):
+        row = dens[k]
+        if accurate:
+            for j in range(n_block):
+                e = _exp(max(row[j] - top[j], _EXP_FLOOR))
+                row[j] = e
+                totals[j] += e
+        else:
+            for j in range(n_block):
+                e = _exp_coarse(max(row[j] - top[j], _EXP_FLOOR))
+                row[j] = e
+                totals[j] += e
+
+
+@numba.njit(cache=True, fastmath=_FASTMATH)
 def mixture_log_likelihood(theta, X, n_components, out):
     """``log p(x_j | theta_m)`` per particle and row into ``out`` ``(n_particles, n_rows)``.
 
@@ -141,10 +160,7 @@ def mixture_log_likelihood(theta, X, n_components, out):
         _columns(X, start, stop, xt, x2)
         for m in range(n_particles):
             _particle_log_densities(theta[m], xt, x2, n_block, params, dens, top, total)
-            for k in range(K):
-                row = dens[k]
-                for j in range(n_block):
-                    total[j] += _exp(max(row[j] - top[j], _EXP_FLOOR))
+            _exponentials(dens, top, total, n_block, True)
             for j in range(n_block):
                 out[m, start + j] = top[j] + np.log(total[j])
     return out
@@ -258,22 +274,10 @@ def _weighted_moments(theta, X, row_weights, n_components, log_lik):
         _columns(X, start, stop, xt, x2)
         for m in range(n_particles):
             _particle_log_densities(theta[m], xt, x2, n_block, params, dens, top, scale)
+            _exponentials(dens, top, scale, n_block, with_log_lik)
             if with_log_lik:
-                for k in range(K):
-                    row = dens[k]
-                    for j in range(n_block):
-                        e = _exp(max(row[j] - top[j], _EXP_FLOOR))
-                        row[j] = e
-                        scale[j] += e
                 for j in range(n_block):
                     log_lik[m, start + j] = top[j] + np.log(scale[j])
-            else:
-                for k in range(K):
-                    row = dens[k]
-                    for j in range(n_block):
-                        e = _exp_coarse(max(row[j] - top[j], _EXP_FLOOR))
-                        row[j] = e
-                        scale[j] += e
             weight_row = row_weights[0] if shared else row_weights[m]
             for j in range(n_block):
                 scale[j] = weight_row[start + j] / scale[j]
