@@ -167,19 +167,20 @@ def test_move_memory_check_flags_short_moves_on_a_curved_ridge_but_not_modes():
     # (benchmarks/bench_calibration.py); the check must flag them. On the product of two-peak densities the
     # moves stay in their start's peaks however long they run (memory ~0.5, removed ~0): a mode, not a short
     # move, so the check passes. The probe has its own generator, so the estimate is the one the run gives
-    # without it (the mocked probe below).
+    # without it (the mocked probe below). On the banana 100 of the 250 live points are replaced per iteration
+    # (not 62): the same moves and probe in fewer iterations (the probe reads ~0.32 against ~0.16 then).
     from evidence_select.backends import _ns
 
     banana, peaks = BananaTarget(6), ProductTarget(TwoPeakFactor(), 6)
     with pytest.warns(EvidenceConvergenceWarning, match="move_memory"):
-        curved = nested_sampling_log_evidence(banana, X_DUMMY, random_state=0)
+        curved = nested_sampling_log_evidence(banana, X_DUMMY, n_replace=100, random_state=0)
     assert not curved.converged and curved.info["memory_removed"] > 0.2
     assert curved.diagnostics["move_memory"]["value"] > curved.diagnostics["move_memory"]["threshold"]
     modes = nested_sampling_log_evidence(peaks, X_DUMMY, random_state=0)
     assert modes.diagnostics["move_memory"]["passed"] and modes.info["replacement_memory"] > 0.3
     assert abs(modes.info["memory_removed"]) < _ns.MAX_MEMORY_REMOVED
     # The cure the guide names, moves that lengthen (to 4 times here), passes at this dimension.
-    longer = nested_sampling_log_evidence(banana, X_DUMMY, max_move_length=4, random_state=0)
+    longer = nested_sampling_log_evidence(banana, X_DUMMY, n_replace=100, max_move_length=4, random_state=0)
     assert longer.info["final_move_length"] == 4.0 and longer.diagnostics["move_memory"]["passed"]
 
 
@@ -187,10 +188,12 @@ def test_move_memory_check_flags_short_moves_on_a_curved_ridge_but_not_modes():
 def test_the_move_memory_probe_leaves_the_estimate_alone(monkeypatch):
     from evidence_select.backends import _ns
 
+    # A question of bits, not accuracy: the cheapest run that still probes (n_live // 2 probe points, 2 or more).
     target = correlated_gaussian_target(4, correlation=0.9)
-    probed = nested_sampling_log_evidence(target, X_DUMMY, n_live=60, random_state=3)
+    kwargs = dict(n_live=12, n_replace=3, n_galilean_steps=4, dlogz=0.5, random_state=3)
+    probed = nested_sampling_log_evidence(target, X_DUMMY, **kwargs)
     monkeypatch.setattr(_ns, "memory_removed_by_longer_moves", lambda *args: (np.empty(0), 0))
-    unprobed = nested_sampling_log_evidence(target, X_DUMMY, n_live=60, random_state=3)
+    unprobed = nested_sampling_log_evidence(target, X_DUMMY, **kwargs)
     assert probed.log_evidence == unprobed.log_evidence and probed.log_evidence_std == unprobed.log_evidence_std
     assert "move_memory" in probed.diagnostics and "move_memory" not in unprobed.diagnostics
     assert probed.n_likelihood_calls > unprobed.n_likelihood_calls
@@ -260,10 +263,12 @@ def test_default_run_passes_its_checks():
 def test_too_few_live_points_and_iterations_are_not_converged():
     # The live-point check asks n_live > n_params: at the boundary, 4 live points in 4 dimensions fail it and 5 pass.
     target = correlated_gaussian_target(4, correlation=0.9)
+    # The live-point check reads n_live alone: one short, cheap run each is enough to see it.
+    short = dict(n_runs=1, dlogz=0.5, n_galilean_steps=4, random_state=0)
     with pytest.warns(EvidenceConvergenceWarning, match="live_points"):
-        res = nested_sampling_log_evidence(target, X_DUMMY, n_live=4, random_state=0)
+        res = nested_sampling_log_evidence(target, X_DUMMY, n_live=4, **short)
     assert not res.converged and not res.diagnostics["live_points"]["passed"]
-    res = nested_sampling_log_evidence(target, X_DUMMY, n_live=5, random_state=0)
+    res = nested_sampling_log_evidence(target, X_DUMMY, n_live=5, **short)
     assert res.diagnostics["live_points"]["passed"]
     with pytest.warns(EvidenceConvergenceWarning, match="iterations"):
         res = nested_sampling_log_evidence(target, X_DUMMY, n_live=40, max_iterations=5, random_state=0)

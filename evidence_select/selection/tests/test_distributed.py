@@ -25,8 +25,13 @@ distributed = pytest.importorskip("distributed")
 pytestmark = pytest.mark.slow
 
 FAST = dict(n_particles=8, n_replicates=2, batch_size=100, reservoir_size=1000)
+# The reference backends here are tested for bit-identity, not accuracy: the cheapest runs that still go through
+# each backend's whole path (NS: two runs, Galilean moves, the probe; bridge: tempered starts, HMC warmup, the
+# bridge of two halves), with checks loose enough that these tiny runs pass them (a failed check would warn).
 BACKEND_PARAMS = {"sgais": None, "ais": {"n_chains": 16, "n_repeats": 2},
-                  "ns": {"n_live": 30, "n_simulations": 20}, "bridge": {}}
+                  "ns": {"n_live": 8, "n_replace": 4, "n_galilean_steps": 2, "dlogz": 1.0, "n_simulations": 20},
+                  "bridge": {"n_chains": 2, "n_warmup": 20, "n_draws": 60, "n_init_particles": 8, "max_leapfrog": 8,
+                             "rhat_threshold": 1.5, "min_ess": 5, "min_draws_per_tau": 5, "max_unseen_modes": 1.0}}
 N_ROWS, CHUNK = 200, 100
 
 

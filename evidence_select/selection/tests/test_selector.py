@@ -326,7 +326,8 @@ def test_invalid_candidates_are_clear_errors(estimators, error, match):
 
 
 @pytest.mark.parametrize("backend, params", [("ais", {"n_chains": 40, "n_repeats": 4}),
-                                             pytest.param("ns", {"n_live": 60, "n_simulations": 50},
+                                             pytest.param("ns", {"n_live": 60, "n_runs": 1, "n_replace": 25,
+                                                                 "n_simulations": 50},
                                                           marks=pytest.mark.slow)])
 def test_reference_backends_recompute_on_all_data(backend, params):
     data = make_linear_regression(160, n_features=2, random_state=9)
