@@ -64,7 +64,7 @@ def test_given_posterior_samples():
 
 # -- a thin curved ridge under a box prior: chains start from a tempered population ------------------
 RIDGE = BoxBananaTarget(4)  # thickness 0.1 in a box of half-width 20: prior draws sit ~1e4-1e7 nats below the ridge
-RIDGE_FAST = dict(n_chains=8, n_warmup=300, n_draws=600)
+RIDGE_FAST = dict(n_chains=8, n_warmup=300, n_draws=300)
 
 
 def _ridge_floor():
@@ -455,7 +455,7 @@ def test_error_spans_the_sandwich_when_the_proposal_does_not_overlap():
     case = [c for c in calibration_cases(16, families=["banana"]) if c.dim == 16][0]
     for seed in range(5, 8):
         with pytest.warns(EvidenceConvergenceWarning, match="proposal_overlap"):
-            res = bridge_log_evidence(case.model, random_state=seed, n_chains=4, n_warmup=200, n_draws=500,
+            res = bridge_log_evidence(case.model, random_state=seed, n_chains=4, n_warmup=200, n_draws=250,
                                       gaussianization=GaussianizationSettings(max_layers=0, max_curved_pairs=0))
         lower, upper = res.info["log_evidence_bounds"]
         assert not res.diagnostics["proposal_overlap"]["passed"]
