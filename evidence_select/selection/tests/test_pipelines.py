@@ -230,7 +230,7 @@ def test_failed_first_call_leaves_the_pipeline_as_it_was(data):
 
 
 # -- scikit-learn's common checks -------------------------------------------------------------------------------------
-_CHECKED = {"n_particles": 4, "n_replicates": 2, "n_mcmc_steps": 2, "random_state": 0}
+_CHECKED = {"n_particles": 4, "n_replicates": 1, "n_mcmc_steps": 2, "random_state": 0}
 
 
 def _check_instances():
