@@ -59,6 +59,20 @@ def _stream(selector, data):
     return selector
 
 
+@pytest.fixture(scope="module")
+def one_process(data):
+    """``one_process(backend)``: the n_jobs=1 stream of ``_selector(backend)``, run once for the module's tests,
+    which only read it."""
+    streams = {}
+
+    def stream(backend="sgais"):
+        if backend not in streams:
+            streams[backend] = _stream(_selector(backend, n_jobs=1), data)
+        return streams[backend]
+
+    return stream
+
+
 def _assert_same_results(a, b):
     np.testing.assert_array_equal(a.log_evidences_, b.log_evidences_)
     np.testing.assert_array_equal(a.log_evidence_stds_, b.log_evidence_stds_)
@@ -111,17 +125,16 @@ def always_workers(monkeypatch):
 
 
 @pytest.mark.parametrize("backend", ["sgais", "ais", "ns", "bridge"])
-def test_results_do_not_depend_on_n_jobs(backend, data, always_workers):
+def test_results_do_not_depend_on_n_jobs(backend, data, always_workers, one_process):
     # Every backend: the same seeds per candidate and a one-thread BLAS in the main process and the loky workers.
-    sequential = _stream(_selector(backend, n_jobs=1), data)
     parallel = _stream(_selector(backend, n_jobs=2), data)
-    _assert_same_results(sequential, parallel)
+    _assert_same_results(one_process(backend), parallel)
 
 
 @pytest.mark.parametrize("n_jobs", [1, 2])
-def test_dispatch_order_does_not_change_results(monkeypatch, data, n_jobs, always_workers):
+def test_dispatch_order_does_not_change_results(monkeypatch, data, n_jobs, always_workers, one_process):
     # Candidates are dispatched longest first; results must come back to their own candidates whatever the order.
-    expected = _stream(_selector(n_jobs=1), data)
+    expected = one_process()
     monkeypatch.setattr(_distributed, "longest_first", lambda candidates: list(range(len(candidates)))[::-1])
     _assert_same_results(expected, _stream(_selector(n_jobs=n_jobs), data))
 
@@ -174,9 +187,9 @@ def test_longest_first_orders_by_the_last_chunk_time():
 
 
 @pytest.mark.parametrize("backend", ["sgais", "ais", "ns", "bridge"])
-def test_dask_resident_candidates_match_n_jobs_1(backend, client, data):
+def test_dask_resident_candidates_match_n_jobs_1(backend, client, data, one_process):
     resident = _stream(_selector(backend, parallel="dask"), data)
-    _assert_same_results(_stream(_selector(backend, n_jobs=1), data), resident)
+    _assert_same_results(one_process(backend), resident)
 
 
 def _mixture_selector(n_jobs_each, **params):
@@ -193,12 +206,19 @@ def _stream_mixture(selector):
     return selector
 
 
+@pytest.fixture(scope="module")
+def mixture_one_process():
+    """The mixture selector streamed in one process, once for the module's tests (which only read it)."""
+    return _stream_mixture(_mixture_selector(None, n_jobs=1))
+
+
 @pytest.mark.parametrize("where", ["loky", "joblib-dask", "dask"])
-def test_candidates_replaying_on_their_own_workers_match_one_process(where, client, always_workers):
+def test_candidates_replaying_on_their_own_workers_match_one_process(where, client, always_workers,
+                                                                     mixture_one_process):
     # Each candidate's n_jobs grants its restarts' replicate groups two workers: processes of its own in a loky
     # worker; in a dask worker (daemonic, so no processes) the cluster's idle thread (parallel="dask") or its own
     # task (joblib's dask backend). Never the pool the candidate's task occupies, and still the bits of one process.
-    expected = _stream_mixture(_mixture_selector(None, n_jobs=1))
+    expected = mixture_one_process
     assert sum(r.n_replayed > 0 for r in expected.estimators_[1].evidence_history_) >= 2
     params = dict(parallel="dask") if where == "dask" else dict(n_jobs=2)
     with parallel_config(backend="dask") if where == "joblib-dask" else parallel_config():
