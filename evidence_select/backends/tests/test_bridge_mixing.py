@@ -56,8 +56,8 @@ def test_chains_in_more_modes_than_max_modes_are_connected(seed):
     # 256 modes, 4 chains each in its own. In these seeds every chain sits in the same peak of some coordinate
     # (seed 3: two of them), so a proposal without the broad part reads -0.72 and -0.34 nats with errors of
     # 0.015 (0.013 for the mixed run at these 500 draws), unflagged: the error must stay under a third of the smaller
-    # miss for the check to see it. Without
-    # the mixing rounds the chains stay alone in their modes, which the mode census flags.
+    # miss for the check to see it. Without the mixing rounds the chains stay alone in their modes, which the mode
+    # census flags.
     target = ProductTarget(TwoPeakFactor(), 8)
     exact = target.exact_log_evidence()
     with warnings.catch_warnings():

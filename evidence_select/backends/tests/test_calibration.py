@@ -3,8 +3,7 @@
 Every backend runs with its documented defaults (the bridge with 500 draws per
 chain, not 1000: its errors stay well under the 0.5-nat floor of the tolerance)
 through ``log_evidence(model, X, y, method=...)`` (no ``X`` for the targets
-without data) on a few 2- to 8-d
-cases of :func:`~evidence_select.testing.calibration_cases`: heavy tails, two
+without data) on a few 2- to 8-d cases of :func:`~evidence_select.testing.calibration_cases`: heavy tails, two
 peaks per coordinate, a funnel, a rotated banana, a ring of double wells, a
 box prior through the sigmoid map (over two peaks, and over a thin rotated banana), a mixture with label switching and an
 ill-conditioned Gaussian. The estimate must lie within ``max(4 sigma, 0.5)`` nats
