@@ -166,22 +166,27 @@ def test_move_memory_check_flags_short_moves_on_a_curved_ridge():
     # 32 and 64 dimensions the same short moves read log Z high beyond the error
     # (benchmarks/bench_calibration.py); the check must flag them. On the product of two-peak densities the
     # moves stay in their start's peaks however long they run (memory ~0.5, removed ~0): a mode, not a short
-    # move, so the check passes (the next test). The probe has its own generator, so the estimate is the one the
-    # run gives without it (the mocked probe below). On the banana 100 of the 250 live points are replaced per
-    # iteration (not 62): the same moves and probe in fewer iterations (the probe reads ~0.32 against ~0.16 then).
-    banana = BananaTarget(6)
+    # move, so the check passes (test_move_memory_check_passes_modes_that_longer_moves_do_not_leave). The probe has
+    # its own generator, so the estimate is the one the run gives without it (the mocked probe below). On the
+    # banana 100 of the 250 live points are replaced per iteration (not 62): the same moves and probe in fewer
+    # iterations (the probe reads ~0.32 against ~0.16 then).
     with pytest.warns(EvidenceConvergenceWarning, match="move_memory"):
-        curved = nested_sampling_log_evidence(banana, X_DUMMY, n_replace=100, random_state=0)
+        curved = nested_sampling_log_evidence(BananaTarget(6), X_DUMMY, n_replace=100, random_state=0)
     assert not curved.converged and curved.info["memory_removed"] > 0.2
     assert curved.diagnostics["move_memory"]["value"] > curved.diagnostics["move_memory"]["threshold"]
-    # The cure the guide names, moves that lengthen (to 4 times here), passes at this dimension.
-    longer = nested_sampling_log_evidence(banana, X_DUMMY, n_replace=100, max_move_length=4, random_state=0)
+
+
+@pytest.mark.slow
+def test_moves_that_lengthen_pass_the_move_memory_check_on_the_curved_ridge():
+    # The cure the guide names for the test above, moves that lengthen (to 4 times here), passes at this dimension.
+    longer = nested_sampling_log_evidence(BananaTarget(6), X_DUMMY, n_replace=100, max_move_length=4, random_state=0)
     assert longer.info["final_move_length"] == 4.0 and longer.diagnostics["move_memory"]["passed"]
 
 
 @pytest.mark.slow
 def test_move_memory_check_passes_modes_that_longer_moves_do_not_leave():
-    # The other side of the test above: the default moves on the 6-d product of two-peak densities.
+    # The other side of test_move_memory_check_flags_short_moves_on_a_curved_ridge: the default moves on the 6-d
+    # product of two-peak densities.
     from evidence_select.backends import _ns
 
     modes = nested_sampling_log_evidence(ProductTarget(TwoPeakFactor(), 6), X_DUMMY, random_state=0)
