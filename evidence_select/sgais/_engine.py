@@ -97,9 +97,9 @@ shifts (its rows predicted far worse than the stream so far,
 :class:`~evidence_select.EvidenceConvergenceWarning` names the cure
 (a ``reservoir_size`` at least the stream's length), and the error is widened
 in quadrature by ``|chunk|`` times the particles' per-row spread on it times
-their lag behind the posterior, in posterior standard deviations: measured by
-Stein's identities on every row while all are stored (:mod:`._lag`), else
-``max(sqrt(n / |R| - 1), 1)`` (:func:`degraded_widening`), until a restart
+their lag behind the posterior in posterior standard deviations: one, or less
+where Stein's identities on every stored row show them closer (:mod:`._lag`),
+or ``sqrt(n / |R| - 1)`` beyond the reservoir (:func:`degraded_widening`), until a restart
 replays the rows or a posterior-mode check measures the gap that replaces it
 (:func:`~._mode_check.checked_widening`). So is a chunk that
 shifts while the reservoir still holds every row, past ``exact_move_rows``, in a
@@ -352,8 +352,12 @@ def degraded_widening(degraded, arrival_spread, n_chunk, n_seen, n_stored, lag=N
     particles of the chunk's total log-likelihood: the change of the chunk's
     log predictive when the particles sit one posterior standard deviation off.
     While every row is stored, ``lag`` (a :class:`~._lag.PosteriorLag` of the
-    chunk's closing particles on all rows) measures how far off they sit, and
-    the particles' dispersion below the posterior's scales the spread up.
+    chunk's closing particles on all rows) measures how far off they sit, the
+    particles' dispersion below the posterior's scaling the spread up, and
+    where that is less than one standard deviation it replaces the one. (Its
+    sampling noise, about ``sqrt(n_params / n_particles)``, only adds to it, so
+    it reads small only where the particles are close; where it reads large,
+    as with more parameters than particles, it says nothing the one does not.)
     Beyond the reservoir (``lag`` None) the particles follow the reservoir's
     view of the past, whose mode may sit ``sqrt(n / |R| - 1)`` posterior
     standard deviations off (a uniform subsample's mode error relative to the
@@ -362,8 +366,8 @@ def degraded_widening(degraded, arrival_spread, n_chunk, n_seen, n_stored, lag=N
     """
     if not degraded:
         return 0.0
-    if lag is not None:
-        return n_chunk * arrival_spread * lag.lag / math.sqrt(lag.dispersion) if lag.dispersion > 0 else math.inf
+    if lag is not None and lag.dispersion > 0:
+        return n_chunk * arrival_spread * min(lag.lag / math.sqrt(lag.dispersion), 1.0)
     return n_chunk * arrival_spread * math.sqrt(max(n_seen / max(n_stored, 1) - 1.0, 1.0))
 
 

@@ -105,7 +105,8 @@ class CheckSettings(NamedTuple):
     ``log_evidence_std`` (nats) exceeds this reports its log evidence as NaN (the ``unusable`` check).
     ``lag_rows``: while at most this many rows were seen (all of them stored), a degraded chunk's widening
     measures the particles' lag behind the posterior on every row (:mod:`~._lag`, one gradient per particle
-    and row); beyond, it assumes a lag of one posterior standard deviation (or the reservoir's, if larger).
+    and row), and takes it where it is under one posterior standard deviation; beyond, it assumes one (or the
+    reservoir's bound, if larger).
     """
 
     population_bias: float = 0.25

@@ -71,7 +71,10 @@ def test_degraded_widening_scales_with_the_measured_lag():
     assert degraded_widening(False, 0.1, 100, 1000, 1000, PosteriorLag(1.0, 1.0)) == 0.0
     assert degraded_widening(True, 0.1, 100, 1000, 1000, PosteriorLag(0.2, 1.0)) == pytest.approx(2.0)
     assert degraded_widening(True, 0.1, 100, 1000, 1000, PosteriorLag(0.2, 0.25)) == pytest.approx(4.0)
-    assert degraded_widening(True, 0.1, 100, 1000, 1000, PosteriorLag(math.inf, 0.0)) == math.inf
+    # A lag measured at one standard deviation or more (or nothing measured) keeps the assumed one.
+    assert degraded_widening(True, 0.1, 100, 1000, 1000, PosteriorLag(3.0, 1.0)) == pytest.approx(10.0)
+    assert degraded_widening(True, 0.1, 100, 1000, 1000, PosteriorLag(0.8, 0.25)) == pytest.approx(10.0)
+    assert degraded_widening(True, 0.1, 100, 1000, 1000, PosteriorLag(math.inf, 0.0)) == pytest.approx(10.0)
     # Beyond the reservoir (no lag measured): the subsample's mode error, at least one standard deviation.
     assert degraded_widening(True, 0.1, 100, 5000, 1000, None) == pytest.approx(20.0)
     assert degraded_widening(True, 0.1, 100, 1500, 1000, None) == pytest.approx(10.0)
