@@ -97,7 +97,9 @@ shifts (its rows predicted far worse than the stream so far,
 :class:`~evidence_select.EvidenceConvergenceWarning` names the cure
 (a ``reservoir_size`` at least the stream's length), and the error is widened
 in quadrature by ``|chunk|`` times the particles' per-row spread on it times
-``max(sqrt(n / |R| - 1), 1)`` (:func:`degraded_widening`), until a restart
+their lag behind the posterior in posterior standard deviations: one, or less
+where Stein's identities on every stored row show them closer (:mod:`._lag`),
+or ``sqrt(n / |R| - 1)`` beyond the reservoir (:func:`degraded_widening`), until a restart
 replays the rows or a posterior-mode check measures the gap that replaces it
 (:func:`~._mode_check.checked_widening`). So is a chunk that
 shifts while the reservoir still holds every row, past ``exact_move_rows``, in a
@@ -130,6 +132,7 @@ import numpy as np
 from ._reservoir import reservoir_data, reservoir_insert
 from ..utils import ess_from_log_weights, log_mean_exp, make_generator
 from ._checks import ChunkCauses, with_checks
+from ._lag import posterior_lag
 from ._mode_check import ModeEvidence, apply_mode_check, mode_check_due, rows_checkable, rows_mode_evidence
 from ._moves import MoveTarget, chunk_context, pooled_step_scales
 from ._policy import (ActionKind, ChunkMode, arrival_action, closing_action, degradation_text, excursion,
@@ -241,8 +244,9 @@ def _chunk_result(state, context, limits, outcome, carried):
     reservoir, rng, tic = carried
     config = context.config
     degraded = "" if action.reason is None else degradation_text(action.reason, config, limits)
+    lag = _measured_lag(context, closed.particles, reservoir) if degraded else None
     widening = degraded_widening(bool(degraded), progress.arrival_spread, len(context.X), state.n_samples_seen,
-                                 state.reservoir.n_stored)
+                                 state.reservoir.n_stored, lag)
     new_state = _next_state(state, context, closed, (reservoir, rng), widening, bool(degraded))
     blocked = limits.restart_blocked if skipped else None  # why a periodic restart due here could not run
     blocked_text = "" if blocked is None else degradation_text(blocked, config, limits)
@@ -332,20 +336,38 @@ def _fallbacks(counts, skipped_restart):
     return "; ".join(taken)
 
 
-def degraded_widening(degraded, arrival_spread, n_chunk, n_seen, n_stored):
+def _measured_lag(context, particles, reservoir):
+    """The closed chunk's :class:`~._lag.PosteriorLag` on every row seen, or None beyond the reservoir (its rows
+    are a subsample, whose gradient errs by about ``sqrt(n / |R| - 1)`` posterior standard deviations: the lag
+    it would measure) or beyond ``CheckSettings.lag_rows`` rows."""
+    if reservoir.n_stored < reservoir.n_seen or reservoir.n_seen > context.config.tuning.checks.lag_rows:
+        return None
+    return posterior_lag(context.model, particles, reservoir_data(reservoir), reservoir.n_seen)
+
+
+def degraded_widening(degraded, arrival_spread, n_chunk, n_seen, n_stored, lag=None):
     """Standard deviation (nats) to add for a ``degraded`` chunk, else 0.
 
     ``n_chunk`` times the arrival spread is the standard deviation across the
     particles of the chunk's total log-likelihood: the change of the chunk's
     log predictive when the particles sit one posterior standard deviation off.
-    Beyond the reservoir the particles follow the reservoir's view of the past,
-    whose mode may sit ``sqrt(n / |R| - 1)`` posterior standard deviations off
-    (a uniform subsample's mode error relative to the full posterior's width),
-    and a surprise whose cure could not run may have left them further off; the
-    larger factor, at least 1, multiplies.
+    While every row is stored, ``lag`` (a :class:`~._lag.PosteriorLag` of the
+    chunk's closing particles on all rows) measures how far off they sit, the
+    particles' dispersion below the posterior's scaling the spread up, and
+    where that is less than one standard deviation it replaces the one. (Its
+    sampling noise, about ``sqrt(n_params / n_particles)``, only adds to it, so
+    it reads small only where the particles are close; where it reads large,
+    as with more parameters than particles, it says nothing the one does not.)
+    Beyond the reservoir (``lag`` None) the particles follow the reservoir's
+    view of the past, whose mode may sit ``sqrt(n / |R| - 1)`` posterior
+    standard deviations off (a uniform subsample's mode error relative to the
+    full posterior's width), and a surprise whose cure could not run may have
+    left them further off; the larger factor, at least 1, multiplies.
     """
     if not degraded:
         return 0.0
+    if lag is not None and lag.dispersion > 0:
+        return n_chunk * arrival_spread * min(lag.lag / math.sqrt(lag.dispersion), 1.0)
     return n_chunk * arrival_spread * math.sqrt(max(n_seen / max(n_stored, 1) - 1.0, 1.0))
 
 

@@ -103,6 +103,10 @@ class CheckSettings(NamedTuple):
     standard errors below the stream's mean log predictive per row is a shift
     (:func:`~._policy.shift_detected`). ``unusable_std``: a run flagged by another check whose
     ``log_evidence_std`` (nats) exceeds this reports its log evidence as NaN (the ``unusable`` check).
+    ``lag_rows``: while at most this many rows were seen (all of them stored), a degraded chunk's widening
+    measures the particles' lag behind the posterior on every row (:mod:`~._lag`, one gradient per particle
+    and row), and takes it where it is under one posterior standard deviation; beyond, it assumes one (or the
+    reservoir's bound, if larger).
     """
 
     population_bias: float = 0.25
@@ -112,6 +116,7 @@ class CheckSettings(NamedTuple):
     degenerate_chunks: int = 10
     shift_z: float = 5.0
     unusable_std: float = 1000.0
+    lag_rows: int = 5000
 
 
 class EngineTuning(NamedTuple):

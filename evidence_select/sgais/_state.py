@@ -176,7 +176,12 @@ class ChunkRecord(NamedTuple):
         the cure.
     log_evidence_widening : float
         Standard deviation (nats) added in quadrature to the error of ``log Z``
-        for this chunk's degradation; 0 when it is not degraded.
+        for this chunk's degradation; 0 when it is not degraded. The chunk's
+        rows times the particles' per-row spread on them, times how far the
+        particles lag behind the posterior, in posterior standard deviations:
+        one, or less where a measurement on every row (while all are stored, up
+        to ``CheckSettings.lag_rows``) shows them closer, or more beyond the
+        reservoir (:func:`~evidence_select.sgais._engine.degraded_widening`).
     fallback : str
         The fallbacks the chunk took, ``"; "``-separated, or ``""``: a step cap
         reached (``max_annealing_steps``; the rest of the tempering taken at

@@ -38,13 +38,20 @@ def _streams():
     mix = make_mixture(1300, random_state=0)
     return {
         "linear": (BayesianLinearRegressor(random_state=3, batch_size=300), lin.X, lin.y, {}),
-        "logistic": (BayesianLogisticClassifier(random_state=3, batch_size=300, n_particles=5, n_replicates=2),
+        "logistic": (BayesianLogisticClassifier(random_state=3, batch_size=300, n_particles=5, n_replicates=2,
+                                                n_mcmc_steps=3),
                      soft.X, soft.y, {"classes": [0, 1, 2, 3]}),
-        "mixture": (BayesianMixture(3, random_state=3, batch_size=300), mix.X, None, {}),
+        "mixture": (BayesianMixture(3, random_state=3, batch_size=300, n_particles=5, n_replicates=2, n_mcmc_steps=3),
+                    mix.X, None, {}),
     }
 
 
 STREAMS = _streams()
+# The stream tests compare fits to the bit, not to a true evidence: five particles per group and three moves per
+# step are the cheapest settings that still cross exact_move_rows (exact moves, then SGHMC) and, for the mixture,
+# run the posterior-mode check on every chunk and restart at 1200 rows. Their accuracy warnings (few lineages, a
+# missed mode) are expected.
+BIT_IDENTITY_ONLY = pytest.mark.filterwarnings("ignore::evidence_select.exceptions.EvidenceConvergenceWarning")
 KINDS = list(STREAMS)
 HALF = ((0, 600),)  # the first call of the mid-stream tests
 TWO_CALLS = ((0, 600), (600, 1300))
@@ -66,6 +73,7 @@ def _streamed(kind, chunks):
     return _partial(clone(est), X, y, kwargs, chunks)
 
 
+@BIT_IDENTITY_ONLY
 @pytest.mark.parametrize("kind", KINDS)
 def test_fit_equals_partial_fit_over_same_chunks(kind):
     fitted = _streamed(kind, None)
@@ -75,6 +83,7 @@ def test_fit_equals_partial_fit_over_same_chunks(kind):
     assert _fingerprint(_streamed(kind, TWO_CALLS)) == _fingerprint(fitted)
 
 
+@BIT_IDENTITY_ONLY
 @pytest.mark.parametrize("kind", [pytest.param(kind, marks=[pytest.mark.slow] if kind != "linear" else [])
                                   for kind in KINDS])
 def test_shuffled_fit_equals_partial_fit_in_fit_order(kind):
@@ -89,6 +98,7 @@ def test_shuffled_fit_equals_partial_fit_in_fit_order(kind):
     assert _fingerprint(shuffled) != _fingerprint(_streamed(kind, None))  # the order matters to the bits
 
 
+@BIT_IDENTITY_ONLY
 @pytest.mark.parametrize("kind", KINDS)
 def test_pickle_mid_stream_continues_identically(kind):
     _, X, y, _ = STREAMS[kind]
@@ -97,6 +107,7 @@ def test_pickle_mid_stream_continues_identically(kind):
     assert _fingerprint(resumed) == _fingerprint(reference)
 
 
+@BIT_IDENTITY_ONLY
 @pytest.mark.parametrize("kind", KINDS)
 def test_failed_call_leaves_state_unchanged(kind):
     _, X, y, _ = STREAMS[kind]

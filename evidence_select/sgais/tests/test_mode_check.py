@@ -116,13 +116,15 @@ def test_checks_run_where_due_and_leave_the_estimates_alone():
     """Chunks of 400 rows against the checkpoints 100, 141, 200, ..., 1131, 1600, 2262: the chunk ending at 2000
     crosses none, but it surprised the particles (a restart or an excursion ran), so it is checked too; every other
     chunk crosses one. The estimates equal those of the same run without checks (the check draws from a copy of
-    the state's generator)."""
+    the state's generator). Where checks run and the bit-identity need no accurate evidence: 8 particles per group
+    and 3 moves per step."""
     X = np.random.default_rng(0).normal(size=(2400, 1)) + np.repeat([[-2.0], [2.0]], 1200, axis=0)
 
     def stream(estimator_class):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            return estimator_class(2, batch_size=400, random_state=0, shuffle=False).fit(X)
+            return estimator_class(2, batch_size=400, n_particles=8, n_mcmc_steps=3, random_state=0,
+                                   shuffle=False).fit(X)
 
     checked = stream(BayesianMixture)
     assert [r.n_samples_seen for r in checked.evidence_history_ if not np.isnan(r.mode_log_evidence)] == [400, 800,
