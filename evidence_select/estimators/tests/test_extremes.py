@@ -101,7 +101,7 @@ def test_long_stream_linear():
     # the divergence overflows exp in the mixture's density before it is caught
     pytest.param("mixture", {}, marks=[OUTLIER_DIVERGENCE, pytest.mark.filterwarnings("ignore::RuntimeWarning")]),
     # exact, Metropolis-corrected moves follow the outlier
-    pytest.param("mixture", dict(exact_move_rows=1000), marks=pytest.mark.slow),
+    pytest.param("mixture", dict(exact_move_rows=1000), marks=pytest.mark.extended),
 ])
 @RESIDUAL_SCALE_EXPECTED
 def test_outliers_of_1e8(kind, params):
@@ -115,7 +115,7 @@ def test_outliers_of_1e8(kind, params):
 @STALLED_ANNEALING_EXPECTED
 @pytest.mark.parametrize("kind, scale", [
     ("linear", 1e-6), ("linear", 1e6),
-    ("logistic", 1e-6), pytest.param("logistic", 1e6, marks=pytest.mark.slow),
+    ("logistic", 1e-6), pytest.param("logistic", 1e6, marks=pytest.mark.extended),
     # The mixture on 1e6-scaled data anneals each chunk in 60-100 steps (5 on unit-scale data): a stress case.
     pytest.param("mixture", 1e6, marks=pytest.mark.slow),
 ])

@@ -144,7 +144,7 @@ def test_density_score_samples_is_the_weighted_predictive():
 
 
 # -- the same model written twice gives the same evidence ----------------------------------------------------------
-@pytest.mark.slow
+@pytest.mark.extended
 def test_made_softmax_matches_the_built_in_classifier():
     rng = np.random.default_rng(0)
     X = rng.normal(size=(400, 2))
@@ -216,7 +216,7 @@ def test_made_poisson_against_built_in_and_quadrature():
                                                                           built_in.log_evidence_std_) + 0.3
 
 
-@pytest.mark.slow
+@pytest.mark.extended
 def test_made_poisson_against_built_in_over_seeds_and_streams():
     # 1500 rows: past exact_move_rows, so the last chunks move by SGHMC (the made model has no step scales).
     X, y = _poisson_rows(1500, seed=1)

@@ -67,7 +67,7 @@ def test_paper_mixture_misses_are_flagged_by_their_collapsed_lineages(n_particle
         assert pull <= 3 or collapsed, (seed, error, n_lineages)
 
 
-@pytest.mark.slow
+@pytest.mark.extended
 def test_posterior_mode_check_widens_the_paper_mixture_misses():
     """With the check (the default), over eight seeds: every run holds the reference within 3 combined standard
     deviations (the trust target; a run without the check reads up to 6 nats low at +/- 0.6); a run the check

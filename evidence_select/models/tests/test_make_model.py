@@ -300,7 +300,8 @@ def test_made_evidence_matches_exact_and_hand_written(family):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("case", [c for c in CASES if c.dim == 8], ids=lambda c: c.name)
+@pytest.mark.parametrize("case", [pytest.param(c, marks=[pytest.mark.extended] if c.family == "tiny_mixture" else [])
+                                  for c in CASES if c.dim == 8], ids=lambda c: c.name)
 def test_made_evidence_over_seeds_at_eight_parameters(case):
     made = made_model(case)
     z_made, z_hand = [], []

@@ -21,7 +21,7 @@ from evidence_select.utils import _nested
 
 distributed = pytest.importorskip("distributed")
 
-# Worker start-up and cross-backend runs: the whole module is long (CI runs it with -m "slow or not slow").
+# Worker start-up and cross-backend runs: the whole module is long (CI runs it with -m "not extended").
 pytestmark = pytest.mark.slow
 
 FAST = dict(n_particles=8, n_replicates=2, batch_size=100, reservoir_size=1000)

@@ -18,7 +18,7 @@ from evidence_select.selection import _distributed
 
 distributed = pytest.importorskip("distributed")
 
-# Worker start-up and several streams per executor (CI runs it with -m "slow or not slow").
+# Worker start-up and several streams per executor (CI runs it with -m "not extended").
 pytestmark = [pytest.mark.slow,
               pytest.mark.filterwarnings("ignore::evidence_select.EvidenceConvergenceWarning",
                                          "ignore::evidence_select.SamplerDegeneracyWarning")]

@@ -276,7 +276,7 @@ def test_reheat_that_cannot_return_warns_and_ends_at_the_chunks_target():
 REHEAT_MIXTURE_LOG_Z, REHEAT_MIXTURE_STD = -2525.824, 0.007
 
 
-@pytest.mark.slow
+@pytest.mark.extended
 def test_reheat_with_mixture_jumps_matches_bridge_sampling():
     # The mixture adds the global relocation and refit moves (Metropolis-Hastings, exact here: the reservoir
     # holds every past row). Forced on every chunk from the third on, the evidence must still agree with the
