@@ -13,7 +13,9 @@ is off by about the lag times the particles' spread of its log-likelihood
 
 Every quantity is a weighted mean over the particles of all replicate groups, so
 the measured lag also carries the particles' own sampling noise: about
-``n_params / n_particles`` even on exact draws, which keeps it from reading zero.
+``sqrt(n_params / n_particles)`` posterior standard deviations even on exact
+draws. The noise only adds to the lag, so the engine takes a measured lag only
+where it reads under one standard deviation, the lag it assumes otherwise.
 """
 
 import math
