@@ -342,7 +342,7 @@ def _measured_lag(context, particles, reservoir):
     it would measure) or beyond ``CheckSettings.lag_rows`` rows."""
     if reservoir.n_stored < reservoir.n_seen or reservoir.n_seen > context.config.tuning.checks.lag_rows:
         return None
-    return posterior_lag(context.model, particles, reservoir_data(reservoir), reservoir.n_seen)
+    return posterior_lag(context.model, particles, *reservoir_data(reservoir))
 
 
 def degraded_widening(degraded, arrival_spread, n_chunk, n_seen, n_stored, lag=None):

@@ -23,6 +23,8 @@ from typing import NamedTuple
 
 import numpy as np
 
+from ._reference import grad_sum
+
 __all__ = ["PosteriorLag", "posterior_lag"]
 
 
@@ -33,8 +35,8 @@ class PosteriorLag(NamedTuple):
     dispersion: float  # c^2: the particles' covariance over the posterior's, clipped to (0, 1]
 
 
-def posterior_lag(model, particles, rows, n_seen):
-    """The :class:`PosteriorLag` of ``particles`` on the posterior of ``n_seen`` rows, from the stored ``rows``.
+def posterior_lag(model, particles, X, y):
+    """The :class:`PosteriorLag` of ``particles`` on the posterior of every row seen, ``(X, y)``.
 
     Parameters
     ----------
@@ -42,24 +44,17 @@ def posterior_lag(model, particles, rows, n_seen):
         Supplies ``grad_log_prior`` and ``grad_log_likelihood``.
     particles : Particles
         ``theta`` ``(n_groups * n_particles, n_params)``, ``log_weights`` normalised within each group.
-    rows : tuple
-        ``(X, y)``: the stored rows; each counts ``n_seen / len(X)`` times (all of them when every row is stored).
-    n_seen : int
-        Rows the posterior conditions on.
+    X : ndarray of shape (n_samples, n_features)
+    y : ndarray of shape (n_samples,) or None
     """
-    X, y = rows
     weights = np.exp(particles.log_weights).ravel() / len(particles.log_weights)
     theta = particles.theta
-    row_weight = np.full(len(X), n_seen / max(len(X), 1))
-    scores = model.grad_log_prior(theta) + model.grad_log_likelihood(theta, X, y, row_weight)
-    scores = np.asarray(scores, dtype=float)
+    scores = np.asarray(model.grad_log_prior(theta) + grad_sum(model, theta, X, y), dtype=float)
     mean_score = weights @ scores
     centred = theta - weights @ theta
     dispersion = -float(weights @ np.einsum("ij,ij->i", scores, centred)) / theta.shape[1]
     if not (math.isfinite(dispersion) and dispersion > 0.0):
         return PosteriorLag(math.inf, 0.0)
     dispersion = min(dispersion, 1.0)
-    spread_along = centred @ mean_score
-    lag_sq = float(weights @ spread_along**2) / dispersion
+    lag_sq = float(weights @ (centred @ mean_score) ** 2) / dispersion
     return PosteriorLag(math.sqrt(lag_sq) if math.isfinite(lag_sq) else math.inf, dispersion)
-

@@ -42,7 +42,7 @@ def _draws(mean, cov, seed, *, shift_sds=0.0, scale=1.0):
 
 def test_exact_draws_lag_by_about_their_own_sampling_noise():
     model, rows, mean, cov = _posterior()
-    lags = [posterior_lag(model, _particles(_draws(mean, cov, seed)), rows, len(rows[0])) for seed in range(20)]
+    lags = [posterior_lag(model, _particles(_draws(mean, cov, seed)), *rows) for seed in range(20)]
     # The mean of N exact draws sits sqrt(d / N) posterior standard deviations off on average (d = 4 here).
     noise = math.sqrt(len(mean) / (N_GROUPS * N_PER_GROUP))
     assert np.median([lag.lag for lag in lags]) < 2 * noise
@@ -52,7 +52,7 @@ def test_exact_draws_lag_by_about_their_own_sampling_noise():
 @pytest.mark.parametrize("shift_sds", [1.0, 3.0])
 def test_a_shifted_population_lags_by_the_shift(shift_sds):
     model, rows, mean, cov = _posterior()
-    lags = [posterior_lag(model, _particles(_draws(mean, cov, seed, shift_sds=shift_sds)), rows, len(rows[0])).lag
+    lags = [posterior_lag(model, _particles(_draws(mean, cov, seed, shift_sds=shift_sds)), *rows).lag
             for seed in range(20)]
     noise = math.sqrt(len(mean) / (N_GROUPS * N_PER_GROUP))
     assert abs(np.median(lags) - shift_sds) < 3 * noise
@@ -60,7 +60,7 @@ def test_a_shifted_population_lags_by_the_shift(shift_sds):
 
 def test_a_narrow_population_reads_its_dispersion_and_its_lag_in_posterior_units():
     model, rows, mean, cov = _posterior()
-    lags = [posterior_lag(model, _particles(_draws(mean, cov, seed, shift_sds=1.0, scale=0.5)), rows, len(rows[0]))
+    lags = [posterior_lag(model, _particles(_draws(mean, cov, seed, shift_sds=1.0, scale=0.5)), *rows)
             for seed in range(20)]
     assert abs(np.median([lag.dispersion for lag in lags]) - 0.25) < 0.05
     noise = math.sqrt(len(mean) / (N_GROUPS * N_PER_GROUP))
