@@ -133,11 +133,14 @@ from ._reservoir import reservoir_data, reservoir_insert
 from ..utils import ess_from_log_weights, log_mean_exp, make_generator
 from ._checks import ChunkCauses, with_checks
 from ._lag import posterior_lag
-from ._mode_check import ModeEvidence, apply_mode_check, mode_check_due, rows_checkable, rows_mode_evidence
+from ._mode_check import (ModeEvidence, apply_mode_check, compare_with_mode, mode_check_due, rows_checkable,
+                          rows_mode_evidence)
+from ._replay_gate import fell_behind, gate_applies, gate_mode_evidence
 from ._moves import MoveTarget, chunk_context, pooled_step_scales
 from ._policy import (ActionKind, ChunkMode, arrival_action, closing_action, degradation_text, excursion,
-                      initial_mode, merge_independent_runs, per_row_spread, pooled_increment_variance, pooled_mode_gap,
-                      replay_from_prior, shift_detected, steps_action, surprise_limits, surprised_on_arrival)
+                      initial_mode, merge_independent_runs, per_row_spread, periodic_restart_due,
+                      pooled_increment_variance, pooled_mode_gap, replay_from_prior, shift_detected, steps_action,
+                      surprise_limits, surprised_on_arrival)
 from ._reference import refresh_reference
 from ._state import (PAPER_SETTINGS, ChunkRecord, Particles, SamplerDegeneracyWarning, SGAISConfig, SGAISState,
                      StepCounts, combine_replicates, evidence_estimate, increment_spread, particle_log_weights,
@@ -224,12 +227,17 @@ def sgais_update(state, X, y, model, config, *, check=None, previous=None):
     context = chunk_context(state, X, y, model, config)
     limits = surprise_limits(state, context)
     progress = anneal_chunk(rng, context, limits, _start_particles(state))
-    action, skipped = closing_action(config, limits, progress.action, len(X))
+    gate = _replay_gate(rng, state, context, limits, progress)
+    behind = None if gate is None else fell_behind(gate, math.sqrt(state.widening.mode_gap_variance),
+                                                   config.tuning.mode_check)
+    action, skipped = closing_action(config, limits, progress.action, len(X), behind)
     closed = _close_chunk(rng, state, context, progress, action.kind is ActionKind.RESTART)
     reservoir, undo = reservoir_insert(rng, state.reservoir, X, y)  # the only in-place write
     new_state, record, causes = _chunk_result(state, context, limits, (progress, action, skipped, closed),
                                               (reservoir, rng, tic))
     evidence = check if isinstance(check, ModeEvidence) else closed.mode_evidence
+    if gate is not None:  # the gate's value checks the chunk's result too, whether it replayed or not
+        check, evidence = True, gate.evidence
     new_state, record, mode_check = _posterior_mode_check(new_state, record, (model, config), check,
                                                           state.n_samples_seen, evidence)
     record = with_checks(record, previous, new_state, config, causes._replace(mode_check=mode_check))
@@ -469,12 +477,37 @@ def _close_chunk(rng, state, context, progress, restart):
 def _rows_evidence(rng, reservoir, rows, model, settings):
     """The posterior-mode check's value on every row seen, the chunk's ``rows`` included, where they can be
     checked (a copy of ``rng`` draws it), else None: a restart's replays and the chunk's own check share it."""
-    X, y = rows
-    if not rows_checkable(model, reservoir.n_seen + len(X), settings):
+    if not rows_checkable(model, reservoir.n_seen + len(rows[0]), settings):
         return None
+    return rows_mode_evidence(model, *_rows_seen(reservoir, rows), make_generator(rng), settings)
+
+
+def _rows_seen(reservoir, rows):
+    """``(X, y)`` of every row seen: the reservoir's (which must hold them all) and the chunk's ``rows``."""
+    X, y = rows
     past_X, past_y = reservoir_data(reservoir)
-    all_y = None if y is None else np.concatenate([past_y, y])
-    return rows_mode_evidence(model, np.concatenate([past_X, X]), all_y, make_generator(rng), settings)
+    return np.concatenate([past_X, X]), None if y is None else np.concatenate([past_y, y])
+
+
+def _replay_gate(rng, state, context, limits, progress):
+    """The replay gate's :class:`~._mode_check.ModeCheck` of the annealed chunk (:mod:`._replay_gate`), where a
+    periodic restart is due past the rows the posterior-mode check covers, else None (the restart, if due,
+    runs unchecked). A copy of ``rng`` draws it, so the run's own draws are those it would make without it."""
+    model, config = context.model, context.config
+    settings = config.tuning.mode_check
+    if not (periodic_restart_due(config, limits, progress.action, len(context.X))
+            and gate_applies(model, state.n_samples_seen + len(context.X), settings)):
+        return None
+    particles = progress.particles
+    evidence = gate_mode_evidence(model, _rows_seen(state.reservoir, (context.X, context.y)), make_generator(rng),
+                                  settings, particles.theta)
+    if evidence is None:
+        return None
+    running = state._replace(  # the run's estimate after the chunk, without a restart or a mode gap
+        log_evidence=particles.log_evidence, log_evidence_variance=particles.log_evidence_variance,
+        increment_variance=state.increment_variance + increment_spread(state.log_evidence, particles.log_evidence),
+        widening=state.widening._replace(mode_gap_variance=0.0))
+    return compare_with_mode(evidence_estimate(running), evidence, settings)
 
 
 def chunk_record(state, new_state, closed, seconds):

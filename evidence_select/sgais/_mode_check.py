@@ -30,7 +30,8 @@ from ._policy import crossed_checkpoint
 from ._settings import ModeCheckSettings
 from ._state import evidence_estimate
 
-__all__ = ["ModeCheck", "checked_widening", "ModeEvidence", "mode_importance_log_evidence", "mode_check_due",
+__all__ = ["ModeCheck", "checked_widening", "compare_with_mode", "importance_at_mode",
+           "negative_log_joint", "best_mode", "ModeEvidence", "mode_importance_log_evidence", "mode_check_due",
            "apply_mode_check", "rows_checkable", "rows_mode_evidence", "symmetrised_t", "symmetrised_log_density",
            "SymmetrisedT"]
 
@@ -57,7 +58,7 @@ class ModeCheck(NamedTuple):
     failed: bool  # the gap exceeds gap_sigmas combined standard deviations
 
 
-def _negative_log_joint(model, X, y):
+def negative_log_joint(model, X, y):
     """``theta -> (-log p(theta, X), its gradient)`` for one point, in double precision."""
     def value_and_grad(theta):
         point = theta[None]
@@ -82,7 +83,7 @@ def _distinct_starts(objective, starts, same_fit):
     return kept
 
 
-def _best_mode(objective, starts, same_fit):
+def best_mode(objective, starts, same_fit):
     """The lowest of the quasi-Newton minima reached from the distinct ``starts`` (None if none is finite)."""
     best = None
     for start in _distinct_starts(objective, starts, same_fit):
@@ -146,13 +147,25 @@ def mode_importance_log_evidence(model, X, y, rng, settings=ModeCheckSettings())
     >>> bool(abs(check.log_evidence - model.exact_log_evidence(X)) < 5 * check.std + 0.01)
     True
     """
-    objective = _negative_log_joint(model, X, y)
-    mode = _best_mode(objective, model.mode_starts(rng, X, settings.n_starts), settings.same_fit)
+    objective = negative_log_joint(model, X, y)
+    mode = best_mode(objective, model.mode_starts(rng, X, settings.n_starts), settings.same_fit)
+    return importance_at_mode(model, (X, y), rng, (objective, mode), settings)
+
+
+def importance_at_mode(model, rows, rng, objective_and_mode, settings, n_draws=None):
+    """The importance-sampling step of :func:`mode_importance_log_evidence` at a mode already found.
+
+    ``objective_and_mode`` is ``(objective, mode)``: the negative log joint on ``rows`` ``(X, y)``
+    (:func:`negative_log_joint`) and the point it is minimised at (None: no mode). ``n_draws`` defaults to
+    ``settings.n_draws``. Returns a :class:`ModeEvidence`, or None without a mode or a positive-definite Hessian.
+    """
+    objective, mode = objective_and_mode
+    X, y = rows
     scale = None if mode is None else _scale_at(objective, mode, settings.hessian_step)
     if scale is None:
         return None
     proposal = symmetrised_t(mode, settings.inflate * scale, settings.df, model.mode_symmetries())
-    n_draws = settings.n_draws
+    n_draws = settings.n_draws if n_draws is None else n_draws
     log_weights = np.concatenate([_block_log_weights(model, X, y, rng, proposal, size)
                                   for size in np.diff(np.r_[0:n_draws:settings.draw_block, n_draws])])
     top = float(np.max(log_weights))
@@ -281,9 +294,10 @@ def apply_mode_check(state, model, settings, evidence=None):
 
     The check runs for a model with a mode search (``capabilities().mode_search``)
     and at most ``settings.max_symmetries`` label symmetries, while every row is
-    stored and there are at most ``settings.max_rows``. The mode's value is
-    ``evidence`` where the caller computed it on the same rows (a restart's
-    replays share one), else :func:`rows_mode_evidence` with a copy of the
+    stored. The mode's value is ``evidence`` where the caller computed it on the
+    same rows (a restart's replays share one; past ``settings.max_rows`` rows
+    only the replay gate, :mod:`._replay_gate`, computes one), else, with at
+    most ``settings.max_rows`` rows, :func:`rows_mode_evidence` with a copy of the
     state's generator, so the run's own draws do not change, and checking the
     same state twice gives the same numbers. When ``log Z`` reads below the mode's value by
     more than ``settings.gap_sigmas`` combined standard deviations the gap is
@@ -299,18 +313,26 @@ def apply_mode_check(state, model, settings, evidence=None):
         None when no check ran (the state cannot be checked, or no mode was found).
     """
     n_seen = state.n_samples_seen
-    if not rows_checkable(model, n_seen, settings) or state.reservoir.n_stored != n_seen:
+    if state.reservoir.n_stored != n_seen:
         return state, None
     check = evidence
-    if check is None:
+    if check is None and rows_checkable(model, n_seen, settings):
         check = rows_mode_evidence(model, *reservoir_data(state.reservoir), make_generator(state.rng), settings)
     if check is None:
         return state, None
-    log_z, std = evidence_estimate(state._replace(widening=state.widening._replace(mode_gap_variance=0.0)))
-    gap = check.log_evidence - log_z
-    failed = bool(gap > settings.gap_sigmas * math.hypot(std, check.std))
-    result = ModeCheck(evidence=check, log_evidence=log_z, std=std, gap=gap, failed=failed)
-    return state._replace(widening=checked_widening(state.widening, gap, failed)), result
+    result = compare_with_mode(
+        evidence_estimate(state._replace(widening=state.widening._replace(mode_gap_variance=0.0))), check, settings)
+    return state._replace(widening=checked_widening(state.widening, result.gap, result.failed)), result
+
+
+def compare_with_mode(estimate, evidence, settings):
+    """The :class:`ModeCheck` of an ``estimate`` ``(log_evidence, std)`` against the mode's value ``evidence``
+    (a :class:`ModeEvidence`): failed when it reads below it by more than ``settings.gap_sigmas`` combined
+    standard deviations."""
+    log_z, std = estimate
+    gap = evidence.log_evidence - log_z
+    failed = bool(gap > settings.gap_sigmas * math.hypot(std, evidence.std))
+    return ModeCheck(evidence=evidence, log_evidence=log_z, std=std, gap=gap, failed=failed)
 
 
 def checked_widening(widening, gap, failed):

@@ -13,7 +13,9 @@ step, the model's global moves, optionally a finer ESS target), and then either
   and pools that run with the in-order one (:func:`merge_independent_runs`).
 
 With ``restart_growth`` a restart also comes each time the rows seen grow by
-that factor, at positions fixed in advance. A chunk that *shifts*
+that factor, at positions fixed in advance; past the rows the posterior-mode
+check covers, only where that check says the run fell behind
+(:mod:`._replay_gate`). A chunk that *shifts*
 (:func:`shift_detected`) where no surprise trigger watches restarts when it can
 and is degraded either way.
 
@@ -49,7 +51,8 @@ from ._steps import choose_increment, tempering_step
 __all__ = ["ActionKind", "ChunkAction", "ChunkMode", "Degradation", "Replay", "SurpriseLimits", "arrival_action",
            "closing_action", "cure_of", "degradation_text", "initial_mode", "steps_action", "surprise_limits",
            "surprised_on_arrival", "shift_detected", "excursion", "replay_from_prior", "merge_independent_runs",
-           "pooled_mode_gap", "pooled_shares", "pooled_increment_variance", "per_row_spread", "crossed_checkpoint"]
+           "pooled_mode_gap", "pooled_shares", "pooled_increment_variance", "per_row_spread", "crossed_checkpoint",
+           "periodic_restart_due"]
 
 
 class ChunkMode(NamedTuple):
@@ -288,23 +291,40 @@ def steps_action(config, limits, action, n_steps, excursed):
     return action._replace(kind=ActionKind.EXCURSION, surprised=True)
 
 
-def closing_action(config, limits, action, n_chunk):
+def _periodic_checkpoint(config, limits, n_chunk):
+    """Whether the chunk takes the rows seen across a periodic restart's checkpoint ``batch_size *
+    restart_growth**j`` (:func:`crossed_checkpoint`)."""
+    return (config.restart_on_surprise and config.restart_growth is not None and limits.has_past
+            and crossed_checkpoint(limits.n_seen, limits.n_seen + n_chunk, config.batch_size,
+                                   config.restart_growth))
+
+
+def periodic_restart_due(config, limits, action, n_chunk):
+    """Whether a periodic restart comes after the chunk unless its gate passes it (:func:`closing_action`)."""
+    return (action.kind is not ActionKind.RESTART and limits.can_restart
+            and _periodic_checkpoint(config, limits, n_chunk))
+
+
+def closing_action(config, limits, action, n_chunk, behind=None):
     """``(action, skipped)`` at the chunk's end: a restart where the rows seen crossed a periodic checkpoint
-    ``batch_size * restart_growth**j`` (:func:`crossed_checkpoint`) and the limits allow one, and whether such
-    a checkpoint's restart was skipped (they do not).
+    (:func:`periodic_restart_due`), the limits allow one and no ``gate`` passed it, and whether such a
+    checkpoint's restart was skipped because the limits do not allow it.
 
     Particles that settled in a poorer mode find every later chunk easy to
     anneal, so no surprise reveals them, while the evidence falls behind at a
     fixed rate per row. A restart whenever the rows seen have grown by
     ``restart_growth`` re-estimates everything seen so far: amortised ``O(1)``
-    per row, at positions fixed in advance.
+    per row, at positions fixed in advance. ``behind`` is the replay gate's
+    verdict where one ran (:mod:`._replay_gate`, past the rows the
+    posterior-mode check covers), else None: a run that did not fall behind
+    the posterior's best mode is not replayed.
     """
-    checkpoint = (config.restart_on_surprise and config.restart_growth is not None and limits.has_past
-                  and crossed_checkpoint(limits.n_seen, limits.n_seen + n_chunk, config.batch_size,
-                                         config.restart_growth))
     if action.kind is ActionKind.RESTART:
         return action, False
+    checkpoint = _periodic_checkpoint(config, limits, n_chunk)
     if checkpoint and limits.can_restart:
+        if behind is False:
+            return action, False
         return action._replace(kind=ActionKind.RESTART), False
     return action, checkpoint
 

@@ -74,6 +74,12 @@ class ModeCheckSettings(NamedTuple):
     central differences of step ``hessian_step``; the importance sampler draws ``n_draws`` points, ``draw_block``
     at a time, from a t with ``df`` degrees of freedom and ``inflate`` times the inverse Hessian as its scale
     (heavier tails than the posterior's, so the weights stay bounded).
+
+    Past ``max_rows`` the check gates the periodic restarts instead (:mod:`._replay_gate`): the search runs on
+    ``search_rows`` of the stored rows, its best mode and the best particle are refined on all of them, and
+    ``gate_draws`` importance draws value the mode (a few hundredths of a nat at such sizes, well under the
+    run's own error, at a cost that grows with the rows seen like the replay it may save); ``gate_draws=0``
+    turns the gate off (the periodic restarts past ``max_rows`` replay unchecked).
     """
 
     max_rows: int = 5000
@@ -88,6 +94,8 @@ class ModeCheckSettings(NamedTuple):
     draw_block: int = 200
     hessian_step: float = 1e-5
     same_fit: float = 1e-3
+    search_rows: int = 5000
+    gate_draws: int = 200
 
 
 class CheckSettings(NamedTuple):

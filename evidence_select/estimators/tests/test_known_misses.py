@@ -28,7 +28,7 @@ RAW_STD = 5.0
 class _UncheckedMixture(BayesianMixture):
     """The raw runs, as the lineage warning sees them: no posterior-mode check widening their error bars."""
 
-    _engine_tuning = EngineTuning(mode_check=ModeCheckSettings(max_rows=0))
+    _engine_tuning = EngineTuning(mode_check=ModeCheckSettings(max_rows=0, gate_draws=0))
 
 
 def _fit_recording(estimator, *data):

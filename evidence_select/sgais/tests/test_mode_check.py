@@ -106,9 +106,9 @@ def test_a_mixture_near_the_mode_value_is_not_flagged(sorted_iris):
 
 
 class _UncheckedMixture(BayesianMixture):
-    """The mixture estimator with its posterior-mode checks off (no rows are few enough)."""
+    """The mixture estimator with its posterior-mode checks off (no rows are few enough, and no replay gate)."""
 
-    _engine_tuning = EngineTuning(mode_check=ModeCheckSettings(max_rows=0))
+    _engine_tuning = EngineTuning(mode_check=ModeCheckSettings(max_rows=0, gate_draws=0))
 
 
 @pytest.mark.slow

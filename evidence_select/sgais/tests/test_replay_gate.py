@@ -1,0 +1,117 @@
+"""The replay gate (:mod:`evidence_select.sgais._replay_gate`): past the rows the posterior-mode check covers, a
+periodic restart replays only where the run fell behind the posterior's best mode."""
+
+import math
+import warnings
+
+import numpy as np
+import pytest
+
+from evidence_select.estimators import BayesianMixture
+from evidence_select.models import GaussianMixtureModel
+from evidence_select.sgais._mode_check import ModeCheck, ModeEvidence, compare_with_mode
+from evidence_select.sgais._replay_gate import fell_behind, gate_applies, gate_mode_evidence
+from evidence_select.sgais._settings import EngineTuning, ModeCheckSettings
+
+
+def _three_clusters(n, seed=0):
+    """1-d rows from three unit clusters at -6, 0 and 6 (within the default prior's predictive scale)."""
+    rng = np.random.default_rng(seed)
+    return rng.normal(rng.choice([-6.0, 0.0, 6.0], size=n), 1.0)[:, None]
+
+
+def _check(gap, std, mode_std=0.05):
+    return ModeCheck(evidence=ModeEvidence(0.0, mode_std), log_evidence=-gap, std=std, gap=gap,
+                     failed=gap > 2 * math.hypot(std, mode_std))
+
+
+def test_fell_behind_when_the_gap_grows_beyond_its_errors():
+    settings = ModeCheckSettings()
+    assert not fell_behind(_check(gap=1.0, std=1.0), 0.0, settings)
+    assert fell_behind(_check(gap=3.0, std=1.0), 0.0, settings)
+    # A gap that stood since the last check (its error bar holds it) is not a fall; growing past it by 2 sigma is.
+    assert not fell_behind(_check(gap=5.0, std=1.0), 4.0, settings)
+    assert fell_behind(_check(gap=7.0, std=1.0), 4.0, settings)
+
+
+def test_the_gate_applies_past_the_checked_rows_to_models_with_a_mode_search():
+    settings = ModeCheckSettings(max_rows=1000)
+    model = GaussianMixtureModel(3, 1)
+    assert not gate_applies(model, 1000, settings) and gate_applies(model, 1001, settings)
+    assert not gate_applies(model, 1001, settings._replace(gate_draws=0))
+    assert not gate_applies(GaussianMixtureModel(6, 1), 1001, settings)  # 720 relabellings: too many to sum over
+
+
+def _mode_particles(model, means, n=6, seed=0):
+    """``n`` points of a mixture configuration with the given component ``means`` (unit variances), jittered."""
+    k = len(means)
+    theta = model.pack(np.full((1, k), 1.0 / k), np.asarray(means, float)[None, :, None], np.ones((1, k, 1)))
+    return theta + 0.01 * np.random.default_rng(seed).normal(size=(n, theta.shape[-1]))
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_the_gate_finds_the_best_mode_when_every_particle_sits_in_a_poorer_one(seed):
+    # Two components share the cluster at -6 and one covers the other two: a configuration hundreds of nats below
+    # the best on these rows. The search on a subsample finds the best one anyway, so the mode's value is the
+    # best mode's (to within the two values' errors), and a run reading the poorer mode's mass falls behind it.
+    X = _three_clusters(3000, seed)
+    model = GaussianMixtureModel(3, 1)
+    settings = ModeCheckSettings(search_rows=500)
+    good = gate_mode_evidence(model, (X, None), np.random.default_rng(seed), settings,
+                              _mode_particles(model, [-6.0, 0.0, 6.0]))
+    from_poor = gate_mode_evidence(model, (X, None), np.random.default_rng(seed + 10), settings,
+                                   _mode_particles(model, [-6.0, -6.0, 3.0]))
+    assert abs(good.log_evidence - from_poor.log_evidence) < 4 * math.hypot(good.std, from_poor.std)
+    poor_joint = (model.log_prior(_mode_particles(model, [-6.0, -6.0, 3.0], n=1))
+                  + model.log_likelihood_sum(_mode_particles(model, [-6.0, -6.0, 3.0], n=1), X, None))[0]
+    assert good.log_evidence - poor_joint > 100.0
+
+
+class _GatedEarly(BayesianMixture):
+    """Posterior-mode checks up to 400 rows, the gate past them (periodic restarts at 800 and 1600 rows)."""
+
+    _engine_tuning = EngineTuning(mode_check=ModeCheckSettings(max_rows=400, search_rows=400, n_draws=1000))
+
+
+class _UngatedEarly(BayesianMixture):
+    _engine_tuning = EngineTuning(mode_check=ModeCheckSettings(max_rows=400, n_draws=1000, gate_draws=0))
+
+
+class _AlwaysBehind(BayesianMixture):
+    """A gate that finds every run behind (a negative gap threshold): every periodic restart replays."""
+
+    _engine_tuning = EngineTuning(mode_check=ModeCheckSettings(max_rows=400, search_rows=400, n_draws=1000,
+                                                               gap_sigmas=-1e6))
+
+
+def _replayed_at(estimator_class, X, seed):
+    estimator = estimator_class(3, batch_size=100, n_particles=10, random_state=seed)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        estimator.fit(X)
+    return estimator, [r.n_samples_seen for r in estimator.evidence_history_ if r.n_replayed]
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_periodic_restarts_past_the_checked_rows_replay_only_when_the_gate_says_so(seed):
+    X = _three_clusters(1600, seed)
+    ungated, replayed = _replayed_at(_UngatedEarly, X, seed)
+    assert {800, 1600} <= set(replayed)
+    gated, replayed = _replayed_at(_GatedEarly, X, seed)
+    assert not {800, 1600} & set(replayed)
+    records = {r.n_samples_seen: r for r in gated.evidence_history_}
+    for n in (800, 1600):  # the gate's value is recorded as the chunk's posterior-mode check
+        record = records[n]
+        assert np.isfinite(record.mode_log_evidence)
+        assert abs(record.log_evidence - record.mode_log_evidence) < 3 * record.log_evidence_std
+    _, replayed = _replayed_at(_AlwaysBehind, X, seed)
+    assert {800, 1600} <= set(replayed)
+
+
+def test_a_run_left_behind_by_the_gate_keeps_the_gap_in_its_error_bar():
+    # The pooled run after a replay is checked against the gate's value like any posterior-mode check: an estimate
+    # that still reads low by more than gap_sigmas combined errors keeps the gap as a variance.
+    settings = ModeCheckSettings()
+    check = compare_with_mode((-10.0, 1.0), ModeEvidence(0.0, 0.05), settings)
+    assert check.failed and check.gap == pytest.approx(10.0)
+    assert not compare_with_mode((-1.0, 1.0), ModeEvidence(0.0, 0.05), settings).failed
