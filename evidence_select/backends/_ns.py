@@ -27,6 +27,8 @@ from scipy import stats
 from scipy.linalg import solve_triangular
 
 from ..kernels._constrained import ConstrainedPoints, LikelihoodConstraint
+from ..kernels._ellipsoid import (EllipsoidInfo, PriorProposal, adapt_efficiency, bounding_ellipsoid,
+                                  ellipsoid_sample, n_candidates)
 from ..kernels._galilean import GalileanInfo, GalileanSettings, adapt_galilean_step, galilean_sample
 from ..kernels._hmc import preconditioner_from_samples
 from ..kernels._slice import SliceInfo, SliceSettings, adapt_slice_width, constrained_slice_sample
@@ -300,6 +302,7 @@ class NSConfig:
     n_simulations: int = 200
     max_iterations: int = 100_000
     max_move_length: float = 1.0
+    ellipsoid: bool = True
 
     def __post_init__(self):
         set_ = lambda name, value: object.__setattr__(self, name, value)  # noqa: E731 (frozen dataclass)
@@ -322,6 +325,8 @@ class NSConfig:
         set_("axis_fraction", check_fraction(self.axis_fraction, "axis_fraction", high=1.0 + 1e-12, closed_low=True))
         set_("n_simulations", check_positive_int(self.n_simulations, "n_simulations", minimum=2))
         set_("max_iterations", check_positive_int(self.max_iterations, "max_iterations"))
+        if not isinstance(self.ellipsoid, (bool, np.bool_)):
+            raise TypeError(f"ellipsoid must be a bool, got {self.ellipsoid!r}")
         set_("max_move_length", check_fraction(self.max_move_length, "max_move_length", low=1.0, high=np.inf,
                                                closed_low=True))
 
@@ -507,6 +512,8 @@ def _move_info(runs, memory_removed):
                 final_move_length=float(np.mean([r.scales.length for r in runs])),
                 slice=SliceInfo(*(int(t) for t in np.sum([r.slice_totals for r in runs], axis=0)))._asdict(),
                 galilean=GalileanInfo(*(int(t) for t in np.sum([r.galilean_totals for r in runs], axis=0)))._asdict(),
+                ellipsoid=EllipsoidInfo(*(int(t) for t in np.sum([r.ellipsoid_totals for r in runs], axis=0)))._asdict(),
+                final_efficiency=float(np.mean([r.scales.efficiency for r in runs])),
                 start_correlation=_mean_over_iterations(runs, "start_correlations"),
                 replacement_memory=_mean_over_iterations(runs, "memories"),
                 memory_removed=float(np.mean(memory_removed)) if len(memory_removed) else float("nan"))
@@ -529,6 +536,7 @@ class _Run(NamedTuple):
     insertion_ranks: np.ndarray = np.empty(0, dtype=int)
     finished: bool = True
     memories: np.ndarray = np.empty(0)  # replacement_memory per iteration
+    ellipsoid_totals: np.ndarray = np.zeros(4, dtype=np.int64)
 
 
 def _remove_worst(live_log_lik, n_replace, log_volume):
@@ -570,6 +578,7 @@ class _MoveScales(NamedTuple):
     step_size: float  # Galilean step, in whitened units
     length: float = 1.0  # factor on the configured moves per replacement
     memory: float = 0.0  # running mean of replacement_memory, which steers ``length``
+    efficiency: float = 1.0  # running fraction of the ellipsoid's visited candidates inside the constraint
 
 
 #: The running mean of :func:`replacement_memory` that lengthens the moves, and its weight on a new value (a
@@ -605,14 +614,59 @@ def adapt_move_length(scales, memory, max_length):
     return scales._replace(length=length, memory=running)
 
 
-def _replace_points(rng, model, likelihood, config, start, log_lik_min, factor, scales):
+class _Frame(NamedTuple):
+    """What shapes the replacement moves, built from live points other than their starts."""
+
+    factor: np.ndarray  # lower-triangular whitening factor
+    ellipsoid: object = None  # the bounding Ellipsoid, or None without ellipsoid moves
+    volume: float = 0.0  # the expected prior mass above the likelihood bound
+
+
+#: Volume factor of the bounding ellipsoid over the smallest one that holds the other live points.
+ELLIPSOID_ENLARGE = 2.0
+#: Above this prior mass the independent proposals come from the prior itself (at most ~10 calls per valid one).
+PRIOR_PROPOSALS_VOLUME = 0.1
+
+
+def _frame(points, config, log_volume=-np.inf):
+    """The :class:`_Frame` of ``points`` (the live points other than the moves' starts) at ``log_volume``."""
+    factor = _whitening_factor(points)
+    dense = factor if factor.ndim == 2 else np.diag(factor)
+    ellipsoid = bounding_ellipsoid(points, dense, ELLIPSOID_ENLARGE) if config.ellipsoid else None
+    return _Frame(factor, ellipsoid, float(np.exp(log_volume)))
+
+
+def _ellipsoid_stage(rng, model, log_lik_fn, config, points, log_lik_min, frame, scales):
+    """The ellipsoid move before the Markov chain moves; returns the points, its info, the scales and whether it
+    replaces those moves (it does while its running efficiency costs fewer calls per draw than ``n_slice_steps``).
+
+    Below that efficiency each chain tries one candidate only, which keeps the efficiency measured.
+    """
+    if frame.ellipsoid is None:
+        return points, EllipsoidInfo(0, 0, 0, 0), scales, False
+    constraint = LikelihoodConstraint(log_lik_min, model.log_prior, log_lik_fn)
+    if frame.volume >= PRIOR_PROPOSALS_VOLUME:
+        points, info = ellipsoid_sample(rng, points, constraint, PriorProposal(model.sample_prior),
+                                        n_candidates(frame.volume))
+        return points, info, scales, True
+    enough = scales.efficiency * config.n_slice_steps >= 1.0
+    points, info = ellipsoid_sample(rng, points, constraint, frame.ellipsoid,
+                                    n_candidates(scales.efficiency) if enough else 1)
+    return points, info, scales._replace(efficiency=adapt_efficiency(scales.efficiency, info)), enough
+
+
+def _replace_points(rng, model, likelihood, config, start, log_lik_min, frame, scales):
     """Move copies of the ``start`` points ``(position, log_prior, log_lik)`` under ``log L > log_lik_min``.
 
-    Returns the new points, the slice and Galilean totals and the scales adapted from them.
+    Returns the new points, the slice, Galilean and ellipsoid totals and the scales adapted from them.
     """
     log_lik_fn, log_lik_and_grad_fn = likelihood
-    points = ConstrainedPoints(*start)
-    galilean = GalileanInfo(0, 0, 0, 0)
+    factor = frame.factor
+    points, ellipsoid, scales, enough = _ellipsoid_stage(rng, model, log_lik_fn, config, ConstrainedPoints(*start),
+                                                         log_lik_min, frame, scales)
+    galilean, sliced = GalileanInfo(0, 0, 0, 0), SliceInfo(0, 0, 0, 0)
+    if enough:
+        return tuple(points), sliced, galilean, ellipsoid, scales
     n_slice, axis_fraction = int(round(config.n_slice_steps * scales.length)), config.axis_fraction
     if config.moves == "galilean":
         dense = factor if factor.ndim == 2 else np.diag(factor)
@@ -627,7 +681,12 @@ def _replace_points(rng, model, likelihood, config, start, log_lik_min, factor, 
         SliceSettings(factor, width=scales.width, max_step_out=config.max_step_out, axis_fraction=axis_fraction),
         n_steps=n_slice)
     scales = scales._replace(width=adapt_slice_width(scales.width, sliced))
-    return tuple(points), sliced, galilean, scales
+    return tuple(points), sliced, galilean, ellipsoid, scales
+
+
+def _move_calls(*infos):
+    """Likelihood calls of the moves' infos."""
+    return sum(info.n_likelihood_calls for info in infos)
 
 
 #: The end-of-run probe (:func:`memory_removed_by_longer_moves`): at most this many final live points (at most
@@ -668,17 +727,17 @@ def memory_removed_by_longer_moves(rng, model, likelihood, config, run):
     start, others = order[:n_probe], order[n_probe:]
     if n_probe < 2 or len(others) < 2:
         return np.empty(0), 0
-    factor = _whitening_factor(live[others])
+    frame = _frame(live[others], config)
     centre = np.mean(live[others], axis=0)
     bound = np.nextafter(np.min(log_lik), -np.inf)  # every start lies strictly above it
     points = (live[start], np.asarray(model.log_prior(live[start]), dtype=float), log_lik[start])
-    short, sliced, galilean, _ = _replace_points(rng, model, likelihood, config, points, bound, factor, run.scales)
-    n_calls = sliced.n_likelihood_calls + galilean.n_likelihood_calls
+    short, *infos, _ = _replace_points(rng, model, likelihood, config, points, bound, frame, run.scales)
+    n_calls = _move_calls(*infos)
     longer = run.scales._replace(length=run.scales.length * (PROBE_LENGTH - 1.0))
-    long, sliced, galilean, _ = _replace_points(rng, model, likelihood, config, short, bound, factor, longer)
-    n_calls += sliced.n_likelihood_calls + galilean.n_likelihood_calls
-    terms_short = _memory_terms(live[start], short[0], centre, factor)
-    terms_long = _memory_terms(live[start], long[0], centre, factor)
+    long, *infos, _ = _replace_points(rng, model, likelihood, config, short, bound, frame, longer)
+    n_calls += _move_calls(*infos)
+    terms_short = _memory_terms(live[start], short[0], centre, frame.factor)
+    terms_long = _memory_terms(live[start], long[0], centre, frame.factor)
     if terms_short is None or terms_long is None:
         return np.empty(0), n_calls
     return terms_short - terms_long, n_calls
@@ -697,7 +756,7 @@ def _ns_run(rng, model, likelihood, config, bar, verbose):
     dead_points, dead_log_lik, dead_n_live, ranks, start_corr, memories = [], [], [], [], [], []
     log_volume, log_z = 0.0, -np.inf
     scales = _MoveScales(width=np.sqrt(model.n_params), step_size=0.5)
-    slice_totals, galilean_totals = np.zeros(4, dtype=np.int64), np.zeros(4, dtype=np.int64)
+    totals = np.zeros((3, 4), dtype=np.int64)  # slice, Galilean and ellipsoid moves
     iteration, finished = 0, False
     for iteration in range(1, config.max_iterations + 1):
         worst, survivors, counts, log_shells, log_volume = _remove_worst(live_log_lik, n_replace, log_volume)
@@ -712,18 +771,17 @@ def _ns_run(rng, model, likelihood, config, bar, verbose):
         # and the replacements drift.
         start = rng.choice(survivors, size=n_replace, replace=False)
         others = np.setdiff1d(survivors, start)
-        factor = _whitening_factor(live[others if len(others) > 1 else survivors])
-        (new, new_log_prior, new_log_lik), sliced, galilean, scales = _replace_points(
+        frame = _frame(live[others if len(others) > 1 else survivors], config, log_volume)
+        (new, new_log_prior, new_log_lik), sliced, galilean, ellipsoid, scales = _replace_points(
             rng, model, likelihood, config, (live[start], live_log_prior[start], live_log_lik[start]),
-            log_lik_min, factor, scales)
-        n_calls += sliced.n_likelihood_calls + galilean.n_likelihood_calls
+            log_lik_min, frame, scales)
+        n_calls += _move_calls(sliced, galilean, ellipsoid)
         ranks.append(np.searchsorted(np.sort(live_log_lik[survivors]), new_log_lik))
         start_corr.append(_rank_correlation(live_log_lik[start], new_log_lik))
-        memories.append(replacement_memory(live[start], new, np.mean(live[others], axis=0), factor)
+        memories.append(replacement_memory(live[start], new, np.mean(live[others], axis=0), frame.factor)
                         if len(others) > 1 else np.nan)
         scales = adapt_move_length(scales, memories[-1], config.max_move_length)
-        slice_totals += np.array(sliced)
-        galilean_totals += np.array(galilean)
+        totals += np.array([sliced, galilean, ellipsoid])
         live[worst], live_log_prior[worst], live_log_lik[worst] = new, new_log_prior, new_log_lik
 
         log_remaining = log_volume + logsumexp(live_log_lik) - np.log(n_live)
@@ -738,8 +796,8 @@ def _ns_run(rng, model, likelihood, config, bar, verbose):
             finished = True
             break
     return _Run(np.vstack(dead_points), np.concatenate(dead_log_lik), np.concatenate(dead_n_live), live, live_log_lik,
-                n_calls, iteration, slice_totals, galilean_totals, np.array(start_corr), scales,
-                np.concatenate(ranks), finished, np.array(memories))
+                n_calls, iteration, totals[0], totals[1], np.array(start_corr), scales,
+                np.concatenate(ranks), finished, np.array(memories), totals[2])
 
 
 def merge_ns_runs(runs):
