@@ -624,6 +624,9 @@ class _Frame(NamedTuple):
 
 #: Volume factor of the bounding ellipsoid over the smallest one that holds the other live points.
 ELLIPSOID_ENLARGE = 2.0
+#: Factor on the Markov chain moves of the chains outside the ellipsoid: they only need to leave their start, not
+#: to cross the constrained region.
+OUTSIDE_LENGTH = 0.25
 #: Above this prior mass the independent proposals come from the prior itself (at most ~10 calls per valid one).
 PRIOR_PROPOSALS_VOLUME = 0.1
 
@@ -659,14 +662,53 @@ def _replace_points(rng, model, likelihood, config, start, log_lik_min, frame, s
     """Move copies of the ``start`` points ``(position, log_prior, log_lik)`` under ``log L > log_lik_min``.
 
     Returns the new points, the slice, Galilean and ellipsoid totals and the scales adapted from them.
+    While the ellipsoid move replaces the Markov chain moves, the chains that start outside the ellipsoid
+    (which that move leaves where they are) take the Markov chain moves instead, kept outside it: each of
+    the two kernels leaves the constrained prior restricted to its side invariant, so together they leave
+    the whole of it invariant, and no replacement is a copy of its start for want of a move.
     """
-    log_lik_fn, log_lik_and_grad_fn = likelihood
-    factor = frame.factor
-    points, ellipsoid, scales, enough = _ellipsoid_stage(rng, model, log_lik_fn, config, ConstrainedPoints(*start),
+    points, ellipsoid, scales, enough = _ellipsoid_stage(rng, model, likelihood[0], config, ConstrainedPoints(*start),
                                                          log_lik_min, frame, scales)
-    galilean, sliced = GalileanInfo(0, 0, 0, 0), SliceInfo(0, 0, 0, 0)
-    if enough:
+    if not enough:
+        points, sliced, galilean, scales = _markov_moves(rng, model, likelihood, config, points, log_lik_min,
+                                                         frame.factor, scales)
         return tuple(points), sliced, galilean, ellipsoid, scales
+    outside = np.flatnonzero(~frame.ellipsoid.contains(start[0])) if frame.ellipsoid is not None else []
+    sliced, galilean = SliceInfo(0, 0, 0, 0), GalileanInfo(0, 0, 0, 0)
+    if len(outside):
+        kept_out = (_outside_of(frame.ellipsoid, likelihood[0], False), _outside_of(frame.ellipsoid, likelihood[1], True))
+        moved, sliced, galilean, _ = _markov_moves(rng, model, kept_out, config,
+                                                   ConstrainedPoints(*(a[outside] for a in points)), log_lik_min,
+                                                   frame.factor, scales._replace(length=OUTSIDE_LENGTH))
+        points = ConstrainedPoints(*(np.array(a, dtype=float) for a in points))
+        for whole, part in zip(points, moved):
+            whole[outside] = part
+    return tuple(points), sliced, galilean, ellipsoid, scales
+
+
+def _outside_of(ellipsoid, log_lik_fn, with_gradient):
+    """``log_lik_fn`` with ``-inf`` inside ``ellipsoid`` (evaluated only outside); the gradient, with
+    ``with_gradient``, is the likelihood's (the Galilean move reflects off the combined constraint along any
+    normal: its reflection stays an involution)."""
+    def fn(theta):
+        outside = ~ellipsoid.contains(theta)
+        values = np.full(len(theta), -np.inf)
+        out = log_lik_fn(theta[outside]) if np.any(outside) else None
+        if not with_gradient:
+            if out is not None:
+                values[outside] = out
+            return values
+        grad = np.zeros_like(theta)
+        if out is not None:
+            values[outside], grad[outside] = out
+        return values, grad
+    return fn
+
+
+def _markov_moves(rng, model, likelihood, config, points, log_lik_min, factor, scales):
+    """The Galilean and slice moves of ``config`` (see :class:`NSConfig`) with the scales adapted from them."""
+    log_lik_fn, log_lik_and_grad_fn = likelihood
+    galilean = GalileanInfo(0, 0, 0, 0)
     n_slice, axis_fraction = int(round(config.n_slice_steps * scales.length)), config.axis_fraction
     if config.moves == "galilean":
         dense = factor if factor.ndim == 2 else np.diag(factor)
@@ -680,8 +722,7 @@ def _replace_points(rng, model, likelihood, config, start, log_lik_min, frame, s
         rng, points, LikelihoodConstraint(log_lik_min, model.log_prior, log_lik_fn),
         SliceSettings(factor, width=scales.width, max_step_out=config.max_step_out, axis_fraction=axis_fraction),
         n_steps=n_slice)
-    scales = scales._replace(width=adapt_slice_width(scales.width, sliced))
-    return tuple(points), sliced, galilean, ellipsoid, scales
+    return points, sliced, galilean, scales._replace(width=adapt_slice_width(scales.width, sliced))
 
 
 def _move_calls(*infos):
