@@ -1,7 +1,9 @@
 """Nested sampling on any model of the protocol (thesis Ch. 3.2, Algorithm 5).
 
 Live points are drawn from the prior; at each iteration the ``n_replace`` worst
-are removed at once and replaced by constrained-prior moves (Galilean steps,
+are removed at once and replaced by constrained-prior moves (independent
+candidates from the prior or the live points' bounding ellipsoid,
+:mod:`evidence_select.kernels._ellipsoid`, while they are efficient; Galilean steps,
 :mod:`evidence_select.kernels._galilean`, and slice moves,
 :mod:`evidence_select.kernels._slice`) started from distinct surviving live
 points (lengthened between iterations while the replacements remember where
@@ -287,6 +289,21 @@ class NSConfig:
         on a multimodal posterior a replacement stays in its start's mode,
         as it should, and that reads as memory too, so the moves would
         lengthen at a cost and no gain.
+    ellipsoid : bool, default=True
+        Before the Markov chain moves, an exact independent-proposal move
+        (:mod:`evidence_select.kernels._ellipsoid`): candidates from the prior
+        while the expected prior mass above the bound is at least
+        ``PRIOR_PROPOSALS_VOLUME`` (0.1), then uniform in the bounding ellipsoid
+        of the live points other than the starts (``ELLIPSOID_ENLARGE`` times
+        its volume), the first inside the constraint in a prior-weighted random
+        order taken. While at least one in ``n_slice_steps`` of the candidates
+        it visits is inside, it replaces the Markov chain moves (chains that
+        start outside the ellipsoid take ``OUTSIDE_LENGTH`` times those moves,
+        kept outside it); below, each chain tries one candidate (which keeps
+        the fraction measured) and the Markov chain moves follow. On a
+        unimodal, roughly elliptical constrained prior in up to ~16
+        dimensions it makes each replacement an independent draw for a few
+        likelihood calls.
     """
 
     n_live: int = 250
