@@ -594,47 +594,72 @@ class _MoveScales(NamedTuple):
     width: float  # slice bracket, in units of the whitening factor's scale
     step_size: float  # Galilean step, in whitened units
     length: float = 1.0  # factor on the configured moves per replacement
-    memory: float = 0.0  # running mean of replacement_memory, which steers ``length``
-    efficiency: float = 1.0  # running fraction of the ellipsoid's visited candidates inside the constraint
+    first_half: float = float("nan")  # running mean of the memory the first half of the moves removes, 1 - m(L/2)
+    second_half: float = float("nan")  # running mean of the memory the second half removes, m(L/2) - m(L)
+    # Running fraction of the ellipsoid's visited candidates inside the constraint; from 0, so that the first
+    # ellipsoid moves try one candidate per chain and measure it before hundreds are drawn.
+    efficiency: float = 0.0
 
 
-#: The running mean of :func:`replacement_memory` that lengthens the moves, and its weight on a new value (a
-#: mean over ~10 iterations: one iteration's value is noise of order 1 / sqrt(n_replace n_params)).
-MEMORY_TARGET = 0.1
+#: Bounds on ``q``, the running ratio of the memory the second half of the moves removes to what the first half
+#: removes: the moves lengthen above ``DECAY_HIGH`` (up to ``max_move_length``) and shorten below ``DECAY_LOW``
+#: (down to ``MIN_MOVE_LENGTH``), by ``LENGTH_STEP``. Running means weigh a new value by ``MEMORY_SMOOTHING`` (a
+#: mean over ~10 iterations: one iteration's memory is noise of order 1 / sqrt(n_replace n_params)).
+DECAY_LOW = 0.05
+DECAY_HIGH = 0.15
+MIN_MOVE_LENGTH = 0.125
 MEMORY_SMOOTHING = 0.1
 LENGTH_STEP = 1.25
 
 
-def adapt_move_length(scales, memory, max_length):
-    """``scales`` with the running memory updated by one iteration's ``memory`` and ``length`` adapted to it.
+def adapt_move_length(scales, memory_half, memory_full, max_length):
+    """``scales`` with ``length`` adapted to how the replacements' memory of their start decayed along the moves.
 
-    ``length`` grows by ``LENGTH_STEP`` (up to ``max_length``) while the running
-    memory exceeds ``MEMORY_TARGET`` and shrinks by it (down to 1) below half of
-    it. A ``nan`` memory (no spread to measure) changes nothing.
+    ``memory_half`` and ``memory_full`` are :func:`replacement_memory` after half
+    and all of the moves. If memory decays as ``c + (1 - c) exp(-k / tau)``
+    over ``k`` steps, ``c`` what no length removes (a replacement held in its
+    start's mode of a multimodal posterior), the ratio of what the second half
+    removes to what the first half removes, ``q = (m(L/2) - m(L)) / (1 - m(L/2))``,
+    is ``exp(-L / (2 tau))`` whatever ``c`` is: moves long for the
+    posterior's shape give a small ``q``, short ones (a curved ridge, thin
+    directions) a ``q`` near 1. The running ``q`` (a ratio of running means)
+    within ``[DECAY_LOW, DECAY_HIGH]`` leaves of the decaying memory at most
+    ``DECAY_HIGH^2`` (0.02) of ``1 - c``; above it ``length`` grows by
+    ``LENGTH_STEP`` up to ``max_length``, below it shrinks down to
+    ``MIN_MOVE_LENGTH``. A ``nan`` memory (no spread to measure) changes nothing.
 
     Examples
     --------
     >>> s = _MoveScales(1.0, 0.5)
-    >>> for _ in range(30):
-    ...     s = adapt_move_length(s, 0.5, max_length=4.0)
-    >>> round(s.length, 2), round(s.memory, 2)
-    (4.0, 0.48)
+    >>> for _ in range(30):  # the second half removes as much as the first: too short
+    ...     s = adapt_move_length(s, 0.5, 0.25, max_length=4.0)
+    >>> s.length
+    4.0
+    >>> for _ in range(60):  # a plateau at 0.5 (modes): the second half removes nothing
+    ...     s = adapt_move_length(s, 0.5, 0.5, max_length=4.0)
+    >>> s.length
+    0.125
     """
-    if not np.isfinite(memory):
+    if not (np.isfinite(memory_half) and np.isfinite(memory_full)):
         return scales
-    running = (1.0 - MEMORY_SMOOTHING) * scales.memory + MEMORY_SMOOTHING * memory
+    first, second = 1.0 - memory_half, memory_half - memory_full
+    if np.isfinite(scales.first_half):  # running means from the first measurement on
+        first = (1.0 - MEMORY_SMOOTHING) * scales.first_half + MEMORY_SMOOTHING * first
+        second = (1.0 - MEMORY_SMOOTHING) * scales.second_half + MEMORY_SMOOTHING * second
+    ratio = second / max(first, 1e-12)
     length = scales.length
-    if running > MEMORY_TARGET:
+    if ratio > DECAY_HIGH:
         length = min(length * LENGTH_STEP, max_length)
-    elif running < MEMORY_TARGET / 2:
-        length = max(length / LENGTH_STEP, 1.0)
-    return scales._replace(length=length, memory=running)
+    elif ratio < DECAY_LOW:
+        length = max(length / LENGTH_STEP, MIN_MOVE_LENGTH)
+    return scales._replace(length=length, first_half=first, second_half=second)
 
 
 class _Frame(NamedTuple):
     """What shapes the replacement moves, built from live points other than their starts."""
 
     factor: np.ndarray  # lower-triangular whitening factor
+    centre: np.ndarray  # the points' mean
     ellipsoid: object = None  # the bounding Ellipsoid, or None without ellipsoid moves
     volume: float = 0.0  # the expected prior mass above the likelihood bound
 
@@ -653,7 +678,7 @@ def _frame(points, config, log_volume=-np.inf):
     factor = _whitening_factor(points)
     dense = factor if factor.ndim == 2 else np.diag(factor)
     ellipsoid = bounding_ellipsoid(points, dense, ELLIPSOID_ENLARGE) if config.ellipsoid else None
-    return _Frame(factor, ellipsoid, float(np.exp(log_volume)))
+    return _Frame(factor, np.mean(points, axis=0), ellipsoid, float(np.exp(log_volume)))
 
 
 def _ellipsoid_stage(rng, model, log_lik_fn, config, points, log_lik_min, frame, scales):
@@ -687,20 +712,54 @@ def _replace_points(rng, model, likelihood, config, start, log_lik_min, frame, s
     points, ellipsoid, scales, enough = _ellipsoid_stage(rng, model, likelihood[0], config, ConstrainedPoints(*start),
                                                          log_lik_min, frame, scales)
     if not enough:
-        points, sliced, galilean, scales = _markov_moves(rng, model, likelihood, config, points, log_lik_min,
-                                                         frame.factor, scales)
+        points, sliced, galilean, scales = _markov_halves(rng, model, likelihood, config, points, log_lik_min,
+                                                          frame, scales)
         return tuple(points), sliced, galilean, ellipsoid, scales
     outside = np.flatnonzero(~frame.ellipsoid.contains(start[0])) if frame.ellipsoid is not None else []
     sliced, galilean = SliceInfo(0, 0, 0, 0), GalileanInfo(0, 0, 0, 0)
     if len(outside):
         kept_out = (_outside_of(frame.ellipsoid, likelihood[0], False), _outside_of(frame.ellipsoid, likelihood[1], True))
-        moved, sliced, galilean, _ = _markov_moves(rng, model, kept_out, config,
+        moved, sliced, galilean = _markov_moves(rng, model, kept_out, config,
                                                    ConstrainedPoints(*(a[outside] for a in points)), log_lik_min,
-                                                   frame.factor, scales._replace(length=OUTSIDE_LENGTH))
+                                                   frame.factor, scales, _move_counts(config, OUTSIDE_LENGTH))
         points = ConstrainedPoints(*(np.array(a, dtype=float) for a in points))
         for whole, part in zip(points, moved):
             whole[outside] = part
     return tuple(points), sliced, galilean, ellipsoid, scales
+
+
+def _markov_halves(rng, model, likelihood, config, points, log_lik_min, frame, scales):
+    """The Markov chain moves in two halves, ``length`` adapted to the memory each half removed
+    (:func:`adapt_move_length`)."""
+    start = points.position
+    n_galilean, n_slice = _move_counts(config, scales.length)
+    memories, totals = [], np.zeros((2, 4), dtype=np.int64)
+    # Both halves move with the same scales: adapted within an iteration from the chains' own moves, the second
+    # half's kernel would depend on where the chains are, and would not leave the constrained prior invariant.
+    for counts in ((n_galilean // 2, n_slice // 2), (n_galilean - n_galilean // 2, n_slice - n_slice // 2)):
+        points, sliced, galilean = _markov_moves(rng, model, likelihood, config, points, log_lik_min, frame.factor,
+                                                 scales, counts)
+        memories.append(replacement_memory(start, points.position, frame.centre, frame.factor))
+        totals += np.array([sliced, galilean])
+    sliced, galilean = SliceInfo(*totals[0]), GalileanInfo(*totals[1])
+    scales = scales._replace(width=adapt_slice_width(scales.width, sliced))
+    if n_galilean:
+        scales = scales._replace(step_size=adapt_galilean_step(scales.step_size, galilean))
+    return points, sliced, galilean, adapt_move_length(scales, *memories, config.max_move_length)
+
+
+def _move_counts(config, length):
+    """Galilean steps and slice moves per replacement for moves ``length`` times the configured ones (at least
+    one of each kind asked for)."""
+    n_slice = config.n_slice_steps * length
+    if config.moves != "galilean":
+        return 0, _n_steps(n_slice)
+    return _n_steps(config.n_galilean_steps * length), _n_steps(config.axis_fraction * n_slice)
+
+
+def _n_steps(steps):
+    """``steps`` rounded, at least 1 unless 0."""
+    return max(1, int(round(steps))) if steps > 0 else 0
 
 
 def _outside_of(ellipsoid, log_lik_fn, with_gradient):
@@ -722,24 +781,22 @@ def _outside_of(ellipsoid, log_lik_fn, with_gradient):
     return fn
 
 
-def _markov_moves(rng, model, likelihood, config, points, log_lik_min, factor, scales):
-    """The Galilean and slice moves of ``config`` (see :class:`NSConfig`) with the scales adapted from them."""
+def _markov_moves(rng, model, likelihood, config, points, log_lik_min, factor, scales, counts):
+    """``counts = (n_galilean, n_slice)`` Galilean steps then slice moves of ``config`` (see :class:`NSConfig`)
+    with ``scales``; returns the points and the moves' infos."""
     log_lik_fn, log_lik_and_grad_fn = likelihood
-    galilean = GalileanInfo(0, 0, 0, 0)
-    n_slice, axis_fraction = int(round(config.n_slice_steps * scales.length)), config.axis_fraction
-    if config.moves == "galilean":
+    (n_galilean, n_slice), galilean = counts, GalileanInfo(0, 0, 0, 0)
+    axis_fraction = 1.0 if config.moves == "galilean" else config.axis_fraction
+    if n_galilean:
         dense = factor if factor.ndim == 2 else np.diag(factor)
-        n_galilean = int(round(config.n_galilean_steps * scales.length))
         points, galilean = galilean_sample(
             rng, points, LikelihoodConstraint(log_lik_min, model.log_prior, log_lik_and_grad_fn),
             GalileanSettings(dense, scales.step_size, n_galilean, config.trajectory_length))
-        scales = scales._replace(step_size=adapt_galilean_step(scales.step_size, galilean))
-        n_slice, axis_fraction = int(round(config.axis_fraction * n_slice)), 1.0
     points, sliced = constrained_slice_sample(
         rng, points, LikelihoodConstraint(log_lik_min, model.log_prior, log_lik_fn),
         SliceSettings(factor, width=scales.width, max_step_out=config.max_step_out, axis_fraction=axis_fraction),
         n_steps=n_slice)
-    return points, sliced, galilean, scales._replace(width=adapt_slice_width(scales.width, sliced))
+    return points, sliced, galilean
 
 
 def _move_calls(*infos):
@@ -838,7 +895,6 @@ def _ns_run(rng, model, likelihood, config, bar, verbose):
         start_corr.append(_rank_correlation(live_log_lik[start], new_log_lik))
         memories.append(replacement_memory(live[start], new, np.mean(live[others], axis=0), frame.factor)
                         if len(others) > 1 else np.nan)
-        scales = adapt_move_length(scales, memories[-1], config.max_move_length)
         totals += np.array([sliced, galilean, ellipsoid])
         live[worst], live_log_prior[worst], live_log_lik[worst] = new, new_log_prior, new_log_lik
 

@@ -236,8 +236,9 @@ def ellipsoid_sample(rng, points, constraint, ellipsoid, n_proposals):
 #: ``MAX_CANDIDATES`` (their prior densities cost memory and time, not likelihood calls).
 CANDIDATES_VALID = 500
 MAX_CANDIDATES = 4000
-#: The running efficiency's weight on one iteration's measurement.
-EFFICIENCY_SMOOTHING = 0.2
+#: The running efficiency's weight on one iteration's measurement (high: an estimate that lags a falling
+#: efficiency draws many candidates that are visited in vain).
+EFFICIENCY_SMOOTHING = 0.5
 
 
 def n_candidates(efficiency):
@@ -257,7 +258,7 @@ def adapt_efficiency(efficiency, info):
     Examples
     --------
     >>> round(adapt_efficiency(0.5, EllipsoidInfo(10, 1, 0, 0)), 2)
-    0.42
+    0.3
     """
     if info.n_likelihood_calls == 0:
         return float(efficiency)

@@ -336,7 +336,7 @@ def test_chains_outside_the_ellipsoid_move_and_stay_outside():
     rng = np.random.default_rng(0)
     x = rng.normal(size=(200, 2))
     start = (x, target.log_prior(x), target.log_likelihood_sum(x, X_DUMMY))
-    frame = _ns._Frame(np.eye(2), Ellipsoid(np.zeros(2), 1.5 * np.eye(2)))
+    frame = _ns._Frame(np.eye(2), np.zeros(2), Ellipsoid(np.zeros(2), 1.5 * np.eye(2)))
     likelihood = (lambda t: target.log_likelihood_sum(t, X_DUMMY),
                   lambda t: (target.log_likelihood_sum(t, X_DUMMY), -t))
     bound = float(np.min(start[2]))
