@@ -6,9 +6,9 @@ candidates from the prior or the live points' bounding ellipsoid,
 :mod:`evidence_select.kernels._ellipsoid`, while they are efficient; Galilean steps,
 :mod:`evidence_select.kernels._galilean`, and slice moves,
 :mod:`evidence_select.kernels._slice`) started from distinct surviving live
-points (lengthened between iterations while the replacements remember where
-they started, when ``max_move_length > 1``: :func:`replacement_memory`,
-:func:`adapt_move_length`). Removing the ``k`` lowest of ``n`` live points is the same as removing
+points (shortened between iterations while their second half removes little of the replacements' memory of
+where they started, and lengthened back, up to ``max_move_length``, while it removes much:
+:func:`replacement_memory`, :func:`adapt_move_length`). Removing the ``k`` lowest of ``n`` live points is the same as removing
 them one at a time with ``n, n-1, ..., n-k+1`` live points (the maximum order
 statistic of the survivors), so the expected log-volume decrements are
 ``1/n, 1/(n-1), ..., 1/(n-k+1)`` and the quadrature stays exact in
@@ -278,17 +278,18 @@ class NSConfig:
     max_iterations : int, default=100000
         Cap on iterations of each run (reaching it fails the ``"iterations"`` check).
     max_move_length : float, default=1.0
-        Largest factor by which the moves per replacement (Galilean and slice
-        steps alike) may grow, at least 1 (1: never). Between iterations the
-        factor grows by 1.25 while a running mean of :func:`replacement_memory`
-        exceeds ``MEMORY_TARGET`` (0.1) and shrinks back towards 1 below half
-        of it. Worth raising (e.g. to 4) for a curved or badly conditioned
-        posterior with one mode in many dimensions, where the default moves
-        remember their start and ``log Z`` can read high (the ``"move_memory"``
-        check fails there). Not the default:
-        on a multimodal posterior a replacement stays in its start's mode,
-        as it should, and that reads as memory too, so the moves would
-        lengthen at a cost and no gain.
+        Largest factor by which the Markov chain moves per replacement
+        (Galilean and slice steps alike) may grow, at least 1 (1: never).
+        Between iterations the factor grows by 1.25 while the second half of
+        the moves removes more than ``DECAY_HIGH`` (0.15) of the memory of their
+        start that the first half removes (:func:`adapt_move_length`), and
+        shrinks by it, down to ``MIN_MOVE_LENGTH`` (1/8), while it removes
+        less than ``DECAY_LOW`` (0.05): moves much longer than the posterior's
+        shape needs cost calls for nothing. Worth raising (e.g. to 4) for a
+        curved or badly conditioned posterior with one mode in many
+        dimensions, where the default moves remember their start and ``log Z``
+        can read high (the ``"move_memory"`` check fails there). Not the
+        default, so that the configured moves are the most a run spends.
     ellipsoid : bool, default=True
         Before the Markov chain moves, an exact independent-proposal move
         (:mod:`evidence_select.kernels._ellipsoid`): candidates from the prior
@@ -524,12 +525,14 @@ def nested_sampling_log_evidence(model, X, y=None, *, config=None, random_state=
 
 def _move_info(runs, memory_removed):
     """The replacement moves' entries of the result's ``info``: final scales, totals and memory, over ``runs``."""
+    def totals(info_type, field):
+        return info_type(*(int(t) for t in np.sum([getattr(r, field) for r in runs], axis=0)))._asdict()
+
     return dict(final_slice_width=float(np.mean([r.scales.width for r in runs])),
                 final_galilean_step=float(np.mean([r.scales.step_size for r in runs])),
                 final_move_length=float(np.mean([r.scales.length for r in runs])),
-                slice=SliceInfo(*(int(t) for t in np.sum([r.slice_totals for r in runs], axis=0)))._asdict(),
-                galilean=GalileanInfo(*(int(t) for t in np.sum([r.galilean_totals for r in runs], axis=0)))._asdict(),
-                ellipsoid=EllipsoidInfo(*(int(t) for t in np.sum([r.ellipsoid_totals for r in runs], axis=0)))._asdict(),
+                slice=totals(SliceInfo, "slice_totals"), galilean=totals(GalileanInfo, "galilean_totals"),
+                ellipsoid=totals(EllipsoidInfo, "ellipsoid_totals"),
                 final_efficiency=float(np.mean([r.scales.efficiency for r in runs])),
                 start_correlation=_mean_over_iterations(runs, "start_correlations"),
                 replacement_memory=_mean_over_iterations(runs, "memories"),
@@ -718,10 +721,11 @@ def _replace_points(rng, model, likelihood, config, start, log_lik_min, frame, s
     outside = np.flatnonzero(~frame.ellipsoid.contains(start[0])) if frame.ellipsoid is not None else []
     sliced, galilean = SliceInfo(0, 0, 0, 0), GalileanInfo(0, 0, 0, 0)
     if len(outside):
-        kept_out = (_outside_of(frame.ellipsoid, likelihood[0], False), _outside_of(frame.ellipsoid, likelihood[1], True))
+        kept_out = (_outside_of(frame.ellipsoid, likelihood[0], False),
+                    _outside_of(frame.ellipsoid, likelihood[1], True))
         moved, sliced, galilean = _markov_moves(rng, model, kept_out, config,
-                                                   ConstrainedPoints(*(a[outside] for a in points)), log_lik_min,
-                                                   frame.factor, scales, _move_counts(config, OUTSIDE_LENGTH))
+                                                ConstrainedPoints(*(a[outside] for a in points)), log_lik_min,
+                                                frame.factor, scales, _move_counts(config, OUTSIDE_LENGTH))
         points = ConstrainedPoints(*(np.array(a, dtype=float) for a in points))
         for whole, part in zip(points, moved):
             whole[outside] = part

@@ -39,8 +39,8 @@ from scipy.linalg import solve_triangular
 
 from ._constrained import ConstrainedPoints
 
-__all__ = ["Ellipsoid", "PriorProposal", "EllipsoidInfo", "bounding_ellipsoid", "uniform_in_ellipsoid", "ellipsoid_sample", "n_candidates",
-           "adapt_efficiency"]
+__all__ = ["Ellipsoid", "PriorProposal", "EllipsoidInfo", "bounding_ellipsoid", "uniform_in_ellipsoid",
+           "ellipsoid_sample", "n_candidates", "adapt_efficiency"]
 
 
 class Ellipsoid(NamedTuple):
@@ -87,7 +87,7 @@ class PriorProposal(NamedTuple):
 
 
 def bounding_ellipsoid(points, factor, enlarge=2.0):
-    """The ellipsoid shaped by ``factor`` about the mean of ``points`` that holds them all, its volume times ``enlarge``.
+    """The ellipsoid shaped by ``factor`` that holds ``points``, made ``enlarge`` times larger in volume.
 
     Parameters
     ----------
