@@ -696,7 +696,11 @@ def _ellipsoid_stage(rng, model, log_lik_fn, config, points, log_lik_min, frame,
     if frame.volume >= PRIOR_PROPOSALS_VOLUME:
         points, info = ellipsoid_sample(rng, points, constraint, PriorProposal(model.sample_prior),
                                         n_candidates(frame.volume))
-        return points, info, scales, True
+        # One ellipsoid candidate per chain as well (another exact move): the ellipsoid's efficiency is then
+        # measured by the time the prior's falls, and the first ellipsoid iterations need no Markov moves.
+        points, probe = ellipsoid_sample(rng, points, constraint, frame.ellipsoid, 1)
+        scales = scales._replace(efficiency=adapt_efficiency(scales.efficiency, probe))
+        return points, EllipsoidInfo(*np.add(info, probe)), scales, True
     enough = scales.efficiency * config.n_slice_steps >= 1.0
     points, info = ellipsoid_sample(rng, points, constraint, frame.ellipsoid,
                                     n_candidates(scales.efficiency) if enough else 1)

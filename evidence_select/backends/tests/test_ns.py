@@ -127,7 +127,8 @@ def test_large_batches_keep_the_volume_bookkeeping(seed):
 def test_default_steps_decorrelate_replacements(moves):
     # Replacements must not remember their starting live point: with too few slice
     # steps they inherit its high likelihood and log Z comes out high (+1.5 nats on
-    # the 20-d correlated target with n_params steps). The rank correlation of
+    # the 20-d correlated target with n_params steps). By default the moves may shorten (when their second half
+    # removes little memory) but never lengthen. The rank correlation of
     # start and new log L exposes it; each kernel's default step count removes it.
     target = correlated_gaussian_target(6, correlation=0.9)
     short = nested_sampling_log_evidence(target, X_DUMMY, n_live=100, moves="slice", n_slice_steps=1,
@@ -140,7 +141,7 @@ def test_default_steps_decorrelate_replacements(moves):
     # The replacements' memory of their start positions says the same (default slice moves keep ~0.1 of it,
     # Galilean ones ~0.01); by default the moves never lengthen.
     assert short.info["replacement_memory"] > 0.5
-    assert abs(res.info["replacement_memory"]) < 0.2 and res.info["final_move_length"] == 1.0
+    assert abs(res.info["replacement_memory"]) < 0.2 and res.info["final_move_length"] <= 1.0
     # Its error is 0.3-0.6 nats here (6 correlated dimensions, 100 live points): 2 MAX_STD bounds it.
     assert 0 < res.log_evidence_std < 2 * MAX_STD
     assert abs(res.log_evidence - target.exact_log_evidence()) < K_SIGMA * res.log_evidence_std
