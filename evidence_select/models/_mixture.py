@@ -23,7 +23,7 @@ from scipy.special import gammaln
 from ..utils import categorical_draws, logsumexp
 from ..utils._workspace import Workspace, workspace_buffer
 from ._mixture_moves import ConfigurationProposal, kmeans_plus_plus_centres
-from ._protocol import Model, weighted_total
+from ._protocol import Model, kernel_row_weights, weighted_total
 
 __all__ = ["GaussianMixtureModel", "mixture_relabel_maps"]
 
@@ -366,10 +366,7 @@ class GaussianMixtureModel(Model):
         n_rows)``) as the kernels' row weights: ``(1, n_rows)`` shared by every particle, or one row per particle."""
         theta = np.ascontiguousarray(theta, dtype=float)
         X = np.ascontiguousarray(X, dtype=float)
-        weights = np.asarray(weights, dtype=float)
-        if weights.ndim == 2:
-            return theta, X, np.ascontiguousarray(np.broadcast_to(weights, (len(theta), len(X))))
-        return theta, X, np.ascontiguousarray(np.broadcast_to(weights, (len(X),)))[None]
+        return theta, X, kernel_row_weights(weights, len(theta), len(X))
 
     def _prior_constants(self):
         """``(alpha, a, b, c, m0)`` for :mod:`~evidence_select.models._compiled_mixture`'s kernels."""

@@ -366,6 +366,15 @@ def weighted_total(log_lik, weights):
     return np.sum(log_lik * weights, axis=1)
 
 
+def kernel_row_weights(weights, n_particles, n_rows):
+    """``weights`` (scalar, ``(n_rows,)`` or ``(n_particles, n_rows)``) as the compiled kernels' row weights: a
+    contiguous ``(1, n_rows)`` shared by every particle, or one row per particle."""
+    weights = np.asarray(weights, dtype=float)
+    if weights.ndim == 2:
+        return np.ascontiguousarray(np.broadcast_to(weights, (n_particles, n_rows)))
+    return np.ascontiguousarray(np.broadcast_to(weights, (n_rows,)))[None]
+
+
 @functools.lru_cache(maxsize=64)
 def diagonal_prior_variances(n_weights, n_intercepts, prior_scale, intercept_scale):
     """Prior variances: ``prior_scale**2`` for ``n_weights`` weights, then ``intercept_scale**2`` for the intercepts.
