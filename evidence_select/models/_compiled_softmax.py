@@ -26,7 +26,8 @@ import numpy as np
 from ._compiled_exp import EXP_FLOOR as _EXP_FLOOR
 from ._compiled_exp import exp_of_precision as _exp
 
-__all__ = ["softmax_gradient", "softmax_log_likelihood", "softmax_log_likelihood_and_gradient"]
+__all__ = ["softmax_class_spread", "softmax_gradient", "softmax_log_likelihood",
+           "softmax_log_likelihood_and_gradient"]
 
 #: Reassociation lets the sums over rows run in vector lanes; contraction lets the logits' and the gradient's
 #: products fuse into multiply-adds. No finite-math flags (NaN keeps its meaning). The softmax's prior gradient is
@@ -203,35 +204,87 @@ def _residuals(z, total, weights, onehot, n_block):
 @numba.njit(cache=True, fastmath=_FASTMATH)
 def _subtract_products(z, xt, n_block, fit_intercept, n_classes, out_row):
     """``out_row[theta's index of (k, i)] -= sum_j z[k, j] x_ji`` (and of ``b_k``: ``sum_j z[k, j]``) for
-    ``k < K - 1``; each block's sums in ``z``'s precision, added to ``out_row`` (double precision)."""
+    ``k < K - 1``; each block's sums in ``z``'s precision, added to ``out_row`` (double precision).
+
+    Two classes per pass over the features (each feature row read once for both), the odd one alone.
+    """
     d = xt.shape[0]
-    zero = z.dtype.type(0.0)
-    for k in range(z.shape[0]):
-        row = z[k]
-        for i in range(0, d - d % _TILE, _TILE):
-            x0, x1, x2, x3 = xt[i], xt[i + 1], xt[i + 2], xt[i + 3]
-            a0, a1, a2, a3 = zero, zero, zero, zero
-            for j in range(n_block):
-                r = row[j]
-                a0 += r * x0[j]
-                a1 += r * x1[j]
-                a2 += r * x2[j]
-                a3 += r * x3[j]
-            out_row[k * d + i] -= a0
-            out_row[k * d + i + 1] -= a1
-            out_row[k * d + i + 2] -= a2
-            out_row[k * d + i + 3] -= a3
-        for i in range(d - d % _TILE, d):
-            x = xt[i]
-            a = zero
-            for j in range(n_block):
-                a += row[j] * x[j]
-            out_row[k * d + i] -= a
-        if fit_intercept:
+    n = z.shape[0]
+    for k in range(0, n - n % 2, 2):
+        _pair_products(z[k], z[k + 1], xt, n_block, out_row[k * d:(k + 2) * d])
+    if n % 2:
+        _class_products(z[n - 1], xt, n_block, out_row[(n - 1) * d:n * d])
+    if fit_intercept:
+        zero = z.dtype.type(0.0)
+        for k in range(n):
+            row = z[k]
             a = zero
             for j in range(n_block):
                 a += row[j]
             out_row[n_classes * d + k] -= a
+
+
+@numba.njit(cache=True, fastmath=_FASTMATH)
+def _pair_products(r0, r1, xt, n_block, out):
+    """``out[i] -= sum_j r0[j] x_ji`` and ``out[d + i] -= sum_j r1[j] x_ji``, four features per pass."""
+    d = xt.shape[0]
+    zero = r0.dtype.type(0.0)
+    for i in range(0, d - d % _TILE, _TILE):
+        x0, x1, x2, x3 = xt[i], xt[i + 1], xt[i + 2], xt[i + 3]
+        a0, a1, a2, a3, b0, b1, b2, b3 = zero, zero, zero, zero, zero, zero, zero, zero
+        for j in range(n_block):
+            p, q = r0[j], r1[j]
+            v0, v1, v2, v3 = x0[j], x1[j], x2[j], x3[j]
+            a0 += p * v0
+            a1 += p * v1
+            a2 += p * v2
+            a3 += p * v3
+            b0 += q * v0
+            b1 += q * v1
+            b2 += q * v2
+            b3 += q * v3
+        out[i] -= a0
+        out[i + 1] -= a1
+        out[i + 2] -= a2
+        out[i + 3] -= a3
+        out[d + i] -= b0
+        out[d + i + 1] -= b1
+        out[d + i + 2] -= b2
+        out[d + i + 3] -= b3
+    for i in range(d - d % _TILE, d):
+        x = xt[i]
+        a, b = zero, zero
+        for j in range(n_block):
+            a += r0[j] * x[j]
+            b += r1[j] * x[j]
+        out[i] -= a
+        out[d + i] -= b
+
+
+@numba.njit(cache=True, fastmath=_FASTMATH)
+def _class_products(row, xt, n_block, out):
+    """``out[i] -= sum_j row[j] x_ji``, four features per pass."""
+    d = xt.shape[0]
+    zero = row.dtype.type(0.0)
+    for i in range(0, d - d % _TILE, _TILE):
+        x0, x1, x2, x3 = xt[i], xt[i + 1], xt[i + 2], xt[i + 3]
+        a0, a1, a2, a3 = zero, zero, zero, zero
+        for j in range(n_block):
+            r = row[j]
+            a0 += r * x0[j]
+            a1 += r * x1[j]
+            a2 += r * x2[j]
+            a3 += r * x3[j]
+        out[i] -= a0
+        out[i + 1] -= a1
+        out[i + 2] -= a2
+        out[i + 3] -= a3
+    for i in range(d - d % _TILE, d):
+        x = xt[i]
+        a = zero
+        for j in range(n_block):
+            a += row[j] * x[j]
+        out[i] -= a
 
 
 @numba.njit(cache=True)
@@ -330,3 +383,33 @@ def softmax_log_likelihood_and_gradient(theta, X, y, row_weights, n_classes, fit
     exact HMC move, which needs both."""
     _softmax_pass(theta, X, y, row_weights, n_classes, fit_intercept, np.float64, log_lik, out)
     return log_lik, out
+
+
+@numba.njit(cache=True, fastmath=_FASTMATH)
+def softmax_class_spread(theta, X, n_classes, fit_intercept, out):
+    """``mean_m p_k (1 - p_k)`` per row and class into ``out`` ``(n_rows, n_classes)``, in double precision, with
+    ``1 - p_k`` as the other classes' share (no cancellation where ``p_k`` is near 1): the Fisher information's
+    factor of ``SoftmaxRegressionModel.curvature_ratio``. Arguments as in :func:`softmax_log_likelihood`."""
+    n_particles = theta.shape[0]
+    n_rows, d = X.shape
+    K = n_classes
+    codes = np.zeros(n_rows, dtype=np.intp)  # no targets: any valid code passes _columns' check
+    size, (xt, z, _), (last, top, total, _), coefficients, bounds = _scratch(K, d, n_rows, np.float64)
+    out[:] = 0.0
+    for start in range(0, n_rows, size):
+        stop = min(start + size, n_rows)
+        n_block = stop - start
+        _columns(X, codes, K, start, stop, xt)
+        _column_bounds(xt, n_block, bounds)
+        for m in range(n_particles):
+            _relative_coefficients(theta[m], K, d, fit_intercept, coefficients)
+            _relative_logits(coefficients, xt, z, n_block)
+            _exponentials(z, top, total, n_block, _logits_are_safe(coefficients, bounds))
+            for j in range(n_block):
+                last[j] = _exp(max(-top[j], _EXP_FLOOR))
+            for k in range(K):
+                row = z[k] if k < K - 1 else last
+                for j in range(n_block):
+                    out[start + j, k] += row[j] * (total[j] - row[j]) / (total[j] * total[j])
+    out /= max(n_particles, 1)
+    return out

@@ -10,6 +10,8 @@ The log-likelihood and its gradient are compiled kernels
 numpy code here serves the public logits and probabilities and the curvature ratio.
 """
 
+import functools
+
 import numpy as np
 
 from ..utils._workspace import Workspace, workspace_buffer
@@ -18,9 +20,10 @@ from ._protocol import Model, design_step_scales, diagonal_prior_variances, kern
 __all__ = ["SoftmaxRegressionModel"]
 
 
+@functools.cache
 def _kernels():
     """The numba kernels' module, imported on first use so that importing the package neither imports numba nor
-    compiles (Python's module cache keeps it afterwards)."""
+    compiles (cached: an import statement on every SGHMC step costs as much as a small kernel call)."""
     from . import _compiled_softmax as module
     return module
 
@@ -108,8 +111,9 @@ class SoftmaxRegressionModel(Model):
         """
         design = self._design(X)
         weights = np.ones(len(design)) if sample_weight is None else np.asarray(sample_weight, dtype=float)
-        proba = np.exp(self._log_proba_by_row(theta, X))  # (n_rows, K, M)
-        spread = np.mean(proba * (1.0 - proba), axis=2)  # (n_rows, K)
+        theta, X, _ = self._kernel_inputs(theta, X, np.zeros(len(X), dtype=np.intp))
+        spread = _kernels().softmax_class_spread(theta, X, self.n_classes, self.fit_intercept,
+                                                 np.empty((len(X), self.n_classes)))
         weighted_squares = weights[:, None] * design**2
         fisher = spread.T @ weighted_squares  # (K, d [+ 1])
         bound = 0.25 * weighted_squares.sum(axis=0)

@@ -370,6 +370,10 @@ def kernel_row_weights(weights, n_particles, n_rows):
     """``weights`` (scalar, ``(n_rows,)`` or ``(n_particles, n_rows)``) as the compiled kernels' row weights: a
     contiguous ``(1, n_rows)`` shared by every particle, or one row per particle."""
     weights = np.asarray(weights, dtype=float)
+    if weights.ndim == 0:  # the common cases without broadcast_to, which costs more than a small kernel call
+        return np.full((1, n_rows), weights)
+    if weights.shape == (n_rows,):
+        return np.ascontiguousarray(weights)[None]
     if weights.ndim == 2:
         return np.ascontiguousarray(np.broadcast_to(weights, (n_particles, n_rows)))
     return np.ascontiguousarray(np.broadcast_to(weights, (n_rows,)))[None]
