@@ -15,7 +15,8 @@ import functools
 import numpy as np
 
 from ..utils._workspace import Workspace, workspace_buffer
-from ._protocol import Model, design_step_scales, diagonal_prior_variances, kernel_row_weights, weighted_total
+from ._protocol import (Model, design_step_scales, diagonal_prior_variances, kernel_array, kernel_row_weights,
+                        weighted_total)
 
 __all__ = ["SoftmaxRegressionModel"]
 
@@ -208,11 +209,9 @@ class SoftmaxRegressionModel(Model):
         return weighted_total(log_lik, np.asarray(weights, dtype=float)), grad
 
     def _kernel_inputs(self, theta, X, y):
-        """``theta``, ``X`` as contiguous floats and ``y`` as integer codes, checked against the model's shapes (the
-        kernels index with them)."""
-        theta = np.ascontiguousarray(theta, dtype=float)
-        X = np.ascontiguousarray(X, dtype=float)
-        y = np.ascontiguousarray(y, dtype=np.intp)
+        """``theta``, ``X`` as floats and ``y`` as integer codes for the kernels (:func:`kernel_array`), checked
+        against the model's shapes (the kernels index with them)."""
+        theta, X, y = kernel_array(theta), kernel_array(X), kernel_array(y, np.intp)
         if theta.ndim != 2 or theta.shape[1] != self.n_params:
             raise ValueError(f"theta must have shape (n_particles, {self.n_params}), got {theta.shape}")
         if X.ndim != 2 or X.shape[1] != self.n_features:

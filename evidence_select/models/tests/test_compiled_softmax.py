@@ -266,6 +266,30 @@ def test_bad_inputs_raise_instead_of_reading_out_of_bounds():
         model.log_likelihood(theta, X, y[:-1])
 
 
+def test_read_only_inputs_run_the_compiled_code_without_compiling_again():
+    """numba types read-only arrays apart from writable ones; the model hands the kernels writable arrays, so
+    read-only inputs (broadcast weights, memory maps) add no compiled signature."""
+    from evidence_select.models import _compiled_softmax as kernels
+
+    model, theta, X, y, _ = _case((4, 50, 4, 3, True))
+
+    def every_call(theta, X, y, weights):
+        return [model.grad_log_likelihood(theta, X, y, weights), model.log_likelihood(theta, X, y),
+                *model.log_likelihood_and_grad(theta, X, y, weights), model.curvature_ratio(theta, X)]
+
+    read_only_weights = (np.broadcast_to(1.0, (4, 50)), np.broadcast_to(1.0, (50,)))
+    expected = [every_call(theta, X, y, np.array(weights)) for weights in read_only_weights]
+    signatures = {name: len(getattr(kernels, name).signatures) for name in kernels.__all__}
+    for array in (theta, X, y):
+        array.setflags(write=False)
+    for weights, results in zip(read_only_weights, expected):
+        got = every_call(theta, X, y, weights)
+        for index in (0, 1, 3, 4):  # the kernels' results; the weighted total is numpy's product with the weights
+            np.testing.assert_array_equal(got[index], results[index])
+        np.testing.assert_allclose(got[2], results[2], rtol=1e-14)
+    assert {name: len(getattr(kernels, name).signatures) for name in kernels.__all__} == signatures
+
+
 def test_single_precision_exponential_matches_numpy_and_keeps_nan():
     from evidence_select.models._compiled_exp import exp_single
 
