@@ -87,8 +87,8 @@ _EXPF_POLYNOMIAL = tuple(np.float32(c) for c in (1.9875691500e-4, 1.3981999507e-
 
 @numba.njit(cache=True)
 def exp_single(x):
-    """``exp(x)`` of a float32 on ``[-80, 0]`` (or NaN, which it returns) to a few float32 ulp: the stochastic
-    gradient's, whose numpy version used numpy's float32 exp."""
+    """``exp(x)`` of a float32 on ``[-80, 80]`` (or NaN, which it returns) to a float32 ulp or two: the softmax's
+    stochastic gradient's."""
     kf = np.floor(x * _LOG2E_SINGLE + _HALF_SINGLE)
     r = (x - kf * _LN2_HIGH_SINGLE) - kf * _LN2_LOW_SINGLE
     p = _EXPF_POLYNOMIAL[0]
@@ -98,8 +98,9 @@ def exp_single(x):
 
 
 def exp_of_precision(x):
-    """``exp(x)`` on ``[-80, 0]`` in ``x``'s precision: :func:`exp_single` for float32, :func:`exp_accurate` for
-    float64 (a compile-time choice, so one kernel source serves both precisions)."""
+    """``exp(x)`` on ``[-80, 80]`` in ``x``'s precision: :func:`exp_single` for float32, :func:`exp_accurate` for
+    float64 (a compile-time choice, so one kernel source serves both precisions). Both hold on positive ``x`` up to
+    80 as well (``2^k`` stays a normal number), which the softmax's unshifted logits use."""
     return np.exp(x)
 
 

@@ -290,8 +290,12 @@ def test_read_only_inputs_run_the_compiled_code_without_compiling_again():
     assert {name: len(getattr(kernels, name).signatures) for name in kernels.__all__} == signatures
 
 
-def test_single_precision_exponential_matches_numpy_and_keeps_nan():
-    from evidence_select.models._compiled_exp import exp_single
+def test_exponentials_match_numpy_on_the_unshifted_logits_range_and_keep_nan():
+    """Both precisions on ``[-80, 80]`` (the mixture's tests cover ``exp_accurate`` on ``[-80, 0]``)."""
+    from evidence_select.models._compiled_exp import exp_accurate, exp_single
+
+    positive = np.linspace(0.0, 80.0, 4001)
+    assert np.max(np.abs(np.array([exp_accurate(x) for x in positive]) / np.exp(positive) - 1.0)) < 1e-14
 
     points = np.concatenate([np.linspace(-80.0, 80.0, 8001), -np.logspace(-12, np.log10(80.0), 500),
                              [0.0, -80.0, 80.0]]).astype(np.float32)
