@@ -1,7 +1,7 @@
 """Shared pieces of the compiled (numba) model kernels: a vectorisable exponential and the fast-math flags.
 
-Imported by the kernel modules only (``_compiled_mixture``), which the models import on their first kernel call:
-importing ``evidence_select`` imports no numba.
+Imported by the kernel modules only (``_compiled_mixture``, ``_compiled_softmax``), which the models import on
+their first kernel call: importing ``evidence_select`` imports no numba.
 """
 
 import math
@@ -9,9 +9,10 @@ import math
 import numba
 import numpy as np
 from llvmlite import ir
-from numba.extending import intrinsic
+from numba.core import types
+from numba.extending import intrinsic, overload
 
-__all__ = ["EXP_FLOOR", "FASTMATH", "exp_accurate", "exp_coarse"]
+__all__ = ["EXP_FLOOR", "FASTMATH", "exp_accurate", "exp_coarse", "exp_of_precision", "exp_single"]
 
 #: Floor of log-ratios before their exponential, as the numpy code's (exp(-80) = 2e-35 of the largest term).
 EXP_FLOOR = -80.0
@@ -27,6 +28,14 @@ def _float_from_bits(typingctx, bits):
     def codegen(context, builder, signature, args):
         return builder.bitcast(args[0], ir.DoubleType())
     return numba.float64(numba.int64), codegen
+
+
+@intrinsic
+def _single_from_bits(typingctx, bits):
+    """The float32 whose IEEE bits are the int32 ``bits`` (a bit cast, which vectorises)."""
+    def codegen(context, builder, signature, args):
+        return builder.bitcast(args[0], ir.FloatType())
+    return numba.float32(numba.int32), codegen
 
 
 _LOG2E = 1.4426950408889634
@@ -62,3 +71,41 @@ def exp_coarse(x):
     """``exp(x)`` on ``[-80, 0]`` to 7e-9 relative (degree 7): the gradient's, a noisy mini-batch estimate anyway
     (the numpy gradient used single-precision exponentials, 1e-7)."""
     return _exp_taylor(x, _TAYLOR_7)
+
+
+# Single precision: Cephes' expf. x = k ln 2 + r with ln 2 split in two (the first part's product with k is exact
+# in float32, so r keeps its bits) and exp(r) = 1 + r + r^2 P(r), P of degree 5 fitted to float32 on
+# |r| <= ln 2 / 2. All in float32 (every constant typed), so a loop over it runs eight lanes wide.
+_LOG2E_SINGLE = np.float32(_LOG2E)
+_HALF_SINGLE = np.float32(0.5)
+_ONE_SINGLE = np.float32(1.0)
+_LN2_HIGH_SINGLE = np.float32(0.693359375)
+_LN2_LOW_SINGLE = np.float32(-2.12194440e-4)
+_EXPF_POLYNOMIAL = tuple(np.float32(c) for c in (1.9875691500e-4, 1.3981999507e-3, 8.3334519073e-3,
+                                                  4.1665795894e-2, 1.6666665459e-1, 5.0000001201e-1))
+
+
+@numba.njit(cache=True)
+def exp_single(x):
+    """``exp(x)`` of a float32 on ``[-80, 80]`` (or NaN, which it returns) to a float32 ulp or two: the softmax's
+    stochastic gradient's."""
+    kf = np.floor(x * _LOG2E_SINGLE + _HALF_SINGLE)
+    r = (x - kf * _LN2_HIGH_SINGLE) - kf * _LN2_LOW_SINGLE
+    p = _EXPF_POLYNOMIAL[0]
+    for coefficient in _EXPF_POLYNOMIAL[1:]:
+        p = p * r + coefficient
+    return (p * r * r + r + _ONE_SINGLE) * _single_from_bits((np.int32(kf) + np.int32(127)) << np.int32(23))
+
+
+def exp_of_precision(x):
+    """``exp(x)`` on ``[-80, 80]`` in ``x``'s precision: :func:`exp_single` for float32, :func:`exp_accurate` for
+    float64 (a compile-time choice, so one kernel source serves both precisions). Both hold on positive ``x`` up to
+    80 as well (``2^k`` stays a normal number), which the softmax's unshifted logits use."""
+    return np.exp(x)
+
+
+@overload(exp_of_precision)
+def _exp_of_precision(x):
+    if isinstance(x, types.Float) and x.bitwidth == 32:
+        return lambda x: exp_single(x)
+    return lambda x: exp_accurate(x)

@@ -4,23 +4,32 @@
 n_features)`` and standard Gaussian priors (scales configurable). ``theta`` is
 ``W`` flattened row by row followed by ``b``. Binary problems use K = 2 (the
 over-parameterised softmax, as in the paper) so that one code path serves all K.
+
+The log-likelihood and its gradient are compiled kernels
+(:mod:`~evidence_select.models._compiled_softmax`, imported on their first call); the
+numpy code here serves the public logits and probabilities and the curvature ratio.
 """
+
+import functools
 
 import numpy as np
 
 from ..utils._workspace import Workspace, workspace_buffer
-from ._protocol import Model, design_step_scales, diagonal_prior_variances, weighted_total
+from ._protocol import (Model, design_step_scales, diagonal_prior_variances, kernel_array, kernel_row_weights,
+                        weighted_total)
 
 __all__ = ["SoftmaxRegressionModel"]
 
+
+@functools.cache
+def _kernels():
+    """The numba kernels' module, imported on first use so that importing the package neither imports numba nor
+    compiles (cached: an import statement on every SGHMC step costs as much as a small kernel call)."""
+    from . import _compiled_softmax as module
+    return module
+
+
 _LOG_2PI = np.log(2.0 * np.pi)
-#: Bound on |logit| below which exp needs no max shift (exp(200) ~ 7e86, exp(-200) ~ 1e-87).
-_SAFE_LOGIT = 200.0
-#: The same bound for single-precision exponentials (exp(80) ~ 6e34, exp(-80) ~ 2e-35, both normal floats).
-_SAFE_SINGLE_LOGIT = 80.0
-#: Floor of the shifted logits before a single-precision exp: numpy's float32 exp leaves its vector path
-#: for results below the normal range, and exp(-80) is 2e-35 of the largest term.
-_SINGLE_EXP_FLOOR = -80.0
 #: Floor of :meth:`SoftmaxRegressionModel.curvature_ratio`: the step it lengthens stays finite (the engine caps
 #: it at the prior's scale anyway).
 _MIN_CURVATURE_RATIO = 1e-6
@@ -50,7 +59,8 @@ class SoftmaxRegressionModel(Model):
     16
     """
 
-    #: The gradient alone is single precision, about half the fused call's cost (see :meth:`_proba_by_row`).
+    #: The gradient alone is single precision, about a third of the fused call's cost (see
+    #: :func:`~evidence_select.models._compiled_softmax.softmax_gradient`).
     fast_gradient = True
 
     def __init__(self, n_features, n_classes, *, prior_scale=1.0, intercept_scale=1.0, fit_intercept=True):
@@ -102,8 +112,9 @@ class SoftmaxRegressionModel(Model):
         """
         design = self._design(X)
         weights = np.ones(len(design)) if sample_weight is None else np.asarray(sample_weight, dtype=float)
-        proba = self._proba_by_row(theta, design).astype(float)  # (n_rows, K, M)
-        spread = np.mean(proba * (1.0 - proba), axis=2)  # (n_rows, K)
+        theta, X, _ = self._kernel_inputs(theta, X, np.zeros(len(X), dtype=np.intp))
+        spread = _kernels().softmax_class_spread(theta, X, self.n_classes, self.fit_intercept,
+                                                 np.empty((len(X), self.n_classes)))
         weighted_squares = weights[:, None] * design**2
         fisher = spread.T @ weighted_squares  # (K, d [+ 1])
         bound = 0.25 * weighted_squares.sum(axis=0)
@@ -135,143 +146,79 @@ class SoftmaxRegressionModel(Model):
             coefficients[:, :, -1] = theta[:, n_classes * n_features:].T
         return coefficients
 
-    def _logits_by_row(self, theta, design, workspace=None, limit=_SAFE_LOGIT, dtype=np.float64):
-        """Logits in the layout ``(n_batch, n_classes, n_particles)`` (contiguous), and whether exp is safe.
-
-        One ``(n_batch, d + 1) @ (d + 1, K*M)`` product serves all particles; with
-        the batch axis first and the particles last, the per-class passes of the
-        elementwise work after it (max, sum, the normalising division) run over
-        contiguous rows of particles rather than with a stride of K.
-        The flag bounds every logit by ``max |a| * max ||c||_1`` (Hoelder): below
-        ``limit`` (:data:`_SAFE_LOGIT`, or :data:`_SAFE_SINGLE_LOGIT` for
-        single-precision exponentials) the softmax needs no max shift (no overflow, no underflow
-        to an all-zero row), which saves two passes over the largest array. With a
-        ``workspace`` the logits are that workspace's buffer (valid until its next use).
-        ``dtype`` is the product's precision (the bound is computed in double precision).
-        """
+    def _logits_by_row(self, theta, design):
+        """Logits in the layout ``(n_batch, n_classes, n_particles)``: one ``(n_batch, d + 1) @ (d + 1, K*M)``
+        product serves all particles."""
         coefficients = self._coefficients(theta).reshape(self.n_classes * len(theta), -1)
-        bound = np.max(np.abs(design)) * np.max(np.sum(np.abs(coefficients), axis=1)) if len(design) else 0.0
-        dtype = np.dtype(dtype)
-        out = workspace_buffer(workspace, f"logits_{dtype.char}", (len(design), len(coefficients)), dtype)
-        logits = np.matmul(design.astype(dtype, copy=False), coefficients.T.astype(dtype, copy=False), out=out)
-        return logits.reshape(len(design), self.n_classes, len(theta)), bound < limit
+        return (design @ coefficients.T).reshape(len(design), self.n_classes, len(theta))
 
     def _log_proba_by_row(self, theta, X):
-        """Log-softmax, ``(n_batch, n_classes, n_particles)``."""
-        log_proba, safe = self._logits_by_row(theta, self._design(X))
-        log_proba -= self._log_normaliser(log_proba, safe)
+        """Log-softmax, ``(n_batch, n_classes, n_particles)``, shifted by each row's largest logit (no overflow,
+        and the largest term is 1, so the sum never underflows)."""
+        log_proba = self._logits_by_row(theta, self._design(X))
+        log_proba -= np.max(log_proba, axis=1, keepdims=True)
+        log_proba -= np.log(np.sum(np.exp(log_proba), axis=1, keepdims=True))
         return log_proba
-
-    def _log_normaliser(self, logits, safe, workspace=None):
-        """``log sum_k exp(logits_k)``, shape ``(n_batch, 1, n_particles)`` (``logits`` is not modified).
-
-        With a ``workspace`` the exponentials are written into its buffers; the result is a new array.
-        """
-        _, total, shift = self._shifted_exp(logits, safe, workspace)
-        return _log_sum(total, shift)
-
-    def _shifted_exp(self, logits, safe, workspace=None):
-        """``exp(logits - shift)`` and its sum over classes ``(n_batch, 1, n_particles)``, and the shift.
-
-        The shift is the largest logit per row and particle, or None when the
-        logits are safe to exponentiate as they are (see :meth:`_logits_by_row`).
-        With a ``workspace`` the first two are its buffers.
-        """
-        exp = workspace_buffer(workspace, "exp", logits.shape)
-        total = workspace_buffer(workspace, "total", _without_classes(logits))
-        if safe:
-            exp = np.exp(logits, out=exp)
-            return exp, _sum_over_classes(exp, total), None
-        shift = _max_over_classes(logits, workspace_buffer(workspace, "top", _without_classes(logits)))
-        exp = np.exp(np.subtract(logits, shift, out=exp), out=exp)
-        return exp, _sum_over_classes(exp, total), shift
-
-    def _proba_by_row(self, theta, design, workspace=None):
-        """Single-precision softmax probabilities, ``(n_batch, n_classes, n_particles)``.
-
-        The stochastic gradient alone uses them: logits, exponentials,
-        normalisation and the gradient's products in float32 halve the memory
-        traffic of the SGHMC step, whose elementwise passes over the
-        ``(n_batch, K, M)`` block dominate it; the gradient is then accurate to
-        ~1e-6 relative, far below the mini-batch's own noise. Weights and
-        Metropolis-Hastings decisions use the float64 log-likelihood; the exact
-        HMC moves kick with this gradient, which keeps them exact (see
-        :class:`~evidence_select.kernels._hmc.KickedTarget`). With a
-        ``workspace`` the result is that workspace's buffer (valid until its next use).
-        """
-        proba, safe = self._logits_by_row(theta, design, workspace, limit=_SAFE_SINGLE_LOGIT, dtype=np.float32)
-        if not safe:
-            proba -= _max_over_classes(proba, workspace_buffer(workspace, "top_f", _without_classes(proba), np.float32))
-            np.maximum(proba, _SINGLE_EXP_FLOOR, out=proba)
-        np.exp(proba, out=proba)
-        proba /= _sum_over_classes(proba, workspace_buffer(workspace, "total_f", _without_classes(proba), np.float32))
-        return proba
 
     def logits(self, theta, X):
         """Class logits, shape ``(n_particles, n_batch, n_classes)``."""
-        return self._logits_by_row(theta, self._design(X))[0].transpose(2, 0, 1)
+        return self._logits_by_row(theta, self._design(X)).transpose(2, 0, 1)
 
     def log_proba(self, theta, X):
         """Log class probabilities (log-softmax), ``(n_particles, n_batch, n_classes)``."""
         return self._log_proba_by_row(theta, X).transpose(2, 0, 1)
 
     def log_likelihood(self, theta, X, y=None):
-        logits, safe = self._logits_by_row(theta, self._design(X), self._workspace)
-        return _observed_log_proba(logits, y, self._log_normaliser(logits, safe, self._workspace))
+        return self._compiled_log_likelihood(theta, X, y)
+
+    def log_likelihood_sum(self, theta, X, y=None):
+        # The rows' values in the workspace (no (n_particles, n_rows) array afresh on every call), summed by numpy:
+        # the same bits as log_likelihood(...).sum(axis=1).
+        return self._compiled_log_likelihood(theta, X, y, self._workspace).sum(axis=1)
+
+    def _compiled_log_likelihood(self, theta, X, y, workspace=None):
+        """:func:`~evidence_select.models._compiled_softmax.softmax_log_likelihood`, ``(n_particles, n_rows)``. With
+        a ``workspace``, in its buffer (valid until its next use)."""
+        theta, X, y = self._kernel_inputs(theta, X, y)
+        out = workspace_buffer(workspace, "log_lik", (len(theta), len(X)))
+        if out is None:
+            out = np.empty((len(theta), len(X)))
+        return _kernels().softmax_log_likelihood(theta, X, y, self.n_classes, self.fit_intercept, out)
 
     def grad_log_likelihood(self, theta, X, y, weights):
-        design = self._design(X)
-        return self._grad_from_proba(self._proba_by_row(theta, design, self._workspace), design, y, weights)
+        """The weighted log-likelihood's gradient in single precision (see
+        :func:`~evidence_select.models._compiled_softmax.softmax_gradient`): SGHMC's mini-batch gradient, and the
+        kicks of exact HMC moves (:class:`~evidence_select.kernels._hmc.KickedTarget`), whose Metropolis-Hastings
+        decisions use the double-precision log-likelihood."""
+        theta, X, y = self._kernel_inputs(theta, X, y)
+        row_weights = kernel_row_weights(weights, len(theta), len(X))
+        return _kernels().softmax_gradient(theta, X, y, row_weights, self.n_classes, self.fit_intercept,
+                                           np.empty(theta.shape))
 
     def log_likelihood_and_grad(self, theta, X, y, weights):
-        # One product for the logits and one pass of double-precision exponentials serve both: the
-        # log normaliser is the log of their sum, the probabilities their ratio to it.
-        design = self._design(X)
-        logits, safe = self._logits_by_row(theta, design, self._workspace)
-        exp, total, shift = self._shifted_exp(logits, safe, self._workspace)
-        log_normaliser = _log_sum(total, shift)
-        weights = np.asarray(weights, dtype=float)
-        if np.ndim(weights) > 1:
-            weighted = weighted_total(_observed_log_proba(logits, y, log_normaliser), weights)
-            exp /= total
-            return weighted, self._grad_from_proba(exp, design, y, weights)
-        # Weights shared by the particles: the observed classes' weighted logits sum to the coefficients
-        # times each class's weighted design total, the (K, d + 1) block the gradient needs anyway, so no
-        # per-row gather of the observed logits.
-        weighted_design, class_totals = _shared_weight_totals(design, y, weights, self.n_classes)
-        # Particle-major coefficients: einsum then sums in the same order as before the layout change.
-        coefficients = np.ascontiguousarray(self._coefficients(theta).transpose(1, 0, 2))
-        weighted = (np.einsum("pkj,kj->p", coefficients, class_totals)
-                    - np.broadcast_to(weights, (len(design),)) @ log_normaliser.reshape(len(design), len(theta)))
-        exp /= total
-        return weighted, self._theta_layout(class_totals - self._proba_products(exp, weighted_design))
+        # One compiled pass for both, in double precision; the rows' log-likelihoods are the same bits as
+        # log_likelihood's, so the weighted total is too.
+        theta, X, y = self._kernel_inputs(theta, X, y)
+        log_lik = workspace_buffer(self._workspace, "log_lik", (len(theta), len(X)))
+        if log_lik is None:
+            log_lik = np.empty((len(theta), len(X)))
+        grad = np.empty(theta.shape)
+        row_weights = kernel_row_weights(weights, len(theta), len(X))
+        _kernels().softmax_log_likelihood_and_gradient(theta, X, y, row_weights, self.n_classes, self.fit_intercept,
+                                                       log_lik, grad)
+        return weighted_total(log_lik, np.asarray(weights, dtype=float)), grad
 
-    def _grad_from_proba(self, proba, design, y, weights):
-        """The weighted log-likelihood's gradient from the probabilities ``(n_batch, K, n_particles)``.
-
-        ``proba`` may be overwritten.
-        """
-        n_batch, n_classes, n_particles = proba.shape
-        # d log p(y|x) / d logits = onehot(y) - proba, weighted per particle and datum.
-        if np.ndim(weights) <= 1:
-            # Weights shared by all particles: scale the design rows rather than the (batch, particles, K)
-            # array, and the onehot part, which does not depend on the particle, is one small product.
-            weighted_design, class_totals = _shared_weight_totals(design, y, weights, n_classes)
-            return self._theta_layout(class_totals - self._proba_products(proba, weighted_design))
-        residual = np.negative(proba, out=proba)
-        residual[np.arange(n_batch), np.asarray(y, dtype=np.intp), :] += 1.0
-        residual *= np.broadcast_to(weights, (n_particles, n_batch)).T[:, None, :]
-        return self._theta_layout(self._proba_products(residual, design))
-
-    @staticmethod
-    def _proba_products(proba, design):
-        """``sum_j proba[j, k, i] * design[j]`` per particle and class, ``(n_particles, K, n_design_columns)``.
-
-        In ``proba``'s precision (single-precision probabilities: a float32 product), returned as float64.
-        """
-        n_batch, n_classes, n_particles = proba.shape
-        products = proba.reshape(n_batch, n_classes * n_particles).T @ design.astype(proba.dtype, copy=False)
-        return products.astype(np.float64, copy=False).reshape(n_classes, n_particles, -1).transpose(1, 0, 2)
+    def _kernel_inputs(self, theta, X, y):
+        """``theta``, ``X`` as floats and ``y`` as integer codes for the kernels (:func:`kernel_array`), checked
+        against the model's shapes (the kernels index with them)."""
+        theta, X, y = kernel_array(theta), kernel_array(X), kernel_array(y, np.intp)
+        if theta.ndim != 2 or theta.shape[1] != self.n_params:
+            raise ValueError(f"theta must have shape (n_particles, {self.n_params}), got {theta.shape}")
+        if X.ndim != 2 or X.shape[1] != self.n_features:
+            raise ValueError(f"X must have shape (n_rows, {self.n_features}), got {X.shape}")
+        if y.shape != (len(X),):
+            raise ValueError(f"y must have shape ({len(X)},), got {y.shape}")
+        return theta, X, y
 
     def _theta_layout(self, grad):
         """The particles' ``(K, d + 1)`` gradient blocks reordered to theta's layout ``[W row by row, b]``."""
@@ -282,54 +229,3 @@ class SoftmaxRegressionModel(Model):
         out[:, : n_classes * self.n_features] = grad[:, :, :-1].reshape(n_particles, -1)
         out[:, n_classes * self.n_features:] = grad[:, :, -1]
         return out
-
-
-def _shared_weight_totals(design, y, weights, n_classes):
-    """The design rows times their weights, and their totals per observed class ``(K, n_design_columns)``."""
-    n_batch = len(design)
-    weighted_design = design * np.broadcast_to(np.asarray(weights, dtype=float), (n_batch,))[:, None]
-    onehot = np.zeros((n_batch, n_classes))
-    onehot[np.arange(n_batch), np.asarray(y, dtype=np.intp)] = 1.0
-    return weighted_design, onehot.T @ weighted_design
-
-
-def _log_sum(total, shift):
-    """``log sum_k exp(logits_k)`` from :meth:`SoftmaxRegressionModel._shifted_exp`'s sum and shift."""
-    return np.log(total) if shift is None else np.log(total) + shift
-
-
-def _observed_log_proba(logits, y, log_normaliser):
-    """``log p(y_j | x_j, theta_i)``, ``(n_particles, n_batch)``: the observed class's logit minus the log normaliser.
-
-    No pass over the other classes' log-probabilities: one contiguous row of particles per datum.
-    """
-    observed = logits[np.arange(len(logits)), np.asarray(y, dtype=np.intp)]
-    observed -= log_normaliser[:, 0]
-    return observed.T
-
-
-# numpy reductions over a short axis (a handful of classes) are several times slower than
-# elementwise operations over the class slices, so these loop over classes, not data. ``values``
-# is ``(n_batch, K, n_particles)``; ``out`` (shape ``(n_batch, n_particles)``), when given,
-# receives the result instead of a new array, returned as ``(n_batch, 1, n_particles)``.
-def _without_classes(values):
-    return values.shape[:1] + values.shape[2:]
-
-
-def _max_over_classes(values, out=None):
-    out = values[:, 0].copy() if out is None else _copy_into(out, values[:, 0])
-    for k in range(1, values.shape[1]):
-        np.maximum(out, values[:, k], out=out)
-    return out[:, None]
-
-
-def _sum_over_classes(values, out=None):
-    out = values[:, 0].copy() if out is None else _copy_into(out, values[:, 0])
-    for k in range(1, values.shape[1]):
-        out += values[:, k]
-    return out[:, None]
-
-
-def _copy_into(out, values):
-    np.copyto(out, values)
-    return out

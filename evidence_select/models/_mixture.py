@@ -23,7 +23,7 @@ from scipy.special import gammaln
 from ..utils import categorical_draws, logsumexp
 from ..utils._workspace import Workspace, workspace_buffer
 from ._mixture_moves import ConfigurationProposal, kmeans_plus_plus_centres
-from ._protocol import Model, weighted_total
+from ._protocol import Model, kernel_array, kernel_row_weights, weighted_total
 
 __all__ = ["GaussianMixtureModel", "mixture_relabel_maps"]
 
@@ -220,7 +220,7 @@ class GaussianMixtureModel(Model):
     def grad_log_prior(self, theta):
         # Compiled: grad_log_joint adds the same compiled prior term to the likelihood's, so that the two calls
         # agree to the bit.
-        theta = np.ascontiguousarray(theta, dtype=float)
+        theta = kernel_array(theta)
         return _kernels().mixture_prior_gradient(theta, self.n_components, self.n_features, self._prior_constants(),
                                                  np.empty(theta.shape))
 
@@ -283,8 +283,8 @@ class GaussianMixtureModel(Model):
         """:func:`~evidence_select.models._compiled_mixture.mixture_log_likelihood`, ``(n_particles, n_rows)``: a
         log-sum-exp over :meth:`component_log_density`. With a ``workspace``, in its buffer (valid until its next use).
         """
-        theta = np.ascontiguousarray(theta, dtype=float)
-        X = np.ascontiguousarray(X, dtype=float)
+        theta = kernel_array(theta)
+        X = kernel_array(X)
         out = workspace_buffer(workspace, "log_lik", (len(theta), len(X)))
         if out is None:
             out = np.empty((len(theta), len(X)))
@@ -364,12 +364,9 @@ class GaussianMixtureModel(Model):
     def _kernel_inputs(theta, X, weights):
         """``theta`` and ``X`` as contiguous floats, and ``weights`` (scalar, ``(n_rows,)`` or ``(n_particles,
         n_rows)``) as the kernels' row weights: ``(1, n_rows)`` shared by every particle, or one row per particle."""
-        theta = np.ascontiguousarray(theta, dtype=float)
-        X = np.ascontiguousarray(X, dtype=float)
-        weights = np.asarray(weights, dtype=float)
-        if weights.ndim == 2:
-            return theta, X, np.ascontiguousarray(np.broadcast_to(weights, (len(theta), len(X))))
-        return theta, X, np.ascontiguousarray(np.broadcast_to(weights, (len(X),)))[None]
+        theta = kernel_array(theta)
+        X = kernel_array(X)
+        return theta, X, kernel_row_weights(weights, len(theta), len(X))
 
     def _prior_constants(self):
         """``(alpha, a, b, c, m0)`` for :mod:`~evidence_select.models._compiled_mixture`'s kernels."""

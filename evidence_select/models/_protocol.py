@@ -366,6 +366,30 @@ def weighted_total(log_lik, weights):
     return np.sum(log_lik * weights, axis=1)
 
 
+def kernel_array(values, dtype=float):
+    """``values`` as a C-contiguous, writable array of ``dtype`` for a compiled kernel (copied only if needed).
+
+    numba types read-only arrays apart from writable ones, so a read-only input (a broadcast view, a memory map)
+    would compile every kernel afresh, for seconds, instead of running the cached code.
+    """
+    values = np.ascontiguousarray(values, dtype=dtype)
+    return values if values.flags.writeable else values.copy()
+
+
+def kernel_row_weights(weights, n_particles, n_rows):
+    """``weights`` (scalar, ``(n_rows,)`` or ``(n_particles, n_rows)``) as the compiled kernels' row weights: a
+    contiguous, writable ``(1, n_rows)`` shared by every particle, or one row per particle (see
+    :func:`kernel_array`)."""
+    weights = np.asarray(weights, dtype=float)
+    if weights.ndim == 0:  # the common cases without broadcast_to, which costs more than a small kernel call
+        return np.full((1, n_rows), weights)
+    if weights.shape == (n_rows,):
+        return kernel_array(weights)[None]
+    if weights.ndim == 2:
+        return kernel_array(np.broadcast_to(weights, (n_particles, n_rows)))
+    return kernel_array(np.broadcast_to(weights, (n_rows,)))[None]
+
+
 @functools.lru_cache(maxsize=64)
 def diagonal_prior_variances(n_weights, n_intercepts, prior_scale, intercept_scale):
     """Prior variances: ``prior_scale**2`` for ``n_weights`` weights, then ``intercept_scale**2`` for the intercepts.

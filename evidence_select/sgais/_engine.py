@@ -214,7 +214,8 @@ def sgais_update(state, X, y, model, config, *, check=None, previous=None):
     The pipeline: measure what the state allows the chunk
     (:func:`~._policy.surprise_limits`), anneal the chunk in, carrying out the
     policy's action (:func:`anneal_chunk`), take the closing action
-    (:func:`~._policy.closing_action`), re-centre the control-variate references
+    (:func:`~._policy.closing_action`; past the rows the posterior-mode check
+    covers, a periodic restart asks that check first, :mod:`._replay_gate`), re-centre the control-variate references
     and restart if the action says so, insert the chunk into the reservoir,
     build the state and the record, then check the evidence against the
     posterior's best mode. ``state`` is never modified except for the reservoir

@@ -319,7 +319,7 @@ def test_check_model_rejects_a_fused_call_that_disagrees():
 def test_shared_weights_equal_per_particle_weights(name, model, X, y, shared):
     """Models may take a faster path for weights shared by all particles; it must agree.
 
-    The softmax gradient is single precision (see ``SoftmaxRegressionModel._proba_by_row``): its two paths
+    The softmax gradient is single precision (see ``_compiled_softmax.softmax_gradient``): its two paths
     round differently, each within float32's epsilon times the weighted rows' absolute total.
     """
     rng = np.random.default_rng(8)
@@ -331,25 +331,6 @@ def test_shared_weights_equal_per_particle_weights(name, model, X, y, shared):
         atol = 8 * np.finfo(np.float32).eps * np.sum(np.broadcast_to(weights, (len(X),)) * (np.abs(X).sum(axis=1) + 1))
     np.testing.assert_allclose(model.grad_log_likelihood(theta, X, y, weights),
                                model.grad_log_likelihood(theta, X, y, np.array(tiled)), rtol=1e-10, atol=atol)
-
-
-def test_softmax_unshifted_fast_path_equals_max_shifted_path(monkeypatch):
-    """Below the Hoelder bound the softmax skips the max shift; both paths must give the same numbers."""
-    from evidence_select.models import _logistic
-
-    rng = np.random.default_rng(5)
-    model = SoftmaxRegressionModel(n_features=5, n_classes=4)
-    theta, X, y = model.sample_prior(rng, 6), rng.normal(size=(40, 5)), rng.integers(0, 4, size=40)
-    weights = rng.uniform(size=40)
-    members = (model.log_likelihood, model.log_proba, model.grad_log_likelihood)
-    arguments = ((theta, X, y), (theta, X), (theta, X, y, weights))
-    fast = [member(*args) for member, args in zip(members, arguments)]
-    monkeypatch.setattr(_logistic, "_SAFE_LOGIT", 0.0)  # no bound holds: always the shifted path
-    monkeypatch.setattr(_logistic, "_SAFE_SINGLE_LOGIT", 0.0)
-    shifted = [member(*args) for member, args in zip(members, arguments)]
-    # The gradient's probabilities are single-precision exponentials, of shifted or unshifted logits.
-    for a, b, tolerance in zip(fast, shifted, (1e-12, 1e-12, 1e-6)):
-        np.testing.assert_allclose(a, b, rtol=tolerance, atol=tolerance)
 
 
 def test_mixture_relocation_moves_one_mean_and_returns_the_kernel_density_ratio():
