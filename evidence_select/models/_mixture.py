@@ -28,9 +28,10 @@ from ._protocol import Model, kernel_array, kernel_row_weights, weighted_total
 __all__ = ["GaussianMixtureModel", "mixture_relabel_maps"]
 
 
+@functools.cache
 def _kernels():
     """The numba kernels' module, imported on first use so that importing the package neither imports numba nor
-    compiles (Python's module cache keeps it afterwards)."""
+    compiles (cached: an import statement on every SGHMC step costs as much as a small kernel call)."""
     from . import _compiled_mixture as module
     return module
 
