@@ -132,7 +132,8 @@ class GaussianMixtureModel(Model):
         """Inverse of :meth:`unpack` from natural parameters (weights on the simplex)."""
         weights = np.asarray(weights, dtype=float)
         n_particles = len(weights)
-        eta = np.log(weights[:, :-1]) - np.log(weights[:, -1:])
+        log_weights = np.log(weights)  # of the whole array: numpy 1.x's SIMD log of a column view is not reproducible
+        eta = log_weights[:, :-1] - log_weights[:, -1:]
         return self._join(eta, means, np.log(variances))
 
     def _join(self, eta, means, log_variances):
