@@ -192,10 +192,13 @@ class CustomModel(Model):
         return sum(block.size for block in self._resolved_blocks())
 
     def _split(self, theta):
+        # Contiguous copies, not column views: numpy 1.x's SIMD exp of a column view can differ in the last bit
+        # from that of the same values stored contiguously, varying from run to run, and a fit must give the same
+        # bits in every process.
         theta = np.asarray(theta, dtype=float)
         blocks, start = [], 0
         for block in self._resolved_blocks():
-            blocks.append(theta[:, start:start + block.size])
+            blocks.append(np.ascontiguousarray(theta[:, start:start + block.size]))
             start += block.size
         return blocks
 

@@ -28,9 +28,10 @@ from ._protocol import Model, kernel_array, kernel_row_weights, weighted_total
 __all__ = ["GaussianMixtureModel", "mixture_relabel_maps"]
 
 
+@functools.cache
 def _kernels():
     """The numba kernels' module, imported on first use so that importing the package neither imports numba nor
-    compiles (Python's module cache keeps it afterwards)."""
+    compiles (cached: an import statement on every SGHMC step costs as much as a small kernel call)."""
     from . import _compiled_mixture as module
     return module
 
@@ -131,7 +132,8 @@ class GaussianMixtureModel(Model):
         """Inverse of :meth:`unpack` from natural parameters (weights on the simplex)."""
         weights = np.asarray(weights, dtype=float)
         n_particles = len(weights)
-        eta = np.log(weights[:, :-1]) - np.log(weights[:, -1:])
+        log_weights = np.log(weights)  # of the whole array: numpy 1.x's SIMD log of a column view is not reproducible
+        eta = log_weights[:, :-1] - log_weights[:, -1:]
         return self._join(eta, means, np.log(variances))
 
     def _join(self, eta, means, log_variances):

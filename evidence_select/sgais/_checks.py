@@ -77,6 +77,7 @@ class ChunkCauses(NamedTuple):
     mode_check: object  # the ModeCheck run after the chunk, or None
     capabilities: object  # the model's ModelCapabilities (the cures name only what it offers)
     n_seen_before: int  # rows seen before the chunk
+    recovery: str = ""  # why SGHMC's chunk was annealed again with exact moves (sgais_update), or ""
 
 
 def with_checks(record, previous, state, config, causes):
@@ -122,6 +123,10 @@ def _notices(record, started, causes, config):
                               f"SGAIS: the periodic restart at row {record.n_samples_seen} was skipped: {words}; a "
                               "mode the particles missed would go unnoticed. "
                               f"{cure_of(reason, causes.capabilities)}"))
+    if causes.recovery:
+        notices.append(Notice("fallback", "sghmc_divergence", SamplerDegeneracyWarning,
+                              f"SGAIS: {causes.recovery}; standardise the features or lower learning_rate so that "
+                              "SGHMC follows the posterior (beyond the reservoir a divergence cannot be recovered)"))
     if causes.mode_check is not None and causes.mode_check.failed:
         notices.append(Notice("posterior_mode", "", EvidenceConvergenceWarning,
                               _mode_message(record.n_samples_seen, causes.mode_check)))

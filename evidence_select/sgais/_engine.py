@@ -136,7 +136,7 @@ from ._lag import posterior_lag
 from ._mode_check import (ModeEvidence, apply_mode_check, compare_with_mode, mode_check_due, rows_checkable,
                           rows_mode_evidence)
 from ._replay_gate import fell_behind, gate_applies, gate_mode_evidence
-from ._moves import MoveTarget, chunk_context, pooled_step_scales
+from ._moves import MoveTarget, SGHMCDivergence, chunk_context, exact_recovery, pooled_step_scales
 from ._policy import (ActionKind, ChunkMode, arrival_action, closing_action, degradation_text, excursion,
                       initial_mode, merge_independent_runs, per_row_spread, periodic_restart_due,
                       pooled_increment_variance, pooled_mode_gap, replay_from_prior, shift_detected, steps_action,
@@ -222,7 +222,24 @@ def sgais_update(state, X, y, model, config, *, check=None, previous=None):
     rows overwritten by the insertion (after everything that can fail but the
     check, which reads the new state; the caller undoes the insertion on any
     failure).
+
+    A chunk on which SGHMC diverges is annealed again from ``state`` with exact,
+    Metropolis-corrected moves while the reservoir holds every row seen
+    (:func:`~._moves.exact_recovery`), and ``ChunkRecord.fallback`` says so;
+    beyond the reservoir the divergence is raised.
     """
+    try:
+        return _update(state, X, y, model, config, check, previous)
+    except SGHMCDivergence as divergence:
+        recovered = exact_recovery(config, state, len(X))
+        if recovered is None:
+            raise
+        recovery = f"{str(divergence).split(';')[0]}: the chunk was annealed again with exact moves"
+        return _update(state, X, y, model, recovered, check, previous, recovery)
+
+
+def _update(state, X, y, model, config, check, previous, recovery=""):
+    """:func:`sgais_update`'s one attempt; ``recovery`` (or "") is added to the record's ``fallback``."""
     tic = time.perf_counter()
     rng = make_generator(state.rng)  # a copy: the old state's generator is never advanced
     context = chunk_context(state, X, y, model, config)
@@ -236,6 +253,9 @@ def sgais_update(state, X, y, model, config, *, check=None, previous=None):
     reservoir, undo = reservoir_insert(rng, state.reservoir, X, y)  # the only in-place write
     new_state, record, causes = _chunk_result(state, context, limits, (progress, action, skipped, closed),
                                               (reservoir, rng, tic))
+    if recovery:
+        record = record._replace(fallback="; ".join(filter(None, (record.fallback, recovery))))
+        causes = causes._replace(recovery=recovery)
     evidence = check if isinstance(check, ModeEvidence) else closed.mode_evidence
     if gate is not None:  # the gate's value checks the chunk's result too, whether it replayed or not
         check, evidence = True, gate.evidence

@@ -50,7 +50,8 @@ from ._state import StepCounts
 
 __all__ = ["ChunkContext", "MoveTarget", "GradientBlock", "StepScaling", "chunk_context", "move", "move_kernels",
            "sghmc_kernel", "exact_hmc_kernel", "exact_draw_kernel", "past_statistics_of", "jump_kernel",
-           "joint_gradient", "fixed_points_gradient", "past_log_likelihood", "jump_log_acceptance"]
+           "joint_gradient", "fixed_points_gradient", "past_log_likelihood", "jump_log_acceptance", "SGHMCDivergence",
+           "exact_recovery"]
 
 
 class GradientBlock:
@@ -363,6 +364,21 @@ def _statistics_gradient(context, reference, past_reference_grad, batch_rows, ta
         past_reference_grad=past_reference_grad))
 
 
+class SGHMCDivergence(FloatingPointError):
+    """SGHMC left a particle non-finite: its step outran the target's curvature (see :func:`exact_recovery`)."""
+
+
+def exact_recovery(config, state, n_chunk):
+    """The config that anneals a chunk of ``n_chunk`` rows into ``state`` again with exact moves after SGHMC
+    diverged on it, or None where exact moves cannot run (the reservoir no longer holds every row seen).
+
+    Exact moves are Metropolis-corrected: a step that outruns the curvature is rejected and the step size adapts,
+    so they follow what SGHMC, sized for unit-scale rows, cannot (an extreme row's sharp likelihood).
+    """
+    recovered = config._replace(exact_move_rows=state.n_samples_seen + n_chunk)
+    return recovered if uses_exact_moves(recovered, state, n_chunk) else None
+
+
 def sghmc_kernel(rng, context, particles, target):
     """``target.n_mcmc_steps`` SGHMC (or BAOAB) steps on ``target``; the references are left as they are."""
     block, config = context.block, context.config
@@ -379,7 +395,7 @@ def sghmc_kernel(rng, context, particles, target):
                                             step_size=size, friction=config.friction, n_steps=n_steps)
     n_evaluations = n_steps * len(theta) * (n_chunk + n_batch * (2 if context.use_cv else 1))
     if not np.all(np.isfinite(theta)):
-        raise FloatingPointError(
+        raise SGHMCDivergence(
             f"SGHMC diverged (non-finite particles) on the chunk after {context.n_seen} samples at tempering "
             f"{target.tempering:.3g}, step size {np.max(size):.3g}; lower learning_rate or standardise the features")
     return particles._replace(theta=theta), StepCounts(n_evaluations=n_evaluations), None

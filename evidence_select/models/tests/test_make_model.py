@@ -337,3 +337,17 @@ def test_no_data_model_by_make_model():
     exact = logsumexp(log_joint) + 2 * np.log(grid[1] - grid[0])
     assert abs(result.log_evidence - exact) < 4 * result.log_evidence_std + 0.1
     assert isinstance(model, CustomModel)
+
+
+def test_parameter_blocks_are_contiguous_copies():
+    """The transforms and priors see each parameter block as a contiguous array, never a column view of ``theta``:
+    numpy 1.x's SIMD ``exp`` of a column view can differ in the last bit from that of the same values stored
+    contiguously, varying with memory outside the view, which made a fit's bits differ between processes."""
+    model = make_model(lambda params, X, y: np.zeros((len(params["b"]), len(X))),
+                       {"w": (stats.norm(0, 1), 3), "b": stats.norm(0, 1), "sigma": stats.halfnorm(0, 2)},
+                       vectorized=True)
+    theta = np.random.default_rng(0).normal(size=(5, model.n_params))
+    blocks = model._split(theta)
+    assert [block.shape for block in blocks] == [(5, 3), (5, 1), (5, 1)]
+    assert all(block.flags.c_contiguous and not np.shares_memory(block, theta) for block in blocks)
+    np.testing.assert_array_equal(np.hstack(blocks), theta)
