@@ -90,8 +90,15 @@ def run_backend(case, method, seed):
     pull, within = judge(r.log_evidence, r.log_evidence_std, case.exact)
     return dict(method=method, seed=seed, estimate=float(r.log_evidence), std=float(r.log_evidence_std), pull=pull,
                 within=within, converged=bool(r.converged and not warned), failed=failed_checks(r.diagnostics),
-                diagnostics=r.diagnostics, calls=float(r.n_likelihood_calls), seconds=time.perf_counter() - t0,
+                diagnostics=r.diagnostics, calls=float(r.n_likelihood_calls), grad_calls=_gradient_calls(r),
+                seconds=time.perf_counter() - t0,
                 cpu_seconds=time.process_time() - c0)
+
+
+def _gradient_calls(result):
+    """NS's likelihood-and-gradient evaluations (its Galilean steps), counted once each in ``calls`` as dynesty
+    counts a likelihood call; reported apart so the cost can be weighed with a gradient's price (0 elsewhere)."""
+    return float(result.info.get("galilean", {}).get("n_likelihood_calls", 0))
 
 
 # -- dynesty (optional extra "bench") --------------------------------------------------------
@@ -136,7 +143,12 @@ def _cell(r):
         return f"error: {r['failed'][0][:40]} | - | no | no | - | {r['seconds']:.1f}/{r['cpu_seconds']:.1f}"
     flag = "yes" if r["converged"] else "no (" + ", ".join(r["failed"]) + ")" if r["failed"] else "no"
     return (f"{r['estimate']:.2f} ± {r['std']:.2f} | {r['pull']:+.1f} | {'yes' if r['within'] else '**no**'} | "
-            f"{flag} | {r['calls']:.3g} | {r['seconds']:.1f}/{r['cpu_seconds']:.1f}")
+            f"{flag} | {r['calls']:.3g}{_gradient_note(r)} | {r['seconds']:.1f}/{r['cpu_seconds']:.1f}")
+
+
+def _gradient_note(r):
+    """The share of ``calls`` that also took a gradient, where there is one."""
+    return f" ({r['grad_calls']:.2g} with gradient)" if r.get("grad_calls") else ""
 
 
 def print_table(rows, methods):

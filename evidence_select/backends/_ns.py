@@ -1,12 +1,14 @@
 """Nested sampling on any model of the protocol (thesis Ch. 3.2, Algorithm 5).
 
 Live points are drawn from the prior; at each iteration the ``n_replace`` worst
-are removed at once and replaced by constrained-prior moves (Galilean steps,
+are removed at once and replaced by constrained-prior moves (independent
+candidates from the prior or the live points' bounding ellipsoid,
+:mod:`evidence_select.kernels._ellipsoid`, while they are efficient; Galilean steps,
 :mod:`evidence_select.kernels._galilean`, and slice moves,
 :mod:`evidence_select.kernels._slice`) started from distinct surviving live
-points (lengthened between iterations while the replacements remember where
-they started, when ``max_move_length > 1``: :func:`replacement_memory`,
-:func:`adapt_move_length`). Removing the ``k`` lowest of ``n`` live points is the same as removing
+points (shortened between iterations while their second half removes little of the replacements' memory of
+where they started, and lengthened back, up to ``max_move_length``, while it removes much:
+:func:`replacement_memory`, :func:`adapt_move_length`). Removing the ``k`` lowest of ``n`` live points is the same as removing
 them one at a time with ``n, n-1, ..., n-k+1`` live points (the maximum order
 statistic of the survivors), so the expected log-volume decrements are
 ``1/n, 1/(n-1), ..., 1/(n-k+1)`` and the quadrature stays exact in
@@ -27,6 +29,8 @@ from scipy import stats
 from scipy.linalg import solve_triangular
 
 from ..kernels._constrained import ConstrainedPoints, LikelihoodConstraint
+from ..kernels._ellipsoid import (EllipsoidInfo, PriorProposal, adapt_efficiency, bounding_ellipsoid,
+                                  ellipsoid_sample, n_candidates)
 from ..kernels._galilean import GalileanInfo, GalileanSettings, adapt_galilean_step, galilean_sample
 from ..kernels._hmc import preconditioner_from_samples
 from ..kernels._slice import SliceInfo, SliceSettings, adapt_slice_width, constrained_slice_sample
@@ -274,17 +278,33 @@ class NSConfig:
     max_iterations : int, default=100000
         Cap on iterations of each run (reaching it fails the ``"iterations"`` check).
     max_move_length : float, default=1.0
-        Largest factor by which the moves per replacement (Galilean and slice
-        steps alike) may grow, at least 1 (1: never). Between iterations the
-        factor grows by 1.25 while a running mean of :func:`replacement_memory`
-        exceeds ``MEMORY_TARGET`` (0.1) and shrinks back towards 1 below half
-        of it. Worth raising (e.g. to 4) for a curved or badly conditioned
-        posterior with one mode in many dimensions, where the default moves
-        remember their start and ``log Z`` can read high (the ``"move_memory"``
-        check fails there). Not the default:
-        on a multimodal posterior a replacement stays in its start's mode,
-        as it should, and that reads as memory too, so the moves would
-        lengthen at a cost and no gain.
+        Largest factor by which the Markov chain moves per replacement
+        (Galilean and slice steps alike) may grow, at least 1 (1: never).
+        Between iterations the factor grows by 1.25 while the second half of
+        the moves removes more than ``DECAY_HIGH`` (0.15) of the memory of their
+        start that the first half removes (:func:`adapt_move_length`), and
+        shrinks by it, down to ``MIN_MOVE_LENGTH`` (1/8), while it removes
+        less than ``DECAY_LOW`` (0.05): moves much longer than the posterior's
+        shape needs cost calls for nothing. Worth raising (e.g. to 4) for a
+        curved or badly conditioned posterior with one mode in many
+        dimensions, where the default moves remember their start and ``log Z``
+        can read high (the ``"move_memory"`` check fails there). Not the
+        default, so that the configured moves are the most a run spends.
+    ellipsoid : bool, default=True
+        Before the Markov chain moves, an exact independent-proposal move
+        (:mod:`evidence_select.kernels._ellipsoid`): candidates from the prior
+        while the expected prior mass above the bound is at least
+        ``PRIOR_PROPOSALS_VOLUME`` (0.1), then uniform in the bounding ellipsoid
+        of the live points other than the starts (``ELLIPSOID_ENLARGE`` times
+        its volume), the first inside the constraint in a prior-weighted random
+        order taken. While at least one in ``n_slice_steps`` of the candidates
+        it visits is inside, it replaces the Markov chain moves (chains that
+        start outside the ellipsoid take ``OUTSIDE_LENGTH`` times those moves,
+        kept outside it); below, each chain tries one candidate (which keeps
+        the fraction measured) and the Markov chain moves follow. On a
+        unimodal, roughly elliptical constrained prior in up to ~16
+        dimensions it makes each replacement an independent draw for a few
+        likelihood calls.
     """
 
     n_live: int = 250
@@ -300,6 +320,7 @@ class NSConfig:
     n_simulations: int = 200
     max_iterations: int = 100_000
     max_move_length: float = 1.0
+    ellipsoid: bool = True
 
     def __post_init__(self):
         set_ = lambda name, value: object.__setattr__(self, name, value)  # noqa: E731 (frozen dataclass)
@@ -322,6 +343,8 @@ class NSConfig:
         set_("axis_fraction", check_fraction(self.axis_fraction, "axis_fraction", high=1.0 + 1e-12, closed_low=True))
         set_("n_simulations", check_positive_int(self.n_simulations, "n_simulations", minimum=2))
         set_("max_iterations", check_positive_int(self.max_iterations, "max_iterations"))
+        if not isinstance(self.ellipsoid, (bool, np.bool_)):
+            raise TypeError(f"ellipsoid must be a bool, got {self.ellipsoid!r}")
         set_("max_move_length", check_fraction(self.max_move_length, "max_move_length", low=1.0, high=np.inf,
                                                closed_low=True))
 
@@ -502,11 +525,15 @@ def nested_sampling_log_evidence(model, X, y=None, *, config=None, random_state=
 
 def _move_info(runs, memory_removed):
     """The replacement moves' entries of the result's ``info``: final scales, totals and memory, over ``runs``."""
+    def totals(info_type, field):
+        return info_type(*(int(t) for t in np.sum([getattr(r, field) for r in runs], axis=0)))._asdict()
+
     return dict(final_slice_width=float(np.mean([r.scales.width for r in runs])),
                 final_galilean_step=float(np.mean([r.scales.step_size for r in runs])),
                 final_move_length=float(np.mean([r.scales.length for r in runs])),
-                slice=SliceInfo(*(int(t) for t in np.sum([r.slice_totals for r in runs], axis=0)))._asdict(),
-                galilean=GalileanInfo(*(int(t) for t in np.sum([r.galilean_totals for r in runs], axis=0)))._asdict(),
+                slice=totals(SliceInfo, "slice_totals"), galilean=totals(GalileanInfo, "galilean_totals"),
+                ellipsoid=totals(EllipsoidInfo, "ellipsoid_totals"),
+                final_efficiency=float(np.mean([r.scales.efficiency for r in runs])),
                 start_correlation=_mean_over_iterations(runs, "start_correlations"),
                 replacement_memory=_mean_over_iterations(runs, "memories"),
                 memory_removed=float(np.mean(memory_removed)) if len(memory_removed) else float("nan"))
@@ -529,6 +556,7 @@ class _Run(NamedTuple):
     insertion_ranks: np.ndarray = np.empty(0, dtype=int)
     finished: bool = True
     memories: np.ndarray = np.empty(0)  # replacement_memory per iteration
+    ellipsoid_totals: np.ndarray = np.zeros(4, dtype=np.int64)
 
 
 def _remove_worst(live_log_lik, n_replace, log_volume):
@@ -569,65 +597,219 @@ class _MoveScales(NamedTuple):
     width: float  # slice bracket, in units of the whitening factor's scale
     step_size: float  # Galilean step, in whitened units
     length: float = 1.0  # factor on the configured moves per replacement
-    memory: float = 0.0  # running mean of replacement_memory, which steers ``length``
+    first_half: float = float("nan")  # running mean of the memory the first half of the moves removes, 1 - m(L/2)
+    second_half: float = float("nan")  # running mean of the memory the second half removes, m(L/2) - m(L)
+    # Running fraction of the ellipsoid's visited candidates inside the constraint; from 0, so that the first
+    # ellipsoid moves try one candidate per chain and measure it before hundreds are drawn.
+    efficiency: float = 0.0
 
 
-#: The running mean of :func:`replacement_memory` that lengthens the moves, and its weight on a new value (a
-#: mean over ~10 iterations: one iteration's value is noise of order 1 / sqrt(n_replace n_params)).
-MEMORY_TARGET = 0.1
+#: Bounds on ``q``, the running ratio of the memory the second half of the moves removes to what the first half
+#: removes: the moves lengthen above ``DECAY_HIGH`` (up to ``max_move_length``) and shorten below ``DECAY_LOW``
+#: (down to ``MIN_MOVE_LENGTH``), by ``LENGTH_STEP``. Running means weigh a new value by ``MEMORY_SMOOTHING`` (a
+#: mean over ~10 iterations: one iteration's memory is noise of order 1 / sqrt(n_replace n_params)).
+DECAY_LOW = 0.05
+DECAY_HIGH = 0.15
+MIN_MOVE_LENGTH = 0.125
 MEMORY_SMOOTHING = 0.1
 LENGTH_STEP = 1.25
 
 
-def adapt_move_length(scales, memory, max_length):
-    """``scales`` with the running memory updated by one iteration's ``memory`` and ``length`` adapted to it.
+def adapt_move_length(scales, memory_half, memory_full, max_length):
+    """``scales`` with ``length`` adapted to how the replacements' memory of their start decayed along the moves.
 
-    ``length`` grows by ``LENGTH_STEP`` (up to ``max_length``) while the running
-    memory exceeds ``MEMORY_TARGET`` and shrinks by it (down to 1) below half of
-    it. A ``nan`` memory (no spread to measure) changes nothing.
+    ``memory_half`` and ``memory_full`` are :func:`replacement_memory` after half
+    and all of the moves. If memory decays as ``c + (1 - c) exp(-k / tau)``
+    over ``k`` steps, ``c`` what no length removes (a replacement held in its
+    start's mode of a multimodal posterior), the ratio of what the second half
+    removes to what the first half removes, ``q = (m(L/2) - m(L)) / (1 - m(L/2))``,
+    is ``exp(-L / (2 tau))`` whatever ``c`` is: moves long for the
+    posterior's shape give a small ``q``, short ones (a curved ridge, thin
+    directions) a ``q`` near 1. The running ``q`` (a ratio of running means)
+    within ``[DECAY_LOW, DECAY_HIGH]`` leaves of the decaying memory at most
+    ``DECAY_HIGH^2`` (0.02) of ``1 - c``; above it ``length`` grows by
+    ``LENGTH_STEP`` up to ``max_length``, below it shrinks down to
+    ``MIN_MOVE_LENGTH``. A ``nan`` memory (no spread to measure) changes nothing.
 
     Examples
     --------
     >>> s = _MoveScales(1.0, 0.5)
-    >>> for _ in range(30):
-    ...     s = adapt_move_length(s, 0.5, max_length=4.0)
-    >>> round(s.length, 2), round(s.memory, 2)
-    (4.0, 0.48)
+    >>> for _ in range(30):  # the second half removes as much as the first: too short
+    ...     s = adapt_move_length(s, 0.5, 0.25, max_length=4.0)
+    >>> s.length
+    4.0
+    >>> for _ in range(60):  # a plateau at 0.5 (modes): the second half removes nothing
+    ...     s = adapt_move_length(s, 0.5, 0.5, max_length=4.0)
+    >>> s.length
+    0.125
     """
-    if not np.isfinite(memory):
+    if not (np.isfinite(memory_half) and np.isfinite(memory_full)):
         return scales
-    running = (1.0 - MEMORY_SMOOTHING) * scales.memory + MEMORY_SMOOTHING * memory
+    first, second = 1.0 - memory_half, memory_half - memory_full
+    if np.isfinite(scales.first_half):  # running means from the first measurement on
+        first = (1.0 - MEMORY_SMOOTHING) * scales.first_half + MEMORY_SMOOTHING * first
+        second = (1.0 - MEMORY_SMOOTHING) * scales.second_half + MEMORY_SMOOTHING * second
+    ratio = second / max(first, 1e-12)
     length = scales.length
-    if running > MEMORY_TARGET:
+    if ratio > DECAY_HIGH:
         length = min(length * LENGTH_STEP, max_length)
-    elif running < MEMORY_TARGET / 2:
-        length = max(length / LENGTH_STEP, 1.0)
-    return scales._replace(length=length, memory=running)
+    elif ratio < DECAY_LOW:
+        length = max(length / LENGTH_STEP, MIN_MOVE_LENGTH)
+    return scales._replace(length=length, first_half=first, second_half=second)
 
 
-def _replace_points(rng, model, likelihood, config, start, log_lik_min, factor, scales):
+class _Frame(NamedTuple):
+    """What shapes the replacement moves, built from live points other than their starts."""
+
+    factor: np.ndarray  # lower-triangular whitening factor
+    centre: np.ndarray  # the points' mean
+    ellipsoid: object = None  # the bounding Ellipsoid, or None without ellipsoid moves
+    volume: float = 0.0  # the expected prior mass above the likelihood bound
+
+
+#: Volume factor of the bounding ellipsoid over the smallest one that holds the other live points.
+ELLIPSOID_ENLARGE = 2.0
+#: Factor on the Markov chain moves of the chains outside the ellipsoid: they only need to leave their start, not
+#: to cross the constrained region.
+OUTSIDE_LENGTH = 0.25
+#: Above this prior mass the independent proposals come from the prior itself (at most ~10 calls per valid one).
+PRIOR_PROPOSALS_VOLUME = 0.1
+
+
+def _frame(points, config, log_volume=-np.inf):
+    """The :class:`_Frame` of ``points`` (the live points other than the moves' starts) at ``log_volume``."""
+    factor = _whitening_factor(points)
+    dense = factor if factor.ndim == 2 else np.diag(factor)
+    ellipsoid = bounding_ellipsoid(points, dense, ELLIPSOID_ENLARGE) if config.ellipsoid else None
+    return _Frame(factor, np.mean(points, axis=0), ellipsoid, float(np.exp(log_volume)))
+
+
+def _ellipsoid_stage(rng, model, log_lik_fn, config, points, log_lik_min, frame, scales):
+    """The ellipsoid move before the Markov chain moves; returns the points, its info, the scales and whether it
+    replaces those moves (it does while its running efficiency costs fewer calls per draw than ``n_slice_steps``).
+
+    Below that efficiency each chain tries one candidate only, which keeps the efficiency measured.
+    """
+    if frame.ellipsoid is None:
+        return points, EllipsoidInfo(0, 0, 0, 0), scales, False
+    constraint = LikelihoodConstraint(log_lik_min, model.log_prior, log_lik_fn)
+    if frame.volume >= PRIOR_PROPOSALS_VOLUME:
+        points, info = ellipsoid_sample(rng, points, constraint, PriorProposal(model.sample_prior),
+                                        n_candidates(frame.volume))
+        # One ellipsoid candidate per chain as well (another exact move): the ellipsoid's efficiency is then
+        # measured by the time the prior's falls, and the first ellipsoid iterations need no Markov moves.
+        points, probe = ellipsoid_sample(rng, points, constraint, frame.ellipsoid, 1)
+        scales = scales._replace(efficiency=adapt_efficiency(scales.efficiency, probe))
+        return points, EllipsoidInfo(*np.add(info, probe)), scales, True
+    enough = scales.efficiency * config.n_slice_steps >= 1.0
+    points, info = ellipsoid_sample(rng, points, constraint, frame.ellipsoid,
+                                    n_candidates(scales.efficiency) if enough else 1)
+    return points, info, scales._replace(efficiency=adapt_efficiency(scales.efficiency, info)), enough
+
+
+def _replace_points(rng, model, likelihood, config, start, log_lik_min, frame, scales):
     """Move copies of the ``start`` points ``(position, log_prior, log_lik)`` under ``log L > log_lik_min``.
 
-    Returns the new points, the slice and Galilean totals and the scales adapted from them.
+    Returns the new points, the slice, Galilean and ellipsoid totals and the scales adapted from them.
+    While the ellipsoid move replaces the Markov chain moves, the chains that start outside the ellipsoid
+    (which that move leaves where they are) take the Markov chain moves instead, kept outside it: each of
+    the two kernels leaves the constrained prior restricted to its side invariant, so together they leave
+    the whole of it invariant, and no replacement is a copy of its start for want of a move.
     """
+    points, ellipsoid, scales, enough = _ellipsoid_stage(rng, model, likelihood[0], config, ConstrainedPoints(*start),
+                                                         log_lik_min, frame, scales)
+    if not enough:
+        points, sliced, galilean, scales = _markov_halves(rng, model, likelihood, config, points, log_lik_min,
+                                                          frame, scales)
+        return tuple(points), sliced, galilean, ellipsoid, scales
+    outside = np.flatnonzero(~frame.ellipsoid.contains(start[0])) if frame.ellipsoid is not None else []
+    sliced, galilean = SliceInfo(0, 0, 0, 0), GalileanInfo(0, 0, 0, 0)
+    if len(outside):
+        kept_out = (_outside_of(frame.ellipsoid, likelihood[0], False),
+                    _outside_of(frame.ellipsoid, likelihood[1], True))
+        moved, sliced, galilean = _markov_moves(rng, model, kept_out, config,
+                                                ConstrainedPoints(*(a[outside] for a in points)), log_lik_min,
+                                                frame.factor, scales, _move_counts(config, OUTSIDE_LENGTH))
+        points = ConstrainedPoints(*(np.array(a, dtype=float) for a in points))
+        for whole, part in zip(points, moved):
+            whole[outside] = part
+    return tuple(points), sliced, galilean, ellipsoid, scales
+
+
+def _markov_halves(rng, model, likelihood, config, points, log_lik_min, frame, scales):
+    """The Markov chain moves in two halves, ``length`` adapted to the memory each half removed
+    (:func:`adapt_move_length`)."""
+    start = points.position
+    n_galilean, n_slice = _move_counts(config, scales.length)
+    memories, totals = [], np.zeros((2, 4), dtype=np.int64)
+    # Both halves move with the same scales: adapted within an iteration from the chains' own moves, the second
+    # half's kernel would depend on where the chains are, and would not leave the constrained prior invariant.
+    for counts in ((n_galilean // 2, n_slice // 2), (n_galilean - n_galilean // 2, n_slice - n_slice // 2)):
+        points, sliced, galilean = _markov_moves(rng, model, likelihood, config, points, log_lik_min, frame.factor,
+                                                 scales, counts)
+        memories.append(replacement_memory(start, points.position, frame.centre, frame.factor))
+        totals += np.array([sliced, galilean])
+    sliced, galilean = SliceInfo(*totals[0]), GalileanInfo(*totals[1])
+    scales = scales._replace(width=adapt_slice_width(scales.width, sliced))
+    if n_galilean:
+        scales = scales._replace(step_size=adapt_galilean_step(scales.step_size, galilean))
+    return points, sliced, galilean, adapt_move_length(scales, *memories, config.max_move_length)
+
+
+def _move_counts(config, length):
+    """Galilean steps and slice moves per replacement for moves ``length`` times the configured ones (at least
+    one of each kind asked for)."""
+    n_slice = config.n_slice_steps * length
+    if config.moves != "galilean":
+        return 0, _n_steps(n_slice)
+    return _n_steps(config.n_galilean_steps * length), _n_steps(config.axis_fraction * n_slice)
+
+
+def _n_steps(steps):
+    """``steps`` rounded, at least 1 unless 0."""
+    return max(1, int(round(steps))) if steps > 0 else 0
+
+
+def _outside_of(ellipsoid, log_lik_fn, with_gradient):
+    """``log_lik_fn`` with ``-inf`` inside ``ellipsoid`` (evaluated only outside); the gradient, with
+    ``with_gradient``, is the likelihood's (the Galilean move reflects off the combined constraint along any
+    normal: its reflection stays an involution)."""
+    def fn(theta):
+        outside = ~ellipsoid.contains(theta)
+        values = np.full(len(theta), -np.inf)
+        out = log_lik_fn(theta[outside]) if np.any(outside) else None
+        if not with_gradient:
+            if out is not None:
+                values[outside] = out
+            return values
+        grad = np.zeros_like(theta)
+        if out is not None:
+            values[outside], grad[outside] = out
+        return values, grad
+    return fn
+
+
+def _markov_moves(rng, model, likelihood, config, points, log_lik_min, factor, scales, counts):
+    """``counts = (n_galilean, n_slice)`` Galilean steps then slice moves of ``config`` (see :class:`NSConfig`)
+    with ``scales``; returns the points and the moves' infos."""
     log_lik_fn, log_lik_and_grad_fn = likelihood
-    points = ConstrainedPoints(*start)
-    galilean = GalileanInfo(0, 0, 0, 0)
-    n_slice, axis_fraction = int(round(config.n_slice_steps * scales.length)), config.axis_fraction
-    if config.moves == "galilean":
+    (n_galilean, n_slice), galilean = counts, GalileanInfo(0, 0, 0, 0)
+    axis_fraction = 1.0 if config.moves == "galilean" else config.axis_fraction
+    if n_galilean:
         dense = factor if factor.ndim == 2 else np.diag(factor)
-        n_galilean = int(round(config.n_galilean_steps * scales.length))
         points, galilean = galilean_sample(
             rng, points, LikelihoodConstraint(log_lik_min, model.log_prior, log_lik_and_grad_fn),
             GalileanSettings(dense, scales.step_size, n_galilean, config.trajectory_length))
-        scales = scales._replace(step_size=adapt_galilean_step(scales.step_size, galilean))
-        n_slice, axis_fraction = int(round(config.axis_fraction * n_slice)), 1.0
     points, sliced = constrained_slice_sample(
         rng, points, LikelihoodConstraint(log_lik_min, model.log_prior, log_lik_fn),
         SliceSettings(factor, width=scales.width, max_step_out=config.max_step_out, axis_fraction=axis_fraction),
         n_steps=n_slice)
-    scales = scales._replace(width=adapt_slice_width(scales.width, sliced))
-    return tuple(points), sliced, galilean, scales
+    return points, sliced, galilean
+
+
+def _move_calls(*infos):
+    """Likelihood calls of the moves' infos."""
+    return sum(info.n_likelihood_calls for info in infos)
 
 
 #: The end-of-run probe (:func:`memory_removed_by_longer_moves`): at most this many final live points (at most
@@ -668,17 +850,17 @@ def memory_removed_by_longer_moves(rng, model, likelihood, config, run):
     start, others = order[:n_probe], order[n_probe:]
     if n_probe < 2 or len(others) < 2:
         return np.empty(0), 0
-    factor = _whitening_factor(live[others])
+    frame = _frame(live[others], config)
     centre = np.mean(live[others], axis=0)
     bound = np.nextafter(np.min(log_lik), -np.inf)  # every start lies strictly above it
     points = (live[start], np.asarray(model.log_prior(live[start]), dtype=float), log_lik[start])
-    short, sliced, galilean, _ = _replace_points(rng, model, likelihood, config, points, bound, factor, run.scales)
-    n_calls = sliced.n_likelihood_calls + galilean.n_likelihood_calls
+    short, *infos, _ = _replace_points(rng, model, likelihood, config, points, bound, frame, run.scales)
+    n_calls = _move_calls(*infos)
     longer = run.scales._replace(length=run.scales.length * (PROBE_LENGTH - 1.0))
-    long, sliced, galilean, _ = _replace_points(rng, model, likelihood, config, short, bound, factor, longer)
-    n_calls += sliced.n_likelihood_calls + galilean.n_likelihood_calls
-    terms_short = _memory_terms(live[start], short[0], centre, factor)
-    terms_long = _memory_terms(live[start], long[0], centre, factor)
+    long, *infos, _ = _replace_points(rng, model, likelihood, config, short, bound, frame, longer)
+    n_calls += _move_calls(*infos)
+    terms_short = _memory_terms(live[start], short[0], centre, frame.factor)
+    terms_long = _memory_terms(live[start], long[0], centre, frame.factor)
     if terms_short is None or terms_long is None:
         return np.empty(0), n_calls
     return terms_short - terms_long, n_calls
@@ -697,7 +879,7 @@ def _ns_run(rng, model, likelihood, config, bar, verbose):
     dead_points, dead_log_lik, dead_n_live, ranks, start_corr, memories = [], [], [], [], [], []
     log_volume, log_z = 0.0, -np.inf
     scales = _MoveScales(width=np.sqrt(model.n_params), step_size=0.5)
-    slice_totals, galilean_totals = np.zeros(4, dtype=np.int64), np.zeros(4, dtype=np.int64)
+    totals = np.zeros((3, 4), dtype=np.int64)  # slice, Galilean and ellipsoid moves
     iteration, finished = 0, False
     for iteration in range(1, config.max_iterations + 1):
         worst, survivors, counts, log_shells, log_volume = _remove_worst(live_log_lik, n_replace, log_volume)
@@ -712,18 +894,16 @@ def _ns_run(rng, model, likelihood, config, bar, verbose):
         # and the replacements drift.
         start = rng.choice(survivors, size=n_replace, replace=False)
         others = np.setdiff1d(survivors, start)
-        factor = _whitening_factor(live[others if len(others) > 1 else survivors])
-        (new, new_log_prior, new_log_lik), sliced, galilean, scales = _replace_points(
+        frame = _frame(live[others if len(others) > 1 else survivors], config, log_volume)
+        (new, new_log_prior, new_log_lik), sliced, galilean, ellipsoid, scales = _replace_points(
             rng, model, likelihood, config, (live[start], live_log_prior[start], live_log_lik[start]),
-            log_lik_min, factor, scales)
-        n_calls += sliced.n_likelihood_calls + galilean.n_likelihood_calls
+            log_lik_min, frame, scales)
+        n_calls += _move_calls(sliced, galilean, ellipsoid)
         ranks.append(np.searchsorted(np.sort(live_log_lik[survivors]), new_log_lik))
         start_corr.append(_rank_correlation(live_log_lik[start], new_log_lik))
-        memories.append(replacement_memory(live[start], new, np.mean(live[others], axis=0), factor)
+        memories.append(replacement_memory(live[start], new, np.mean(live[others], axis=0), frame.factor)
                         if len(others) > 1 else np.nan)
-        scales = adapt_move_length(scales, memories[-1], config.max_move_length)
-        slice_totals += np.array(sliced)
-        galilean_totals += np.array(galilean)
+        totals += np.array([sliced, galilean, ellipsoid])
         live[worst], live_log_prior[worst], live_log_lik[worst] = new, new_log_prior, new_log_lik
 
         log_remaining = log_volume + logsumexp(live_log_lik) - np.log(n_live)
@@ -738,8 +918,8 @@ def _ns_run(rng, model, likelihood, config, bar, verbose):
             finished = True
             break
     return _Run(np.vstack(dead_points), np.concatenate(dead_log_lik), np.concatenate(dead_n_live), live, live_log_lik,
-                n_calls, iteration, slice_totals, galilean_totals, np.array(start_corr), scales,
-                np.concatenate(ranks), finished, np.array(memories))
+                n_calls, iteration, totals[0], totals[1], np.array(start_corr), scales,
+                np.concatenate(ranks), finished, np.array(memories), totals[2])
 
 
 def merge_ns_runs(runs):

@@ -5,6 +5,8 @@ Tolerance: K_SIGMA = 4 reported standard errors per seeded run (probability
 MAX_STD so that an off-by-one in the live-point count or the volume is caught.
 """
 
+import warnings
+
 import numpy as np
 import pytest
 from scipy import stats
@@ -125,7 +127,8 @@ def test_large_batches_keep_the_volume_bookkeeping(seed):
 def test_default_steps_decorrelate_replacements(moves):
     # Replacements must not remember their starting live point: with too few slice
     # steps they inherit its high likelihood and log Z comes out high (+1.5 nats on
-    # the 20-d correlated target with n_params steps). The rank correlation of
+    # the 20-d correlated target with n_params steps). By default the moves may shorten (when their second half
+    # removes little memory) but never lengthen. The rank correlation of
     # start and new log L exposes it; each kernel's default step count removes it.
     target = correlated_gaussian_target(6, correlation=0.9)
     short = nested_sampling_log_evidence(target, X_DUMMY, n_live=100, moves="slice", n_slice_steps=1,
@@ -138,7 +141,7 @@ def test_default_steps_decorrelate_replacements(moves):
     # The replacements' memory of their start positions says the same (default slice moves keep ~0.1 of it,
     # Galilean ones ~0.01); by default the moves never lengthen.
     assert short.info["replacement_memory"] > 0.5
-    assert abs(res.info["replacement_memory"]) < 0.2 and res.info["final_move_length"] == 1.0
+    assert abs(res.info["replacement_memory"]) < 0.2 and res.info["final_move_length"] <= 1.0
     # Its error is 0.3-0.6 nats here (6 correlated dimensions, 100 live points): 2 MAX_STD bounds it.
     assert 0 < res.log_evidence_std < 2 * MAX_STD
     assert abs(res.log_evidence - target.exact_log_evidence()) < K_SIGMA * res.log_evidence_std
@@ -301,3 +304,47 @@ def test_insertion_rank_pvalue():
     assert insertion_rank_pvalue(rng.integers(0, 31, size=5000), 30) > 0.01
     assert insertion_rank_pvalue(np.minimum(rng.integers(0, 31, size=5000) + 3, 30), 30) < 1e-6
     assert np.isnan(insertion_rank_pvalue(np.arange(5), 30))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", [0, 1])
+def test_ellipsoid_moves_make_a_gaussian_cheap(seed):
+    # On a 4-d Gaussian the constrained prior is an ellipsoid: the independent candidates replace the Markov
+    # moves (their calls stay ~0), each replacement costs ~3 calls, and the run needs ~2e4 calls where the
+    # Galilean and slice moves alone need ~7.6e5. The estimate stays within its error (the checks' verdicts are
+    # p-values at 0.01 each, judged over seeds by the benchmark, not here).
+    target = GaussianTarget(np.linspace(-0.5, 0.5, 4), cov=0.01)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", EvidenceConvergenceWarning)
+        res = nested_sampling_log_evidence(target, X_DUMMY, random_state=seed)
+    ell = res.info["ellipsoid"]
+    assert ell["n_valid"] > 0.99 * res.info["n_dead"] - 500
+    assert res.info["galilean"]["n_likelihood_calls"] + res.info["slice"]["n_likelihood_calls"] < 0.05 * ell[
+        "n_likelihood_calls"]
+    assert res.n_likelihood_calls < 5e4
+    assert 0 < res.log_evidence_std < MAX_STD
+    assert abs(res.log_evidence - target.exact_log_evidence()) < K_SIGMA * res.log_evidence_std
+
+
+def test_chains_outside_the_ellipsoid_move_and_stay_outside():
+    # The ellipsoid move leaves a chain outside its ellipsoid where it is; the Markov moves take it instead, kept
+    # outside (the two kernels each leave their side's constrained prior invariant).
+    from evidence_select.backends import _ns
+    from evidence_select.kernels._ellipsoid import Ellipsoid
+
+    target = GaussianTarget(np.zeros(2), cov=1.0)
+    config = NSConfig().resolved(2)
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(200, 2))
+    start = (x, target.log_prior(x), target.log_likelihood_sum(x, X_DUMMY))
+    frame = _ns._Frame(np.eye(2), np.zeros(2), Ellipsoid(np.zeros(2), 1.5 * np.eye(2)))
+    likelihood = (lambda t: target.log_likelihood_sum(t, X_DUMMY),
+                  lambda t: (target.log_likelihood_sum(t, X_DUMMY), -t))
+    bound = float(np.min(start[2]))
+    new, sliced, galilean, ell, _ = _ns._replace_points(rng, target, likelihood, config, start, bound, frame,
+                                                        _ns._MoveScales(1.0, 0.5, efficiency=0.5))
+    outside = ~frame.ellipsoid.contains(x)
+    assert ell.n_outside == outside.sum() > 10 and galilean.n_likelihood_calls > 0
+    assert np.all(np.any(new[0][outside] != x[outside], axis=1))
+    assert not np.any(frame.ellipsoid.contains(new[0][outside]))
+    assert np.all(new[2] > bound)

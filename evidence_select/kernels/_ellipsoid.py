@@ -1,0 +1,266 @@
+"""Independent proposals from a bounding ellipsoid, chosen exactly under a likelihood constraint.
+
+Nested sampling's cheapest replacement, where it works, is an independent draw
+from the constrained prior ``pi(theta) ~ p(theta) 1[log L(theta) > log_lik_min]``.
+Uniform draws from an ellipsoid ``E`` around the live points (Mukherjee, Parkinson
+and Liddle, 2006; Feroz and Hobson's MultiNest; dynesty's ``"unif"`` bound) need
+about ``|E| / |E & {log L > log_lik_min}|`` likelihood calls each when the
+prior is flat. Here the prior need not be flat on ``E``, and ``E`` need not cover
+the constrained region: the move is a Markov kernel that leaves ``pi`` invariant
+whatever ``E`` is (Tjelmeland, "Using all Metropolis-Hastings proposals to
+estimate mean values", 2004; Calderhead, "A general construction for parallelizing
+Metropolis-Hastings algorithms", 2014).
+
+From the current point ``x_0`` (inside ``E``), ``n_proposals`` points
+``x_1 .. x_N`` are drawn uniformly from ``E``, independently of ``x_0``; the new
+state is ``x_j`` with probability proportional to ``pi(x_j) / q(x_j)``, ``q`` the
+uniform density on ``E``, i.e. to ``p(x_j) 1[log L(x_j) > log_lik_min]``. With
+the current point's index uniform and the others drawn from ``q``, that choice is
+a Gibbs update of the index, so ``pi`` restricted to ``E`` is invariant, and a
+chain that starts outside ``E`` (where ``q`` is 0) stays put. The choice is made
+lazily: the candidates are visited in the order of a draw without replacement
+with probabilities proportional to ``p(x_j)`` (the Gumbel-top-k trick: descending
+``log p(x_j) + G_j``, ``G_j`` standard Gumbel), and the first one inside the
+constraint is taken; the current point is always inside, so the walk ends at the
+latest there. Visiting in that order and stopping at the first valid candidate
+chooses ``j`` with probability proportional to ``p(x_j) 1[valid]``, and only the
+candidates visited cost a likelihood call (the prior is cheap). With many more
+valid candidates than one, the new point is an independent draw from ``pi``
+restricted to ``E``, for about ``1 / efficiency`` calls.
+
+Every chain moves at once: one batched likelihood call per round, one round per
+candidate visited.
+"""
+
+from typing import NamedTuple
+
+import numpy as np
+from scipy.linalg import solve_triangular
+
+from ._constrained import ConstrainedPoints
+
+__all__ = ["Ellipsoid", "PriorProposal", "EllipsoidInfo", "bounding_ellipsoid", "uniform_in_ellipsoid",
+           "ellipsoid_sample", "n_candidates", "adapt_efficiency"]
+
+
+class Ellipsoid(NamedTuple):
+    """The ellipsoid ``{centre + factor z : |z| <= 1}``; ``factor`` is lower triangular."""
+
+    centre: np.ndarray
+    factor: np.ndarray
+
+    def contains(self, points):
+        """Whether each of ``points`` ``(n, n_params)`` lies in the ellipsoid."""
+        z = solve_triangular(self.factor, (np.atleast_2d(points) - self.centre).T, lower=True)
+        return np.sum(z**2, axis=0) <= 1.0
+
+    def sample(self, rng, shape):
+        """Uniform draws, of shape ``shape + (n_params,)``."""
+        return uniform_in_ellipsoid(rng, self, shape)
+
+    def log_weight(self, log_prior):
+        """``log(pi / q)`` up to a constant for points of log prior ``log_prior``: the uniform ``q`` cancels."""
+        return log_prior
+
+
+class PriorProposal(NamedTuple):
+    """Candidates drawn from the prior itself: ``pi / q`` is the constraint's indicator, every chain is covered.
+
+    Worth it while the constrained prior holds much of the prior's mass (the first iterations of a run), where
+    the prior density varies too much across a bounding ellipsoid for its candidates to be weighted evenly.
+    """
+
+    sample_prior: object  # (rng, n_samples) -> (n_samples, n_params)
+
+    def contains(self, points):
+        """Every point (the prior's support is the whole space)."""
+        return np.ones(len(points), dtype=bool)
+
+    def sample(self, rng, shape):
+        """Prior draws, of shape ``shape + (n_params,)``."""
+        draws = np.asarray(self.sample_prior(rng, int(np.prod(shape))), dtype=float)
+        return draws.reshape(tuple(shape) + (draws.shape[-1],))
+
+    def log_weight(self, log_prior):
+        """``log(pi / q)`` up to a constant: 0 (the prior cancels), ``-inf`` where the prior vanishes."""
+        return np.where(np.isfinite(log_prior), 0.0, -np.inf)
+
+
+def bounding_ellipsoid(points, factor, enlarge=2.0):
+    """The ellipsoid shaped by ``factor`` that holds ``points``, made ``enlarge`` times larger in volume.
+
+    Parameters
+    ----------
+    points : ndarray of shape (n_points, n_params)
+    factor : ndarray of shape (n_params, n_params)
+        Lower-triangular factor of the points' covariance (the shape).
+    enlarge : float, default=2.0
+        Factor on the volume of the smallest such ellipsoid (at least 1): points
+        like these but not among them, and the constrained region between them,
+        then lie inside it too with high probability.
+
+    Returns
+    -------
+    Ellipsoid
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> x = np.random.default_rng(0).normal(size=(200, 3))
+    >>> e = bounding_ellipsoid(x, np.linalg.cholesky(np.cov(x.T)))
+    >>> bool(np.all(e.contains(x)))
+    True
+    """
+    points = np.asarray(points, dtype=float)
+    centre = points.mean(axis=0)
+    z = solve_triangular(factor, (points - centre).T, lower=True)
+    radius = np.sqrt(np.max(np.sum(z**2, axis=0))) * float(enlarge) ** (1.0 / points.shape[1])
+    return Ellipsoid(centre, radius * np.asarray(factor, dtype=float))
+
+
+def uniform_in_ellipsoid(rng, ellipsoid, shape):
+    """Uniform draws from ``ellipsoid``, of shape ``shape + (n_params,)``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> e = Ellipsoid(np.zeros(2), np.eye(2))
+    >>> x = uniform_in_ellipsoid(np.random.default_rng(0), e, (1000,))
+    >>> bool(np.all(e.contains(x)))
+    True
+    """
+    n_params = len(ellipsoid.centre)
+    direction = rng.standard_normal(tuple(shape) + (n_params,))
+    direction /= np.linalg.norm(direction, axis=-1, keepdims=True)
+    radius = rng.uniform(size=tuple(shape) + (1,)) ** (1.0 / n_params)
+    return ellipsoid.centre + (radius * direction) @ ellipsoid.factor.T
+
+
+class EllipsoidInfo(NamedTuple):
+    """Totals of :func:`ellipsoid_sample` over chains.
+
+    n_likelihood_calls : int, candidates whose likelihood was evaluated;
+    n_valid : int, of those, candidates inside the constraint (each one a chain's
+    new point); n_stayed : int, chains inside the ellipsoid whose current point
+    was chosen; n_outside : int, chains that started outside the ellipsoid (and
+    stayed).
+    """
+
+    n_likelihood_calls: int
+    n_valid: int
+    n_stayed: int
+    n_outside: int
+
+
+def _candidate_order(rng, log_weight_candidates, log_weight_current):
+    """Per chain, the candidates (``0 .. N-1``) and the current point (``N``) in the order of a draw without
+    replacement with probabilities proportional to their weights (Gumbel-top-k)."""
+    log_weights = np.concatenate([log_weight_candidates, log_weight_current[:, None]], axis=1)
+    with np.errstate(invalid="ignore"):
+        keys = log_weights + rng.gumbel(size=log_weights.shape)
+    keys[~np.isfinite(log_weights)] = -np.inf  # zero prior density: never chosen
+    return np.argsort(-keys, axis=1, kind="stable")
+
+
+def ellipsoid_sample(rng, points, constraint, ellipsoid, n_proposals):
+    """One exact ensemble move of every chain from independent proposals (see the module docstring).
+
+    Parameters
+    ----------
+    rng : numpy.random.Generator
+    points : ConstrainedPoints
+        The chains' current points, each inside the constraint.
+    constraint : LikelihoodConstraint
+        With a float ``log_lik_min`` and a ``log_lik_fn`` returning log-likelihoods.
+    ellipsoid : Ellipsoid or PriorProposal
+        The proposal: uniform in an :class:`Ellipsoid`, which must not depend on
+        the chains' current points (e.g. built from other live points), or the prior.
+    n_proposals : int
+        Candidates per chain; the chance of keeping the current point falls as
+        ``1 / (1 + n_proposals * efficiency)``, and calls grow only with the
+        candidates visited.
+
+    Returns
+    -------
+    points : ConstrainedPoints
+    info : EllipsoidInfo
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from evidence_select.kernels._constrained import ConstrainedPoints, LikelihoodConstraint
+    >>> lp = lambda x: -0.5 * np.sum(x**2, axis=1)
+    >>> ll = lambda x: -np.sum(x**2, axis=1)
+    >>> x = np.zeros((3, 2)); rng = np.random.default_rng(0)
+    >>> new, info = ellipsoid_sample(rng, ConstrainedPoints(x, lp(x), ll(x)), LikelihoodConstraint(-1.0, lp, ll),
+    ...                              Ellipsoid(np.zeros(2), 1.5 * np.eye(2)), 50)
+    >>> bool(np.all(new.log_lik > -1.0)) and info.n_valid == 3
+    True
+    """
+    position = np.array(points.position, dtype=float)
+    log_prior, log_lik = np.array(points.log_prior, dtype=float), np.array(points.log_lik, dtype=float)
+    inside = np.flatnonzero(ellipsoid.contains(position))
+    n_params, n_proposals = position.shape[1], int(n_proposals)
+    candidates = ellipsoid.sample(rng, (len(inside), n_proposals))
+    flat = candidates.reshape(-1, n_params)
+    cand_log_prior = np.asarray(constraint.log_prior_fn(flat), dtype=float).reshape(len(inside), n_proposals)
+    if np.any(np.isnan(cand_log_prior)):
+        raise ValueError("log_prior returned NaN during ellipsoid sampling")
+    order = _candidate_order(rng, ellipsoid.log_weight(cand_log_prior), ellipsoid.log_weight(log_prior[inside]))
+    n_calls = n_valid = 0
+    active = np.arange(len(inside))  # rows of ``inside`` still walking down their order
+    for rank in range(n_proposals + 1):
+        choice = order[active, rank]
+        at_current = choice == n_proposals
+        active = active[~at_current]  # reached the current point: it stays
+        if len(active) == 0:
+            break
+        choice = choice[~at_current]
+        values = np.asarray(constraint.log_lik_fn(candidates[active, choice]), dtype=float)
+        if np.any(np.isnan(values)):
+            raise ValueError("log_likelihood returned NaN during ellipsoid sampling")
+        n_calls += len(active)
+        valid = values > constraint.log_lik_min
+        rows, chosen = active[valid], choice[valid]
+        position[inside[rows]] = candidates[rows, chosen]
+        log_prior[inside[rows]], log_lik[inside[rows]] = cand_log_prior[rows, chosen], values[valid]
+        n_valid += len(rows)
+        active = active[~valid]
+    n_stayed = len(inside) - n_valid
+    return (ConstrainedPoints(position, log_prior, log_lik),
+            EllipsoidInfo(n_calls, n_valid, n_stayed, len(position) - len(inside)))
+
+
+#: Candidates per chain when the ellipsoid is worth using: enough that a chain keeps its current point with
+#: probability about ``1 / (1 + CANDIDATES_VALID)`` (a kept point is a copy of a live point), at most
+#: ``MAX_CANDIDATES`` (their prior densities cost memory and time, not likelihood calls).
+CANDIDATES_VALID = 500
+MAX_CANDIDATES = 4000
+#: The running efficiency's weight on one iteration's measurement (high: an estimate that lags a falling
+#: efficiency draws many candidates that are visited in vain).
+EFFICIENCY_SMOOTHING = 0.5
+
+
+def n_candidates(efficiency):
+    """Candidates per chain that leave about ``CANDIDATES_VALID`` valid ones at this efficiency.
+
+    Examples
+    --------
+    >>> n_candidates(0.5), n_candidates(1e-6)
+    (1000, 4000)
+    """
+    return int(min(np.ceil(CANDIDATES_VALID / max(efficiency, 1e-12)), MAX_CANDIDATES))
+
+
+def adapt_efficiency(efficiency, info):
+    """The running fraction of visited candidates inside the constraint, updated by one move's ``info``.
+
+    Examples
+    --------
+    >>> round(adapt_efficiency(0.5, EllipsoidInfo(10, 1, 0, 0)), 2)
+    0.3
+    """
+    if info.n_likelihood_calls == 0:
+        return float(efficiency)
+    measured = info.n_valid / info.n_likelihood_calls
+    return float((1.0 - EFFICIENCY_SMOOTHING) * efficiency + EFFICIENCY_SMOOTHING * measured)
