@@ -69,8 +69,16 @@ def gate_mode_evidence(model, rows, rng, settings, particles):
     return evidence
 
 
-def fell_behind(check, standing_gap, settings):
+def fell_behind(check, standing_gap, settings, blind_std=math.inf):
     """Whether a run whose :class:`~._mode_check.ModeCheck` is ``check`` fell behind the mode's value since its
     last check, which left ``standing_gap`` (nats; 0 where that check passed or none ran): its gap grew by more
-    than ``settings.gap_sigmas`` combined standard deviations."""
+    than ``settings.gap_sigmas`` combined standard deviations.
+
+    A run whose own standard deviation exceeds ``blind_std`` (nats; the engine passes
+    ``CheckSettings.unusable_std``) counts as fallen behind whatever its gap: its replicate groups disagree by
+    that much, one of them left in a poorer mode, and the pooled estimate follows the better groups while their
+    spread widens its error bar past any gap the check could see. The replay is what brings that group back.
+    """
+    if check.std > blind_std:
+        return True
     return bool(check.gap - standing_gap > settings.gap_sigmas * math.hypot(check.std, check.evidence.std))

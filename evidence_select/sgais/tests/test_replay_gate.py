@@ -32,6 +32,10 @@ def test_fell_behind_when_the_gap_grows_beyond_its_errors():
     # A gap that stood since the last check (its error bar holds it) is not a fall; growing past it by 2 sigma is.
     assert not fell_behind(_check(gap=5.0, std=1.0), 4.0, settings)
     assert fell_behind(_check(gap=7.0, std=1.0), 4.0, settings)
+    # A run whose error bar is beyond use (a group left thousands of nats behind) replays, whatever its gap.
+    assert fell_behind(_check(gap=0.0, std=2000.0), 0.0, settings, blind_std=1000.0)
+    assert not fell_behind(_check(gap=0.0, std=900.0), 0.0, settings, blind_std=1000.0)
+    assert not fell_behind(_check(gap=0.0, std=2000.0), 0.0, settings)
 
 
 def test_the_gate_applies_past_the_checked_rows_to_models_with_a_mode_search():
