@@ -256,8 +256,9 @@ def _diverging(rng, theta, grad_fn, **options):
 
 def test_a_chunk_on_which_sghmc_diverges_is_annealed_again_with_exact_moves(monkeypatch):
     """While the reservoir holds every row, a chunk whose SGHMC diverges is annealed again from the same state with
-    exact moves: the record and a warning say so, and the evidence agrees with the conjugate one within its error bar (4 sigma,
-    each seed; 0.05 nats for the Monte Carlo error of the error bar itself). Without the recovery the fit raises."""
+    exact moves: the record and a warning say so, and the evidence agrees with the conjugate one within its error
+    bar (4 sigma, each seed; 0.05 nats for the Monte Carlo error of the error bar itself). Without the recovery the
+    fit raises."""
     monkeypatch.setitem(_sgais_moves.TRAJECTORIES, "baoab", _diverging)
     data = make_linear_regression(300, random_state=0)
     exact = LinearGaussianModel(data.X.shape[1]).exact_log_evidence(data.X, data.y)
