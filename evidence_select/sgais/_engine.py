@@ -234,7 +234,7 @@ def sgais_update(state, X, y, model, config, *, check=None, previous=None):
         recovered = exact_recovery(config, state, len(X))
         if recovered is None:
             raise
-        recovery = f"{str(divergence).split(';')[0]}: the chunk was annealed again with exact moves"
+        recovery = f"{divergence.what}: the chunk was annealed again with exact moves"
         return _update(state, X, y, model, recovered, check, previous, recovery)
 
 

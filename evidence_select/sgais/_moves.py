@@ -365,7 +365,17 @@ def _statistics_gradient(context, reference, past_reference_grad, batch_rows, ta
 
 
 class SGHMCDivergence(FloatingPointError):
-    """SGHMC left a particle non-finite: its step outran the target's curvature (see :func:`exact_recovery`)."""
+    """SGHMC left a particle non-finite: its step outran the target's curvature (see :func:`exact_recovery`).
+
+    ``what`` says where it happened (the chunk, the tempering, the step size); the message adds the cure.
+    """
+
+    def __init__(self, what):
+        super().__init__(f"{what}; lower learning_rate or standardise the features")
+        self.what = what
+
+    def __reduce__(self):  # from a worker process: rebuilt from ``what``, not from the full message
+        return type(self), (self.what,)
 
 
 def exact_recovery(config, state, n_chunk):
@@ -397,7 +407,7 @@ def sghmc_kernel(rng, context, particles, target):
     if not np.all(np.isfinite(theta)):
         raise SGHMCDivergence(
             f"SGHMC diverged (non-finite particles) on the chunk after {context.n_seen} samples at tempering "
-            f"{target.tempering:.3g}, step size {np.max(size):.3g}; lower learning_rate or standardise the features")
+            f"{target.tempering:.3g}, step size {np.max(size):.3g}")
     return particles._replace(theta=theta), StepCounts(n_evaluations=n_evaluations), None
 
 
