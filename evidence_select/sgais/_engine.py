@@ -246,8 +246,9 @@ def _update(state, X, y, model, config, check, previous, recovery=""):
     limits = surprise_limits(state, context)
     progress = anneal_chunk(rng, context, limits, _start_particles(state))
     gate = _replay_gate(rng, state, context, limits, progress)
-    behind = None if gate is None else fell_behind(gate, math.sqrt(state.widening.mode_gap_variance),
-                                                   config.tuning.mode_check, config.tuning.checks.unusable_std)
+    groups = (progress.particles.log_evidence, progress.particles.log_evidence_variance)
+    behind = None if gate is None else fell_behind(gate, groups, math.sqrt(state.widening.mode_gap_variance),
+                                                   config.tuning.mode_check)
     action, skipped = closing_action(config, limits, progress.action, len(X), behind)
     closed = _close_chunk(rng, state, context, progress, action.kind is ActionKind.RESTART)
     reservoir, undo = reservoir_insert(rng, state.reservoir, X, y)  # the only in-place write

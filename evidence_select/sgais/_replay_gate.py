@@ -9,7 +9,10 @@ annealing over every row seen, so the replays cost as much again as the stream. 
 the best fit and that particle refined on every row, and ``gate_draws`` importance draws at the mode
 (:func:`~._mode_check.importance_at_mode`). The replay runs when the run fell behind the mode's value
 (:func:`fell_behind`): its estimate reads lower than at the last check by more than ``gap_sigmas`` combined
-standard deviations, which is what a run in a poorer mode does, by nats that grow with the rows. A gap
+standard deviations, which is what a run in a poorer mode does, by nats that grow with the rows; or one of its
+replicate groups reads below the others by more than ``gap_sigmas`` of the groups' own standard deviations. A
+single group left in a poorer mode hides in the pooled estimate, which follows the better groups (it moves by
+at most ``log G``), while the groups' spread widens its error bar past any gap the check could see. A gap
 that stands since an earlier check (the first chunk's annealing from the prior read low, and the error bar
 already holds that gap) is not cured by a replay, which anneals from the prior the same way. Either way the
 chunk's result is then checked against the same value like any posterior-mode check
@@ -24,6 +27,7 @@ moves that reading up, towards the mode's value.
 import math
 
 import numpy as np
+from scipy.special import logsumexp
 
 from ..utils._likelihood import log_lik_sum
 from ._mode_check import best_mode, importance_at_mode, negative_log_joint
@@ -69,16 +73,33 @@ def gate_mode_evidence(model, rows, rng, settings, particles):
     return evidence
 
 
-def fell_behind(check, standing_gap, settings, blind_std=math.inf):
+def fell_behind(check, groups, standing_gap, settings):
     """Whether a run whose :class:`~._mode_check.ModeCheck` is ``check`` fell behind the mode's value since its
-    last check, which left ``standing_gap`` (nats; 0 where that check passed or none ran): its gap grew by more
-    than ``settings.gap_sigmas`` combined standard deviations.
+    last check, which left ``standing_gap`` (nats; 0 where that check passed or none ran).
 
-    A run whose own standard deviation exceeds ``blind_std`` (nats; the engine passes
-    ``CheckSettings.unusable_std``) counts as fallen behind whatever its gap: its replicate groups disagree by
-    that much, one of them left in a poorer mode, and the pooled estimate follows the better groups while their
-    spread widens its error bar past any gap the check could see. The replay is what brings that group back.
+    The pooled estimate fell behind when its gap grew by more than ``settings.gap_sigmas`` combined standard
+    deviations (its own and the mode value's). A replicate group fell behind the others when it reads below the
+    pooled estimate by more than ``gap_sigmas`` times the standard deviation of the difference of two groups (its
+    own variance plus the groups' mean). ``groups`` is ``(log_evidence, log_evidence_variance)``, each of shape
+    ``(n_groups,)``: the groups' estimates after the chunk and the variances of their logs. Their own variances,
+    not the pooled error, measure the groups' disagreement: the pooled error holds the groups' spread, which a
+    group left in a poorer mode widens by as much as it fell behind, while the pooled estimate follows the better
+    groups. A deficit all groups share (their first chunk's annealing from the prior) leaves the groups level.
+
+    Examples
+    --------
+    >>> from evidence_select.sgais._mode_check import ModeCheck, ModeEvidence
+    >>> from evidence_select.sgais._settings import ModeCheckSettings
+    >>> check = ModeCheck(evidence=ModeEvidence(0.0, 0.05), log_evidence=-1.2, std=900.0, gap=1.2, failed=False)
+    >>> fell_behind(check, ([-0.5, -1800.0], [1.0, 1.0]), 0.0, ModeCheckSettings())  # the second group fell
+    True
+    >>> fell_behind(check, ([-0.5, -1.5], [1.0, 1.0]), 0.0, ModeCheckSettings())
+    False
     """
-    if check.std > blind_std:
+    if check.gap - standing_gap > settings.gap_sigmas * math.hypot(check.std, check.evidence.std):
         return True
-    return bool(check.gap - standing_gap > settings.gap_sigmas * math.hypot(check.std, check.evidence.std))
+    log_evidence, variance = (np.asarray(values, dtype=float) for values in groups)
+    if len(log_evidence) < 2 or not np.all(np.isfinite(log_evidence)):
+        return bool(np.any(log_evidence == -np.inf))  # a group with no mass left fell behind; NaN says nothing
+    below_pool = logsumexp(log_evidence) - math.log(len(log_evidence)) - log_evidence
+    return bool(np.any(below_pool > settings.gap_sigmas * np.sqrt(variance + np.mean(variance))))

@@ -78,7 +78,10 @@ class ModeCheckSettings(NamedTuple):
     Past ``max_rows`` the check gates the periodic restarts instead (:mod:`._replay_gate`): the search runs on
     ``search_rows`` of the stored rows, its best mode and the best particle are refined on all of them, and
     ``gate_draws`` importance draws value the mode (a few hundredths of a nat at such sizes, well under the
-    run's own error, at a cost that grows with the rows seen like the replay it may save); ``gate_draws=0``
+    run's own error, at a cost that grows with the rows seen like the replay it may save), and a restart
+    replays where the pooled estimate fell ``gap_sigmas`` standard deviations further behind that value since
+    the last check, or a replicate group reads that many of its own below the others
+    (:func:`~._replay_gate.fell_behind`); ``gate_draws=0``
     turns the gate off (the periodic restarts past ``max_rows`` replay unchecked).
     """
 
