@@ -493,7 +493,8 @@ def _close_chunk(rng, state, context, progress, restart):
                        mode_gap_variance=mode_gap, mode_evidence=evidence,
                        increment_variance=pooled_increment_variance(
                            particles, merged, state.increment_variance + increment_spread(state.log_evidence,
-                                                                                          particles.log_evidence)))
+                                                                                          particles.log_evidence),
+                           config.tuning.mode_check.gap_sigmas))
 
 
 def _rows_evidence(rng, reservoir, rows, model, settings):

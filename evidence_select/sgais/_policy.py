@@ -45,7 +45,7 @@ from ..utils._nested import run_inner
 from ..utils._threads import single_threaded_blas
 from ..utils._warnings import warn
 from ._moves import MoveTarget, past_log_likelihood
-from ._state import Particles, StepCounts, initial_increment_variance
+from ._state import Particles, StepCounts, group_left_behind, initial_increment_variance
 from ._steps import choose_increment, tempering_step
 
 __all__ = ["ActionKind", "ChunkAction", "ChunkMode", "Degradation", "Replay", "SurpriseLimits", "arrival_action",
@@ -553,17 +553,23 @@ def pooled_shares(first, second):
     return math.exp(float(logsumexp(first.log_evidence)) - log_total), np.exp(second.log_evidence - log_total)
 
 
-def pooled_increment_variance(first, merged, increment_variance):
+def pooled_increment_variance(first, merged, increment_variance, split_sigmas):
     """``SGAISState.increment_variance`` after a restart pooled the in-order run ``first`` with its replays into
     ``merged`` (:func:`merge_independent_runs`).
 
     The groups' jump from the in-order run to the pooled one measures the in-order run's error, not the pooled
     estimate's, so it does not enter the sum. The in-order run's summed increment spread passes on by its share of
     the pooled ``Z`` squared (the delta method of :func:`pooled_mode_gap`), but no less than the pooled groups' own
-    spread of their log evidences is kept; later chunks add their increments to it.
+    spread of their log evidences is kept; later chunks add their increments to it. Where one of the in-order
+    groups sits below the others by more than ``split_sigmas`` of their own errors
+    (:func:`~._state.group_left_behind`), its spread measured the gap between their modes, which the pooled ``Z``
+    does not rest on, and only the pooled groups' spread is kept.
     """
+    kept = initial_increment_variance(merged.log_evidence)
+    if group_left_behind(first.log_evidence, first.log_evidence_variance, split_sigmas):
+        return kept
     share_first = math.exp(float(logsumexp(first.log_evidence) - logsumexp(merged.log_evidence)) - math.log(2))
-    return max(share_first**2 * increment_variance, initial_increment_variance(merged.log_evidence))
+    return max(share_first**2 * increment_variance, kept)
 
 
 def per_row_spread(log_weights, per_row_log_lik):

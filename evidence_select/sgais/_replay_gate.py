@@ -27,10 +27,10 @@ moves that reading up, towards the mode's value.
 import math
 
 import numpy as np
-from scipy.special import logsumexp
 
 from ..utils._likelihood import log_lik_sum
 from ._mode_check import best_mode, importance_at_mode, negative_log_joint
+from ._state import group_left_behind
 
 __all__ = ["gate_applies", "gate_mode_evidence", "fell_behind"]
 
@@ -98,8 +98,4 @@ def fell_behind(check, groups, standing_gap, settings):
     """
     if check.gap - standing_gap > settings.gap_sigmas * math.hypot(check.std, check.evidence.std):
         return True
-    log_evidence, variance = (np.asarray(values, dtype=float) for values in groups)
-    if len(log_evidence) < 2 or not np.all(np.isfinite(log_evidence)):
-        return bool(np.any(log_evidence == -np.inf))  # a group with no mass left fell behind; NaN says nothing
-    below_pool = logsumexp(log_evidence) - math.log(len(log_evidence)) - log_evidence
-    return bool(np.any(below_pool > settings.gap_sigmas * np.sqrt(variance + np.mean(variance))))
+    return group_left_behind(*groups, settings.gap_sigmas)

@@ -19,7 +19,7 @@ from ..utils._logspace import log_expm1
 
 __all__ = ["SGAISConfig", "SGAISState", "ErrorWidening", "ChunkRecord", "Particles", "StepCounts", "sgais_init",
            "combine_replicates", "evidence_estimate", "increment_spread", "initial_increment_variance",
-           "population_log_variance",
+           "group_left_behind", "population_log_variance",
            "particle_log_weights", "SamplerDegeneracyWarning", "PAPER_SETTINGS"]
 
 
@@ -387,6 +387,29 @@ def increment_spread(log_evidence_before, log_evidence_after):
     if len(increments) < 2 or not np.all(np.isfinite(increments)):
         return 0.0
     return mean_and_squared_error(increments)[1]
+
+
+def group_left_behind(log_evidence, log_evidence_variance, sigmas):
+    """Whether a replicate group reads below the pool of the groups (their log mean exp) by more than ``sigmas``
+    standard deviations of a difference of two groups (its own log-variance plus the groups' mean).
+
+    Such a group sits in a poorer mode than the others: the pooled estimate follows the better groups, and the
+    groups' spread then measures the gap between the modes, not the noise of the groups the estimate rests on.
+    A group whose estimate is -inf (no mass left) is behind; a NaN reading, or a single group, says nothing.
+
+    Examples
+    --------
+    >>> group_left_behind([-0.5, -1800.0], [1.0, 1.0], sigmas=2.0)
+    True
+    >>> group_left_behind([-0.5, -1.5], [1.0, 1.0], sigmas=2.0)
+    False
+    """
+    log_evidence = np.asarray(log_evidence, dtype=float)
+    variance = np.asarray(log_evidence_variance, dtype=float)
+    if len(log_evidence) < 2 or not np.all(np.isfinite(log_evidence)):
+        return bool(np.any(log_evidence == -np.inf))
+    below_pool = log_mean_exp(log_evidence) - log_evidence
+    return bool(np.any(below_pool > sigmas * np.sqrt(variance + np.mean(variance))))
 
 
 def initial_increment_variance(log_evidence):

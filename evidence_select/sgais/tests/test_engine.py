@@ -7,7 +7,8 @@ import pytest
 
 from evidence_select.datasets import make_linear_regression
 from evidence_select.sgais._engine import SGAISConfig, evidence_estimate, sgais_init, sgais_update
-from evidence_select.sgais._policy import crossed_checkpoint, merge_independent_runs, per_row_spread
+from evidence_select.sgais._policy import (crossed_checkpoint, merge_independent_runs, per_row_spread,
+                                          pooled_increment_variance)
 from evidence_select.sgais._state import Particles, combine_replicates, increment_spread
 from evidence_select.models import LinearGaussianModel
 
@@ -214,6 +215,21 @@ def test_merge_independent_runs_averages_each_groups_evidence_and_draws_within_t
     # relative variances combine as those of a mean: (v_a Z_a^2 + v_b Z_b^2) / (Z_a + Z_b)^2
     assert np.isclose(variance[0], np.log1p((np.expm1(0.01) * 1 + np.expm1(0.04) * 9) / 16))
     assert np.isclose(variance[1], np.log1p(np.expm1(0.02)), rtol=1e-6)
+
+
+def test_a_restart_carries_the_in_order_spread_unless_it_measured_a_split_between_modes():
+    theta, uniform = np.zeros((4, 1)), np.full((2, 2), -np.log(2))
+    merged = _particles(theta, uniform, np.array([-10.0, -11.0]), np.array([1.0, 1.0]))
+    kept = np.var([-10.0, -11.0], ddof=1) / 2  # the pooled groups' own spread
+    # Level in-order groups: their summed increment spread passes on by the run's share of the pooled Z squared.
+    level = _particles(theta, uniform, np.array([-10.5, -10.0]), np.array([1.0, 1.0]))
+    share = np.exp(np.logaddexp(-10.5, -10.0) - np.logaddexp(-10.0, -11.0) - np.log(2))
+    assert np.isclose(pooled_increment_variance(level, merged, 400.0, 2.0), share**2 * 400.0)
+    assert pooled_increment_variance(level, merged, 0.0, 2.0) == pytest.approx(kept)
+    # One in-order group 1800 nats below: the spread that grew as it fell behind is not the noise of the group
+    # the pooled Z rests on, and only the pooled groups' spread is kept.
+    split = _particles(theta, uniform, np.array([-1810.0, -10.0]), np.array([1.0, 1.0]))
+    assert pooled_increment_variance(split, merged, 1e6, 2.0) == pytest.approx(kept)
 
 
 def test_merge_independent_runs_keeps_a_huge_log_variance_finite_without_warnings():
