@@ -32,9 +32,10 @@ Usage::
    multiples of the ``n_jobs=1`` wall) after which it is reported as stalled and
    the study goes on. The machine's own limit is measured too: one mixture fit
    run next to a copy of itself, against alone. Printed beside the timings: the
-   wall a fixed placement of these candidates allows at best
-   (:func:`placement_bounds`, from the calls' measured update times; 4
-   candidates), since each call ends when its busiest worker does.
+   wall the best fixed placement of these candidates and the best placement
+   chosen anew for each call allow (:func:`placement_bounds`, from the calls'
+   measured update times; up to 8 candidates), since each call ends when its busiest
+   worker does.
 3. ``shipping``: what joblib's copies cost. 4 linear candidates streamed to
    ``--shipping-rows`` rows (their reservoirs full), then one more call with
    chunks of 500, 5000 and 50000 rows on each executor (3 repeats, best): time
@@ -289,7 +290,7 @@ MIXTURE_TARGETS = {"joblib x2": 0.6, "dask x2": 0.65, "joblib-dask x2": 0.75}
 def mixture(executors, n_rows, repeats, counts, deadline, executors_for_four=()):
     """Each candidate count of ``counts``, each executor in turn, ``repeats`` rounds; each round's ratios are to
     its own ``n_jobs=1`` wall (a shared machine's load drifts between rounds), and a last row per executor gives
-    the median over rounds. Each row keeps its calls' per-candidate update times and, for 4 candidates, their
+    the median over rounds. Each row keeps its calls' per-candidate update times and, for up to 8 candidates, their
     :func:`placement_bounds` on 2 workers (on dask, the times measured on the workers). A run that has not ended
     after ``deadline`` times the round's ``n_jobs=1`` wall is reported as stalled."""
     X = make_mixture(n_rows, random_state=0).X
@@ -324,7 +325,7 @@ def mixture_row(executor, n, X, reference, deadline, round_):
         return dict(row, wall=float("nan"), cpu=float("nan"), wall_ratio=float("nan"), identical=False,
                     stalled=True, log_evidences=None)
     selector, wall, cpu = done
-    if n == 4:
+    if n <= 8:  # every placement of the candidates on 2 workers: 2 ** n of them
         bounds = placement_bounds(update_seconds, n_workers=2)
         row["placement_bounds"] = dict(zip(("fixed", "per_call"), bounds))
         if reference is None:

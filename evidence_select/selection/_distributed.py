@@ -9,17 +9,18 @@ needs to update its evidences and history.
   instead, one candidate after another, when the last call's update times and
   the overhead the workers' last call measured predict that the workers would
   take longer (cheap candidates, small chunks: :func:`use_joblib_workers`).
-- ``parallel="dask"``: each candidate lives on one dask worker for the whole
-  stream. A call scatters the chunk once to the workers that hold candidates,
-  runs each candidate's update as a task pinned to its worker (the input is the
-  candidate's previous future there, so nothing moves), and gathers only the
-  small summaries. :class:`ResidentCandidates` fetches the fitted candidates
+- ``parallel="dask"``: each candidate lives on a dask worker between calls. A
+  call scatters the chunk once to the workers, runs each candidate's update as
+  a task pinned to a worker (the input is the candidate's previous future, so a
+  candidate that stays puts nothing on the wire), and gathers only the small
+  summaries. :class:`ResidentCandidates` fetches the fitted candidates
   themselves on first access (predictions, pickling, ``estimators_[k]``).
-  Candidates are placed round-robin; when their update times so far leave
-  one worker busy well past another, a call first moves one candidate or swaps
-  two (:func:`rebalanced_homes`), and each moved candidate's next task fetches
-  it once. A worker's candidates run one after another, each task waiting for
-  the one before it there; when every worker is a one-thread process of its
+  Candidates are placed round-robin; each call starts them where their update
+  times so far split the work evenly (:func:`planned_homes`), and a worker that
+  runs out of its own candidates takes the ones still waiting elsewhere
+  (:func:`_dispatch`): a moved candidate's state travels once and stays at its
+  new worker. A worker's candidates run one after another, each task waiting
+  for the one before it there; when every worker is a one-thread process of its
   own, a candidate's restart shares its replicate groups with the cluster's
   idle threads (:func:`~evidence_select.utils._nested.granted_cluster`).
 
@@ -48,7 +49,7 @@ from ..utils._warnings import recorded_warnings, warn
 
 __all__ = ["CandidateSummary", "JoblibPayoff", "ResidentCandidates", "ResidentNamedCandidates", "advance_candidates",
            "after_joblib_call", "aligned", "longest_first", "longest_first_resident", "parallel_seconds",
-           "relay_warnings", "use_joblib_workers", "dask_client", "PARALLEL_OPTIONS"]
+           "planned_homes", "relay_warnings", "use_joblib_workers", "dask_client", "PARALLEL_OPTIONS"]
 
 PARALLEL_OPTIONS = ("joblib", "dask")
 
@@ -336,41 +337,91 @@ def _advance_on_dask(candidates, task, backend_seeds, history_lengths, names):
     resident = isinstance(candidates, ResidentCandidates) and candidates.client is client
     if resident:
         futures, workers, shared = candidates.futures, candidates.cluster_workers, candidates.share_cluster
-        homes = rebalanced_homes(candidates.workers, candidates.seconds, workers)
+        homes = planned_homes(candidates.workers, candidates.seconds, workers)
     else:
         futures, homes, workers, shared = _place(client, list(candidates), names)
-    # The chunk goes once to each worker that holds a candidate; reference backends also need all rows seen.
+    # A worker runs its own candidates; others take part only if some worker holds more than it can queue.
+    crowded = any(homes.count(worker) > _QUEUED_PER_WORKER for worker in workers)
+    workers_used = list(workers) if crowded else sorted(set(homes))
+    # The chunk goes once to each of them; reference backends also need all rows seen.
     names_present = [key for key in ("X", "y", "X_all", "y_all") if getattr(task, key) is not None]
-    arrays = client.scatter([getattr(task, key) for key in names_present], workers=sorted(set(homes)),
+    arrays = client.scatter([getattr(task, key) for key in names_present], workers=workers_used,
                             broadcast=True, hash=False)
     scattered = dict(zip(names_present, arrays))
     remote_task = task._replace(X=None, y=None, X_all=None, y_all=None)  # the data travel as futures
     call = uuid.uuid4().hex[:12]
-    # Each resident value is a pair (candidate, its last summary): one task per candidate advances it, and a
-    # second on the same worker reads the summary off, so only the summaries travel. A worker's candidates run
-    # one after another, each task waiting for the one before it there (``after``): while a candidate waits for
-    # the replays it shares with the cluster, its worker's thread can then only run such replays, never another
-    # candidate's update, which would wait for the first one's warning-recording lock (utils._nested).
-    order = longest_first_resident(candidates.seconds) if resident else range(len(futures))
-    new_futures, summary_futures, last_on = [None] * len(futures), [None] * len(futures), {}
-    for k in order:
-        home = homes[k]
-        pinned = dict(workers=[home], allow_other_workers=False, pure=False)
-        new_futures[k] = client.submit(_advance_with_data, futures[k], remote_task, scattered, backend_seeds[k],
-                                       history_lengths[k], last_on.get(home), shared,
-                                       key=f"candidate-{names[k]}-{call}", **pinned)
-        summary_futures[k] = client.submit(_summary, new_futures[k], key=f"summary-{names[k]}-{call}", **pinned)
-        last_on[home] = new_futures[k]
-    summaries = client.gather(summary_futures)
-    seconds = [summary.seconds for summary in summaries]
-    if resident:
-        seconds = [before + now for before, now in zip(candidates.seconds, seconds)]
-    return ResidentCandidates(client, new_futures, homes, seconds, workers, shared), summaries
+
+    def submit(k, worker, after):
+        # Each resident value is a pair (candidate, its last summary): one task advances it, a second on the
+        # same worker reads the summary off, so only the summaries travel. ``after`` (the task this worker runs
+        # before it) is only waited for.
+        pinned = dict(workers=[worker], allow_other_workers=False, pure=False)
+        advanced = client.submit(_advance_with_data, futures[k], remote_task, scattered, backend_seeds[k],
+                                 history_lengths[k], after, shared, key=f"candidate-{names[k]}-{call}", **pinned)
+        return advanced, client.submit(_summary, advanced, key=f"summary-{names[k]}-{call}", **pinned)
+
+    seconds_so_far = candidates.seconds if resident else [0.0] * len(futures)
+    new_futures, summaries, ran_on = _dispatch(submit, longest_first_resident(seconds_so_far), homes, workers_used)
+    seconds = [before + summary.seconds for before, summary in zip(seconds_so_far, summaries)]
+    return ResidentCandidates(client, new_futures, ran_on, seconds, workers, shared), summaries
+
+
+#: Updates a worker holds at once in a call: the one it runs and the next, which starts without waiting for a
+#: round trip to this process; the candidates after them go to whichever worker frees first.
+_QUEUED_PER_WORKER = 2
+
+
+def _dispatch(submit, order, homes, workers):
+    """Run every candidate's update once; return ``(futures, summaries, workers they ran on)`` by candidate.
+
+    ``submit(k, worker, after)`` starts candidate ``k``'s update on ``worker``
+    after the task ``after`` and returns the futures of its new pair and its
+    summary. Each worker takes its own candidates (``homes``) in ``order``
+    (longest first); a worker with none left takes the first one in ``order``
+    that no worker has started (its state travels once, and it stays there), as
+    joblib's dispatch re-splits every call: a call's costs differ from the
+    last calls' (a restart, a mode check), and a fixed split leaves a worker idle
+    while another works through its queue. A worker holds
+    ``_QUEUED_PER_WORKER`` updates, each chained after the one before it there:
+    while a candidate waits for the replays it shares with the cluster
+    (:func:`~evidence_select.utils._nested.granted_cluster`), its worker's freed
+    thread can then only run such replays, never another candidate's update,
+    which would wait for the first one's warning-recording lock.
+    """
+    from distributed import as_completed
+
+    waiting = list(order)
+    new_futures, summary_futures, ran_on = [None] * len(order), [None] * len(order), list(homes)
+    last_on, worker_of, completed = {}, {}, as_completed()
+
+    def start_next(worker, take_others):
+        own = [k for k in waiting if homes[k] == worker]
+        if not own and not (take_others and waiting):
+            return
+        k = own[0] if own else waiting[0]
+        waiting.remove(k)
+        new_futures[k], summary_futures[k] = submit(k, worker, last_on.get(worker))
+        last_on[worker], ran_on[k], worker_of[summary_futures[k].key] = new_futures[k], worker, worker
+        completed.add(summary_futures[k])
+
+    for _ in range(_QUEUED_PER_WORKER):
+        for worker in workers:
+            start_next(worker, take_others=False)
+    idle = [worker for worker in workers if worker not in last_on]  # none of their own: they take the others'
+    for _ in range(_QUEUED_PER_WORKER):
+        for worker in idle:
+            start_next(worker, take_others=True)
+    for future in completed:
+        if future.status == "error":
+            future.result()  # raises the candidate's error here; the caller keeps its candidates as they were
+        start_next(worker_of[future.key], take_others=True)
+    return new_futures, [future.result() for future in summary_futures], ran_on
 
 
 def longest_first_resident(seconds):
     """Indices of resident candidates, those with the longest update time so far first (ties in list order): a
-    worker's long updates start first, so that their replays reach idle threads early.
+    worker's long updates start first, so that their replays reach idle threads early, and the short ones are
+    left for whichever worker frees first.
 
     Examples
     --------
@@ -380,53 +431,37 @@ def longest_first_resident(seconds):
     return sorted(range(len(seconds)), key=lambda k: -seconds[k])
 
 
-#: A move must shorten the busiest worker's share of the time so far by at least this fraction: each move sends
-#: a candidate's whole state (its reservoir) to another worker once, and measured times are noisy.
-_MIN_REBALANCE_GAIN = 0.05
+#: A candidate leaves its worker at the start of a call only if that saves the split at least this fraction of a
+#: worker's even share of the time so far: a move sends its whole state (its reservoir), and measured times are
+#: noisy.
+_MOVE_SLACK = 0.05
 
 
-def rebalanced_homes(homes, seconds, workers):
-    """The candidates' homes after at most one exchange that shortens the busiest worker's load.
+def planned_homes(homes, seconds, workers):
+    """Where each candidate starts the next call: a longest-first split of ``seconds`` over ``workers`` that
+    keeps each candidate on its present worker (``homes``) unless another's load is lower by ``_MOVE_SLACK``.
 
-    ``homes[k]`` is candidate ``k``'s worker and ``seconds[k]`` its update time
-    summed over the calls so far (its load); ``workers`` the cluster's workers
-    when the candidates were placed. Between the busiest worker and the least
-    busy one, the move of one
-    candidate or the swap of two that leaves the smallest maximum load is made,
-    if that maximum is at least ``_MIN_REBALANCE_GAIN`` below the present one.
-    One exchange per call keeps transfers rare: on a stream whose candidates'
-    costs are steady the homes settle after a few calls and stay.
+    ``seconds[k]`` is candidate ``k``'s update time summed over the calls so
+    far, a call's prediction: its bursts (the first chunk, a restart) come to
+    every candidate in the same call, each in proportion to its own cost. What
+    the prediction misses, the call's dispatch corrects (:func:`_dispatch`).
 
     Examples
     --------
-    >>> rebalanced_homes(["a", "b", "a", "b"], [2.0, 3.0, 5.0, 7.0], ["a", "b"])  # 7 | 10 -> 8 | 9
+    >>> planned_homes(["a", "b", "a", "b"], [2.0, 3.0, 5.0, 7.0], ["a", "b"])  # 7 | 10 -> 8 | 9
     ['b', 'a', 'a', 'b']
-    >>> rebalanced_homes(["a", "b"], [2.0, 9.0], ["a", "b"])  # nothing shortens the longer one
-    ['a', 'b']
+    >>> planned_homes(["a", "b", "a"], [9.8, 9.6, 0.2], ["a", "b"])  # balanced enough: nothing moves
+    ['a', 'b', 'a']
     """
-    homes = list(homes)
     load = dict.fromkeys(workers, 0.0)
-    for home, cost in zip(homes, seconds):
-        load[home] += cost
-    busiest, idlest = max(load, key=load.get), min(load, key=load.get)
-    others = max((value for worker, value in load.items() if worker not in (busiest, idlest)), default=0.0)
-    leaving = [k for k, home in enumerate(homes) if home == busiest]
-    # Exchanges (k leaves the busiest worker, j leaves the idlest one or None), by the maximum load they leave.
-    exchanges = [(k, j) for k in leaving for j in [None] + [j for j, home in enumerate(homes) if home == idlest]]
-    if busiest == idlest or not exchanges:
-        return homes
-
-    def max_load_after(exchange):
-        k, j = exchange
-        shift = seconds[k] - (0.0 if j is None else seconds[j])
-        return max(load[busiest] - shift, load[idlest] + shift, others)
-
-    k, j = min(exchanges, key=max_load_after)
-    if max_load_after((k, j)) <= (1.0 - _MIN_REBALANCE_GAIN) * load[busiest]:
-        homes[k] = idlest
-        if j is not None:
-            homes[j] = busiest
-    return homes
+    slack = _MOVE_SLACK * sum(seconds) / max(len(workers), 1)
+    planned = list(homes)
+    for k in longest_first_resident(seconds):
+        here = homes[k] if homes[k] in load else None
+        idlest = min(workers, key=lambda worker: load[worker])
+        planned[k] = here if here is not None and load[here] - slack <= load[idlest] else idlest
+        load[planned[k]] += seconds[k]
+    return planned
 
 
 def _advance_with_data(resident, task, data, backend_seed, history_length, after=None, share_cluster=False):

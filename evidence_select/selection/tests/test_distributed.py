@@ -274,33 +274,50 @@ def test_dask_candidates_stay_on_their_workers(client, data):
     assert len(_candidate_keys_sent(client)) == 2
 
 
-def test_rebalanced_homes_exchange_candidates_only_when_it_pays():
+def test_planned_homes_move_candidates_only_when_it_pays():
     # Round-robin put the two slow candidates on one worker: 10 + 10 against 1 + 1 seconds per call.
-    assert _distributed.rebalanced_homes(["a", "b", "a", "b"], [10.0, 1.0, 10.0, 1.0], ["a", "b"]) == \
-        ["b", "a", "a", "b"]  # a swap: 11 | 11
-    assert _distributed.rebalanced_homes(["a", "b", "b"], [6.0, 3.0, 3.0], ["a", "b"]) == ["a", "b", "b"]  # balanced
-    assert _distributed.rebalanced_homes(["a", "a"], [3.0, 3.0], ["a", "b"]) == ["b", "a"]  # a move: 6 | 0 -> 3 | 3
-    # Within the hysteresis: 10 | 9.6 could become 9.8 | 9.8, not worth sending a state.
-    assert _distributed.rebalanced_homes(["a", "b", "a"], [9.8, 9.6, 0.2], ["a", "b"]) == ["a", "b", "a"]
+    assert _distributed.planned_homes(["a", "b", "a", "b"], [10.0, 1.0, 10.0, 1.0], ["a", "b"]) == \
+        ["a", "b", "b", "a"]  # a swap: 11 | 11
+    assert _distributed.planned_homes(["a", "b", "b"], [6.0, 3.0, 3.0], ["a", "b"]) == ["a", "b", "b"]  # balanced
+    assert _distributed.planned_homes(["a", "a"], [3.0, 3.0], ["a", "b"]) == ["a", "b"]  # a move: 6 | 0 -> 3 | 3
+    # Within the slack: 10 | 9.6 could become 9.8 | 9.8, not worth sending a state.
+    assert _distributed.planned_homes(["a", "b", "a"], [9.8, 9.6, 0.2], ["a", "b"]) == ["a", "b", "a"]
+    # A worker that left the cluster's list keeps no candidate.
+    assert _distributed.planned_homes(["gone", "b"], [1.0, 1.0], ["a", "b"]) == ["a", "b"]
 
 
-def _four_candidates(**params):
+def _candidates(n, **params):
     return _selector(**params).set_params(estimators=[(f"s2={v:g}", BayesianLinearRegressor(noise_variance=v, **FAST))
-                                                      for v in (0.5, 1.0, 2.0, 4.0)])
+                                                      for v in np.geomspace(0.5, 4.0, n)])
 
 
-def test_dask_rebalances_slow_candidates_with_the_same_results(client, data):
-    selector = _four_candidates(parallel="dask").partial_fit(data.X[:CHUNK], data.y[:CHUNK])
+def test_dask_moves_slow_candidates_apart_with_the_same_results(client, data):
+    selector = _candidates(4, parallel="dask").partial_fit(data.X[:CHUNK], data.y[:CHUNK])
     homes = list(selector.estimators_.workers)
     assert homes[0] == homes[2] != homes[1] == homes[3]  # round-robin
-    # As if candidates 0 and 2 were ten times slower: the next call swaps one of them with a fast one.
+    # As if candidates 0 and 2 were ten times slower: the next call starts them on different workers.
     selector.estimators_.seconds = [10.0, 1.0, 10.0, 1.0]
     client.run(lambda dask_worker: dask_worker.transfer_outgoing_log.clear())
     selector.partial_fit(data.X[CHUNK:], data.y[CHUNK:])
     moved = list(selector.estimators_.workers)
     assert moved[0] != moved[2] and moved[1] != moved[3]
     assert len(_candidate_keys_sent(client)) == 2  # the two swapped states, once each
-    _assert_same_results(_stream(_four_candidates(n_jobs=1), data), selector)
+    _assert_same_results(_stream(_candidates(4, n_jobs=1), data), selector)
+
+
+def test_a_worker_without_candidates_left_takes_the_others_waiting_ones(client, data):
+    selector = _candidates(6, parallel="dask").partial_fit(data.X[:CHUNK], data.y[:CHUNK])
+    crowded = selector.estimators_.workers[0]
+    # As if every candidate lived on one worker, with nothing measured to plan by: it queues two updates, the
+    # other worker takes the waiting ones (and each candidate stays where it ran).
+    selector.estimators_.workers = [crowded] * 6
+    selector.estimators_.seconds = [0.0] * 6
+    selector.partial_fit(data.X[CHUNK:], data.y[CHUNK:])
+    ran_on = list(selector.estimators_.workers)
+    assert ran_on.count(crowded) < 6 and len(set(ran_on)) == 2
+    held = client.who_has(selector.estimators_.futures)
+    assert [list(held[future.key]) for future in selector.estimators_.futures] == [[worker] for worker in ran_on]
+    _assert_same_results(_stream(_candidates(6, n_jobs=1), data), selector)
 
 
 def test_dask_selector_pickles_and_resumes_with_joblib(client, data):
