@@ -23,9 +23,9 @@ Usage::
    ``parallel="dask"`` (2 workers, 1 thread each), scikit-learn's way to use
    dask (``joblib.parallel_config(backend="dask")`` around ``n_jobs=2`` on the
    same cluster: every candidate's update a dask task, its restarts' replays run
-   inside that task), and, with 4 candidates, dask with the workers' statistical
-   profiler off (``distributed.worker.profile.enabled``: what dask's own
-   per-task machinery costs these Python-heavy updates). Targets (issues 17 and
+   inside that task), and dask with quiet workers (:data:`QUIET_WORKERS`: no
+   statistical profiler, an event-loop health check every second; what dask's
+   own periodic machinery costs these Python-heavy updates). Targets (issues 17 and
    60), for every candidate count: ``n_jobs=2`` <= 0.6x, ``parallel="dask"`` <=
    0.65x and the joblib dask backend <= 0.75x the ``n_jobs=1`` wall; a stalled
    executor would never return, so each run has a deadline (``--deadline``, in
@@ -97,18 +97,25 @@ def cpu_seconds():
     return total
 
 
+#: The dask settings of the "quiet workers" executor (:class:`Executor`).
+QUIET_WORKERS = {"distributed.worker.profile.enabled": False, "distributed.admin.tick.interval": "1s"}
+
+
 class Executor:
     """One way of running the candidates: joblib with ``n_jobs``, dask with a LocalCluster of ``n_workers``
     (``parallel="dask"``), or joblib's dask backend on such a cluster (``"joblib-dask"``: ``n_jobs`` in a
     ``joblib.parallel_config(backend="dask")``, the way scikit-learn's ``n_jobs`` estimators use dask).
 
-    ``worker_profiler=False`` starts the dask workers without their statistical profiler (dask's default samples
-    the running task's stack every 10 ms), to measure what it costs our updates.
+    ``quiet=True`` starts the dask workers without their statistical profiler (dask's default samples the running
+    task's stack every 10 ms) and with their event loops' health check every second instead of every 20 ms
+    (``distributed.admin.tick.interval``): each wakes a thread that takes the GIL from the update, which on a
+    machine with no core to spare also waits for a core. It measures what dask's periodic machinery costs our
+    updates.
     """
 
-    def __init__(self, kind, n_workers, worker_profiler=True):
-        self.kind, self.n_workers, self.worker_profiler = kind, n_workers, worker_profiler
-        self.name = f"{kind} x{n_workers}" + ("" if worker_profiler else ", worker profiler off")
+    def __init__(self, kind, n_workers, quiet=False):
+        self.kind, self.n_workers, self.quiet = kind, n_workers, quiet
+        self.name = f"{kind} x{n_workers}" + (", quiet workers" if quiet else "")
         self._cluster = self._client = None
 
     def __enter__(self):
@@ -116,12 +123,13 @@ class Executor:
             import dask
             from distributed import Client, LocalCluster
 
-            with dask.config.set({"distributed.worker.profile.enabled": self.worker_profiler}):
+            settings = QUIET_WORKERS if self.quiet else {}
+            with dask.config.set(settings):
                 self._cluster = LocalCluster(n_workers=self.n_workers, threads_per_worker=1, processes=True,
                                              dashboard_address=None)
                 self._client = Client(self._cluster)
-            enabled = self._client.run(lambda: dask.config.get("distributed.worker.profile.enabled"))
-            assert set(enabled.values()) == {self.worker_profiler}, enabled  # the workers got the setting
+            got = self._client.run(lambda: {key: dask.config.get(key) for key in settings})
+            assert all(value == settings for value in got.values()), got  # the workers got the settings
         return self
 
     def __exit__(self, *exc):
@@ -287,7 +295,7 @@ def grid(executors, counts, n_rows):
 MIXTURE_TARGETS = {"joblib x2": 0.6, "dask x2": 0.65, "joblib-dask x2": 0.75}
 
 
-def mixture(executors, n_rows, repeats, counts, deadline, executors_for_four=()):
+def mixture(executors, n_rows, repeats, counts, deadline):
     """Each candidate count of ``counts``, each executor in turn, ``repeats`` rounds; each round's ratios are to
     its own ``n_jobs=1`` wall (a shared machine's load drifts between rounds), and a last row per executor gives
     the median over rounds. Each row keeps its calls' per-candidate update times and, for up to 8 candidates, their
@@ -299,16 +307,15 @@ def mixture(executors, n_rows, repeats, counts, deadline, executors_for_four=())
         warnings.filterwarnings("ignore", category=category)
     rows = []
     for n in counts:
-        mine = executors + (list(executors_for_four) if n == 4 else [])
         for round_ in range(repeats):
             reference = None
-            for executor in mine:
+            for executor in executors:
                 rows.append(mixture_row(executor, n, X, reference, deadline, round_))
                 if reference is None:
                     reference = (rows[-1]["log_evidences"], rows[-1]["wall"])
                 print_row(rows[-1])
         if repeats > 1:
-            rows += median_rows(rows, mine, n, repeats)
+            rows += median_rows(rows, executors, n, repeats)
     return rows
 
 
@@ -474,9 +481,9 @@ def main(argv=None):
     if "mixture" in args.only:
         print_header(f"{', '.join(map(str, args.candidates))} BayesianMixture candidates on 2 workers (targets: "
                      + ", ".join(f"{name} <= {target}" for name, target in MIXTURE_TARGETS.items()) + ")")
-        out["mixture"] = mixture([executors[0], executors[1], executors[3], Executor("joblib-dask", 2)],
-                                 1500 if args.quick else 4500, args.repeats, args.candidates, args.deadline,
-                                 executors_for_four=[Executor("dask", 2, worker_profiler=False)])
+        out["mixture"] = mixture([executors[0], executors[1], executors[3], Executor("joblib-dask", 2),
+                                  Executor("dask", 2, quiet=True)],
+                                 1500 if args.quick else 4500, args.repeats, args.candidates, args.deadline)
         out["side_by_side_slowdown"] = side_by_side_slowdown(make_mixture(1500, random_state=1).X)
         print(f"\nmachine: a mixture fit run next to a copy of itself takes {out['side_by_side_slowdown']:.2f}x its "
               f"CPU time alone, so no 2-worker run can beat {out['side_by_side_slowdown'] / 2:.2f}x the n_jobs=1 wall")
