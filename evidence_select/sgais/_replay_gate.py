@@ -78,13 +78,12 @@ def fell_behind(check, groups, standing_gap, settings):
     last check, which left ``standing_gap`` (nats; 0 where that check passed or none ran).
 
     The pooled estimate fell behind when its gap grew by more than ``settings.gap_sigmas`` combined standard
-    deviations (its own and the mode value's). A replicate group fell behind the others when it reads below the
-    pooled estimate by more than ``gap_sigmas`` times the standard deviation of the difference of two groups (its
-    own variance plus the groups' mean). ``groups`` is ``(log_evidence, log_evidence_variance)``, each of shape
-    ``(n_groups,)``: the groups' estimates after the chunk and the variances of their logs. Their own variances,
-    not the pooled error, measure the groups' disagreement: the pooled error holds the groups' spread, which a
-    group left in a poorer mode widens by as much as it fell behind, while the pooled estimate follows the better
-    groups. A deficit all groups share (their first chunk's annealing from the prior) leaves the groups level.
+    deviations (its own and the mode value's). A replicate group fell behind the others when it sits below the
+    pool by more than ``gap_sigmas`` of the groups' own errors (:func:`~._state.group_left_behind`): the pooled
+    error holds the groups' spread, which such a group widens by as much as it fell behind, while the pooled
+    estimate follows the better groups. ``groups`` is ``(log_evidence, log_evidence_variance)``, each of shape
+    ``(n_groups,)``: the groups' estimates after the chunk and the variances of their logs. A deficit all groups
+    share (their first chunk's annealing from the prior) leaves the groups level.
 
     Examples
     --------

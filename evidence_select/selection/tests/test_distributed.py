@@ -320,6 +320,27 @@ def test_a_worker_without_candidates_left_takes_the_others_waiting_ones(client, 
     _assert_same_results(_stream(_candidates(6, n_jobs=1), data), selector)
 
 
+class FailingSecondCallRegressor(BayesianLinearRegressor):
+    """A candidate whose update fails once it has seen rows (a worker task that raises)."""
+
+    def partial_fit(self, X, y, **params):
+        if getattr(self, "n_samples_seen_", 0):
+            raise RuntimeError("this candidate fails on its second call")
+        return super().partial_fit(X, y, **params)
+
+
+def test_a_candidate_failing_on_a_worker_leaves_the_dask_selector_as_it_was(client, data):
+    selector = _candidates(6, parallel="dask")
+    selector.estimators[4] = ("failing", FailingSecondCallRegressor(noise_variance=2.0, **FAST))
+    selector.partial_fit(data.X[:CHUNK], data.y[:CHUNK])
+    before = selector.log_evidences_.copy()
+    with pytest.raises(RuntimeError, match="fails on its second call"):
+        selector.partial_fit(data.X[CHUNK:], data.y[CHUNK:])
+    assert selector.n_samples_seen_ == CHUNK
+    np.testing.assert_array_equal(selector.log_evidences_, before)
+    assert [est.n_samples_seen_ for est in selector.estimators_] == [CHUNK] * 6
+
+
 def test_dask_selector_pickles_and_resumes_with_joblib(client, data):
     resident = _selector(parallel="dask").partial_fit(data.X[:CHUNK], data.y[:CHUNK])
     restored = pickle.loads(pickle.dumps(resident))
