@@ -431,9 +431,9 @@ def longest_first_resident(seconds):
     return sorted(range(len(seconds)), key=lambda k: -seconds[k])
 
 
-#: A candidate leaves its worker at the start of a call only if that saves the split at least this fraction of a
-#: worker's even share of the time so far: a move sends its whole state (its reservoir), and measured times are
-#: noisy.
+#: A candidate leaves its worker at the start of a call only where another worker's planned load is below its own
+#: by more than this fraction of a worker's even share of the time so far: a move sends its whole state (its
+#: reservoir), and measured times are noisy.
 _MOVE_SLACK = 0.05
 
 
@@ -497,7 +497,7 @@ class ResidentCandidates(Sequence):
         The worker address of each candidate.
     seconds : list of float
         Each candidate's update time summed over the calls on these workers,
-        from which the next call's homes are balanced (:func:`rebalanced_homes`).
+        from which the next call's split is planned (:func:`planned_homes`).
         The sum, not the last call: a stream's cost comes in bursts (a first
         chunk, a restart) that every candidate meets in the same call, each in
         proportion to its own cost.
