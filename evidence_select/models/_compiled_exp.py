@@ -2,6 +2,10 @@
 
 Imported by the kernel modules only (``_compiled_mixture``, ``_compiled_softmax``), which the models import on
 their first kernel call: importing ``evidence_select`` imports no numba.
+
+The exponentials are inlined into each kernel by numba (``inline="always"``), so a kernel's machine code follows
+from its own source alone. Called as separate compiled functions, their code was linked into a kernel as a process
+had first compiled them, and the kernels' bits then depended on which model a fresh cache had compiled first.
 """
 
 import math
@@ -50,7 +54,7 @@ _TAYLOR_12 = tuple(1.0 / math.factorial(i) for i in range(12, -1, -1))  # highes
 _TAYLOR_7 = _TAYLOR_12[5:]
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, inline="always")
 def _exp_taylor(x, coefficients):
     kf = np.floor(x * _LOG2E + 0.5)
     r = x - kf * _LN2
@@ -60,13 +64,13 @@ def _exp_taylor(x, coefficients):
     return p * _float_from_bits((np.int64(np.int32(kf)) + 1023) << 52)
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, inline="always")
 def exp_accurate(x):
     """``exp(x)`` on ``[-80, 0]`` to 3e-15 relative (degree 12): the log-likelihood's, which feeds the evidence."""
     return _exp_taylor(x, _TAYLOR_12)
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, inline="always")
 def exp_coarse(x):
     """``exp(x)`` on ``[-80, 0]`` to 7e-9 relative (degree 7): the gradient's, a noisy mini-batch estimate anyway
     (the numpy gradient used single-precision exponentials, 1e-7)."""
@@ -85,7 +89,7 @@ _EXPF_POLYNOMIAL = tuple(np.float32(c) for c in (1.9875691500e-4, 1.3981999507e-
                                                   4.1665795894e-2, 1.6666665459e-1, 5.0000001201e-1))
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, inline="always")
 def exp_single(x):
     """``exp(x)`` of a float32 on ``[-80, 80]`` (or NaN, which it returns) to a float32 ulp or two: the softmax's
     stochastic gradient's."""

@@ -350,3 +350,23 @@ def test_a_second_process_loads_the_kernels_from_the_cache(tmp_path):
     hits, misses = map(int, second[0].split())
     assert hits >= 3 and misses == 0
     assert first[1] == second[1]
+
+
+@pytest.mark.slow
+def test_the_kernels_bits_do_not_depend_on_which_model_compiled_first(tmp_path):
+    """Two fresh caches: one where a mixture's kernel (sharing the exponentials) compiles before the softmax's, one
+    where the softmax's compiles alone. The softmax log-likelihood has the same bits in both (it did not while the
+    exponentials were linked in as a process had first compiled them)."""
+    code = """
+        import numpy as np
+        from evidence_select.models import GaussianMixtureModel, SoftmaxRegressionModel
+        if {mixture_first}:
+            mixture, other = GaussianMixtureModel(3, 2), np.random.default_rng(1)
+            mixture.log_likelihood(mixture.sample_prior(other, 4), other.normal(size=(50, 2)))
+        model, rng = SoftmaxRegressionModel(3, 4), np.random.default_rng(0)
+        theta, X, y = model.sample_prior(rng, 4), rng.normal(size=(500, 3)), rng.integers(0, 4, size=500)
+        print(model.log_likelihood(theta, X, y).tobytes().hex())
+    """
+    outputs = [_run(code.format(mixture_first=first), dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path / str(first))))
+               for first in (True, False)]
+    assert outputs[0] == outputs[1]
