@@ -333,9 +333,9 @@ def _next_state(state, context, closed, carried, widening, degraded):
         step_scales=pooled_step_scales(context.scales.past, n_seen, context.scales.chunk, n_chunk),
         n_surprise_evaluations=state.n_surprise_evaluations + counts.n_surprise_evaluations,
         increment_variance=_increment_variance(state, closed),
-        widening=state.widening._replace(degraded_variance=_kept_degraded_variance(state, closed) + widening**2,
-                                         n_degraded_chunks=state.widening.n_degraded_chunks + degraded,
-                                         mode_gap_variance=closed.mode_gap_variance),
+        widening=_kept_widening(state, closed)._replace(
+            degraded_variance=_kept_degraded_variance(state, closed) + widening**2,
+            n_degraded_chunks=state.widening.n_degraded_chunks + degraded, mode_gap_variance=closed.mode_gap_variance),
         past_statistics=past_statistics)
 
 
@@ -346,6 +346,14 @@ def _increment_variance(state, closed):
     if closed.n_replayed:
         return closed.increment_variance
     return state.increment_variance + increment_spread(state.log_evidence, closed.particles.log_evidence)
+
+
+def _kept_widening(state, closed):
+    """The state's :class:`~._state.ErrorWidening`, less the groups a posterior-mode check measured
+    (``checked_groups``) after a restart: it pooled the groups afresh."""
+    if closed.n_replayed:
+        return state.widening._replace(checked_groups=(), checked_variance=0.0)
+    return state.widening
 
 
 def _kept_degraded_variance(state, closed):

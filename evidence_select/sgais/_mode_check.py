@@ -28,7 +28,7 @@ from ..utils._likelihood import log_lik_sum
 from ..utils._workspace import Workspace
 from ._policy import crossed_checkpoint
 from ._settings import ModeCheckSettings
-from ._state import evidence_estimate
+from ._state import evidence_estimate, standing_groups
 
 __all__ = ["ModeCheck", "checked_widening", "compare_with_mode", "importance_at_mode",
            "negative_log_joint", "best_mode", "ModeEvidence", "mode_importance_log_evidence", "mode_check_due",
@@ -303,7 +303,10 @@ def apply_mode_check(state, model, settings, evidence=None):
     more than ``settings.gap_sigmas`` combined standard deviations the gap is
     kept as ``SGAISState.widening.mode_gap_variance`` (``log_evidence_std``
     includes it) until a later check passes, which clears it; either way the
-    gap replaces the degraded chunks' widening (:func:`checked_widening`).
+    gap replaces the degraded chunks' widening (:func:`checked_widening`). Where
+    replicate groups were left behind in a poorer mode, the estimate is
+    checked with the spread of the others (:func:`groups_to_check`), which
+    then stands for the groups' until a restart or the next check.
 
     Returns
     -------
@@ -320,9 +323,23 @@ def apply_mode_check(state, model, settings, evidence=None):
         check = rows_mode_evidence(model, *reservoir_data(state.reservoir), make_generator(state.rng), settings)
     if check is None:
         return state, None
-    result = compare_with_mode(
-        evidence_estimate(state._replace(widening=state.widening._replace(mode_gap_variance=0.0))), check, settings)
-    return state._replace(widening=checked_widening(state.widening, result.gap, result.failed)), result
+    unchecked = state._replace(widening=state.widening._replace(
+        mode_gap_variance=0.0, checked_groups=groups_to_check(state, settings), checked_variance=0.0))
+    result = compare_with_mode(evidence_estimate(unchecked), check, settings)
+    return state._replace(widening=checked_widening(unchecked.widening, result)), result
+
+
+def groups_to_check(state, settings):
+    """The replicate groups whose estimate a posterior-mode check measures (``ErrorWidening.checked_groups``):
+    those that stand with the pool where others were left behind in a poorer mode by more than
+    ``settings.gap_sigmas`` of their own errors (:func:`~._state.standing_groups`), else ``()``, all of them.
+
+    The pooled estimate follows the better groups; checked against the mode's value with their own spread, the
+    check measures whether they missed mass, where the spread of all groups would measure the gap between the
+    groups' modes and pass any estimate.
+    """
+    standing = standing_groups(state.log_evidence, state.log_evidence_variance, settings.gap_sigmas)
+    return () if standing.all() else tuple(int(g) for g in np.flatnonzero(standing))
 
 
 def compare_with_mode(estimate, evidence, settings):
@@ -335,15 +352,20 @@ def compare_with_mode(estimate, evidence, settings):
     return ModeCheck(evidence=evidence, log_evidence=log_z, std=std, gap=gap, failed=failed)
 
 
-def checked_widening(widening, gap, failed):
-    """The :class:`~._state.ErrorWidening` after a posterior-mode check that measured ``gap`` (nats, the mode's
-    value minus the estimate) and ``failed`` or passed.
+def checked_widening(widening, check):
+    """The :class:`~._state.ErrorWidening` after a posterior-mode ``check`` (a :class:`ModeCheck`) that measured
+    ``check.gap`` (nats, the mode's value minus the estimate) and failed or passed.
 
     The measured gap replaces what degraded chunks added: a failed check keeps ``gap**2`` as the mode-gap
     variance and drops the degraded variance (the gap is the miss it guessed at); a passing check clears the
     mode gap and caps the degraded variance at ``gap**2``, the distance the check found between the estimate and
-    the mode's value.
+    the mode's value. Where the check measured some groups only (``widening.checked_groups``), a passing check
+    keeps what it could vouch for as the least the checked groups' spread stands for (``checked_variance``): its
+    gap where the estimate reads below the mode's value, and the mode value's own variance.
     """
-    if failed:
+    gap = check.gap
+    if check.failed:
         return widening._replace(mode_gap_variance=gap**2, degraded_variance=0.0)
-    return widening._replace(mode_gap_variance=0.0, degraded_variance=min(widening.degraded_variance, gap**2))
+    checked_variance = max(gap, 0.0)**2 + check.evidence.std**2 if widening.checked_groups else 0.0
+    return widening._replace(mode_gap_variance=0.0, degraded_variance=min(widening.degraded_variance, gap**2),
+                             checked_variance=checked_variance)

@@ -45,7 +45,8 @@ from ..utils._nested import run_inner
 from ..utils._threads import single_threaded_blas
 from ..utils._warnings import warn
 from ._moves import MoveTarget, past_log_likelihood
-from ._state import Particles, StepCounts, group_left_behind, initial_increment_variance
+from ._state import (OVERSHOOT_STD, Particles, StepCounts, group_left_behind, initial_increment_variance,
+                     standing_groups)
 from ._steps import choose_increment, tempering_step
 
 __all__ = ["ActionKind", "ChunkAction", "ChunkMode", "Degradation", "Replay", "SurpriseLimits", "arrival_action",
@@ -563,9 +564,15 @@ def pooled_increment_variance(first, merged, increment_variance, split_sigmas):
     spread of their log evidences is kept; later chunks add their increments to it. Where one of the in-order
     groups sits below the others by more than ``split_sigmas`` of their own errors
     (:func:`~._state.group_left_behind`), its spread measured the gap between their modes, which the pooled ``Z``
-    does not rest on, and only the pooled groups' spread is kept.
+    does not rest on, and only the pooled groups' spread is kept. Where pooled groups too were left behind
+    (:func:`~._state.standing_groups`), the spread they add beyond the standing groups' is kept up to
+    :data:`~._state.OVERSHOOT_STD` only: the groups' spread of levels, a term of its own in
+    :func:`~._state.combine_replicates`, still shows the split until a posterior-mode check measures the groups
+    the estimate follows.
     """
-    kept = initial_increment_variance(merged.log_evidence)
+    standing = standing_groups(merged.log_evidence, merged.log_evidence_variance, split_sigmas)
+    kept = min(initial_increment_variance(merged.log_evidence),
+               max(initial_increment_variance(merged.log_evidence, standing), OVERSHOOT_STD**2))
     if group_left_behind(first.log_evidence, first.log_evidence_variance, split_sigmas):
         return kept
     share_first = math.exp(float(logsumexp(first.log_evidence) - logsumexp(merged.log_evidence)) - math.log(2))

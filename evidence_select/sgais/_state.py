@@ -19,8 +19,8 @@ from ..utils._logspace import log_expm1
 
 __all__ = ["SGAISConfig", "SGAISState", "ErrorWidening", "ChunkRecord", "Particles", "StepCounts", "sgais_init",
            "combine_replicates", "evidence_estimate", "increment_spread", "initial_increment_variance",
-           "group_left_behind", "population_log_variance",
-           "particle_log_weights", "SamplerDegeneracyWarning", "PAPER_SETTINGS"]
+           "group_left_behind", "standing_groups", "checked_groups_lead", "OVERSHOOT_STD",
+           "population_log_variance", "particle_log_weights", "SamplerDegeneracyWarning", "PAPER_SETTINGS"]
 
 
 class SamplerDegeneracyWarning(RuntimeWarning):
@@ -97,11 +97,17 @@ PAPER_SETTINGS = dict(n_particles=10, learning_rate=0.1, friction=0.2, n_mcmc_st
 class ErrorWidening(NamedTuple):
     """What a run's error bar adds, in quadrature, for errors that neither the groups' spread nor their weights
     can see: variances in nats^2 that persist from chunk to chunk into ``log_evidence_std``, until a restart
-    (the degraded variance) or a posterior-mode check (both: the gap it measured replaces them) resets them."""
+    (the degraded variance) or a posterior-mode check (both: the gap it measured replaces them) resets them; and
+    the groups such a check measured where the others sat in a poorer mode, whose spread then stands for the
+    groups'."""
 
     degraded_variance: float = 0.0  # added by degraded chunks (ChunkRecord.degraded, .log_evidence_widening)
     n_degraded_chunks: int = 0  # the chunks whose evidence the engine could not guarantee
     mode_gap_variance: float = 0.0  # squared gap of the last posterior-mode check that failed, 0 if it passed
+    # The groups a posterior-mode check measured where others were left behind in a poorer mode
+    # (combine_replicates); () for all groups. A restart, which pools the groups afresh, clears it.
+    checked_groups: tuple = ()
+    checked_variance: float = 0.0  # what a passing check of those groups vouched for (checked_widening), nats^2
 
 
 class SGAISState(NamedTuple):
@@ -334,7 +340,13 @@ def sgais_init(rng, model, config, n_features, y_dtype=None):
                       n_samples_seen=0, n_chunks=0, n_datum_evaluations=0)
 
 
-def combine_replicates(log_evidence, log_evidence_variance=None, increment_variance=None):
+#: Half the overshoot that Markov's inequality allows an unbiased evidence estimate at 5%: ``Z_hat`` reads ``e^t``
+#: above the truth with probability at most ``e^-t``, and ``t = log 20`` there. The most the spread of groups left
+#: far behind adds to the error bar of an estimate a posterior-mode check measured (:func:`combine_replicates`).
+OVERSHOOT_STD = math.log(20.0) / 2
+
+
+def combine_replicates(log_evidence, log_evidence_variance=None, increment_variance=None, checked_groups=()):
     """Combine per-group log evidences: ``(log mean Z_g, std of log Z)``.
 
     The mean of independent unbiased ``Z_g`` is unbiased. Its log has three
@@ -359,20 +371,56 @@ def combine_replicates(log_evidence, log_evidence_variance=None, increment_varia
     small-sample correction of the first: ``benchmarks/bench_coverage.py``
     measures the coverage this gives. Returns NaN for the std only when no
     term is available.
+
+    ``checked_groups`` (indices, ``ErrorWidening.checked_groups``) are the
+    groups a posterior-mode check measured the estimate on while the others
+    were left behind in a poorer mode (:func:`group_left_behind`); the check
+    measured whether they missed mass, the side of the error where the truth
+    lies above the estimate. A group left far behind adds almost nothing to the
+    mean ``Z``, and its distance measures the gap between the modes, not the
+    error of the groups the mean rests on; the other side of the error, the
+    estimate above the truth, has Markov's bound: an unbiased mean ``Z`` reads
+    ``e^t`` above the truth with probability at most ``e^-t``. While every
+    other group reads below all the checked ones, the spread term is the
+    checked groups' spread, or the spread of all groups capped at
+    :data:`OVERSHOOT_STD` where that is larger: two of it are the overshoot
+    Markov's bound allows at 5%, so a group left far behind cannot widen the
+    error bar beyond what the estimate can read too high, and a split within
+    the groups' noise keeps its spread.
     """
     log_evidence = np.asarray(log_evidence, dtype=float)
-    n_groups = len(log_evidence)
     combined = float(log_mean_exp(log_evidence))
     if not np.isfinite(combined):
         return combined, float("nan")
     candidates = []
-    if n_groups >= 2:
-        candidates.append(math.sqrt(mean_and_squared_error(log_evidence)[1]))
+    if len(log_evidence) >= 2:
+        spread = math.sqrt(mean_and_squared_error(log_evidence)[1])
+        if checked_groups_lead(log_evidence, checked_groups):
+            checked = log_evidence[list(checked_groups)]
+            spread = max(min(spread, OVERSHOOT_STD),
+                         math.sqrt(mean_and_squared_error(checked)[1]) if len(checked) >= 2 else 0.0)
+        candidates.append(spread)
     if increment_variance:
         candidates.append(math.sqrt(increment_variance))
     if log_evidence_variance is not None:
         candidates.append(math.sqrt(population_log_variance(log_evidence_variance)))
     return combined, float(max(candidates)) if candidates else float("nan")
+
+
+def checked_groups_lead(log_evidence, checked_groups):
+    """Whether ``checked_groups`` (indices, some of the groups) still read above every other group.
+
+    Examples
+    --------
+    >>> checked_groups_lead([-10.0, -90.0], (0,)), checked_groups_lead([-10.0, -9.0], (0,))
+    (True, False)
+    """
+    if len(checked_groups) == 0 or len(checked_groups) == len(log_evidence):
+        return False
+    log_evidence = np.asarray(log_evidence, dtype=float)
+    checked = np.zeros(len(log_evidence), dtype=bool)
+    checked[list(checked_groups)] = True
+    return bool(np.max(log_evidence[~checked]) < np.min(log_evidence[checked]))
 
 
 def increment_spread(log_evidence_before, log_evidence_after):
@@ -387,6 +435,27 @@ def increment_spread(log_evidence_before, log_evidence_after):
     if len(increments) < 2 or not np.all(np.isfinite(increments)):
         return 0.0
     return mean_and_squared_error(increments)[1]
+
+
+def standing_groups(log_evidence, log_evidence_variance, sigmas):
+    """Boolean mask of the replicate groups that stand with the pool: those not left behind
+    (:func:`group_left_behind`).
+
+    A group reading below the pool of the groups (their log mean exp) by more than ``sigmas`` standard deviations
+    of a difference of two groups (its own log-variance plus the groups' mean) is left behind, as is a group whose
+    estimate is -inf (no mass left). A NaN reading says nothing: every group stands.
+
+    Examples
+    --------
+    >>> standing_groups([-0.5, -1800.0, -1.0], [1.0, 1.0, 1.0], sigmas=2.0)
+    array([ True, False,  True])
+    """
+    log_evidence = np.asarray(log_evidence, dtype=float)
+    if len(log_evidence) < 2 or not np.all(np.isfinite(log_evidence)):
+        return log_evidence != -np.inf
+    variance = np.asarray(log_evidence_variance, dtype=float)
+    below_pool = log_mean_exp(log_evidence) - log_evidence
+    return ~(below_pool > sigmas * np.sqrt(variance + np.mean(variance)))
 
 
 def group_left_behind(log_evidence, log_evidence_variance, sigmas):
@@ -404,18 +473,16 @@ def group_left_behind(log_evidence, log_evidence_variance, sigmas):
     >>> group_left_behind([-0.5, -1.5], [1.0, 1.0], sigmas=2.0)
     False
     """
-    log_evidence = np.asarray(log_evidence, dtype=float)
-    variance = np.asarray(log_evidence_variance, dtype=float)
-    if len(log_evidence) < 2 or not np.all(np.isfinite(log_evidence)):
-        return bool(np.any(log_evidence == -np.inf))
-    below_pool = log_mean_exp(log_evidence) - log_evidence
-    return bool(np.any(below_pool > sigmas * np.sqrt(variance + np.mean(variance))))
+    return not bool(np.all(standing_groups(log_evidence, log_evidence_variance, sigmas)))
 
 
-def initial_increment_variance(log_evidence):
+def initial_increment_variance(log_evidence, standing=None):
     """The groups' spread of their log evidences, ``sample variance of log Z_g / G`` (0 for one group): where
-    the least ``SGAISState.increment_variance`` keeps after a restart pooled the groups."""
+    the least ``SGAISState.increment_variance`` keeps after a restart pooled the groups. ``standing`` (a boolean
+    mask, :func:`standing_groups`) keeps the groups the pooled estimate rests on."""
     log_evidence = np.asarray(log_evidence, dtype=float)
+    if standing is not None:
+        log_evidence = log_evidence[standing]
     if len(log_evidence) < 2 or not np.all(np.isfinite(log_evidence)):
         return 0.0
     return mean_and_squared_error(log_evidence)[1]
@@ -438,11 +505,18 @@ def population_log_variance(log_evidence_variance):
 def evidence_estimate(state):
     """``(log_evidence, log_evidence_std)`` of a state.
 
-    The std is that of :func:`combine_replicates`, widened in quadrature by the
+    The std is that of :func:`combine_replicates` (its spread over the groups
+    a posterior-mode check measured, where it left out groups in a poorer
+    mode: ``ErrorWidening.checked_groups``, and then at least what the check
+    vouched for, ``checked_variance``), widened in quadrature by the
     variance that degraded chunks added (``ChunkRecord.degraded``) and by the
     gap to a failed posterior-mode check (``ChunkRecord.mode_log_evidence``).
     """
-    log_z, std = combine_replicates(state.log_evidence, state.log_evidence_variance, state.increment_variance)
+    checked = state.widening.checked_groups
+    log_z, std = combine_replicates(state.log_evidence, state.log_evidence_variance, state.increment_variance,
+                                    checked)
+    if checked_groups_lead(state.log_evidence, checked):
+        std = max(std, math.sqrt(state.widening.checked_variance))
     widening = state.widening.degraded_variance + state.widening.mode_gap_variance
     if widening:
         std = math.sqrt(std**2 + widening)

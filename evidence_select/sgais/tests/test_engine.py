@@ -9,7 +9,7 @@ from evidence_select.datasets import make_linear_regression
 from evidence_select.sgais._engine import SGAISConfig, evidence_estimate, sgais_init, sgais_update
 from evidence_select.sgais._policy import (crossed_checkpoint, merge_independent_runs, per_row_spread,
                                           pooled_increment_variance)
-from evidence_select.sgais._state import Particles, combine_replicates, increment_spread
+from evidence_select.sgais._state import OVERSHOOT_STD, Particles, combine_replicates, increment_spread
 from evidence_select.models import LinearGaussianModel
 
 
@@ -71,6 +71,22 @@ def test_combine_replicates_reports_the_largest_of_its_three_error_terms():
     assert np.isclose(combine_replicates([0.0, 1.0], [2.0, 2.0], 0.81)[1], weight_term)
     assert np.isnan(combine_replicates([3.0])[1])  # one group and no weights: nothing to go by
     assert np.isclose(combine_replicates([3.0], [0.5])[1], np.sqrt(0.5))
+
+
+def test_the_spread_of_checked_groups_stands_for_the_groups_while_they_lead():
+    # Groups 0 and 2 checked against the posterior's mode while group 1 sat 100 nats below: the spread of all
+    # three (57 nats) is capped at Markov's overshoot (1.5 nats), above the checked groups' own (0.5).
+    assert np.isclose(combine_replicates([0.0, -100.0, -1.0], None, None, (0, 2))[1], OVERSHOOT_STD)
+    assert np.isclose(OVERSHOOT_STD, np.log(20.0) / 2)
+    far_checked = [0.0, -100.0, -5.0]  # the checked groups' own spread, 2.5 nats, is larger than the cap
+    assert np.isclose(combine_replicates(far_checked, None, None, (0, 2))[1], np.std([0.0, -5.0], ddof=1) / np.sqrt(2))
+    # A split within the groups' noise keeps its spread (1 nat).
+    assert np.isclose(combine_replicates([0.0, -2.0], None, None, (0,))[1], 1.0)
+    # Once group 1 reads above a checked group, the spread is all three's again.
+    assert np.isclose(combine_replicates([0.0, -0.5, -100.0], None, None, (0, 2))[1],
+                      combine_replicates([0.0, -0.5, -100.0])[1])
+    # The estimate stays the mean of every group's Z.
+    assert combine_replicates([0.0, -100.0, -1.0], None, None, (0, 2))[0] == combine_replicates([0.0, -100.0, -1.0])[0]
 
 
 def test_increment_variance_sums_each_chunks_spread_of_the_groups_increments():
@@ -230,6 +246,14 @@ def test_a_restart_carries_the_in_order_spread_unless_it_measured_a_split_betwee
     # the pooled Z rests on, and only the pooled groups' spread is kept.
     split = _particles(theta, uniform, np.array([-1810.0, -10.0]), np.array([1.0, 1.0]))
     assert pooled_increment_variance(split, merged, 1e6, 2.0) == pytest.approx(kept)
+    # Pooled groups still split (the replays did not bring one back): the kept spread is the standing groups'
+    # (none of two) up to Markov's overshoot; their spread of levels (combine_replicates) says the rest until a
+    # posterior-mode check measures them. A split within the groups' noise keeps its spread.
+    still_split = merged._replace(log_evidence=np.array([-10.0, -110.0]))
+    assert pooled_increment_variance(split, still_split, 1e6, 2.0) == pytest.approx(OVERSHOOT_STD**2)
+    assert pooled_increment_variance(level, still_split, 0.0, 2.0) == pytest.approx(OVERSHOOT_STD**2)
+    noise_split = merged._replace(log_evidence=np.array([-10.0, -12.0]), log_evidence_variance=np.array([0.1, 0.1]))
+    assert pooled_increment_variance(split, noise_split, 1e6, 2.0) == pytest.approx(1.0)
 
 
 def test_merge_independent_runs_keeps_a_huge_log_variance_finite_without_warnings():

@@ -92,6 +92,20 @@ def test_a_check_replaces_the_degraded_widening_by_the_gap_it_measured(mixture_s
         assert checked.widening.mode_gap_variance == (check.gap**2 if check.failed else 0.0)
 
 
+def test_a_check_of_split_groups_measures_the_groups_the_estimate_follows(mixture_states):
+    """Over seeds: with one group 100 nats below the other (stuck in a poorer mode), the check measures the group
+    the pooled estimate follows, so the error bar after it is about the distance to the mode's value (it holds
+    that value), not the 50-nat spread of the split groups, which would pass any estimate."""
+    for est in mixture_states:
+        state = est.sgais_state_
+        state = state._replace(log_evidence=state.log_evidence - np.array([0.0, 100.0]))
+        checked, check = apply_mode_check(state, est.model_, est.sgais_config_.tuning.mode_check)
+        log_z, std = evidence_estimate(checked)
+        assert checked.widening.checked_groups == (0,)
+        assert check.evidence.log_evidence - log_z <= std < 10.0
+        assert std >= check.evidence.std
+
+
 def _degraded_after_400_rows(data):
     """A linear estimator fitted on the first 400 rows of ``data`` whose last record flags it ``degraded``."""
     est = BayesianLinearRegressor(batch_size=200, random_state=0).partial_fit(data.X[:400], data.y[:400])
