@@ -75,7 +75,7 @@ def test_combine_replicates_reports_the_largest_of_its_three_error_terms():
 
 def test_the_spread_of_checked_groups_stands_for_the_groups_while_they_lead():
     # Groups 0 and 2 checked against the posterior's mode while group 1 sat 100 nats below: the spread of all
-    # three (57 nats) is capped at Markov's overshoot (1.5 nats), above the checked groups' own (0.5).
+    # three (33 nats) is capped at Markov's overshoot (1.5 nats), above the checked groups' own (0.5).
     assert np.isclose(combine_replicates([0.0, -100.0, -1.0], None, None, (0, 2))[1], OVERSHOOT_STD)
     assert np.isclose(OVERSHOOT_STD, np.log(20.0) / 2)
     far_checked = [0.0, -100.0, -5.0]  # the checked groups' own spread, 2.5 nats, is larger than the cap
