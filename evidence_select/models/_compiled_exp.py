@@ -3,9 +3,11 @@
 Imported by the kernel modules only (``_compiled_mixture``, ``_compiled_softmax``), which the models import on
 their first kernel call: importing ``evidence_select`` imports no numba.
 
-The exponentials are inlined into each kernel by numba (``inline="always"``), so a kernel's machine code follows
-from its own source alone. Called as separate compiled functions, their code was linked into a kernel as a process
-had first compiled them, and the kernels' bits then depended on which model a fresh cache had compiled first.
+The exponentials are inlined into each kernel by numba (``inline="always"``), so that a kernel's machine code
+follows from its own source alone: a separately compiled function is linked into its callers as the process first
+compiled it, which would make a kernel's bits depend on which model a fresh cache compiled first. numba invalidates
+a cached kernel when its own file changes, not when this module does: after editing it, delete the ``*.nbi`` and
+``*.nbc`` files in the models' ``__pycache__`` (or ``NUMBA_CACHE_DIR``) before comparing results.
 """
 
 import math

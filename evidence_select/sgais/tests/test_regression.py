@@ -19,8 +19,9 @@ an accept decision flips, after which the run is another draw of the same estima
 the environment that pinned them, and skipped elsewhere with the reason.
 
 A deliberate change of an algorithm re-pins the values (``PYTHONPATH=. python
-evidence_select/sgais/tests/_regression_cases.py`` from the repository's root, in the environment whose key it
-prints) and says so in its commit message, with the change's effect measured over many seeds.
+evidence_select/sgais/tests/_regression_cases.py`` from the repository's root, with an empty ``NUMBA_CACHE_DIR``
+so that no kernel comes from a stale cache, in the environment whose key it prints) and says so in its commit
+message, with the change's effect measured over many seeds.
 """
 
 import numpy as np
