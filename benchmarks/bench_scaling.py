@@ -35,7 +35,11 @@ Usage::
    wall the best fixed placement of these candidates and the best placement
    chosen anew for each call allow (:func:`placement_bounds`, from the calls'
    measured update times; up to 8 candidates), since each call ends when its busiest
-   worker does.
+   worker does. A last table says where each run's time went: the candidates' update
+   seconds summed over its calls, as measured where they ran, against the ``n_jobs=1``
+   sum (an update slowed down by what shares its worker), and this process's CPU
+   seconds (the caller and a LocalCluster's scheduler, which compete with the workers
+   for the cores).
 3. ``shipping``: what joblib's copies cost. 4 linear candidates streamed to
    ``--shipping-rows`` rows (their reservoirs full), then one more call with
    chunks of 500, 5000 and 50000 rows on each executor (3 repeats, best): time
@@ -325,9 +329,12 @@ def mixture_row(executor, n, X, reference, deadline, round_):
         stream(mixture_candidates(4)[:2], X[:CHUNK], None, executor)  # warm-up
         del update_seconds[:]
         timeout = None if reference is None else deadline * reference[1]
+        own_cpu = time.process_time()
         done = stream_within(timeout, mixture_candidates(n), X, None, executor)
+        own_cpu = time.process_time() - own_cpu
     row = dict(executor=executor.name, candidates=n, rows=len(X), passes=float("nan"), load=os.getloadavg()[0],
-               round=round_, target=MIXTURE_TARGETS.get(executor.name), update_seconds=update_seconds)
+               round=round_, target=MIXTURE_TARGETS.get(executor.name), update_seconds=update_seconds,
+               own_cpu=own_cpu)
     if done is None:
         return dict(row, wall=float("nan"), cpu=float("nan"), wall_ratio=float("nan"), identical=False,
                     stalled=True, log_evidences=None)
@@ -341,6 +348,30 @@ def mixture_row(executor, n, X, reference, deadline, round_):
     return dict(row, wall=wall, cpu=cpu, wall_ratio=wall / wall_ref, stalled=False,
                 identical=bool(np.array_equal(selector.log_evidences_, z_ref)),
                 log_evidences=selector.log_evidences_.tolist())
+
+
+def print_update_costs(rows):
+    """Where each mixture run's time went: the candidates' update seconds summed over its calls (measured where
+    they ran: in this process, in loky workers or on dask workers) against its round's ``n_jobs=1`` sum, and the
+    CPU seconds of this process, which holds the caller and, for a LocalCluster, dask's scheduler.
+
+    An update that costs more on a worker than in this process pays for what shares that worker's process and the
+    machine's cores (on dask: the worker's event loop and profiler, which take the interpreter's lock from it, its
+    nanny, and the scheduler in this process, whose CPU competes with the workers for the cores).
+    """
+    print("\nWhere the time went (mixture study): update seconds summed over the calls, and this process's CPU\n")
+    print("| executor | candidates | round | updates s | / n_jobs=1's | this process CPU s |")
+    print("|---|---|---|---|---|---|")
+    reference = {}
+    for row in rows:
+        if row["round"] == "median" or row.get("stalled"):
+            continue
+        total = float(sum(map(sum, row["update_seconds"])))
+        key = (row["candidates"], row["round"])
+        reference.setdefault(key, total)  # each round's first run is n_jobs=1
+        row["update_total"] = total
+        print(f"| {row['executor']} | {row['candidates']} | {row['round']} | {total:.2f} | "
+              f"{total / reference[key]:.2f} | {row['own_cpu']:.2f} |")
 
 
 def median_rows(rows, executors, n, repeats):
@@ -484,6 +515,7 @@ def main(argv=None):
         out["mixture"] = mixture([executors[0], executors[1], executors[3], Executor("joblib-dask", 2),
                                   Executor("dask", 2, quiet=True)],
                                  1500 if args.quick else 4500, args.repeats, args.candidates, args.deadline)
+        print_update_costs(out["mixture"])
         out["side_by_side_slowdown"] = side_by_side_slowdown(make_mixture(1500, random_state=1).X)
         print(f"\nmachine: a mixture fit run next to a copy of itself takes {out['side_by_side_slowdown']:.2f}x its "
               f"CPU time alone, so no 2-worker run can beat {out['side_by_side_slowdown'] / 2:.2f}x the n_jobs=1 wall")
