@@ -346,7 +346,8 @@ def sgais_init(rng, model, config, n_features, y_dtype=None):
 OVERSHOOT_STD = math.log(20.0) / 2
 
 
-def combine_replicates(log_evidence, log_evidence_variance=None, increment_variance=None, checked_groups=()):
+def combine_replicates(log_evidence, log_evidence_variance=None, increment_variance=None, checked_groups=(),
+                       checked_variance=0.0):
     """Combine per-group log evidences: ``(log mean Z_g, std of log Z)``.
 
     The mean of independent unbiased ``Z_g`` is unbiased. Its log has three
@@ -386,7 +387,9 @@ def combine_replicates(log_evidence, log_evidence_variance=None, increment_varia
     :data:`OVERSHOOT_STD` where that is larger: two of it are the overshoot
     Markov's bound allows at 5%, so a group left far behind cannot widen the
     error bar beyond what the estimate can read too high, and a split within
-    the groups' noise keeps its spread.
+    the groups' noise keeps its spread. The std is then at least the square
+    root of ``checked_variance`` (``ErrorWidening.checked_variance``), what the
+    check vouched for.
     """
     log_evidence = np.asarray(log_evidence, dtype=float)
     combined = float(log_mean_exp(log_evidence))
@@ -398,7 +401,8 @@ def combine_replicates(log_evidence, log_evidence_variance=None, increment_varia
         if checked_groups_lead(log_evidence, checked_groups):
             checked = log_evidence[list(checked_groups)]
             spread = max(min(spread, OVERSHOOT_STD),
-                         math.sqrt(mean_and_squared_error(checked)[1]) if len(checked) >= 2 else 0.0)
+                         math.sqrt(mean_and_squared_error(checked)[1]) if len(checked) >= 2 else 0.0,
+                         math.sqrt(checked_variance))
         candidates.append(spread)
     if increment_variance:
         candidates.append(math.sqrt(increment_variance))
@@ -512,11 +516,8 @@ def evidence_estimate(state):
     variance that degraded chunks added (``ChunkRecord.degraded``) and by the
     gap to a failed posterior-mode check (``ChunkRecord.mode_log_evidence``).
     """
-    checked = state.widening.checked_groups
     log_z, std = combine_replicates(state.log_evidence, state.log_evidence_variance, state.increment_variance,
-                                    checked)
-    if checked_groups_lead(state.log_evidence, checked):
-        std = max(std, math.sqrt(state.widening.checked_variance))
+                                    state.widening.checked_groups, state.widening.checked_variance)
     widening = state.widening.degraded_variance + state.widening.mode_gap_variance
     if widening:
         std = math.sqrt(std**2 + widening)
