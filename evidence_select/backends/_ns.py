@@ -574,21 +574,14 @@ def _remove_worst(live_log_lik, n_replace, log_volume):
     return order[:n_replace], order[n_replace:], counts, log_prev + log1mexp(volume_steps), float(log_volumes[-1])
 
 
-#: The whitening covariance is shrunk towards its diagonal only when the points it comes from number fewer
-#: than this many times the dimension (a regulariser for a poorly determined estimate).
-WELL_DETERMINED = 2
-
-
 def _whitening_factor(points):
-    """Lower-triangular factor of the covariance of ``points``, shrunk only if they are few for the dimension.
+    """Lower-triangular factor of the covariance of ``points``, shrunk towards its diagonal only if they are few for
+    the dimension (:func:`~evidence_select.kernels._hmc.auto_shrinkage`).
 
-    Shrinking towards the diagonal keeps a poorly determined covariance well conditioned, but for a
-    rotated, badly conditioned target it widens the thin directions in the whitened frame, and the
-    replacements then forget their start along the long ones more slowly (``log Z`` reads high).
+    For a rotated, badly conditioned target, shrinking widens the thin directions in the whitened frame, and
+    the replacements then forget their start along the long ones more slowly (``log Z`` reads high).
     """
-    n_points, n_params = points.shape
-    return preconditioner_from_samples(points, dense=True,
-                                       shrinkage=0.0 if n_points > WELL_DETERMINED * n_params else 0.05)
+    return preconditioner_from_samples(points, dense=True, shrinkage="auto")
 
 
 class _MoveScales(NamedTuple):

@@ -127,8 +127,13 @@ def inverse_mass_factor(draws, dense):
     """Factor ``L`` of the inverse mass ``L L^T`` from warm-up draws pooled over chains.
 
     The covariance is regularised towards a small multiple of the identity as in
-    Stan (``n / (n + 5) C + 1e-3 * 5 / (n + 5) I``) and, when dense, shrunk by 5%
-    towards its diagonal, which keeps it positive definite with few draws.
+    Stan (``n / (n + 5) C + 1e-3 * 5 / (n + 5) I``) and, when dense and the draws
+    are few for the dimension, shrunk by 5% towards its diagonal, which keeps it
+    positive definite (``shrinkage="auto"`` of
+    :func:`~evidence_select.kernels._hmc.preconditioner_from_samples`). With
+    ample draws it is not: 5% towards the diagonal would widen a correlated
+    posterior's thin directions far beyond their scale, and the step size
+    would shrink with them.
 
     Parameters
     ----------
@@ -148,7 +153,7 @@ def inverse_mass_factor(draws, dense):
     """
     draws = np.asarray(draws, dtype=float)
     n = len(draws)
-    factor = preconditioner_from_samples(draws, dense=dense)
+    factor = preconditioner_from_samples(draws, dense=dense, shrinkage="auto")
     shrink = n / (n + 5.0)
     extra = 1e-3 * 5.0 / (n + 5.0)
     if factor.ndim == 1:

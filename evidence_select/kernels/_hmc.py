@@ -26,7 +26,8 @@ from typing import NamedTuple
 import numpy as np
 
 __all__ = ["HMCState", "HMCInfo", "KickedTarget", "hmc_init", "hmc_step", "leapfrog", "jittered_leapfrog_count",
-           "adapt_step_size", "preconditioner_from_samples", "held_out_preconditioners", "start_correlation"]
+           "adapt_step_size", "auto_shrinkage", "well_determined", "preconditioner_from_samples",
+           "held_out_preconditioners", "start_correlation"]
 
 
 class HMCState(NamedTuple):
@@ -347,6 +348,39 @@ def sample_weights(log_weights):
     return weights / weights.sum()
 
 
+#: With an effective sample size above this many times the dimension, the sample covariance is well determined and
+#: ``shrinkage="auto"`` leaves it unshrunk; below, it is shrunk by ``FEW_SAMPLES_SHRINKAGE`` towards its diagonal.
+WELL_DETERMINED = 2
+FEW_SAMPLES_SHRINKAGE = 0.05
+
+
+def well_determined(weights, n_params):
+    """Whether samples of normalised ``weights`` determine a covariance in ``n_params`` dimensions: their effective
+    number ``1 / sum(w^2)`` exceeds ``WELL_DETERMINED`` times the dimension.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> well_determined(np.full(100, 0.01), 10), well_determined(np.full(100, 0.01), 64)
+    (True, False)
+    """
+    return 1.0 / float(np.sum(np.asarray(weights, dtype=float) ** 2)) > WELL_DETERMINED * n_params
+
+
+def auto_shrinkage(weights, n_params):
+    """The diagonal shrinkage ``shrinkage="auto"`` picks: none for :func:`well_determined` samples, else
+    ``FEW_SAMPLES_SHRINKAGE``.
+
+    Shrinking a covariance towards its diagonal keeps a poorly determined
+    estimate well conditioned; with ample samples it only does harm. For a
+    strongly correlated posterior (a softmax's classes, a regression with
+    correlated features) even 5% towards the diagonal widens the thin
+    directions by orders of magnitude in the whitened frame, and the step size
+    falls with them.
+    """
+    return 0.0 if well_determined(weights, n_params) else FEW_SAMPLES_SHRINKAGE
+
+
 def preconditioner_from_samples(samples, log_weights=None, *, dense=True, shrinkage=0.05, jitter=1e-10):
     """Inverse-mass factor ``L`` from a weighted particle population.
 
@@ -362,9 +396,11 @@ def preconditioner_from_samples(samples, log_weights=None, *, dense=True, shrink
     dense : bool, default=True
         Lower Cholesky factor of the covariance if True, else the vector of
         standard deviations.
-    shrinkage : float, default=0.05
+    shrinkage : float or "auto", default=0.05
         Weight of the diagonal in ``(1 - s) C + s diag(C)``; keeps ``C`` positive
-        definite with few particles.
+        definite with few particles. ``"auto"``: :func:`auto_shrinkage` of the
+        weights (none once the effective sample size exceeds
+        ``WELL_DETERMINED`` times the dimension).
     jitter : float, default=1e-10
 
     Returns
@@ -386,6 +422,10 @@ def preconditioner_from_samples(samples, log_weights=None, *, dense=True, shrink
     if not dense:
         return np.sqrt(variances)
     cov = (centred * weights[:, None]).T @ centred
+    if isinstance(shrinkage, str):
+        if shrinkage != "auto":
+            raise ValueError(f"shrinkage must be a float or 'auto', got {shrinkage!r}")
+        shrinkage = auto_shrinkage(weights, len(mean))
     cov = (1.0 - shrinkage) * cov + shrinkage * np.diag(np.diag(cov)) + jitter * np.eye(len(mean))
     try:
         return np.linalg.cholesky(cov)
@@ -413,7 +453,9 @@ def held_out_preconditioners(samples, log_weights=None, n_folds=2, *, dense=True
     n_folds : int, default=2
         At least 2.
     dense : bool, default=True
-        See :func:`preconditioner_from_samples`.
+        See :func:`preconditioner_from_samples`; the covariance is shrunk
+        towards its diagonal only when the other folds' effective sample size
+        is small for the dimension (``shrinkage="auto"``).
 
     Returns
     -------
@@ -440,6 +482,6 @@ def held_out_preconditioners(samples, log_weights=None, n_folds=2, *, dense=True
         if keep.sum() < 2:  # the other folds are all dead: no scale information, use the identity
             out[g] = np.eye(n_params)
             continue
-        factor = preconditioner_from_samples(samples[keep], log_weights[keep], dense=dense)
+        factor = preconditioner_from_samples(samples[keep], log_weights[keep], dense=dense, shrinkage="auto")
         out[g] = factor if factor.ndim == 2 else np.diag(factor)
     return out

@@ -94,18 +94,23 @@ def test_chains_start_on_the_ridge_not_at_prior_draws(monkeypatch):
 
 @pytest.mark.slow
 def test_thin_curved_ridge_under_a_box_prior():
-    """The chains find one mode, none stuck, and the estimate is useful and within its error on every seed.
+    """The chains that move find one mode, few stick, and the estimate is useful and within its error on every seed.
 
     From prior draws the chains freeze where they land (stuck, one mode group per chain, errors of up to ~1 nat
-    and, at default lengths, 1e4). The floor of 0.5 nat is the calibration suite's: on this 4-d ridge the chains
-    mix slowly along the ridge, and the estimate reads ~0.02 nats low, a few of its own errors (flagged by R-hat).
+    and, at default lengths, 1e4). From the tempered starts about one chain in thirty sticks on this ridge (2 of
+    64 over seeds 0-7), flagged by ``stuck_chains``; at most 3 of the 24 here. The floor of 0.5 nat is the
+    calibration suite's: on this 4-d ridge the chains mix slowly along the ridge, and the estimate reads ~0.02
+    nats low, a few of its own errors (flagged by R-hat).
     """
+    stuck = 0
     for seed in (0, 1, 2):
         res = bridge_log_evidence(RIDGE, random_state=seed, **RIDGE_FAST)
         error = res.log_evidence - RIDGE.exact_log_evidence()
-        assert res.info["mode_groups"] == [RIDGE_FAST["n_chains"]] and res.diagnostics["stuck_chains"]["passed"]
+        stuck += res.diagnostics["stuck_chains"]["value"]
+        assert res.info["mode_groups"] == [RIDGE_FAST["n_chains"] - res.diagnostics["stuck_chains"]["value"]]
         assert 0 < res.log_evidence_std < MAX_STD and abs(error) <= max(K_SIGMA * res.log_evidence_std, 0.5), (
             seed, error, res.log_evidence_std)
+    assert stuck <= 3
 
 
 def test_misspecified_run_gets_a_non_converged_verdict():
@@ -465,3 +470,23 @@ def test_error_spans_the_sandwich_when_the_proposal_does_not_overlap():
         assert reach / 3 > 2 * eq9_std
         assert res.log_evidence_std == pytest.approx(max(combined, reach / 3))
         assert abs(res.log_evidence - case.exact) < 3 * res.log_evidence_std, seed
+
+
+# -- a posterior whose thin directions are rotated away from the axes -----------------------------------------
+def _pairs_target(n_pairs=5, thin=0.01):
+    """A Gaussian likelihood with pairs of coordinates wide along their sum and ``thin`` along their difference,
+    as a softmax's class weights are under many rows."""
+    rotation = np.array([[1.0, 1.0], [1.0, -1.0]]) / np.sqrt(2.0)
+    block = rotation @ np.diag([1.0, thin**2]) @ rotation.T
+    return GaussianTarget(np.full(2 * n_pairs, 0.2), cov=np.kron(np.eye(n_pairs), block))
+
+
+def test_correlated_posterior_is_sampled_with_long_steps_and_bridged_within_its_error():
+    """The warm-up's dense mass follows the thin directions (no shrinkage towards the diagonal with ample draws):
+    the step is of order one, where 5% towards the diagonal would have held it near 0.1, and the estimate is
+    within K_SIGMA of its error."""
+    target = _pairs_target()
+    res = bridge_log_evidence(target, random_state=0)
+    assert res.info["dense_mass"] and res.info["step_size"] > 0.4, res.info["step_size"]
+    error = res.log_evidence - target.exact_log_evidence()
+    assert res.converged and abs(error) <= K_SIGMA * res.log_evidence_std and res.log_evidence_std < MAX_STD

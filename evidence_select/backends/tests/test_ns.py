@@ -189,12 +189,17 @@ def test_moves_that_lengthen_pass_the_move_memory_check_on_the_curved_ridge():
 @pytest.mark.slow
 def test_move_memory_check_passes_modes_that_longer_moves_do_not_leave():
     # The other side of test_move_memory_check_flags_short_moves_on_a_curved_ridge: the default moves on the 6-d
-    # product of two-peak densities.
+    # product of two-peak densities, over three seeds. Each run passes the check and its replacements keep their
+    # start's mode (memory above 0.3); what longer moves remove averages near zero. One run's probe has a standard
+    # error of about 0.04, so a single seed may read up to the check's 4 standard errors (0.15) by chance.
     from evidence_select.backends import _ns
 
-    modes = nested_sampling_log_evidence(ProductTarget(TwoPeakFactor(), 6), X_DUMMY, random_state=0)
-    assert modes.diagnostics["move_memory"]["passed"] and modes.info["replacement_memory"] > 0.3
-    assert abs(modes.info["memory_removed"]) < _ns.MAX_MEMORY_REMOVED
+    removed = []
+    for seed in (0, 1, 2):
+        modes = nested_sampling_log_evidence(ProductTarget(TwoPeakFactor(), 6), X_DUMMY, random_state=seed)
+        assert modes.diagnostics["move_memory"]["passed"] and modes.info["replacement_memory"] > 0.3, seed
+        removed.append(modes.info["memory_removed"])
+    assert abs(np.mean(removed)) < _ns.MAX_MEMORY_REMOVED, removed
 
 
 @pytest.mark.slow

@@ -63,3 +63,43 @@ def test_warmup_adapts_step_and_mass_and_recovers_moments():
     np.testing.assert_allclose(np.cov(flat.T), cov, rtol=0.15, atol=0.1)
     assert np.all(np.abs(flat.mean(axis=0)) < 0.15)
     assert out.n_evaluations > 8 * 800
+
+
+# -- a target whose thin directions are rotated away from the axes ---------------------------------------------
+# Pairs of coordinates with standard deviation 1 along their sum and THIN along their difference: a softmax's
+# class weights under many rows look like this (the data fix the differences, only the prior the sums).
+THIN = 0.01
+N_PAIRS = 5
+
+
+def _pairs_covariance():
+    rotation = np.array([[1.0, 1.0], [1.0, -1.0]]) / np.sqrt(2.0)
+    block = rotation @ np.diag([1.0, THIN**2]) @ rotation.T
+    return np.kron(np.eye(N_PAIRS), block)
+
+
+PAIRS_COV = _pairs_covariance()
+PAIRS_PREC = np.linalg.inv(PAIRS_COV)
+
+
+def _pairs(x):
+    return -0.5 * np.einsum("ni,ij,nj->n", x, PAIRS_PREC, x), -x @ PAIRS_PREC, None
+
+
+def _whitened_eigenvalues(factor, cov):
+    """Eigenvalues of ``cov`` in the frame whitened by ``factor``: all 1 for a perfect mass."""
+    whitening = np.linalg.inv(factor)
+    return np.linalg.eigvalsh(whitening @ cov @ whitening.T)
+
+
+def test_warmup_mass_keeps_the_thin_directions_of_a_correlated_target():
+    """Ample warm-up draws give the dense mass unshrunk: whitened, every direction is near unit scale, and the
+    step is of order one. Shrunk by 5% towards its diagonal, the thin directions would sit ~0.02 wide in the
+    whitened frame, and the step would follow them down."""
+    rng = np.random.default_rng(2)
+    start = rng.multivariate_normal(np.zeros(2 * N_PAIRS), PAIRS_COV, size=16)
+    out = sample_chains(rng, _pairs, start, SamplerSettings(n_warmup=300, n_draws=50))
+    assert out.inv_mass_factor.shape == (2 * N_PAIRS, 2 * N_PAIRS)
+    eigenvalues = _whitened_eigenvalues(out.inv_mass_factor, PAIRS_COV)
+    assert 0.25 < eigenvalues.min() and eigenvalues.max() < 4.0, eigenvalues
+    assert out.step_size > 0.4
