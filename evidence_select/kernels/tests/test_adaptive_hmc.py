@@ -94,7 +94,7 @@ def _whitened_eigenvalues(factor, cov):
 
 def test_warmup_mass_keeps_the_thin_directions_of_a_correlated_target():
     """Ample warm-up draws give the dense mass unshrunk: whitened, every direction is near unit scale, and the
-    step is of order one. Shrunk by 5% towards its diagonal, the thin directions would sit ~0.02 wide in the
+    step is of order one. Shrunk by 5% towards its diagonal, the thin directions would sit ~0.06 wide in the
     whitened frame, and the step would follow them down."""
     rng = np.random.default_rng(2)
     start = rng.multivariate_normal(np.zeros(2 * N_PAIRS), PAIRS_COV, size=16)
