@@ -25,9 +25,11 @@ from typing import NamedTuple
 
 import numpy as np
 
+from ..utils._logspace import ess_from_log_weights
+
 __all__ = ["HMCState", "HMCInfo", "KickedTarget", "hmc_init", "hmc_step", "leapfrog", "jittered_leapfrog_count",
-           "adapt_step_size", "auto_shrinkage", "well_determined", "preconditioner_from_samples",
-           "held_out_preconditioners", "start_correlation"]
+           "adapt_step_size", "auto_shrinkage", "preconditioner_from_samples", "held_out_preconditioners",
+           "start_correlation"]
 
 
 class HMCState(NamedTuple):
@@ -354,21 +356,9 @@ WELL_DETERMINED = 2
 FEW_SAMPLES_SHRINKAGE = 0.05
 
 
-def well_determined(weights, n_params):
-    """Whether samples of normalised ``weights`` determine a covariance in ``n_params`` dimensions: their effective
-    number ``1 / sum(w^2)`` exceeds ``WELL_DETERMINED`` times the dimension.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> well_determined(np.full(100, 0.01), 10), well_determined(np.full(100, 0.01), 64)
-    (True, False)
-    """
-    return 1.0 / float(np.sum(np.asarray(weights, dtype=float) ** 2)) > WELL_DETERMINED * n_params
-
-
-def auto_shrinkage(weights, n_params):
-    """The diagonal shrinkage ``shrinkage="auto"`` picks: none for :func:`well_determined` samples, else
+def auto_shrinkage(effective_size, n_params):
+    """The diagonal shrinkage ``shrinkage="auto"`` picks for samples of ``effective_size`` (Kish's, for weighted
+    ones) in ``n_params`` dimensions: none above ``WELL_DETERMINED`` samples per dimension, else
     ``FEW_SAMPLES_SHRINKAGE``.
 
     Shrinking a covariance towards its diagonal keeps a poorly determined
@@ -377,8 +367,13 @@ def auto_shrinkage(weights, n_params):
     correlated features) even 5% towards the diagonal widens the thin
     directions by orders of magnitude in the whitened frame, and the step size
     falls with them.
+
+    Examples
+    --------
+    >>> auto_shrinkage(100, 10), auto_shrinkage(100, 64)
+    (0.0, 0.05)
     """
-    return 0.0 if well_determined(weights, n_params) else FEW_SAMPLES_SHRINKAGE
+    return 0.0 if effective_size > WELL_DETERMINED * n_params else FEW_SAMPLES_SHRINKAGE
 
 
 def preconditioner_from_samples(samples, log_weights=None, *, dense=True, shrinkage=0.05, jitter=1e-10):
@@ -399,8 +394,8 @@ def preconditioner_from_samples(samples, log_weights=None, *, dense=True, shrink
     shrinkage : float or "auto", default=0.05
         Weight of the diagonal in ``(1 - s) C + s diag(C)``; keeps ``C`` positive
         definite with few particles. ``"auto"``: :func:`auto_shrinkage` of the
-        weights (none once the effective sample size exceeds
-        ``WELL_DETERMINED`` times the dimension).
+        samples' effective size (none once it exceeds ``WELL_DETERMINED``
+        times the dimension).
     jitter : float, default=1e-10
 
     Returns
@@ -425,7 +420,8 @@ def preconditioner_from_samples(samples, log_weights=None, *, dense=True, shrink
     if isinstance(shrinkage, str):
         if shrinkage != "auto":
             raise ValueError(f"shrinkage must be a float or 'auto', got {shrinkage!r}")
-        shrinkage = auto_shrinkage(weights, len(mean))
+        effective_size = len(samples) if log_weights is None else ess_from_log_weights(log_weights)
+        shrinkage = auto_shrinkage(effective_size, len(mean))
     cov = (1.0 - shrinkage) * cov + shrinkage * np.diag(np.diag(cov)) + jitter * np.eye(len(mean))
     try:
         return np.linalg.cholesky(cov)
