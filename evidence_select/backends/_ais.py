@@ -4,15 +4,16 @@ Independent chains start from the prior and follow the geometric path
 ``f_lambda(theta) = p(theta) L(theta)^lambda`` from ``lambda = 0`` to ``1``. At
 each temperature the log-weights grow by ``(lambda_t - lambda_{t-1}) log L`` at
 the particles' current positions (Eq. 3.37), then every chain makes
-``n_mcmc_steps`` Metropolis-corrected HMC transitions that leave ``f_lambda_t``
-invariant. ``Z`` is the mean of the final weights (Eq. 3.39 with ``h = 1``).
+Metropolis-corrected HMC transitions that leave ``f_lambda_t`` invariant: as
+many as the previous temperature's moves needed to forget where they started,
+between ``n_mcmc_steps`` and ``max_mcmc_steps`` (:func:`next_transitions`).
+``Z`` is the mean of the final weights (Eq. 3.39 with ``h = 1``).
 
 Resampling (SMC samplers, Del Moral, Doucet and Jasra 2006): the chains form
 ``n_repeats`` independent groups; when a group's ESS falls below
 ``resample_ess`` its particles are resampled and the log-mean of its weights is
-banked, so each group's ``Z`` estimate stays unbiased. The moves then run until
-the particles have forgotten their start (at least ``n_mcmc_steps``). The
-reported error is the spread of the groups' estimates.
+banked, so each group's ``Z`` estimate stays unbiased. The reported error is
+the spread of the groups' estimates.
 
 Schedules:
 
@@ -29,13 +30,13 @@ Schedules:
   ``lambda_t = (s(delta (2t/T - 1)) - s(-delta)) / (s(delta) - s(-delta))``
   with ``s`` the logistic function.
 
-Adaptation (schedule, HMC step size, mass matrix from the weighted population)
-happens only between temperatures, never inside a kernel's step, and each
-group's mass matrix is estimated from the *other* groups' particles: a mass
-matrix that depends on the particle it moves makes the kernel non-invariant, and
-the distortion, summed over temperatures, biases ``log Z`` (high, and more so in
-many dimensions). The estimator is consistent, with the usual O(1/n_chains)
-bias of adaptive SMC.
+Adaptation (schedule, HMC step size and number of transitions, mass matrix from
+the weighted population) happens only between temperatures, never inside a
+kernel's step, and each group's mass matrix is estimated from the *other*
+groups' particles: a mass matrix that depends on the particle it moves makes the
+kernel non-invariant, and the distortion, summed over temperatures, biases
+``log Z`` (high, and more so in many dimensions). The estimator is consistent,
+with the usual O(1/n_chains) bias of adaptive SMC.
 
 Settings are one validated :class:`AISConfig` (or its fields as keywords); every
 result carries convergence checks (``EvidenceResult.diagnostics``).
@@ -43,7 +44,7 @@ result carries convergence checks (``EvidenceResult.diagnostics``).
 
 import logging
 import time
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass
 
 import numpy as np
 
@@ -155,18 +156,24 @@ class AISConfig:
         Number of steps of the sigmoid schedule (ignored when adaptive).
     sigmoid_delta : float, default=4.0
         Steepness of the sigmoid schedule.
-    n_mcmc_steps : int, default=12
+    n_mcmc_steps : int, default=3
         Minimum HMC transitions per temperature. What lags behind the schedule
         is ``log L`` (the energy), which HMC mixes only through momentum
         refreshes, so the count of transitions matters more than their length.
-    max_mcmc_steps : int or None, default=None
-        If larger than ``n_mcmc_steps``, more transitions are made, up to this
-        many, while the particles still correlate (above ``max_correlation``)
-        with where the temperature's moves started, in standardised coordinates
-        or in log-likelihood. None means no extension (on multimodal posteriors
-        the across-particle correlation never falls, and the extension would run
-        to its cap at every temperature).
+    max_mcmc_steps : int or None, default=12
+        Most HMC transitions per temperature. Each temperature makes as many as
+        the previous one needed to bring the particles' correlation with where
+        its moves started, in standardised coordinates or in log-likelihood, to
+        ``max_correlation`` (twice as many as it made if they never did), within
+        ``[n_mcmc_steps, max_mcmc_steps]``; the first makes ``max_mcmc_steps``.
+        A posterior that the dense mass whitens (a regression on many rows)
+        forgets the start within a few transitions; on a multimodal one the
+        coordinates' correlation across particles never falls (each particle
+        stays in its mode), and every temperature makes ``max_mcmc_steps``.
+        None, or at most ``n_mcmc_steps``, means exactly ``n_mcmc_steps`` (0 and
+        None: plain importance sampling along the path, no moves).
     max_correlation : float, default=0.1
+        The correlation with the start that counts as forgotten.
     n_leapfrog : int, default=5
         Mean leapfrog steps per HMC trajectory; each transition draws its length
         uniformly in ``[n_leapfrog // 2, n_leapfrog + n_leapfrog // 2]``.
@@ -192,8 +199,8 @@ class AISConfig:
     resample_ess: float = 0.5
     n_temperatures: int = 500
     sigmoid_delta: float = 4.0
-    n_mcmc_steps: int = 12
-    max_mcmc_steps: int = None
+    n_mcmc_steps: int = 3
+    max_mcmc_steps: int = 12
     max_correlation: float = 0.1
     n_leapfrog: int = 5
     step_size: float = 0.5
@@ -307,7 +314,7 @@ def _take(state, index):
                           aux=None if state.aux is None else state.aux[index])
 
 
-def ais_move(rng, state, target, log_weights, n_folds, step_size, config):
+def ais_move(rng, state, target, log_weights, n_folds, step_size, config, n_transitions):
     """The AIS transition at one temperature: HMC moves that leave ``target`` invariant.
 
     The kernel's settings are fixed before the first transition and depend on
@@ -336,33 +343,58 @@ def ais_move(rng, state, target, log_weights, n_folds, step_size, config):
     step_size : float
         Leapfrog step in whitened units.
     config : AISConfig
+    n_transitions : int
+        HMC transitions to make, fixed before the first (see :func:`next_transitions`).
 
     Returns
     -------
     state : HMCState
     acceptance : ndarray of shape (n_transitions,)
         Mean acceptance probability of each transition.
+    correlation : ndarray of shape (n_transitions,)
+        After each transition, the particles' correlation with where they started
+        (the larger of the standardised coordinates' and ``log L``'s).
     """
     n_chains, n_params = state.position.shape
     if config.mass == "identity":
         factor = np.ones(n_params)
     else:
         factor = held_out_preconditioners(state.position, log_weights, n_folds, dense=config.mass == "dense")
-    rates = []
+    rates, correlations = [], []
     start, start_log_lik = state.position, state.aux[:, 1] if state.aux is not None else None
     n_leapfrog = config.n_leapfrog
-    for step in range(config.max_mcmc_steps):
+    for _ in range(n_transitions):
         jitter = np.exp(rng.uniform(np.log(0.1), np.log(1.2), size=n_chains))  # see the docstring
         length = int(rng.integers(max(1, n_leapfrog // 2), n_leapfrog + n_leapfrog // 2 + 1))
         state, info = hmc_step(rng, state, target, step_size * jitter, length, factor)
         rates.append(float(np.mean(info.acceptance_rate)))
-        if step + 1 >= config.n_mcmc_steps and (
-                step + 1 == config.max_mcmc_steps
-                or max(start_correlation(start, state.position),
-                       _corr1(start_log_lik, state.aux[:, 1]) if start_log_lik is not None else 0.0)
-                <= config.max_correlation):
-            break
-    return state, np.array(rates)
+        correlations.append(max(start_correlation(start, state.position),
+                                _corr1(start_log_lik, state.aux[:, 1]) if start_log_lik is not None else 0.0))
+    return state, np.array(rates), np.array(correlations)
+
+
+def next_transitions(n_transitions, correlations, config):
+    """HMC transitions for the next temperature, from how the last ``n_transitions`` decorrelated.
+
+    As many as the last temperature's moves needed to bring the particles'
+    correlation with their start to ``max_correlation``, within
+    ``[n_mcmc_steps, max_mcmc_steps]``; twice as many as it made if they never
+    did. Chosen between temperatures, like the step size, so each
+    temperature's kernel is fixed before its first transition: a count that
+    stops when the moving particles look decorrelated would depend on where
+    they went.
+
+    Examples
+    --------
+    >>> config = AISConfig(n_mcmc_steps=3, max_mcmc_steps=12)
+    >>> next_transitions(6, np.array([0.5, 0.3, 0.2, 0.08, 0.05, 0.02]), config)
+    4
+    >>> next_transitions(6, np.full(6, 0.5), config)
+    12
+    """
+    below = np.flatnonzero(np.asarray(correlations) <= config.max_correlation)
+    needed = below[0] + 1 if len(below) else 2 * n_transitions
+    return int(np.clip(needed, config.n_mcmc_steps, config.max_mcmc_steps))
 
 
 class _Trace:
@@ -420,6 +452,7 @@ def _ais_run(rng, model, X, y, config, bar):
     log_z_banked = np.zeros(n_groups)
     fixed = sigmoid_schedule(config.n_temperatures, config.sigmoid_delta) if config.schedule == "sigmoid" else None
     tempering, step_size, trace = np.zeros(n_groups), config.step_size, _Trace(n_groups)
+    n_transitions = config.max_mcmc_steps  # the first temperatures move furthest from the prior
     while np.any(tempering < 1.0):
         t = len(trace.temperatures)
         log_lik = state.aux[:, 1].reshape(n_groups, n_group)
@@ -441,7 +474,9 @@ def _ais_run(rng, model, X, y, config, bar):
         state = state._replace(log_density=log_density, grad_log_density=grad)
         pooled = normalize_log_weights(log_weights, axis=1).ravel()
         before = state.aux[:, 1]
-        state, rates = ais_move(rng, state, target, pooled, max(n_groups, 2), step_size, config)
+        state, rates, correlations = ais_move(rng, state, target, pooled, max(n_groups, 2), step_size, config,
+                                              n_transitions)
+        n_transitions = next_transitions(n_transitions, correlations, config)
         trace.drift.append(_drift(before, state.aux[:, 1], pooled))
         trace.n_steps.append(len(rates))
         trace.acceptance.append(float(np.mean(rates)) if len(rates) else float("nan"))
@@ -463,8 +498,8 @@ MAX_DRIFT_Z = 2.5
 
 
 #: The ``"longer_moves"`` check (:func:`drift_under_longer_moves`): the final particles make this many times the
-#: run's transitions per temperature more at ``lambda = 1``, and the weighted mean change of their ``log L``, in its
-#: standard errors, must stay within ``MAX_PROBE_DRIFT_Z`` either way.
+#: run's most transitions per temperature (``max_mcmc_steps``) more at ``lambda = 1``, and the weighted mean change
+#: of their ``log L``, in its standard errors, must stay within ``MAX_PROBE_DRIFT_Z`` either way.
 PROBE_LENGTH = 5
 MAX_PROBE_DRIFT_Z = 3.0
 
@@ -472,7 +507,7 @@ MAX_PROBE_DRIFT_Z = 3.0
 def drift_under_longer_moves(rng, model, X, y, state, log_weights, step_size, config):
     """How far the final population's ``log L`` moves when its moves at ``lambda = 1`` go on longer.
 
-    Copies of the final particles make ``PROBE_LENGTH * n_mcmc_steps`` more
+    Copies of the final particles make ``PROBE_LENGTH * max_mcmc_steps`` more
     transitions of the run's own kernel (:func:`ais_move`: its last step size,
     each group's mass matrix from the other groups) at ``lambda = 1``. At
     equilibrium the weighted mean of ``log L`` stays where it was, up to noise.
@@ -504,12 +539,11 @@ def drift_under_longer_moves(rng, model, X, y, state, log_weights, step_size, co
     n_calls : int
         Likelihood evaluations the probe made.
     """
-    length = PROBE_LENGTH * max(config.n_mcmc_steps, 1)
+    length = PROBE_LENGTH * max(config.max_mcmc_steps, 1)
     target = TemperedTarget(model, X, y, 1.0)
     pooled = normalize_log_weights(log_weights, axis=1).ravel()
     before = state.aux[:, 1]
-    moved, _ = ais_move(rng, state, target, pooled, max(config.n_repeats, 2), step_size,
-                        replace(config, n_mcmc_steps=length, max_mcmc_steps=length))
+    moved, *_ = ais_move(rng, state, target, pooled, max(config.n_repeats, 2), step_size, config, length)
     change, z = _weighted_change(before, moved.aux[:, 1], pooled)
     return z, change, target.n_evaluations
 
@@ -533,7 +567,7 @@ def _diagnostics(config, trace, log_z_groups, probe_z):
         "resampled_fraction": check(resampled, MAX_RESAMPLED_FRACTION, resampled <= MAX_RESAMPLED_FRACTION),
         "group_agreement": check(spread, MAX_GROUP_SPREAD, not spread > MAX_GROUP_SPREAD),
         "acceptance": check(mean_acceptance, MIN_ACCEPTANCE,
-                            config.n_mcmc_steps == 0 or mean_acceptance >= MIN_ACCEPTANCE),
+                            config.max_mcmc_steps == 0 or mean_acceptance >= MIN_ACCEPTANCE),
         "error_from_groups": check(config.n_repeats, MIN_GROUPS, config.n_repeats >= MIN_GROUPS),
         "stationarity": check(drift_z, MAX_DRIFT_Z, abs(drift_z) <= MAX_DRIFT_Z),
         "longer_moves": check(probe_z, MAX_PROBE_DRIFT_Z, abs(probe_z) <= MAX_PROBE_DRIFT_Z),
@@ -626,7 +660,8 @@ def ais_log_evidence(model, X, y=None, *, config=None, random_state=None, verbos
       that cannot reach part of the target) climbs at every temperature and reads
       ``Z`` low;
     - ``"longer_moves"``: the same drift after copies of the final particles make
-      ``PROBE_LENGTH`` (5) times a temperature's transitions more at ``lambda = 1``
+      ``PROBE_LENGTH`` (5) times a temperature's most transitions
+      (``max_mcmc_steps``) more at ``lambda = 1``
       (:func:`drift_under_longer_moves`), at most 3 standard errors either way. A
       lag too slow for any one temperature's moves to show (a funnel's neck that
       the moves enter rarely) still shows over a longer stretch; ``Z`` then reads

@@ -161,8 +161,36 @@ def test_longer_moves_flag_a_population_that_lags_in_a_funnel(seed):
     # other check passing, so without the probe it would be a confident miss.
     target = FunnelTarget(16)
     with pytest.warns(EvidenceConvergenceWarning, match="longer_moves"):
-        res = ais_log_evidence(target, np.zeros((1, 0)), n_mcmc_steps=2, random_state=seed)
+        res = ais_log_evidence(target, np.zeros((1, 0)), n_mcmc_steps=2, max_mcmc_steps=2, random_state=seed)
     assert not res.diagnostics["longer_moves"]["passed"] and res.info["longer_moves_change"] > 0
+
+
+@FEW_CHAINS
+def test_transitions_per_temperature_follow_how_fast_the_particles_forget_their_start():
+    # A Gaussian that the dense mass whitens is forgotten within a few transitions (the count's noise comes from
+    # 160 particles' correlations), so after the first temperature (max_mcmc_steps) the counts stay well below the
+    # cap. Once two separated modes have formed, each particle keeps its mode, its coordinates never decorrelate
+    # across particles, and every temperature makes max_mcmc_steps. A count stuck at either end fails one of the two.
+    for seed in (0, 1):
+        easy = ais_log_evidence(GaussianTarget(np.full(5, 0.3), cov=0.01), X_DUMMY, n_chains=160, random_state=seed)
+        steps = easy.info["n_steps"]
+        assert steps[0] == AISConfig.max_mcmc_steps == 12
+        assert np.all((steps >= AISConfig.n_mcmc_steps) & (steps <= 12))
+        assert np.mean(steps) <= 8
+        modes = ais_log_evidence(BimodalTarget(3, separation=1.0, scale=0.1), X_DUMMY, n_chains=160,
+                                 random_state=seed)
+        late = modes.info["n_steps"][len(modes.info["n_steps"]) // 2:]
+        assert np.all(late == 12)
+
+
+def test_next_transitions_within_bounds():
+    config = AISConfig(n_mcmc_steps=2, max_mcmc_steps=10)
+    assert ais_module.next_transitions(5, [0.9, 0.05, 0.01, 0.0, 0.0], config) == 2
+    assert ais_module.next_transitions(5, [0.9, 0.5, 0.3, 0.09, 0.0], config) == 4
+    assert ais_module.next_transitions(4, [0.9] * 4, config) == 8
+    assert ais_module.next_transitions(8, [0.9] * 8, config) == 10
+    plain = AISConfig(n_mcmc_steps=0, max_mcmc_steps=None)
+    assert plain.max_mcmc_steps == 0 and ais_module.next_transitions(0, [], plain) == 0
 
 
 @FEW_CHAINS

@@ -97,7 +97,8 @@ def _ais_move_check(n_params=32, n_particles=64, n_populations=20, tempering=0.3
         start = np.interp(rng.uniform(size=(n_particles, n_params)), cdf, grid)
         target = TemperedTarget(model, X, None, tempering)
         state = hmc_init(start, target)
-        state, rates = ais_move(rng, state, target, np.zeros(n_particles), 8, STEP_SIZE, config)
+        state, rates, _ = ais_move(rng, state, target, np.zeros(n_particles), 8, STEP_SIZE, config,
+                                   config.max_mcmc_steps)
         assert 0.5 < rates.mean() < 1.0
         drift.append(np.mean(state.aux[:, 1]) - np.mean(model.log_likelihood_sum(start, X, None)))
         positions.append(state.position.ravel())
