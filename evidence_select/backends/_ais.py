@@ -351,7 +351,7 @@ def ais_move(rng, state, target, log_weights, n_folds, step_size, config, n_tran
     state : HMCState
     acceptance : ndarray of shape (n_transitions,)
         Mean acceptance probability of each transition.
-    correlation : ndarray of shape (n_transitions,)
+    correlations : ndarray of shape (n_transitions,)
         After each transition, the particles' correlation with where they started
         (the larger of the standardised coordinates' and ``log L``'s).
     """
