@@ -17,7 +17,8 @@ needs to update its evidences and history.
   themselves on first access (predictions, pickling, ``estimators_[k]``).
   Candidates are placed round-robin; each call starts them where their update
   times so far split the work evenly (:func:`planned_homes`), and a worker that
-  runs out of its own candidates takes the ones still waiting elsewhere
+  runs out of its own candidates takes the ones still waiting elsewhere, and a
+  call's last candidates go to whichever worker frees first
   (:func:`_dispatch`): a moved candidate's state travels once and stays at its
   new worker. A worker's candidates run one after another, each task waiting
   for the one before it there; when every worker is a one-thread process of its
@@ -340,8 +341,8 @@ def _advance_on_dask(candidates, task, backend_seeds, history_lengths, names):
         homes = planned_homes(candidates.workers, candidates.seconds, workers)
     else:
         futures, homes, workers, shared = _place(client, list(candidates), names)
-    # A worker runs its own candidates; others take part only if some worker holds more than it can queue.
-    crowded = any(homes.count(worker) > _QUEUED_PER_WORKER for worker in workers)
+    # A worker runs its own candidates; others take part only if some worker holds more than one.
+    crowded = any(homes.count(worker) > 1 for worker in workers)
     workers_used = list(workers) if crowded else sorted(set(homes))
     # The chunk goes once to each of them; reference backends also need all rows seen.
     names_present = [key for key in ("X", "y", "X_all", "y_all") if getattr(task, key) is not None]
@@ -361,60 +362,77 @@ def _advance_on_dask(candidates, task, backend_seeds, history_lengths, names):
         return advanced, client.submit(_summary, advanced, key=f"summary-{names[k]}-{call}", **pinned)
 
     seconds_so_far = candidates.seconds if resident else [0.0] * len(futures)
-    new_futures, summaries, ran_on = _dispatch(submit, longest_first_resident(seconds_so_far), homes, workers_used)
+    new_futures, summaries, ran_on = _dispatch(submit, seconds_so_far, homes, workers_used)
     seconds = [before + summary.seconds for before, summary in zip(seconds_so_far, summaries)]
     return ResidentCandidates(client, new_futures, ran_on, seconds, workers, shared), summaries
 
 
-#: Updates a worker holds at once in a call: the one it runs and the next, which starts without waiting for a
-#: round trip to this process; the candidates after them go to whichever worker frees first.
+#: Updates a worker holds at once in a call while more candidates wait than there are workers: the one it runs
+#: and the next, which starts without waiting for a round trip to this process.
 _QUEUED_PER_WORKER = 2
 
 
-def _dispatch(submit, order, homes, workers):
+def _dispatch(submit, seconds, homes, workers):
     """Run every candidate's update once; return ``(futures, summaries, workers they ran on)`` by candidate.
 
     ``submit(k, worker, after)`` starts candidate ``k``'s update on ``worker``
     after the task ``after`` and returns the futures of its new pair and its
-    summary. Each worker takes its own candidates (``homes``) in ``order``
-    (longest first); a worker with none left takes the first one in ``order``
-    that no worker has started (its state travels once, and it stays there), as
-    joblib's dispatch re-splits every call: a call's costs differ from the
-    last calls' (a restart, a mode check), and a fixed split leaves a worker idle
-    while another works through its queue. A worker holds
-    ``_QUEUED_PER_WORKER`` updates, each chained after the one before it there:
-    while a candidate waits for the replays it shares with the cluster
+    summary; ``seconds`` are the candidates' update times so far. The
+    candidates start longest first (:func:`longest_first_resident`). While
+    more candidates wait than there are workers, each worker takes its own
+    (``homes``) and holds ``_QUEUED_PER_WORKER`` updates, each chained after
+    the one before it there (no round trip between them); a worker with none of
+    its own left takes the longest still waiting. The last candidates of a call
+    (no more than the workers) are not queued behind a running update: each
+    goes to the first worker that frees, the longest first (its own among
+    equally long ones), as a list schedule does, because a call's costs differ
+    from the last calls' (a restart, a mode check) and a candidate queued on a
+    busy worker can leave another idle. A moved candidate's state travels once
+    and stays at its new worker. A worker never runs two updates at once: while
+    a candidate waits for the replays it shares with the cluster
     (:func:`~evidence_select.utils._nested.granted_cluster`), its worker's freed
     thread can then only run such replays, never another candidate's update,
     which would wait for the first one's warning-recording lock.
     """
     from distributed import as_completed
 
-    waiting = list(order)
-    new_futures, summary_futures, ran_on = [None] * len(order), [None] * len(order), list(homes)
+    waiting = longest_first_resident(seconds)
+    new_futures, summary_futures, ran_on = [None] * len(seconds), [None] * len(seconds), list(homes)
     last_on, worker_of, completed = {}, {}, as_completed()
+    running = dict.fromkeys(workers, 0)  # updates started on each worker and not yet finished
+
+    def next_for(worker, take_others):
+        own = [k for k in waiting if homes[k] == worker]
+        if len(waiting) > len(workers) or not take_others:
+            return own[0] if own else (waiting[0] if take_others else None)
+        # The call's last candidates: the longest waiting, this worker's own among equally long ones.
+        return next((k for k in own if seconds[k] >= seconds[waiting[0]]), waiting[0]) if waiting else None
 
     def start_next(worker, take_others):
-        own = [k for k in waiting if homes[k] == worker]
-        if not own and not (take_others and waiting):
+        k = next_for(worker, take_others)
+        if k is None:
             return
-        k = own[0] if own else waiting[0]
         waiting.remove(k)
         new_futures[k], summary_futures[k] = submit(k, worker, last_on.get(worker))
         last_on[worker], ran_on[k], worker_of[summary_futures[k].key] = new_futures[k], worker, worker
+        running[worker] += 1
         completed.add(summary_futures[k])
 
-    for _ in range(_QUEUED_PER_WORKER):
-        for worker in workers:
-            start_next(worker, take_others=False)
-    idle = [worker for worker in workers if worker not in last_on]  # none of their own: they take the others'
-    for _ in range(_QUEUED_PER_WORKER):
-        for worker in idle:
-            start_next(worker, take_others=True)
+    def queue_more(worker):
+        return running[worker] == 0 or (running[worker] < _QUEUED_PER_WORKER and len(waiting) > len(workers))
+
+    for take_others in (False, True):  # their own first; then the others', where a worker has none left
+        for _ in range(_QUEUED_PER_WORKER):
+            for worker in workers:
+                if queue_more(worker):
+                    start_next(worker, take_others)
     for future in completed:
         if future.status == "error":
             future.result()  # raises the candidate's error here; the caller keeps its candidates as they were
-        start_next(worker_of[future.key], take_others=True)
+        worker = worker_of[future.key]
+        running[worker] -= 1
+        if queue_more(worker):
+            start_next(worker, take_others=True)
     return new_futures, [future.result() for future in summary_futures], ran_on
 
 

@@ -5,6 +5,7 @@ The dask tests start a real ``LocalCluster`` (2 worker processes, 1 thread each)
 """
 
 import pickle
+import time
 import warnings
 from types import SimpleNamespace
 
@@ -318,6 +319,30 @@ def test_a_worker_without_candidates_left_takes_the_others_waiting_ones(client, 
     held = client.who_has(selector.estimators_.futures)
     assert [list(held[future.key]) for future in selector.estimators_.futures] == [[worker] for worker in ran_on]
     _assert_same_results(_stream(_candidates(6, n_jobs=1), data), selector)
+
+
+def _sleep_after(seconds, _after):
+    time.sleep(seconds)
+    return seconds
+
+
+def test_a_calls_last_candidates_go_to_the_first_worker_that_frees(client):
+    # Planned as two per worker, but this call candidate 0 (planned first) costs far more than its time so far
+    # said: the last two wait for a free worker instead of queueing behind it, the longest first.
+    workers = sorted(client.scheduler_info()["workers"])
+    durations = [2.0, 0.05, 0.05, 0.05]
+    seconds_so_far = [4.0, 3.0, 2.0, 1.0]
+    homes = [workers[0], workers[1], workers[0], workers[1]]
+
+    def submit(k, worker, after):
+        future = client.submit(_sleep_after, durations[k], after, workers=[worker], allow_other_workers=False,
+                               pure=False)
+        return future, future
+
+    futures, summaries, ran_on = _distributed._dispatch(submit, seconds_so_far, homes, workers)
+    assert summaries == durations
+    assert ran_on == [workers[0], workers[1], workers[1], workers[1]]
+    assert client.who_has(futures[2])[futures[2].key] == (workers[1],)
 
 
 class FailingSecondCallRegressor(BayesianLinearRegressor):
