@@ -60,7 +60,7 @@ from ..utils._random import make_generator
 from ..utils._threads import single_threaded_blas
 from .._result import EvidenceResult, check, warn_not_converged
 
-__all__ = ["AISConfig", "ais_log_evidence", "sigmoid_schedule", "next_tempering"]
+__all__ = ["AISConfig", "ais_log_evidence", "sigmoid_schedule", "next_tempering", "lognormal_mean_shortfall"]
 
 logger = logging.getLogger(__name__)
 
@@ -574,18 +574,49 @@ def _diagnostics(config, trace, log_z_groups, probe_z):
     }
 
 
+def lognormal_mean_shortfall(spread, n_groups, n_draws=4096):
+    """How far ``log mean Z_g`` over ``n_groups`` groups is expected to read below ``log E[Z_g]`` when the groups'
+    ``log Z_g`` are normal with standard deviation ``spread``.
+
+    Each ``Z_g`` is unbiased, but where the groups' ``log Z_g`` spread over
+    nats their mean is carried by the luckiest group, and the rarer, larger
+    ``Z_g`` that the expectation holds are missing from a few groups. For
+    log-normal ``Z_g`` the expectation is ``mu + spread**2 / 2``, and the
+    shortfall is ``spread**2 / 2 - E[log mean exp(spread * eps_g)]`` with
+    ``eps ~ N(0, 1)^n_groups``: about ``spread**2 / (2 n_groups)`` for a small
+    spread, and growing as ``spread**2 / 2`` for a large one. The
+    expectation is taken over a fixed set of ``n_draws`` draws, so the value is
+    the same on every call.
+
+    Examples
+    --------
+    >>> round(lognormal_mean_shortfall(0.0, 8), 6)
+    0.0
+    >>> abs(lognormal_mean_shortfall(0.5, 8) - 0.5**2 / 16) < 0.002
+    True
+    """
+    eps = np.random.default_rng(0).standard_normal((n_draws, n_groups))
+    return float(max(spread**2 / 2 - np.mean(log_mean_exp(spread * eps, axis=1)), 0.0))
+
+
 def _error(config, log_z_groups, log_weights_final):
-    """``(std, std_repeats, std_weights)``: the groups' spread (t-corrected), or the weight-based bound."""
+    """``(std, std_repeats, std_weights, shortfall)``: the groups' spread (t-corrected), or the weight-based
+    bound; where the groups disagree by more than ``MAX_GROUP_SPREAD``, ``std`` also holds the shortfall of their
+    mean (:func:`lognormal_mean_shortfall`), else ``shortfall`` is 0."""
     n_repeats = config.n_repeats
     # With R groups, (estimate - truth) / (s / sqrt(R)) is t-distributed with R - 1 degrees of freedom, whose
     # sd is sqrt((R - 1) / (R - 3)): reporting that scale keeps 3-sigma coverage honest with few replicates.
     t_scale = np.sqrt((n_repeats - 1) / (n_repeats - 3)) if n_repeats > 3 else 1.0
-    std_repeats = (float(t_scale * np.std(log_z_groups, ddof=1) / np.sqrt(n_repeats)) if n_repeats > 1
-                   else float("nan"))
+    spread = float(np.std(log_z_groups, ddof=1)) if n_repeats > 1 else float("nan")
+    std_repeats = float(t_scale * spread / np.sqrt(n_repeats)) if n_repeats > 1 else float("nan")
     # Weight-based error of the final stage only (a lower bound once resampling happened).
     ess = float(ess_from_log_weights(log_weights_final))
     std_weights = float(np.sqrt(max(1.0 / ess - 1.0 / config.n_chains, 0.0))) if ess > 0 else np.inf
-    return (std_repeats if n_repeats > 1 else std_weights), std_repeats, std_weights
+    std = std_repeats if n_repeats > 1 else std_weights
+    # The t-scale measures the groups' noise about their mean; a spread past the group_agreement check also means
+    # that the mean misses the rare large Z the groups did not draw, on the side where the truth lies above.
+    shortfall = lognormal_mean_shortfall(spread, n_repeats) if spread > MAX_GROUP_SPREAD else 0.0
+    return float(np.hypot(std, shortfall)), std_repeats, std_weights, shortfall
 
 
 def ais_log_evidence(model, X, y=None, *, config=None, random_state=None, verbose=0, **settings):
@@ -613,8 +644,11 @@ def ais_log_evidence(model, X, y=None, *, config=None, random_state=None, verbos
         deviation of the groups' ``log Z`` over ``sqrt(n_repeats)``, times the
         t-correction ``sqrt((R - 1) / (R - 3))`` for ``R = n_repeats > 3`` (with one
         group, the weight-based ``sqrt(1/ESS - 1/n)``, which ignores resampling and
-        is only a lower bound). ``diagnostics`` and ``converged`` hold the checks
-        below; ``info`` adds ``"std_repeats"``, ``"std_weights"``,
+        is only a lower bound); where ``"group_agreement"`` fails it is combined in
+        quadrature with ``"group_shortfall"``, how far the mean of that many
+        groups' ``Z`` reads low for that spread (:func:`lognormal_mean_shortfall`).
+        ``diagnostics`` and ``converged`` hold the checks
+        below; ``info`` adds ``"std_repeats"``, ``"std_weights"``, ``"group_shortfall"``,
         ``"log_evidence_repeats"``, the schedule (``"temperatures"``, one row per
         temperature step and one column per group), acceptance rates, the smallest
         group ESS, the CESS and the ``log L`` drift (in standard errors) at each
@@ -649,7 +683,8 @@ def ais_log_evidence(model, X, y=None, *, config=None, random_state=None, verbos
       schedule too coarse for the chains to follow);
     - ``"group_agreement"``: the standard deviation of the groups' ``log Z``, at
       most 1 nat (beyond it the mean of ``Z`` is carried by one or two groups
-      and the t-based error is not reliable);
+      and misses the large ``Z`` that no group drew, so the estimate reads low;
+      the reported error then also holds that expected shortfall);
     - ``"acceptance"``: the mean HMC acceptance rate over temperatures, at least 0.3;
     - ``"error_from_groups"``: ``n_repeats >= 4``, without which the error is a
       lower bound;
@@ -709,12 +744,13 @@ def ais_log_evidence(model, X, y=None, *, config=None, random_state=None, verbos
     # Final particles weighted across groups: each group's weights scaled to its own Z estimate.
     log_weights = (log_weights_groups - log_mean_exp(log_weights_groups, axis=1)[:, None]
                    + log_z_groups[:, None]).ravel()
-    std, std_repeats, std_weights = _error(config, log_z_groups, log_weights)
+    std, std_repeats, std_weights, shortfall = _error(config, log_z_groups, log_weights)
     diagnostics = _diagnostics(config, trace, log_z_groups, probe_z)
     converged = warn_not_converged("ais", diagnostics)
     logger.info("AIS: log Z = %.4f +/- %.4f with %d temperatures, %d group resamplings", log_z, std,
                 len(trace.temperatures) - 1, trace.n_resampled)
-    info = dict(std_weights=std_weights, std_repeats=std_repeats, log_evidence_repeats=log_z_groups,
+    info = dict(std_weights=std_weights, std_repeats=std_repeats, group_shortfall=shortfall,
+                log_evidence_repeats=log_z_groups,
                 ess=float(ess_from_log_weights(log_weights)), n_temperatures=len(trace.temperatures) - 1,
                 temperatures=np.array(trace.temperatures), acceptance=np.array(trace.acceptance),
                 cess=np.array(trace.cess), min_group_ess=np.array(trace.min_group_ess), final_step_size=final_step,

@@ -17,11 +17,13 @@ from evidence_select.datasets import make_linear_regression
 from threadpoolctl import threadpool_limits
 
 from evidence_select.backends import _ais as ais_module
-from evidence_select.backends._ais import AISConfig, ais_log_evidence, next_tempering, sigmoid_schedule
+from evidence_select.backends._ais import (AISConfig, ais_log_evidence, lognormal_mean_shortfall, next_tempering,
+                                           sigmoid_schedule)
 from evidence_select._result import EvidenceResult
 from evidence_select.exceptions import EvidenceConvergenceWarning
 from evidence_select.models import LinearGaussianModel
 from evidence_select.testing import FunnelTarget
+from evidence_select.utils._logspace import log_mean_exp
 from evidence_select.testing._targets import (BimodalTarget, BoxGaussianTarget, GaussianTarget,
                                              correlated_gaussian_target)
 
@@ -163,6 +165,33 @@ def test_longer_moves_flag_a_population_that_lags_in_a_funnel(seed):
     with pytest.warns(EvidenceConvergenceWarning, match="longer_moves"):
         res = ais_log_evidence(target, np.zeros((1, 0)), n_mcmc_steps=2, max_mcmc_steps=2, random_state=seed)
     assert not res.diagnostics["longer_moves"]["passed"] and res.info["longer_moves_change"] > 0
+
+
+@pytest.mark.parametrize("spread", [0.5, 2.0, 6.0])
+@pytest.mark.parametrize("n_groups", [4, 8])
+def test_lognormal_mean_shortfall_matches_simulated_groups(spread, n_groups):
+    # log mean exp of n_groups normal log Z_g (sd spread) against log E[Z] = spread^2 / 2, simulated with draws of
+    # its own; the two Monte Carlo errors combined bound the difference.
+    rng = np.random.default_rng(123)
+    log_means = log_mean_exp(spread * rng.standard_normal((20_000, n_groups)), axis=1)
+    simulated = spread**2 / 2 - log_means.mean()
+    tolerance = 5 * np.std(log_means) * np.sqrt(1 / 20_000 + 1 / 4096)
+    assert abs(lognormal_mean_shortfall(spread, n_groups) - simulated) <= tolerance
+    assert lognormal_mean_shortfall(spread, n_groups) > lognormal_mean_shortfall(spread / 2, n_groups)
+
+
+def test_groups_that_disagree_widen_the_error_by_what_their_mean_misses():
+    # Two chains per group on a 10-d Gaussian: the groups' log Z spread over nats, their mean reads low (by up to
+    # 4 nats), and the groups' t-based error alone leaves the truth 2-3.3 of it away on 4 of these 8 seeds.
+    target = correlated_gaussian_target(10, correlation=0.5)
+    pulls = []
+    for seed in range(8):
+        with pytest.warns(EvidenceConvergenceWarning, match="group_agreement"):
+            res = ais_log_evidence(target, X_DUMMY, n_chains=16, random_state=seed)
+        shortfall = res.info["group_shortfall"]
+        assert shortfall > 0 and res.log_evidence_std == pytest.approx(np.hypot(res.info["std_repeats"], shortfall))
+        pulls.append((res.log_evidence - target.exact_log_evidence()) / res.log_evidence_std)
+    assert np.max(np.abs(pulls)) <= 2.5 and np.sqrt(np.mean(np.square(pulls))) <= 1.5
 
 
 @FEW_CHAINS
