@@ -89,16 +89,25 @@ CHUNK = 500
 RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results", "scaling.json")
 
 
-def cpu_seconds():
-    """CPU time of this process and all its descendants (loky and dask worker processes)."""
-    total = time.process_time()
+def cpu_times():
+    """CPU seconds of this process and of each of its descendants (loky and dask worker processes), by pid."""
+    times = {os.getpid(): time.process_time()}
     for child in psutil.Process().children(recursive=True):
         try:
-            times = child.cpu_times()
-            total += times.user + times.system
+            spent = child.cpu_times()
+            times[child.pid] = spent.user + spent.system
         except psutil.Error:  # exited meanwhile
             pass
-    return total
+    return times
+
+
+def cpu_seconds_since(before):
+    """CPU seconds spent since the :func:`cpu_times` snapshot ``before`` by this process and its descendants.
+
+    Process by process: a worker process that was counted in ``before`` and has exited since (the last executor's,
+    shutting down) would otherwise subtract its whole lifetime's CPU from the run's.
+    """
+    return sum(seconds - before.get(pid, 0.0) for pid, seconds in cpu_times().items())
 
 
 #: The dask settings of the "quiet workers" executor (:class:`Executor`).
@@ -154,12 +163,12 @@ class Executor:
 def stream(candidates, X, y, executor):
     """``(selector, wall, cpu)`` of streaming ``X`` through a fresh selector in chunks of ``CHUNK``."""
     selector = EvidenceModelSelector(candidates, random_state=0, **executor.params())
-    cpu, wall = cpu_seconds(), time.perf_counter()
+    cpu, wall = cpu_times(), time.perf_counter()
     with executor.context():
         for start in range(0, len(X), CHUNK):
             stop = start + CHUNK
             selector.partial_fit(X[start:stop]) if y is None else selector.partial_fit(X[start:stop], y[start:stop])
-    return selector, time.perf_counter() - wall, cpu_seconds() - cpu
+    return selector, time.perf_counter() - wall, cpu_seconds_since(cpu)
 
 
 def stream_within(seconds, *args):
