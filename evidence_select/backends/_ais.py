@@ -554,7 +554,7 @@ def _diagnostics(config, trace, log_z_groups, probe_z):
     acceptance = np.asarray(trace.acceptance, dtype=float)
     mean_acceptance = float(np.nanmean(acceptance)) if np.any(np.isfinite(acceptance)) else float("nan")
     min_ess = float(np.min(trace.min_group_ess))
-    spread = float(np.std(log_z_groups, ddof=1)) if len(log_z_groups) > 1 else float("nan")
+    spread = group_spread(log_z_groups)
     schedules = np.array(trace.temperatures)  # (temperature steps + 1, groups)
     resampled = trace.n_resampled / np.sum(np.diff(schedules, axis=0) > 0)  # per (group, increment)
     # Drift of log L during the moves, combined over the second half of the path (where a lagging
@@ -572,6 +572,12 @@ def _diagnostics(config, trace, log_z_groups, probe_z):
         "stationarity": check(drift_z, MAX_DRIFT_Z, abs(drift_z) <= MAX_DRIFT_Z),
         "longer_moves": check(probe_z, MAX_PROBE_DRIFT_Z, abs(probe_z) <= MAX_PROBE_DRIFT_Z),
     }
+
+
+def group_spread(log_z_groups):
+    """The standard deviation of the groups' ``log Z`` (NaN with one group): what ``"group_agreement"`` checks
+    and the reported error scales."""
+    return float(np.std(log_z_groups, ddof=1)) if len(log_z_groups) > 1 else float("nan")
 
 
 def lognormal_mean_shortfall(spread, n_groups, n_draws=4096):
@@ -607,8 +613,8 @@ def _error(config, log_z_groups, log_weights_final):
     # With R groups, (estimate - truth) / (s / sqrt(R)) is t-distributed with R - 1 degrees of freedom, whose
     # sd is sqrt((R - 1) / (R - 3)): reporting that scale keeps 3-sigma coverage honest with few replicates.
     t_scale = np.sqrt((n_repeats - 1) / (n_repeats - 3)) if n_repeats > 3 else 1.0
-    spread = float(np.std(log_z_groups, ddof=1)) if n_repeats > 1 else float("nan")
-    std_repeats = float(t_scale * spread / np.sqrt(n_repeats)) if n_repeats > 1 else float("nan")
+    spread = group_spread(log_z_groups)
+    std_repeats = float(t_scale * spread / np.sqrt(n_repeats))
     # Weight-based error of the final stage only (a lower bound once resampling happened).
     ess = float(ess_from_log_weights(log_weights_final))
     std_weights = float(np.sqrt(max(1.0 / ess - 1.0 / config.n_chains, 0.0))) if ess > 0 else np.inf
