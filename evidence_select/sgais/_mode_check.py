@@ -156,8 +156,11 @@ def importance_at_mode(model, rows, rng, objective_and_mode, settings, n_draws=N
     """The importance-sampling step of :func:`mode_importance_log_evidence` at a mode already found.
 
     ``objective_and_mode`` is ``(objective, mode)``: the negative log joint on ``rows`` ``(X, y)``
-    (:func:`negative_log_joint`) and the point it is minimised at (None: no mode). ``n_draws`` defaults to
-    ``settings.n_draws``. Returns a :class:`ModeEvidence`, or None without a mode or a positive-definite Hessian.
+    (:func:`negative_log_joint`) and the point it is minimised at (None: no mode). With ``n_draws`` the sampler
+    draws that many points; by default it draws ``settings.draw_block`` at a time until the estimate's standard
+    error is at most ``settings.target_std``, with between ``settings.min_draws`` and ``settings.n_draws`` draws.
+    Each draw costs a likelihood evaluation of every row, so the draws are most of the check's cost. Returns a
+    :class:`ModeEvidence`, or None without a mode or a positive-definite Hessian.
     """
     objective, mode = objective_and_mode
     X, y = rows
@@ -165,9 +168,20 @@ def importance_at_mode(model, rows, rng, objective_and_mode, settings, n_draws=N
     if scale is None:
         return None
     proposal = symmetrised_t(mode, settings.inflate * scale, settings.df, model.mode_symmetries())
+    adaptive = n_draws is None and settings.target_std > 0
     n_draws = settings.n_draws if n_draws is None else n_draws
-    log_weights = np.concatenate([_block_log_weights(model, X, y, rng, proposal, size)
-                                  for size in np.diff(np.r_[0:n_draws:settings.draw_block, n_draws])])
+    blocks = []
+    for size in np.diff(np.r_[0:n_draws:settings.draw_block, n_draws]):
+        blocks.append(_block_log_weights(model, X, y, rng, proposal, size))
+        n_drawn = sum(map(len, blocks))
+        if (adaptive and settings.min_draws <= n_drawn < n_draws
+                and _importance_estimate(np.concatenate(blocks)).std <= settings.target_std):
+            break
+    return _importance_estimate(np.concatenate(blocks))
+
+
+def _importance_estimate(log_weights):
+    """The :class:`ModeEvidence` of importance ``log_weights``: ``log mean w`` and its delta-method error."""
     top = float(np.max(log_weights))
     if not np.isfinite(top):
         return ModeEvidence(top, float("nan"))

@@ -71,9 +71,13 @@ class ModeCheckSettings(NamedTuple):
     below the mode's value by more than ``gap_sigmas`` combined standard deviations: a run whose own 2-sigma
     interval misses the mass the mode alone holds. The search starts from ``n_starts`` k-means++ points (starts
     whose objective values lie within ``same_fit`` nats are one fit); the Hessian at the mode is taken by
-    central differences of step ``hessian_step``; the importance sampler draws ``n_draws`` points, ``draw_block``
-    at a time, from a t with ``df`` degrees of freedom and ``inflate`` times the inverse Hessian as its scale
-    (heavier tails than the posterior's, so the weights stay bounded).
+    central differences of step ``hessian_step``; the importance sampler draws ``draw_block`` points at a time
+    from a t with ``df`` degrees of freedom and ``inflate`` times the inverse Hessian as its scale (heavier tails
+    than the posterior's, so the weights stay bounded), until the mode's value has a standard error of at most
+    ``target_std`` nats, with at least ``min_draws`` and at most ``n_draws`` draws (``target_std=0``: always
+    ``n_draws``). The check compares that value with the run's estimate within their combined errors, and a
+    mixture's run carries tenths of a nat or more, so a few hundred draws usually settle it; a posterior far from
+    the t's shape (few rows) spreads the weights, and the draws go on.
 
     Past ``max_rows`` the check gates the periodic restarts instead (:mod:`._replay_gate`): the search runs on
     ``search_rows`` of the stored rows, its best mode and the best particle are refined on all of them, and
@@ -99,6 +103,9 @@ class ModeCheckSettings(NamedTuple):
     same_fit: float = 1e-3
     search_rows: int = 5000
     gate_draws: int = 200
+    # Last, so that a checkpoint pickled before them loads with their defaults.
+    min_draws: int = 400
+    target_std: float = 0.05
 
 
 class CheckSettings(NamedTuple):

@@ -36,18 +36,58 @@ def test_mode_evidence_of_a_two_component_mixture_matches_prior_monte_carlo():
 
 def test_mode_evidence_without_symmetrising_misses_the_other_labelling():
     """The same data with the relabelling maps dropped: the proposal reaches one of the two label modes, so the
-    estimate reads log 2 low (this is what the symmetrisation is for). Eight starts fix the draws: the
-    one-labelling estimate is heavy-tailed (a tail draw near the other labelling weighs a lot), and these draws
-    keep its own error at 0.02, small against the log 2 the test is about."""
+    estimate reads log 2 low (this is what the symmetrisation is for). Eight starts and all ``n_draws`` draws
+    (``target_std=0``) fix the draws: the one-labelling estimate is heavy-tailed (a tail draw near the other
+    labelling weighs a lot), and 4000 draws keep its own error at 0.02, small against the log 2 the test is about.
+    A few hundred draws can miss the tail and read lower still."""
     X = np.array([-3.2, -2.9, -3.1, -2.7, 2.8, 3.0, 3.3, 2.9])[:, None]
     model = GaussianMixtureModel(2, 1)
-    symmetric = mode_importance_log_evidence(model, X, None, np.random.default_rng(0), ModeCheckSettings(n_starts=8))
+    settings = ModeCheckSettings(n_starts=8, target_std=0.0)
+    symmetric = mode_importance_log_evidence(model, X, None, np.random.default_rng(0), settings)
     one_labelling = GaussianMixtureModel(2, 1)
     one_labelling.mode_symmetries = lambda: np.eye(model.n_params)[None]
-    single = mode_importance_log_evidence(one_labelling, X, None, np.random.default_rng(0),
-                                          ModeCheckSettings(n_starts=8))
+    single = mode_importance_log_evidence(one_labelling, X, None, np.random.default_rng(0), settings)
     assert single.std < 0.05
     assert single.log_evidence - symmetric.log_evidence == pytest.approx(-np.log(2), abs=0.05)
+
+
+def _counted_draws(monkeypatch):
+    """Patch the importance sampler's blocks to count the draws they make; returns the list of block sizes."""
+    sizes, block = [], _mode_check._block_log_weights
+
+    def counted(model, X, y, rng, proposal, size):
+        sizes.append(int(size))
+        return block(model, X, y, rng, proposal, size)
+
+    monkeypatch.setattr(_mode_check, "_block_log_weights", counted)
+    return sizes
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_mode_check_draws_until_its_error_reaches_the_target(monkeypatch, seed):
+    """300 rows of two clusters: the draws stop once the value's error is within ``target_std`` (after at least
+    ``min_draws``), well before ``n_draws``, and the value agrees with all ``n_draws`` draws' within their
+    combined errors (the first draws are the same). A target no run reaches takes every draw, bit for bit the
+    fixed count's result; one every run reaches stops at ``min_draws``."""
+    rng = np.random.default_rng(seed)
+    X = np.concatenate([rng.normal(-3.0, 1.0, 150), rng.normal(3.0, 1.0, 150)])[:, None]
+    model = GaussianMixtureModel(2, 1)
+    sizes = _counted_draws(monkeypatch)
+    adaptive = mode_importance_log_evidence(model, X, None, np.random.default_rng(seed), ModeCheckSettings())
+    n_adaptive = sum(sizes)
+    sizes.clear()
+    every = mode_importance_log_evidence(model, X, None, np.random.default_rng(seed),
+                                         ModeCheckSettings(target_std=0.0))
+    assert sum(sizes) == ModeCheckSettings().n_draws
+    assert ModeCheckSettings().min_draws <= n_adaptive < ModeCheckSettings().n_draws
+    assert adaptive.std <= ModeCheckSettings().target_std
+    assert abs(adaptive.log_evidence - every.log_evidence) < 4 * np.hypot(adaptive.std, every.std)
+    unreachable = mode_importance_log_evidence(model, X, None, np.random.default_rng(seed),
+                                               ModeCheckSettings(target_std=1e-12))
+    assert unreachable == every
+    sizes.clear()
+    mode_importance_log_evidence(model, X, None, np.random.default_rng(seed), ModeCheckSettings(target_std=1e9))
+    assert sum(sizes) == ModeCheckSettings().min_draws
 
 
 @pytest.mark.parametrize("n_components", [1, 3, 5])
