@@ -170,14 +170,14 @@ def importance_at_mode(model, rows, rng, objective_and_mode, settings, n_draws=N
     proposal = symmetrised_t(mode, settings.inflate * scale, settings.df, model.mode_symmetries())
     adaptive = n_draws is None and settings.target_std > 0
     n_draws = settings.n_draws if n_draws is None else n_draws
-    blocks = []
+    log_weights = np.empty(0)
     for size in np.diff(np.r_[0:n_draws:settings.draw_block, n_draws]):
-        blocks.append(_block_log_weights(model, X, y, rng, proposal, size))
-        n_drawn = sum(map(len, blocks))
-        if (adaptive and settings.min_draws <= n_drawn < n_draws
-                and _importance_estimate(np.concatenate(blocks)).std <= settings.target_std):
-            break
-    return _importance_estimate(np.concatenate(blocks))
+        log_weights = np.concatenate([log_weights, _block_log_weights(model, X, y, rng, proposal, size)])
+        if adaptive and settings.min_draws <= len(log_weights) < n_draws:
+            estimate = _importance_estimate(log_weights)
+            if estimate.std <= settings.target_std:
+                return estimate
+    return _importance_estimate(log_weights)
 
 
 def _importance_estimate(log_weights):
