@@ -98,7 +98,7 @@ from scipy.special import expit
 from ..kernels._adaptive_hmc import SamplerSettings, sample_chains
 from ..models._mixture import mixture_relabel_maps
 from ..utils._diagnostics import ess_bulk, integrated_autocorrelation_time, split_rhat
-from ._gaussianize import GaussianizationSettings, fit_gaussianization
+from ._gaussianize import GaussianizationSettings, fit_gaussianization, settled_settings
 from ..utils._logspace import ess_from_log_weights, log_mean_exp, logsumexp
 from ..utils._random import make_generator
 from ..utils._threads import single_threaded_blas
@@ -542,7 +542,8 @@ def _proposal_cap(n_p, n_eval_sampling, settings):
 
 
 def _bridge_half(rng, posterior, fit_draws, eval_draws, eval_log_p, maps, n_eval_sampling, settings):
-    """Gaussianize ``fit_draws``; bridge with ``eval_draws`` ``(n_chains, n_iter, d)`` and adaptive ``n_q``."""
+    """Gaussianize ``fit_draws``; bridge with ``eval_draws`` ``(n_chains, n_iter, d)`` and adaptive ``n_q``.
+    Returns the :class:`_HalfResult` and the fitted proposal."""
     n_chains, n_iter, d = eval_draws.shape
     flow = _fit_proposal(rng, posterior, fit_draws, settings)
     l1 = eval_log_p.ravel() - _proposal_log_density(flow, maps, eval_draws.reshape(-1, d))
@@ -561,7 +562,7 @@ def _bridge_half(rng, posterior, fit_draws, eval_draws, eval_log_p, maps, n_eval
     log_r, std, n_bridge, converged, tau, l2, proposal_term, posterior_term = _solve_adaptive(
         l1, more, tau_of, _proposal_cap(len(l1), n_eval_sampling, settings), settings)
     return _HalfResult(log_r, std, n_bridge, converged, tau, len(l2), _overlap(l1, l2, log_r),
-                       proposal_term, posterior_term, len(flow.layers), *_sandwich(l1, l2))
+                       proposal_term, posterior_term, len(flow.layers), *_sandwich(l1, l2)), flow
 
 
 def _cells_half(rng, posterior, fit_draws, eval_draws, eval_log_p, groups, maps, n_eval_sampling, settings):
@@ -799,8 +800,14 @@ def _bridge_halves(rng, posterior, draws, log_p, groups, maps, n_eval_sampling, 
             separation = float(min(np.min(sep[counted]) for _, sep in cells))
             return [_sum_of_cells(parts, counted) for parts, _ in cells], "cells", counted, separation
     d = draws.shape[2]
-    return ([_bridge_half(rng, posterior, fit[0].reshape(-1, d), *other, maps, n_eval_sampling, settings)
-             for fit, other in pairs], "pooled", None, None)
+    halves = []
+    for fit, other in pairs:  # the second half fits only the path the first half's fit chose
+        result, proposal = _bridge_half(rng, posterior, fit[0].reshape(-1, d), *other, maps, n_eval_sampling,
+                                        settings)
+        halves.append(result)
+        settings = settings._replace(gaussianization=settled_settings(settings.gaussianization,
+                                                                      proposal.gaussianization))
+    return halves, "pooled", None, None
 
 
 class _Chains(NamedTuple):
@@ -841,16 +848,20 @@ def _mixed_chains(rng, model, posterior, chains, strategy, settings, info):
     census flags the run as before. HMC chains that were stuck keep the
     ``stuck_chains`` check failed either way: the region that stopped them
     may hold mass the mixed chains never reach either. ``info`` records each
-    round's acceptance and whether the mixed draws were used.
+    round's acceptance and whether the mixed draws were used. Returns the chains and ``settings`` with the
+    Gaussianization settings the rounds' fits settled on (:func:`~._gaussianize.settled_settings`).
     """
-    mixed, mixed_log_p, acceptance = connect_modes(rng, posterior, chains.draws, chains.log_p,
-                                                   settings.mixing_rounds, settings.gaussianization)
+    mixed, mixed_log_p, acceptance, gaussianization = connect_modes(rng, posterior, chains.draws, chains.log_p,
+                                                                    settings.mixing_rounds, settings.gaussianization)
+    settings = settings._replace(gaussianization=gaussianization)
     candidate = _chains_and_modes(model, mixed, mixed_log_p, strategy, True, settings)
     used = len(candidate.groups) <= settings.max_modes and candidate.stuck_check["passed"]
     info.update(mixing_acceptance=acceptance, mixing_used=bool(used), mode_groups_before_mixing=len(chains.groups))
     if not used:
-        return chains
-    return candidate if chains.stuck_check["passed"] else candidate._replace(stuck_check=chains.stuck_check)
+        return chains, settings
+    if not chains.stuck_check["passed"]:
+        candidate = candidate._replace(stuck_check=chains.stuck_check)
+    return candidate, settings
 
 
 def bridge_log_evidence(model, X=None, y=None, *, posterior_samples=None, settings=None, random_state=None,
@@ -938,7 +949,7 @@ def _run_bridge(rng, model, posterior, posterior_samples, settings, verbose, sta
     ran_chains = posterior_samples is None
     chains = _chains_and_modes(model, draws, log_p, strategy, ran_chains, settings)
     if ran_chains and len(chains.groups) > settings.max_modes and settings.mixing_rounds:
-        chains = _mixed_chains(rng, model, posterior, chains, strategy, settings, sampler_info)
+        chains, settings = _mixed_chains(rng, model, posterior, chains, strategy, settings, sampler_info)
     draws, log_p, stuck_check, series, groups = chains
     if settings.proposal == "auto":
         settings = settings._replace(proposal="mixture" if sampler_info.get("mixing_used") else "gaussianization")

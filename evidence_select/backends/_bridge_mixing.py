@@ -42,7 +42,7 @@ import numpy as np
 from ..kernels._independence import independence_metropolis
 from ._gaussianize import (fit_gaussianization, fit_marginal_product, gaussianization_log_density,
                                   gaussianization_sample, gaussianization_sample_and_log_density,
-                                  marginal_log_densities)
+                                  marginal_log_densities, settled_settings)
 from ..utils._logspace import ess_from_log_weights
 
 __all__ = ["FlowProposal", "DefensiveProduct", "MixtureProposal", "fit_mixture_proposal", "connect_modes"]
@@ -66,6 +66,10 @@ class FlowProposal(NamedTuple):
     @property
     def layers(self):
         return self.flow.layers
+
+    @property
+    def gaussianization(self):
+        return self.flow
 
     def sample(self, rng, n):
         return gaussianization_sample(self.flow, rng, n)
@@ -130,6 +134,11 @@ class MixtureProposal(NamedTuple):
         """The first component's spline layers."""
         return self.components[0].layers
 
+    @property
+    def gaussianization(self):
+        """The first component's :class:`~._gaussianize.Gaussianization`."""
+        return self.components[0].gaussianization
+
     def sample(self, rng, n):
         which = rng.choice(len(self.components), size=n, p=self.weights)
         out = np.empty((n, self.components[0].n_params))
@@ -185,12 +194,17 @@ def connect_modes(rng, posterior, draws, log_p, n_rounds, gaussianization):
     log_p : ndarray of shape (n_chains, n_iter)
     acceptance : list of float
         Each round's share of accepted proposals.
+    gaussianization : GaussianizationSettings
+        The settings after the first round's fit (:func:`~._gaussianize.settled_settings`), which the later
+        rounds used and further fits to the same target may use.
     """
     n_chains, n_iter, d = draws.shape
     stride = max(1, (n_chains * n_iter) // _MAX_FIT_DRAWS)
     acceptance = []
-    for _ in range(n_rounds):
+    for round_index in range(n_rounds):
         proposal = fit_mixture_proposal(rng, posterior, draws[:, ::stride].reshape(-1, d), gaussianization)
+        if round_index == 0:
+            gaussianization = settled_settings(gaussianization, proposal.gaussianization)
         z = proposal.sample(rng, n_chains * n_iter)
         z_log_p = posterior.value(z)
         z_log_w = z_log_p - proposal.log_density(z)
@@ -200,4 +214,4 @@ def connect_modes(rng, posterior, draws, log_p, n_rounds, gaussianization):
                                       z_log_w.reshape(n_chains, n_iter))
         draws, log_p = out.draws, out.log_density
         acceptance.append(out.acceptance)
-    return draws, log_p, acceptance
+    return draws, log_p, acceptance, gaussianization

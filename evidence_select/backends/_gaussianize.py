@@ -45,7 +45,7 @@ from ._quadratic_shift import fit_quadratic_shift, quadratic_shift_forward, quad
 from ..utils._whitening import whitening
 
 __all__ = ["GaussianizationSettings", "Gaussianization", "fit_gaussianization", "fit_marginal_product",
-           "gaussianization_forward", "gaussianization_inverse", "gaussianization_log_density",
+           "settled_settings", "gaussianization_forward", "gaussianization_inverse", "gaussianization_log_density",
            "gaussianization_sample", "gaussianization_sample_and_log_density", "marginal_log_densities"]
 
 _LOG_2PI = np.log(2.0 * np.pi)
@@ -65,6 +65,9 @@ class GaussianizationSettings(NamedTuple):
         ``noise_floor / sqrt(n)`` (the distance of a Gaussian sample of size n is of order ``1 / sqrt(n)``).
     max_curved_pairs : int or None, most conditioning directions of the quadratic shift
         (None: ``n_params // 2``; 0: no shift).
+    compare_without_shift : bool, where a shift is found, also fit the marginal layers without it and keep
+        whichever the held-out samples prefer (False: keep the shift). :func:`settled_settings` sets it, or
+        ``max_curved_pairs=0``, for further fits to draws of a target whose first fit made that choice.
     """
 
     max_layers: int = 10
@@ -75,6 +78,7 @@ class GaussianizationSettings(NamedTuple):
     validation_fraction: float = 0.2
     noise_floor: float = 2.0
     max_curved_pairs: int = None
+    compare_without_shift: bool = True
 
 
 class _SplineLayer(NamedTuple):
@@ -228,13 +232,16 @@ def _orthonormal(matrix):
 def _quantile_residuals(proj, quantiles):
     """Each column's sorted-order residual against the ``N(0, 1)`` ``quantiles``, in the samples' order.
 
-    Sorted as rows of the transpose: each direction's projections contiguous, which sorts faster.
+    Sorted as rows of the transpose: each direction's projections contiguous, which sorts faster. Each
+    sample's quantile is scattered to its place by flat indices and subtracted there (the same differences
+    as subtracting in sorted order and scattering them back, with one scatter and no gather).
     """
     rows = np.ascontiguousarray(proj.T)
+    n_rows, n = rows.shape
     order = np.argsort(rows, axis=1)
-    residual = np.empty_like(rows)
-    np.put_along_axis(residual, order, np.take_along_axis(rows, order, axis=1) - quantiles, axis=1)
-    return residual.T
+    quantile_at = np.empty_like(rows)
+    quantile_at.ravel()[(order + n * np.arange(n_rows)[:, None]).ravel()] = np.tile(quantiles, n_rows)
+    return (rows - quantile_at).T
 
 
 def _find_directions(rng, z, n_directions, n_steps, start_identity):
@@ -386,6 +393,8 @@ def _check_settings(settings, n, d):
         raise ValueError(f"bandwidth_factor must be positive, got {settings.bandwidth_factor!r}")
     if not settings.noise_floor >= 0:
         raise ValueError(f"noise_floor must be >= 0, got {settings.noise_floor!r}")
+    if not isinstance(settings.compare_without_shift, (bool, np.bool_)):
+        raise TypeError(f"compare_without_shift must be a bool, got {settings.compare_without_shift!r}")
     pairs = settings.max_curved_pairs
     if pairs is not None and (isinstance(pairs, bool) or not isinstance(pairs, (int, np.integer)) or pairs < 0):
         raise ValueError(f"max_curved_pairs must be None or an int >= 0, got {pairs!r}")
@@ -428,7 +437,7 @@ def fit_gaussianization(rng, samples, settings=GaussianizationSettings()):
     z_train, _ = gaussianization_forward(base, train)
     z_val, log_det_val = gaussianization_forward(base, val)
     state = _FitState(z_train, z_val, log_det_val, float(np.mean(_std_normal_log_pdf(z_val) + log_det_val)))
-    layers, score = _marginal_layers(rng, state, settings)
+    layers, score = _marginal_layers(rng, state, settings) if settings.compare_without_shift else (None, -np.inf)
     shift = _fit_shift(rng, z_train, settings)
     if shift is not None:
         # A shift can also bend skewed but independent directions into each other, which helps a Gaussian
@@ -436,7 +445,22 @@ def fit_gaussianization(rng, samples, settings=GaussianizationSettings()):
         shifted_layers, shifted_score = _marginal_layers(rng, _after_shift(shift, state), settings)
         if shifted_score > score:
             return Gaussianization(mean, chol, shifted_layers, shift)
+    if layers is None:  # no shift was found after all
+        layers, _ = _marginal_layers(rng, state, settings)
     return Gaussianization(mean, chol, layers)
+
+
+def settled_settings(settings, model):
+    """``settings`` for further fits to draws of the target that ``model`` was fitted to: the first fit's choice
+    about the quadratic shift kept, so that they fit only the path it chose.
+
+    Whether a thin curved ridge needs the shift is the target's geometry, not the sample's, and trying both
+    paths on every fit doubles its cost (the search for the shift's pairs and a second set of marginal layers).
+    A model without a shift gives ``max_curved_pairs=0``, one with a shift ``compare_without_shift=False``.
+    """
+    if model.shift is None:
+        return settings._replace(max_curved_pairs=0)
+    return settings._replace(compare_without_shift=False)
 
 
 class _FitState(NamedTuple):

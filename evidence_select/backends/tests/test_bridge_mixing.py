@@ -11,6 +11,7 @@ from evidence_select.backends._bridge_mixing import DefensiveProduct, fit_mixtur
 from evidence_select._result import check
 from evidence_select.exceptions import EvidenceConvergenceWarning
 from evidence_select.testing._calibration import ProductTarget, TwoPeakFactor
+from evidence_select.testing._targets import GaussianTarget
 from evidence_select.backends._gaussianize import GaussianizationSettings
 
 
@@ -77,7 +78,7 @@ def test_chains_that_independence_metropolis_cannot_connect_keep_their_hmc_draws
     def never_moves(rng, posterior, draws, log_p, n_rounds, gaussianization):
         n_iter = draws.shape[1]
         return (np.repeat(draws[:, -1:], n_iter, axis=1), np.repeat(log_p[:, -1:], n_iter, axis=1),
-                [0.0] * n_rounds)
+                [0.0] * n_rounds, gaussianization)
 
     monkeypatch.setattr(_bridge, "connect_modes", never_moves)
     target = ProductTarget(TwoPeakFactor(), 8)
@@ -100,10 +101,42 @@ def test_hmc_chains_that_were_stuck_keep_the_run_flagged_after_mixing(monkeypatc
     rng = np.random.default_rng(0)
     mixed = rng.normal(size=(4, 200, 2))
     mixed_log_p = -0.5 * np.sum(mixed**2, axis=2)
-    monkeypatch.setattr(_bridge, "connect_modes", lambda *args: (mixed, mixed_log_p, [0.5]))
+    monkeypatch.setattr(_bridge, "connect_modes", lambda *args: (mixed, mixed_log_p, [0.5], args[-1]))
     hmc = _bridge._Chains(mixed[:3, :, ::-1], mixed_log_p[:3], check(1, 0, False), None, [[0], [1], [2]])
     info = {}
     settings = _bridge._make_settings(None, dict(max_modes=2))
-    out = _bridge._mixed_chains(rng, ProductTarget(TwoPeakFactor(), 2), None, hmc, "none", settings, info)
+    out, _ = _bridge._mixed_chains(rng, ProductTarget(TwoPeakFactor(), 2), None, hmc, "none", settings, info)
     assert info["mixing_used"] and len(out.groups) == 1 and np.array_equal(out.draws, mixed)
     assert out.stuck_check == check(1, 0, False)
+
+
+def _recorded_fits(monkeypatch):
+    """The settings of every Gaussianization a bridge run fits, in order (its halves' and its mixing rounds')."""
+    from evidence_select.backends import _bridge_mixing, _gaussianize
+
+    seen = []
+
+    def recording(rng, samples, settings=GaussianizationSettings()):
+        model = _gaussianize.fit_gaussianization(rng, samples, settings)
+        seen.append((settings, model.shift is not None))
+        return model
+
+    monkeypatch.setattr(_bridge, "fit_gaussianization", recording)
+    monkeypatch.setattr(_bridge_mixing, "fit_gaussianization", recording)
+    return seen
+
+
+@pytest.mark.parametrize("target, kwargs", [(ProductTarget(TwoPeakFactor(), 8), FAST_MANY_MODES),
+                                            (GaussianTarget(np.full(4, 0.3), cov=0.01), dict(n_chains=4, n_draws=500))],
+                         ids=["mixing rounds", "halves"])
+def test_later_fits_of_a_run_fit_only_the_shift_path_its_first_fit_chose(monkeypatch, target, kwargs):
+    # The first fit compares the marginal layers with and without the quadratic shift; every later fit of the
+    # same run (the second half's, the mixing rounds after the first) is told the choice and fits that path.
+    seen = _recorded_fits(monkeypatch)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", EvidenceConvergenceWarning)  # the short runs' chains are not the point
+        bridge_log_evidence(target, random_state=0, **kwargs)
+    (first, first_kept), *later = seen
+    assert first == GaussianizationSettings() and len(later) >= 1
+    choice = dict(compare_without_shift=False) if first_kept else dict(max_curved_pairs=0)
+    assert all(settings == first._replace(**choice) for settings, _ in later)

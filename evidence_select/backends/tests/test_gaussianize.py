@@ -12,8 +12,8 @@ from scipy import special, stats
 from evidence_select.backends._gaussianize import (GaussianizationSettings, fit_gaussianization, fit_marginal_product,
                                                  gaussianization_forward, gaussianization_inverse,
                                                  gaussianization_log_density, gaussianization_sample,
-                                                 gaussianization_sample_and_log_density)
-from evidence_select.backends._gaussianize import _kernel_normal_scores
+                                                 gaussianization_sample_and_log_density, settled_settings)
+from evidence_select.backends._gaussianize import _kernel_normal_scores, _quantile_residuals
 
 
 def _banana(rng, n):
@@ -138,6 +138,46 @@ def test_bad_settings():
             fit_gaussianization(np.random.default_rng(0), x, GaussianizationSettings(max_curved_pairs=bad))
     with pytest.raises(TypeError, match="GaussianizationSettings"):
         fit_gaussianization(np.random.default_rng(0), x, {"max_layers": 3})
+    with pytest.raises(TypeError, match="compare_without_shift must be a bool"):
+        fit_gaussianization(np.random.default_rng(0), x, GaussianizationSettings(compare_without_shift="no"))
+
+
+def test_quantile_residuals_are_each_sample_minus_the_quantile_of_its_rank():
+    # Against the definition, with ties (repeated MCMC states): the residual of the r-th smallest projection
+    # is it minus the r-th quantile, bit for bit, whichever of equal values takes which rank.
+    rng = np.random.default_rng(0)
+    proj = rng.standard_normal((500, 7))
+    proj[::5] = proj[1::5]
+    quantiles = special.ndtri((np.arange(500) + 0.5) / 500)
+    residual = _quantile_residuals(proj, quantiles)
+    for k in range(7):
+        order = np.argsort(proj[:, k])
+        expected = np.empty(500)
+        expected[order] = proj[order, k] - quantiles
+        assert np.array_equal(residual[:, k], expected)
+
+
+def test_settled_settings_keep_the_first_fits_choice_about_the_shift(banana_flow):
+    settings = GaussianizationSettings()
+    assert banana_flow.shift is not None
+    assert settled_settings(settings, banana_flow) == settings._replace(compare_without_shift=False)
+    gaussian = fit_gaussianization(np.random.default_rng(0), np.random.default_rng(1).normal(size=(2000, 4)))
+    assert gaussian.shift is None
+    assert settled_settings(settings, gaussian) == settings._replace(max_curved_pairs=0)
+
+
+def test_without_the_comparison_a_found_shift_is_kept_and_no_layers_are_fitted_without_it(monkeypatch):
+    # Skewed independent coordinates: a shift is found, and the held-out comparison drops it; with
+    # compare_without_shift=False it stays, and the marginal layers are fitted once (after the shift).
+    import evidence_select.backends._gaussianize as gaussianize
+
+    x = np.random.default_rng(0).gamma(2.0, size=(3000, 4))
+    compared = fit_gaussianization(np.random.default_rng(0), x)
+    calls = []
+    original = gaussianize._marginal_layers
+    monkeypatch.setattr(gaussianize, "_marginal_layers", lambda *a: calls.append(a[1]) or original(*a))
+    kept = fit_gaussianization(np.random.default_rng(0), x, GaussianizationSettings(compare_without_shift=False))
+    assert compared.shift is None and kept.shift is not None and len(calls) == 1
 
 
 def test_marginal_product_keeps_narrow_separated_peaks_narrow():
