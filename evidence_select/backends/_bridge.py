@@ -56,9 +56,18 @@ coordinates), ``mixing_rounds`` rounds of independence Metropolis from
 proposals fitted to all chains' draws (:mod:`._bridge_mixing`) connect the
 chains; their last round replaces the draws when it leaves at most
 ``max_modes`` groups and no stuck chain, and the bridge's proposal is then the
-same mixture of the Gaussianization and the draws' marginal product. A mode
-no chain reached and no proposal reaches stays invisible: that is what many
-chains started from a tempered population are for.
+same mixture of the Gaussianization and the draws' marginal product. Where the
+rounds leave the chains unconnected, the bridge's posterior side is a few
+modes out of many and its estimate misses the rest; each round's proposals
+are then an importance sampler, ``Z = E_q[p / q]`` over every mode the
+proposal reaches, and the last round's estimate (with at least ``min_ess``
+effective draws, ``importance_ess``, and not for label-switching mixtures) is
+reported instead, its error widened to its distance from the round before
+when they disagree (``importance_rounds_agree``); with fewer effective draws
+the bridge's estimate stays, its error at least its distance from the
+importance estimate. The mode census still fails such a run. A mode no chain
+reached and no proposal reaches stays invisible: that is what many chains
+started from a tempered population are for.
 
 Every failed check (R-hat, ESS, mode census, stuck chains, cells separate,
 autocorrelation-time reliability, bridge iterations, proposal overlap, halves
@@ -104,7 +113,7 @@ from ..utils._random import make_generator
 from ..utils._threads import single_threaded_blas
 from ._ais import _check_data, _log_lik_and_grad, _log_lik_sum
 from ._bridge_init import prior_starts, tempered_starts
-from ._bridge_mixing import FlowProposal, connect_modes, fit_mixture_proposal
+from ._bridge_mixing import FlowProposal, connect_modes, fit_mixture_proposal, mixing_estimate
 from ._bridge_modes import cell_of, chain_mode_groups, unseen_mode_fraction
 from .._result import EvidenceResult, check, warn_not_converged
 
@@ -851,17 +860,50 @@ def _mixed_chains(rng, model, posterior, chains, strategy, settings, info):
     round's acceptance and whether the mixed draws were used. Returns the chains and ``settings`` with the
     Gaussianization settings the rounds' fits settled on (:func:`~._gaussianize.settled_settings`).
     """
-    mixed, mixed_log_p, acceptance, gaussianization = connect_modes(rng, posterior, chains.draws, chains.log_p,
-                                                                    settings.mixing_rounds, settings.gaussianization)
-    settings = settings._replace(gaussianization=gaussianization)
-    candidate = _chains_and_modes(model, mixed, mixed_log_p, strategy, True, settings)
+    mixing = connect_modes(rng, posterior, chains.draws, chains.log_p, settings.mixing_rounds,
+                           settings.gaussianization)
+    settings = settings._replace(gaussianization=mixing.gaussianization)
+    candidate = _chains_and_modes(model, mixing.draws, mixing.log_p, strategy, True, settings)
     used = len(candidate.groups) <= settings.max_modes and candidate.stuck_check["passed"]
-    info.update(mixing_acceptance=acceptance, mixing_used=bool(used), mode_groups_before_mixing=len(chains.groups))
+    estimate = mixing_estimate(mixing.estimates)
+    info.update(mixing_acceptance=mixing.acceptance, mixing_used=bool(used),
+                mode_groups_before_mixing=len(chains.groups),
+                mixing_importance=None if estimate is None else estimate._asdict())
     if not used:
         return chains, settings
     if not chains.stuck_check["passed"]:
         candidate = candidate._replace(stuck_check=chains.stuck_check)
     return candidate, settings
+
+
+def _importance_instead(info, strategy, settings, log_z, std, diagnostics):
+    """``(log_z, std, estimator)``: the bridge's estimate, or the mixing rounds' importance estimate
+    (``info["mixing_importance"]``) where that stands for it.
+
+    Where the rounds ran and left the chains unconnected (``mixing_used``
+    False), the bridge's posterior draws cover the few modes the chains sit
+    in, and its estimate misses the mass of the others, whereas ``E_q[p / q]``
+    counts every mode the rounds' proposals reach (all combinations of the
+    coordinates' peaks, :mod:`._bridge_mixing`). With at least ``min_ess``
+    effective draws in the last round's weights (``importance_ess``) its
+    importance estimate is reported, its error widened to the distance from
+    the round before when they disagree (``importance_rounds_agree``). With
+    fewer, its own error is not to be trusted (weights that missed a heavy
+    tail read low, and so does their spread); the bridge's estimate stays,
+    with an error at least as wide as its distance from the importance
+    estimate. Not for label-switching
+    mixtures: their draws are relabelled, so the proposals cover one
+    labelling of the ``K!``. ``diagnostics`` gains the checks it used.
+    """
+    mixing = info.get("mixing_importance")
+    if info.get("mixing_used", True) or mixing is None or strategy != "none":
+        return log_z, std, "bridge"
+    enough = mixing["ess"] >= settings.min_ess
+    diagnostics["importance_ess"] = check(mixing["ess"], settings.min_ess, enough)
+    if not enough:
+        return log_z, max(std, abs(log_z - mixing["log_z"])), "bridge"
+    diagnostics["importance_rounds_agree"] = check(mixing["gap"], 3.0, mixing["gap"] <= 3.0)
+    return mixing["log_z"], mixing["std"], "mixing_importance"
 
 
 def bridge_log_evidence(model, X=None, y=None, *, posterior_samples=None, settings=None, random_state=None,
@@ -900,9 +942,18 @@ def bridge_log_evidence(model, X=None, y=None, *, posterior_samples=None, settin
         ``bridged_over`` (``"cells"`` or ``"pooled"``), ``mode_groups`` (chains
         per mode group), the sampler's step size and acceptance and, when the
         chains sat in more than ``max_modes`` groups, ``mixing_acceptance``
-        (per independence Metropolis round), ``mixing_used`` and
-        ``mode_groups_before_mixing``. ``settings["proposal"]`` says which
-        proposal the bridge used.
+        (per independence Metropolis round), ``mixing_used``,
+        ``mode_groups_before_mixing`` and ``mixing_importance`` (the last
+        round's importance estimate: ``log_z``, ``std``, ``ess``, and ``gap``
+        to the round before).
+        ``info["estimator"]`` is ``"bridge"``, or ``"mixing_importance"`` where
+        the rounds left the chains unconnected and their importance estimate
+        is reported instead (``diagnostics["importance_ess"]`` and
+        ``["importance_rounds_agree"]`` then check it; with too few effective
+        draws the bridge's estimate stays, its error at least its distance
+        from the importance estimate); ``info["bridge_estimate"]`` keeps the
+        bridge's own value and error either way.
+        ``settings["proposal"]`` says which proposal the bridge used.
 
     Raises
     ------
@@ -975,9 +1026,11 @@ def _run_bridge(rng, model, posterior, posterior_samples, settings, verbose, sta
     bounds = _log_z_bounds(halves, log_correction)
     if not all(diagnostics[name]["passed"] for name in _SANDWICH_CHECKS if name in diagnostics):
         std = _spanning_std(std, log_z, bounds)
+    bridge_estimate = dict(log_evidence=log_z, log_evidence_std=std)
+    log_z, std, estimator = _importance_instead(sampler_info, strategy, settings, log_z, std, diagnostics)
     converged = warn_not_converged("bridge", diagnostics)
     info = dict(halves=[h._asdict() for h in halves], label_switching=strategy, log_label_correction=log_correction,
-                log_evidence_bounds=bounds,
+                log_evidence_bounds=bounds, estimator=estimator, bridge_estimate=bridge_estimate,
                 n_evaluations_sampling=n_eval_sampling, bridged_over=bridged_over,
                 mode_groups=None if groups is None else [len(g) for g in groups], **sampler_info)
     return EvidenceResult(log_z, std, "bridge", float(posterior.n_calls), int(posterior.n_calls * len(posterior.X)),

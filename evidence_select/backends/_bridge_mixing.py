@@ -33,6 +33,13 @@ found late is underweighted by that round's proposal and holds the chains that
 reach it, which the next round's fit corrects. A round whose proposal fits
 badly leaves the chains where they were: stuck chains, R-hat and the mode
 census then say so.
+
+Each round's proposals are also an importance sampler of ``Z``:
+``Z = E_q[p / q]`` for any ``q`` positive wherever ``p`` is, whichever modes the
+chains found (:class:`RoundEstimate`). Where the rounds leave the chains
+unconnected, so that the bridge's posterior side is a few modes out of many,
+the bridge reports the last round's estimate (:func:`mixing_estimate`)
+instead of its own.
 """
 
 from typing import NamedTuple
@@ -43,9 +50,10 @@ from ..kernels._independence import independence_metropolis
 from ._gaussianize import (fit_gaussianization, fit_marginal_product, gaussianization_log_density,
                                   gaussianization_sample, gaussianization_sample_and_log_density,
                                   marginal_log_densities, settled_settings)
-from ..utils._logspace import ess_from_log_weights
+from ..utils._logspace import ess_from_log_weights, log_mean_exp
 
-__all__ = ["FlowProposal", "DefensiveProduct", "MixtureProposal", "fit_mixture_proposal", "connect_modes"]
+__all__ = ["FlowProposal", "DefensiveProduct", "MixtureProposal", "fit_mixture_proposal", "RoundEstimate",
+           "MixingEstimate", "mixing_estimate", "MixingResult", "connect_modes"]
 
 _MAX_FIT_DRAWS = 4000  # draws each round fits to (thinned evenly over the chains); the fit's cost grows with them
 _PILOT_DRAWS = 500  # draws of each density whose importance weights set its share of the mixture
@@ -173,6 +181,96 @@ def fit_mixture_proposal(rng, posterior, draws, gaussianization):
     return MixtureProposal(components, weights / weights.sum())
 
 
+class RoundEstimate(NamedTuple):
+    """One round's proposals as an importance sampler: ``log Z = log mean(p / q)`` over its ``n`` draws.
+
+    ``std`` is the delta-method error of ``log Z``, ``sd(w) / (sqrt(n) mean(w))``
+    for the weights ``w = p / q``, and ``ess`` their Kish effective sample size.
+    """
+
+    log_z: float
+    std: float
+    ess: float
+
+    @classmethod
+    def from_log_weights(cls, log_w):
+        log_w = np.asarray(log_w, dtype=float).ravel()
+        log_z = float(log_mean_exp(log_w))
+        if not np.isfinite(log_z):
+            return cls(log_z, float("inf"), 0.0)
+        std = float(np.std(np.exp(log_w - log_z)) / np.sqrt(log_w.size))
+        return cls(log_z, std, float(np.nan_to_num(ess_from_log_weights(log_w))))
+
+
+class MixingEstimate(NamedTuple):
+    """The rounds' importance estimate of ``Z`` (:func:`mixing_estimate`).
+
+    ``gap`` is the distance of the last round's ``log Z`` from the previous
+    round's in units of their combined error (at most 3 when they agree;
+    0 with one round), and ``std`` already spans that distance when they do
+    not.
+    """
+
+    log_z: float
+    std: float
+    ess: float
+    gap: float
+
+
+def mixing_estimate(estimates):
+    """The last round's :class:`RoundEstimate`, checked against the round before it.
+
+    Every round's ``mean(p / q_r)`` is unbiased for ``Z``, but the early
+    rounds' proposals are fitted to chains that sit in few modes: their
+    weights are heavy-tailed, they read low with errors that read small too,
+    and averaging them in would pull the estimate down. The last round's
+    proposal is fitted to the most mixed draws. When it lies more than 3
+    combined errors from the previous round's, at least one of them missed a
+    tail its error does not show, and the error is widened to their distance.
+    None when the last round has no finite estimate.
+
+    Examples
+    --------
+    >>> est = [RoundEstimate(-10.4, 0.2, 60.0), RoundEstimate(-10.0, 0.05, 900.0)]
+    >>> mixing_estimate(est)
+    MixingEstimate(log_z=-10.0, std=0.05, ess=900.0, gap=1.94...)
+    """
+    if not estimates or not (np.isfinite(estimates[-1].log_z) and np.isfinite(estimates[-1].std)):
+        return None
+    last = estimates[-1]
+    if len(estimates) == 1:
+        return MixingEstimate(last.log_z, last.std, last.ess, 0.0)
+    previous = estimates[-2]
+    distance = abs(last.log_z - previous.log_z)
+    gap = float(distance / max(np.hypot(last.std, previous.std), 1e-300)) if np.isfinite(previous.log_z) else np.inf
+    std = last.std if gap <= 3.0 else max(last.std, distance if np.isfinite(distance) else np.inf)
+    return MixingEstimate(last.log_z, float(std), last.ess, gap)
+
+
+class MixingResult(NamedTuple):
+    """What :func:`connect_modes` returns.
+
+    Attributes
+    ----------
+    draws : ndarray of shape (n_chains, n_iter, n_params)
+        The last round's draws.
+    log_p : ndarray of shape (n_chains, n_iter)
+    acceptance : list of float
+        Each round's share of accepted proposals.
+    gaussianization : GaussianizationSettings
+        The settings after the first round's fit (:func:`~._gaussianize.settled_settings`), which the later
+        rounds used and further fits to the same target may use.
+    estimates : list of RoundEstimate
+        Each round's proposals as an importance sampler of ``Z``.
+    """
+
+    draws: np.ndarray
+    log_p: np.ndarray
+    acceptance: list
+    gaussianization: object
+    estimates: list
+
+
 def connect_modes(rng, posterior, draws, log_p, n_rounds, gaussianization):
     """``n_rounds`` rounds of independence Metropolis from the chains' last states.
 
@@ -189,18 +287,11 @@ def connect_modes(rng, posterior, draws, log_p, n_rounds, gaussianization):
 
     Returns
     -------
-    draws : ndarray of shape (n_chains, n_iter, n_params)
-        The last round's draws.
-    log_p : ndarray of shape (n_chains, n_iter)
-    acceptance : list of float
-        Each round's share of accepted proposals.
-    gaussianization : GaussianizationSettings
-        The settings after the first round's fit (:func:`~._gaussianize.settled_settings`), which the later
-        rounds used and further fits to the same target may use.
+    MixingResult
     """
     n_chains, n_iter, d = draws.shape
     stride = max(1, (n_chains * n_iter) // _MAX_FIT_DRAWS)
-    acceptance = []
+    acceptance, estimates = [], []
     for round_index in range(n_rounds):
         proposal = fit_mixture_proposal(rng, posterior, draws[:, ::stride].reshape(-1, d), gaussianization)
         if round_index == 0:
@@ -208,10 +299,11 @@ def connect_modes(rng, posterior, draws, log_p, n_rounds, gaussianization):
         z = proposal.sample(rng, n_chains * n_iter)
         z_log_p = posterior.value(z)
         z_log_w = z_log_p - proposal.log_density(z)
+        estimates.append(RoundEstimate.from_log_weights(z_log_w))
         start, start_log_p = draws[:, -1], log_p[:, -1]
         out = independence_metropolis(rng, start, start_log_p, start_log_p - proposal.log_density(start),
                                       z.reshape(n_chains, n_iter, d), z_log_p.reshape(n_chains, n_iter),
                                       z_log_w.reshape(n_chains, n_iter))
         draws, log_p = out.draws, out.log_density
         acceptance.append(out.acceptance)
-    return draws, log_p, acceptance, gaussianization
+    return MixingResult(draws, log_p, acceptance, gaussianization, estimates)
