@@ -56,13 +56,15 @@ coordinates), ``mixing_rounds`` rounds of independence Metropolis from
 proposals fitted to all chains' draws (:mod:`._bridge_mixing`) connect the
 chains; their last round replaces the draws when it leaves at most
 ``max_modes`` groups and no stuck chain, and the bridge's proposal is then the
-same mixture of the Gaussianization and the draws' marginal product. Where the
+last round's mixture of the Gaussianization and the draws' marginal product:
+it was fitted to the round before's draws, so to neither half of the draws it
+bridges, and both halves use it as it is. Where the
 rounds leave the chains unconnected, the bridge's posterior side is a few
 modes out of many and its estimate misses the rest; each round's proposals
 are then an importance sampler, ``Z = E_q[p / q]`` over every mode the
-proposal reaches, and the last round's estimate (with at least ``min_ess``
-effective draws, ``importance_ess``, and not for label-switching mixtures) is
-reported instead, its error widened to its distance from the round before
+proposal reaches, and the last round's estimate (with at least
+``min_importance_ess`` effective draws, ``importance_ess``, and not for
+label-switching mixtures) is reported instead, its error widened to its distance from the round before
 when they disagree (``importance_rounds_agree``); with fewer effective draws
 the bridge's estimate stays, its error at least its distance from the
 importance estimate. The mode census still fails such a run. A mode no chain
@@ -201,11 +203,18 @@ class BridgeSettings(NamedTuple):
         efficiency (:func:`~._bridge_mixing.fit_mixture_proposal`). "auto"
         takes the mixture for draws that independence Metropolis connected
         (their modes may form a product no Gaussianization of a few clusters
-        would propose) and the Gaussianization otherwise.
+        would propose) and the Gaussianization otherwise. For connected draws the
+        mixture is the last mixing round's, fitted to the round before's draws.
     tol : float, default=1e-10
         Tolerance of the bridge equation's root search on ``log Z``.
     max_iter : int, default=1000
         Iterations of the bridge equation's root search before it counts as not converged.
+    min_importance_ess : float, default=100
+        Where the mixing rounds leave the chains unconnected, the last round's
+        importance estimate is reported instead of the bridge's when its
+        weights hold at least this many effective draws (Kish); with fewer the
+        bridge's estimate stays, its error at least its distance from the
+        importance estimate (:func:`_importance_instead`).
     """
 
     n_chains: int = 16
@@ -233,13 +242,14 @@ class BridgeSettings(NamedTuple):
     proposal: str = "auto"
     tol: float = 1e-10
     max_iter: int = 1000
+    min_importance_ess: float = 100.0
 
 
 _INT_MIN = dict(n_chains=1, n_init_particles=8, n_warmup=0, n_draws=8, max_leapfrog=1, max_proposal=2, max_iter=1,
                 max_modes=1, mixing_rounds=0)
 _OPEN_UNIT = ("target_accept", "error_fraction", "evaluation_fraction")
 _POSITIVE = ("trajectory_length", "rhat_threshold", "tol", "min_draws_per_tau")
-_NON_NEGATIVE = ("min_ess", "min_overlap", "max_unseen_modes")
+_NON_NEGATIVE = ("min_ess", "min_overlap", "max_unseen_modes", "min_importance_ess")
 
 
 def _make_settings(settings, overrides):
@@ -550,11 +560,12 @@ def _proposal_cap(n_p, n_eval_sampling, settings):
     return max(min(settings.max_proposal, int(share * n_eval_sampling)), min(n_p, settings.max_proposal))
 
 
-def _bridge_half(rng, posterior, fit_draws, eval_draws, eval_log_p, maps, n_eval_sampling, settings):
-    """Gaussianize ``fit_draws``; bridge with ``eval_draws`` ``(n_chains, n_iter, d)`` and adaptive ``n_q``.
-    Returns the :class:`_HalfResult` and the fitted proposal."""
+def _bridge_half(rng, posterior, fit_draws, eval_draws, eval_log_p, maps, n_eval_sampling, settings,
+                 proposal=None):
+    """Gaussianize ``fit_draws`` (or take ``proposal``, fitted to other draws); bridge with ``eval_draws``
+    ``(n_chains, n_iter, d)`` and adaptive ``n_q``. Returns the :class:`_HalfResult` and the proposal."""
     n_chains, n_iter, d = eval_draws.shape
-    flow = _fit_proposal(rng, posterior, fit_draws, settings)
+    flow = _fit_proposal(rng, posterior, fit_draws, settings) if proposal is None else proposal
     l1 = eval_log_p.ravel() - _proposal_log_density(flow, maps, eval_draws.reshape(-1, d))
 
     def more(n):
@@ -789,9 +800,10 @@ def _spanning_std(std, log_z, bounds):
     return float(max([std] + [r / 3.0 for r in reach]))
 
 
-def _bridge_halves(rng, posterior, draws, log_p, groups, maps, n_eval_sampling, settings):
+def _bridge_halves(rng, posterior, draws, log_p, groups, maps, n_eval_sampling, settings, proposal=None):
     """Both halves' bridges (fit on one half in time, solve on the other), over the cells of ``groups`` when
-    given and every cell holds enough draws, else over the pooled draws.
+    given and every cell holds enough draws, else over the pooled draws. A pooled bridge with ``proposal``
+    (fitted to none of ``draws``) solves each half with it instead of fitting.
 
     Returns the two :class:`_HalfResult`, ``"cells"`` or ``"pooled"``, which groups count in the checks (all
     of them, except cells holding less than ``_NEGLIGIBLE_SHARE`` of ``Z`` in both halves: a chain stuck in
@@ -811,11 +823,11 @@ def _bridge_halves(rng, posterior, draws, log_p, groups, maps, n_eval_sampling, 
     d = draws.shape[2]
     halves = []
     for fit, other in pairs:  # the second half fits only the path the first half's fit chose
-        result, proposal = _bridge_half(rng, posterior, fit[0].reshape(-1, d), *other, maps, n_eval_sampling,
-                                        settings)
+        result, fitted = _bridge_half(rng, posterior, fit[0].reshape(-1, d), *other, maps, n_eval_sampling,
+                                      settings, proposal)
         halves.append(result)
         settings = settings._replace(gaussianization=settled_settings(settings.gaussianization,
-                                                                      proposal.gaussianization))
+                                                                      fitted.gaussianization))
     return halves, "pooled", None, None
 
 
@@ -849,7 +861,7 @@ def _chains_and_modes(model, draws, log_p, strategy, ran_chains, settings):
 
 def _mixed_chains(rng, model, posterior, chains, strategy, settings, info):
     """The :class:`_Chains` after :func:`~._bridge_mixing.connect_modes` when that connected them, else ``chains``
-    (the HMC draws).
+    (the HMC draws); the settings; and the last round's proposal when the mixed draws are used, else None.
 
     The mixed draws replace them when they form at most ``max_modes`` mode groups
     and no chain is stuck (a proposal too poor for independence Metropolis
@@ -857,8 +869,10 @@ def _mixed_chains(rng, model, posterior, chains, strategy, settings, info):
     census flags the run as before. HMC chains that were stuck keep the
     ``stuck_chains`` check failed either way: the region that stopped them
     may hold mass the mixed chains never reach either. ``info`` records each
-    round's acceptance and whether the mixed draws were used. Returns the chains and ``settings`` with the
-    Gaussianization settings the rounds' fits settled on (:func:`~._gaussianize.settled_settings`).
+    round's acceptance and whether the mixed draws were used. The returned ``settings`` carry the
+    Gaussianization settings the rounds' fits settled on (:func:`~._gaussianize.settled_settings`). The last
+    round's proposal was fitted to the round before's draws, not to the mixed draws, so the bridge over them
+    can use it as it is (the chains' last states link the rounds, one state per chain).
     """
     mixing = connect_modes(rng, posterior, chains.draws, chains.log_p, settings.mixing_rounds,
                            settings.gaussianization)
@@ -870,10 +884,10 @@ def _mixed_chains(rng, model, posterior, chains, strategy, settings, info):
                 mode_groups_before_mixing=len(chains.groups),
                 mixing_importance=None if estimate is None else estimate._asdict())
     if not used:
-        return chains, settings
+        return chains, settings, None
     if not chains.stuck_check["passed"]:
         candidate = candidate._replace(stuck_check=chains.stuck_check)
-    return candidate, settings
+    return candidate, settings, mixing.proposal
 
 
 def _importance_instead(info, strategy, settings, log_z, std, diagnostics):
@@ -884,8 +898,8 @@ def _importance_instead(info, strategy, settings, log_z, std, diagnostics):
     False), the bridge's posterior draws cover the few modes the chains sit
     in, and its estimate misses the mass of the others, whereas ``E_q[p / q]``
     counts every mode the rounds' proposals reach (all combinations of the
-    coordinates' peaks, :mod:`._bridge_mixing`). With at least ``min_ess``
-    effective draws in the last round's weights (``importance_ess``) its
+    coordinates' peaks, :mod:`._bridge_mixing`). With at least
+    ``min_importance_ess`` effective draws in the last round's weights (``importance_ess``) its
     importance estimate is reported, its error widened to the distance from
     the round before when they disagree (``importance_rounds_agree``). With
     fewer, its own error is not to be trusted (weights that missed a heavy
@@ -898,8 +912,8 @@ def _importance_instead(info, strategy, settings, log_z, std, diagnostics):
     mixing = info.get("mixing_importance")
     if info.get("mixing_used", True) or mixing is None or strategy != "none":
         return log_z, std, "bridge"
-    enough = mixing["ess"] >= settings.min_ess
-    diagnostics["importance_ess"] = check(mixing["ess"], settings.min_ess, enough)
+    enough = mixing["ess"] >= settings.min_importance_ess
+    diagnostics["importance_ess"] = check(mixing["ess"], settings.min_importance_ess, enough)
     if not enough:
         return log_z, max(std, abs(log_z - mixing["log_z"])), "bridge"
     diagnostics["importance_rounds_agree"] = check(mixing["gap"], 3.0, mixing["gap"] <= 3.0)
@@ -999,17 +1013,21 @@ def _run_bridge(rng, model, posterior, posterior_samples, settings, verbose, sta
     draws, log_p, sampler_info = _posterior_draws(rng, model, posterior, posterior_samples, settings)
     ran_chains = posterior_samples is None
     chains = _chains_and_modes(model, draws, log_p, strategy, ran_chains, settings)
+    mixing_proposal = None
     if ran_chains and len(chains.groups) > settings.max_modes and settings.mixing_rounds:
-        chains, settings = _mixed_chains(rng, model, posterior, chains, strategy, settings, sampler_info)
+        chains, settings, mixing_proposal = _mixed_chains(rng, model, posterior, chains, strategy, settings,
+                                                          sampler_info)
     draws, log_p, stuck_check, series, groups = chains
     if settings.proposal == "auto":
         settings = settings._replace(proposal="mixture" if sampler_info.get("mixing_used") else "gaussianization")
+    if settings.proposal != "mixture":
+        mixing_proposal = None
     n_eval_sampling = posterior.n_calls
     # Label copies of one mode are not separate mass when log K! already counts them (K > 7).
     cells = groups is not None and 1 < len(groups) <= settings.max_modes and strategy != "log_k_factorial"
     halves, bridged_over, counted, separation = _bridge_halves(rng, posterior, draws, log_p,
                                                                groups if cells else None, maps, n_eval_sampling,
-                                                               settings)
+                                                               settings, mixing_proposal)
     diagnostics = _chain_checks(series, groups, counted, settings)
     if separation is not None:
         diagnostics["cells_separate"] = check(separation, _MIN_SEPARATION, separation >= _MIN_SEPARATION)

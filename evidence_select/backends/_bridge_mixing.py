@@ -262,6 +262,8 @@ class MixingResult(NamedTuple):
         rounds used and further fits to the same target may use.
     estimates : list of RoundEstimate
         Each round's proposals as an importance sampler of ``Z``.
+    proposal : MixtureProposal
+        The last round's proposal, fitted to the round before's draws (not to the returned ones).
     """
 
     draws: np.ndarray
@@ -269,6 +271,7 @@ class MixingResult(NamedTuple):
     acceptance: list
     gaussianization: object
     estimates: list
+    proposal: object = None
 
 
 def connect_modes(rng, posterior, draws, log_p, n_rounds, gaussianization):
@@ -306,4 +309,4 @@ def connect_modes(rng, posterior, draws, log_p, n_rounds, gaussianization):
                                       z_log_w.reshape(n_chains, n_iter))
         draws, log_p = out.draws, out.log_density
         acceptance.append(out.acceptance)
-    return MixingResult(draws, log_p, acceptance, gaussianization, estimates)
+    return MixingResult(draws, log_p, acceptance, gaussianization, estimates, proposal)
