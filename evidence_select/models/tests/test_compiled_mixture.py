@@ -8,15 +8,14 @@ component, more rows than one of the kernels' blocks, and non-contiguous inputs.
 """
 
 import os
-import subprocess
-import sys
-import textwrap
 
 import numpy as np
 import pytest
 from scipy.special import logsumexp
 
 from evidence_select.models import GaussianMixtureModel
+
+from ._fresh_process import assert_a_second_process_loads_the_cache, run_python
 
 LOG_2PI = np.log(2.0 * np.pi)
 PRIOR = dict(weight_concentration=1.3, variance_shape=1.5, variance_scale=0.7, mean_prior_loc=0.2,
@@ -212,15 +211,9 @@ def test_non_finite_parameters_reach_the_results():
         assert np.all(np.isfinite(result[[0, 2]]))
 
 
-def _run(code, env):
-    done = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], env=env, capture_output=True, text=True,
-                          check=True)
-    return done.stdout
-
-
 def test_importing_the_package_imports_no_numba_and_compiles_nothing():
     """numba and the kernels' module load on a kernel's first call, not on import (nor on building estimators)."""
-    out = _run("""
+    out = run_python("""
         import sys
         import evidence_select
         from evidence_select import BayesianMixture, EvidenceModelSelector
@@ -233,31 +226,11 @@ def test_importing_the_package_imports_no_numba_and_compiles_nothing():
 
 
 @pytest.mark.slow
-def test_a_second_process_loads_the_kernels_from_the_cache(tmp_path):
+@pytest.mark.first_processes("mixture")
+def test_a_second_process_loads_the_kernels_from_the_cache(first_processes):
     """With an empty cache directory the first process compiles (cache misses) and writes index and code files;
-    a second process loads every kernel from them (hits, no miss) and gets the same bits."""
-    code = """
-        import numpy as np
-        from evidence_select.models import GaussianMixtureModel
-        from evidence_select.models import _compiled_mixture as kernels
-        model = GaussianMixtureModel(3, 2)
-        rng = np.random.default_rng(0)
-        theta, X = model.sample_prior(rng, 4), rng.normal(size=(50, 2))
-        values = [model.grad_log_joint(theta, X, None, np.full(50, 2.0)), model.log_likelihood_sum(theta, X),
-                  model.log_likelihood(theta, X), model.grad_log_prior(theta),
-                  *model.log_likelihood_and_grad(theta, X, None, 0.5)]
-        stats = [getattr(kernels, name).stats for name in ("mixture_gradient", "mixture_log_likelihood",
-                                                           "mixture_prior_gradient", "mixture_log_likelihood_and_gradient")]
-        print(sum(sum(s.cache_hits.values()) for s in stats), sum(sum(s.cache_misses.values()) for s in stats))
-        print(repr(np.concatenate([np.ravel(v) for v in values]).tobytes().hex()))
-    """
-    env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path))
-    first = _run(code, env).splitlines()
-    files = sorted(path.suffix for path in tmp_path.rglob("*") if path.is_file())
-    second = _run(code, env).splitlines()
-    hits, misses = map(int, first[0].split())
-    assert hits == 0 and misses >= 4
-    assert ".nbi" in files and ".nbc" in files
-    hits, misses = map(int, second[0].split())
-    assert hits >= 4 and misses == 0
-    assert first[1] == second[1]
+    a second process loads every kernel from them (hits, no miss) and gets the same bits.
+
+    The first process (``_fresh_process.MIXTURE_PROCESS``, shared with the softmax's cache-order test) also
+    compiles the softmax log-likelihood; the counts are of the mixture's kernels."""
+    assert_a_second_process_loads_the_cache(*first_processes, n_kernels=4)

@@ -15,7 +15,7 @@ from scipy.special import logsumexp
 
 from evidence_select.models import SoftmaxRegressionModel
 
-from .test_compiled_mixture import _run
+from ._fresh_process import assert_a_second_process_loads_the_cache, run_python
 
 # (n_particles, n_rows, n_classes, n_features, fit_intercept): edge shapes, binary problems, a shape with more
 # rows than a block (8192 // (2 K + d + 2) = 409 rows for K = 4, d = 10), feature counts on and off the kernels'
@@ -308,7 +308,7 @@ def test_exponentials_match_numpy_on_the_unshifted_logits_range_and_keep_nan():
 def test_importing_the_package_imports_no_numba_and_compiles_nothing():
     """numba and the kernels' module load on a likelihood's first call, not on import, on building models, or on
     their probabilities (numpy)."""
-    out = _run("""
+    out = run_python("""
         import sys
         import numpy as np
         from evidence_select import BayesianLogisticClassifier
@@ -324,49 +324,24 @@ def test_importing_the_package_imports_no_numba_and_compiles_nothing():
 
 
 @pytest.mark.slow
-def test_a_second_process_loads_the_kernels_from_the_cache(tmp_path):
+@pytest.mark.first_processes("softmax")
+def test_a_second_process_loads_the_kernels_from_the_cache(first_processes):
     """With an empty cache directory the first process compiles (cache misses) and writes index and code files;
-    a second process loads every kernel from them (hits, no miss) and gets the same bits."""
-    code = """
-        import numpy as np
-        from evidence_select.models import SoftmaxRegressionModel
-        from evidence_select.models import _compiled_softmax as kernels
-        model = SoftmaxRegressionModel(3, 4)
-        rng = np.random.default_rng(0)
-        theta, X, y = model.sample_prior(rng, 4), rng.normal(size=(50, 3)), rng.integers(0, 4, size=50)
-        values = [model.grad_log_likelihood(theta, X, y, np.full(50, 2.0)), model.log_likelihood(theta, X, y),
-                  *model.log_likelihood_and_grad(theta, X, y, 0.5)]
-        stats = [getattr(kernels, name).stats for name in kernels.__all__]
-        print(sum(sum(s.cache_hits.values()) for s in stats), sum(sum(s.cache_misses.values()) for s in stats))
-        print(repr(np.concatenate([np.ravel(v) for v in values]).tobytes().hex()))
-    """
-    env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path))
-    first = _run(code, env).splitlines()
-    files = sorted(path.suffix for path in tmp_path.rglob("*") if path.is_file())
-    second = _run(code, env).splitlines()
-    hits, misses = map(int, first[0].split())
-    assert hits == 0 and misses >= 3
-    assert ".nbi" in files and ".nbc" in files
-    hits, misses = map(int, second[0].split())
-    assert hits >= 3 and misses == 0
-    assert first[1] == second[1]
+    a second process loads every kernel from them (hits, no miss) and gets the same bits.
+
+    The first process (``_fresh_process.SOFTMAX_PROCESS``, shared with the cache-order test below) compiles the
+    log-likelihood first, alone, then the others."""
+    assert_a_second_process_loads_the_cache(*first_processes, n_kernels=3)
 
 
 @pytest.mark.slow
-def test_the_kernels_bits_do_not_depend_on_which_model_compiled_first(tmp_path):
+@pytest.mark.first_processes("softmax", "mixture")
+def test_the_kernels_bits_do_not_depend_on_which_model_compiled_first(first_processes):
     """Two fresh caches: one where a mixture's kernel (sharing the exponentials) compiles before the softmax's, one
     where the softmax's compiles alone. The softmax log-likelihood has the same bits in both (it did not while the
-    exponentials were linked in as a process had first compiled them)."""
-    code = """
-        import numpy as np
-        from evidence_select.models import GaussianMixtureModel, SoftmaxRegressionModel
-        if {mixture_first}:
-            mixture, other = GaussianMixtureModel(3, 2), np.random.default_rng(1)
-            mixture.log_likelihood(mixture.sample_prior(other, 4), other.normal(size=(50, 2)))
-        model, rng = SoftmaxRegressionModel(3, 4), np.random.default_rng(0)
-        theta, X, y = model.sample_prior(rng, 4), rng.normal(size=(500, 3)), rng.integers(0, 4, size=500)
-        print(model.log_likelihood(theta, X, y).tobytes().hex())
-    """
-    outputs = [_run(code.format(mixture_first=first), dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path / str(first))))
-               for first in (True, False)]
-    assert outputs[0] == outputs[1]
+    exponentials were linked in as a process had first compiled them).
+
+    The two processes are the ones the second-process tests start from (``_fresh_process``): each computes these
+    bits before it compiles any other kernel."""
+    alone, mixture_first = first_processes
+    assert mixture_first.output["log_likelihood"] == alone.output["log_likelihood"]
