@@ -585,16 +585,19 @@ def _bridge_half(rng, posterior, fit_draws, eval_draws, eval_log_p, maps, n_eval
                        proposal_term, posterior_term, len(flow.layers), *_sandwich(l1, l2)), flow
 
 
-def _cells_half(rng, posterior, fit_draws, eval_draws, eval_log_p, groups, maps, n_eval_sampling, settings):
+def _cells_half(rng, posterior, fit_draws, eval_draws, eval_log_p, groups, maps, n_eval_sampling, settings,
+                cell_gaussianization=None):
     """The bridge over the cells of chains that sit in different modes (:mod:`._bridge_modes`).
 
-    One proposal per group is fitted to that group's ``fit_draws`` ``(n_chains, n_iter, d)``; each point belongs
+    One proposal per group is fitted to that group's ``fit_draws`` ``(n_chains, n_iter, d)`` (with group
+    ``m``'s Gaussianization settings ``cell_gaussianization[m]`` when given); each point belongs
     to the cell of the proposal densest there, and ``Z`` is the sum of one bridge per cell between
     ``p 1[cell]`` and its proposal, using every posterior draw in the cell (from any chain) and the proposal
     draws that fall in it (the others count with ``p = 0``); a cell holding fewer than ``_MIN_CELL_DRAWS``
     posterior draws gets importance sampling from its proposal instead (:func:`_importance_cell`). Returns one
-    :class:`_HalfResult` per cell and each group's share of its draws in its own cell, or None when a group's
-    fitting draws hold fewer than ``_MIN_CELL_DRAWS`` distinct points.
+    :class:`_HalfResult` per cell, each group's share of its draws in its own cell and each group's settings
+    for further fits to its mode (:func:`~._gaussianize.settled_settings`), or None when a group's fitting
+    draws hold fewer than ``_MIN_CELL_DRAWS`` distinct points.
 
     The sum is exact for any cells as long as the draws inside each cell follow ``p``. Chains that explore
     different parts of one mode without mixing (a funnel's neck and mouth) break that where their cells
@@ -604,7 +607,9 @@ def _cells_half(rng, posterior, fit_draws, eval_draws, eval_log_p, groups, maps,
     fits = [fit_draws[chains].reshape(-1, d) for chains in groups]
     if any(len(np.unique(fit, axis=0)) < _MIN_CELL_DRAWS for fit in fits):
         return None  # chains that barely moved: a sampler failure (R-hat says so), not a mode to fit
-    flows = [_fit_proposal(rng, posterior, fit, settings) for fit in fits]
+    cell_gaussianization = cell_gaussianization or [settings.gaussianization] * len(groups)
+    flows = [_fit_proposal(rng, posterior, fit, settings._replace(gaussianization=gaussianization))
+             for fit, gaussianization in zip(fits, cell_gaussianization)]
 
     def log_q_all(theta):
         return np.stack([_proposal_log_density(flow, maps, theta) for flow in flows])
@@ -640,7 +645,8 @@ def _cells_half(rng, posterior, fit_draws, eval_draws, eval_log_p, groups, maps,
             l1, more, tau_of, cap, settings)
         parts.append(_HalfResult(log_r, std, n_bridge, converged, tau, len(l2), _overlap(l1, l2, log_r),
                                  proposal_term, posterior_term, len(flow.layers), *_sandwich(l1, l2)))
-    return parts, separation
+    settled = [settled_settings(g, flow.gaussianization) for g, flow in zip(cell_gaussianization, flows)]
+    return parts, separation, settled
 
 
 def _importance_cell(l2, n_layers):
@@ -814,9 +820,15 @@ def _bridge_halves(rng, posterior, draws, log_p, groups, maps, n_eval_sampling, 
     first, second = (draws[:, :half], log_p[:, :half]), (draws[:, half:2 * half], log_p[:, half:2 * half])
     pairs = ((first, second), (second, first))
     if groups is not None:
-        cells = [_cells_half(rng, posterior, fit[0], *other, groups, maps, n_eval_sampling, settings)
-                 for fit, other in pairs]
-        if all(result is not None for result in cells):
+        cells, cell_gaussianization = [], None
+        for fit, other in pairs:  # the second half fits each cell along the path the first half's fit chose
+            result = _cells_half(rng, posterior, fit[0], *other, groups, maps, n_eval_sampling, settings,
+                                 cell_gaussianization)
+            if result is None:
+                break
+            parts, separation, cell_gaussianization = result
+            cells.append((parts, separation))
+        if len(cells) == len(pairs):
             counted = np.max([_cell_shares(parts) for parts, _ in cells], axis=0) >= _NEGLIGIBLE_SHARE
             separation = float(min(np.min(sep[counted]) for _, sep in cells))
             return [_sum_of_cells(parts, counted) for parts, _ in cells], "cells", counted, separation

@@ -148,6 +148,22 @@ def test_later_fits_of_a_run_fit_only_the_shift_path_its_first_fit_chose(monkeyp
     assert all(settings == first._replace(**choice) for settings, _ in later)
 
 
+def test_each_cell_of_the_second_half_fits_only_the_path_the_first_half_chose_for_it(monkeypatch):
+    # mode_rhat just above 1 puts each of the 4 chains in a group of its own: 4 cells per half. The first half
+    # fits each cell comparing both paths; the second half fits cell m along the path the first chose for m.
+    seen = _recorded_fits(monkeypatch)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", EvidenceConvergenceWarning)  # four chains alone: the census fails
+        res = bridge_log_evidence(GaussianTarget(np.full(5, 0.3), cov=0.01), random_state=0, mode_rhat=1 + 1e-12,
+                                  n_chains=4, n_draws=500)
+    assert res.info["bridged_over"] == "cells" and res.info["mode_groups"] == [1, 1, 1, 1]
+    first, second = seen[:4], seen[4:]
+    assert len(second) == 4 and all(settings == GaussianizationSettings() for settings, _ in first)
+    for (settings, _), (_, kept) in zip(second, first):
+        choice = dict(compare_without_shift=False) if kept else dict(max_curved_pairs=0)
+        assert settings == GaussianizationSettings()._replace(**choice)
+
+
 def test_round_estimate_error_covers_its_spread_over_seeds():
     # log Z of a normalised 3-d standard normal is 0; proposals N(0, 1.5^2 I). Over 300 replications of 2000
     # draws the estimates' z-scores must have mean ~0 and spread ~1 (an error that ignored the weights' spread,
