@@ -78,6 +78,18 @@ def _features(w):
     return np.column_stack([np.ones(len(w)), w, w**2])
 
 
+def _least_squares(design, y):
+    """``argmin_c |design c - y|^2`` (the minimum-norm one where ``design`` is rank-deficient), from the normal
+    equations.
+
+    The designs here are a few to ``n_params + 2`` columns of functions of
+    whitened draws over thousands of rows, well conditioned, so squaring their
+    condition number costs no digits that matter, and solving with the small
+    Gram matrix costs a fraction of ``lstsq``'s SVD of the whole design.
+    """
+    return np.linalg.lstsq(design.T @ design, design.T @ y, rcond=None)[0]
+
+
 def _unit(vector):
     return vector / np.linalg.norm(vector)
 
@@ -156,7 +168,7 @@ def _refine(z, u):
         v = _unit(_project_out(z.T @ (w**2 - np.mean(w**2)), u[:, None]))
         others = np.linalg.qr(_project_out(np.eye(d), u[:, None]))[0][:, : d - 1]
         design = np.column_stack([_features(w), w[:, None] * (z @ others)])
-        coef = np.linalg.lstsq(design, z @ v, rcond=None)[0]
+        coef = _least_squares(design, z @ v)
         if not abs(coef[2]) > 0:
             break
         u = _unit(u + others @ coef[3:] / (2.0 * coef[2]))
@@ -167,7 +179,7 @@ def _refine(z, u):
 def _share_explained_by(w, y):
     """``1 - var(residual) / var(y)`` of the least-squares fit of ``y`` on ``[1, w, w^2]``."""
     features = _features(w)
-    residual = y - features @ np.linalg.lstsq(features, y, rcond=None)[0]
+    residual = y - features @ _least_squares(features, y)
     return 1.0 - np.var(residual) / np.var(y)
 
 
@@ -187,7 +199,7 @@ def _conditioning_directions(rng, z, max_pairs):
         blocked = np.linalg.qr(directions)[0]
         response = _unit(_project_out(v, blocked))
         y = shifted @ response
-        shifted = shifted - np.outer(_features(w) @ np.linalg.lstsq(_features(w), y, rcond=None)[0], response)
+        shifted = shifted - np.outer(_features(w) @ _least_squares(_features(w), y), response)
     return directions
 
 
@@ -216,7 +228,7 @@ def fit_quadratic_shift(rng, z, max_pairs):
     directions = np.column_stack([_refine(z, u)[1] for u in found.T])
     basis = np.linalg.qr(directions)[0]
     features = _features(z @ directions)
-    coef = np.linalg.lstsq(features, z - (z @ basis) @ basis.T, rcond=None)[0]
+    coef = _least_squares(features, z - (z @ basis) @ basis.T)
     coef = coef - (coef @ basis) @ basis.T  # exactly off span(U), so that U^T z is kept
     return QuadraticShift(directions, coef, *whitening(z - features @ coef))
 

@@ -84,3 +84,17 @@ def test_straightens_rotated_thin_bananas_in_sixteen_dimensions():
     assert np.mean(log_p - gaussianization_log_density(flow, test)) < 0.1
     layers_only = fit_gaussianization(rng, x, GaussianizationSettings(max_curved_pairs=0))
     assert np.mean(log_p - gaussianization_log_density(layers_only, test)) > 2.0
+
+
+def test_least_squares_matches_lstsq_also_where_the_design_is_rank_deficient():
+    from evidence_select.backends._quadratic_shift import _features, _least_squares
+
+    rng = np.random.default_rng(0)
+    z = rng.standard_normal((3000, 6))
+    design = np.column_stack([_features(z[:, 0]), z[:, 0, None] * z[:, 1:]])
+    y = rng.standard_normal((3000, 2))
+    assert np.allclose(_least_squares(design, y), np.linalg.lstsq(design, y, rcond=None)[0], rtol=0, atol=1e-12)
+    # A repeated column: the Gram matrix is singular, and lstsq's minimum-norm solution is returned.
+    repeated = np.column_stack([design, design[:, 1]])
+    expected = np.linalg.lstsq(repeated, y[:, 0], rcond=None)[0]
+    assert np.allclose(_least_squares(repeated, y[:, 0]), expected, rtol=0, atol=1e-10)
