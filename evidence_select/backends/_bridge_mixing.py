@@ -262,8 +262,9 @@ class MixingResult(NamedTuple):
         rounds used and further fits to the same target may use.
     estimates : list of RoundEstimate
         Each round's proposals as an importance sampler of ``Z``.
-    proposal : MixtureProposal
-        The last round's proposal, fitted to the round before's draws (not to the returned ones).
+    proposal : MixtureProposal or None
+        The last round's proposal, fitted to the round before's draws (not to the returned ones); None after
+        no round.
     """
 
     draws: np.ndarray
@@ -294,7 +295,7 @@ def connect_modes(rng, posterior, draws, log_p, n_rounds, gaussianization):
     """
     n_chains, n_iter, d = draws.shape
     stride = max(1, (n_chains * n_iter) // _MAX_FIT_DRAWS)
-    acceptance, estimates = [], []
+    acceptance, estimates, proposal = [], [], None
     for round_index in range(n_rounds):
         proposal = fit_mixture_proposal(rng, posterior, draws[:, ::stride].reshape(-1, d), gaussianization)
         if round_index == 0:

@@ -254,3 +254,14 @@ def test_importance_estimate_stands_only_for_unconnected_chains_without_relabell
         assert instead(dict(mixing_used=False, mixing_importance=mixing), strategy) == ((-3.0, 0.2, "bridge"), {})
     assert instead(dict(mixing_used=True, mixing_importance=mixing), "none") == ((-3.0, 0.2, "bridge"), {})
     assert instead({}, "none") == ((-3.0, 0.2, "bridge"), {})
+
+
+def test_no_round_returns_the_chains_as_they_are():
+    from evidence_select.backends._bridge_mixing import connect_modes
+
+    rng = np.random.default_rng(0)
+    draws = rng.normal(size=(2, 10, 3))
+    log_p = _StandardNormal().value(draws.reshape(-1, 3)).reshape(2, 10)
+    out = connect_modes(rng, _StandardNormal(), draws, log_p, 0, GaussianizationSettings())
+    assert out.draws is draws and out.log_p is log_p and out.proposal is None
+    assert out.acceptance == [] and out.estimates == []
