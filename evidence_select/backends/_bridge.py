@@ -911,13 +911,13 @@ def _importance_instead(info, strategy, settings, log_z, std, diagnostics):
     in, and its estimate misses the mass of the others, whereas ``E_q[p / q]``
     counts every mode the rounds' proposals reach (all combinations of the
     coordinates' peaks, :mod:`._bridge_mixing`). With at least
-    ``min_importance_ess`` effective draws in the last round's weights (``importance_ess``) its
-    importance estimate is reported, its error widened to the distance from
-    the round before when they disagree (``importance_rounds_agree``). With
-    fewer, its own error is not to be trusted (weights that missed a heavy
-    tail read low, and so does their spread); the bridge's estimate stays,
-    with an error at least as wide as its distance from the importance
-    estimate. Not for label-switching
+    ``min_importance_ess`` effective draws in the last round's weights
+    (``importance_ess``) its importance estimate is reported, its error
+    widened to the distance from the round before when they disagree
+    (``importance_rounds_agree``). With fewer, its own error is not to be
+    trusted (weights that missed a heavy tail read low, and so does their
+    spread); the bridge's estimate stays, with an error at least as wide as
+    its distance from the importance estimate. Not for label-switching
     mixtures: their draws are relabelled, so the proposals cover one
     labelling of the ``K!``. ``diagnostics`` gains the checks it used.
     """
