@@ -110,12 +110,13 @@ from ..kernels._adaptive_hmc import SamplerSettings, sample_chains
 from ..models._mixture import mixture_relabel_maps
 from ..utils._diagnostics import ess_bulk, integrated_autocorrelation_time, split_rhat
 from ._gaussianize import GaussianizationSettings, fit_gaussianization, settled_settings
-from ..utils._logspace import ess_from_log_weights, log_mean_exp, logsumexp
+from ..utils._logspace import log_mean_exp, logsumexp
 from ..utils._random import make_generator
 from ..utils._threads import single_threaded_blas
 from ._ais import _check_data, _log_lik_and_grad, _log_lik_sum
 from ._bridge_init import prior_starts, tempered_starts
-from ._bridge_mixing import FlowProposal, connect_modes, fit_mixture_proposal, mixing_estimate
+from ._bridge_mixing import (FlowProposal, ImportanceEstimate, connect_modes, fit_mixture_proposal,
+                             mixing_estimate)
 from ._bridge_modes import cell_of, chain_mode_groups, unseen_mode_fraction
 from .._result import EvidenceResult, check, warn_not_converged
 
@@ -660,12 +661,11 @@ def _importance_cell(l2, n_layers):
     sandwich.
     """
     n = len(l2)
-    log_z = float(log_mean_exp(l2))
-    if not np.isfinite(log_z):  # no proposal draw in the cell: nothing there the proposal can see
+    est = ImportanceEstimate.from_log_weights(l2)
+    if not np.isfinite(est.log_z):  # no proposal draw in the cell: nothing there the proposal can see
         return _HalfResult(-np.inf, 0.0, 0, True, 1.0, n, 0.0, 0.0, 0.0, n_layers, -np.inf, -np.inf)
-    proposal_term = float(np.var(np.exp(l2 - log_z)) / n)  # the weights' mean is 1
-    return _HalfResult(log_z, float(np.sqrt(proposal_term)), 0, True, 1.0, n, float(ess_from_log_weights(l2) / n),
-                       proposal_term, 0.0, n_layers, log_z, log_z)
+    return _HalfResult(est.log_z, est.std, 0, True, 1.0, n, est.ess / n, est.std**2, 0.0, n_layers, est.log_z,
+                       est.log_z)
 
 
 def _cell_shares(parts):

@@ -36,7 +36,7 @@ census then say so.
 
 Each round's proposals are also an importance sampler of ``Z``:
 ``Z = E_q[p / q]`` for any ``q`` positive wherever ``p`` is, whichever modes the
-chains found (:class:`RoundEstimate`). Where the rounds leave the chains
+chains found (:class:`ImportanceEstimate`). Where the rounds leave the chains
 unconnected, so that the bridge's posterior side is a few modes out of many,
 the bridge reports the last round's estimate (:func:`mixing_estimate`)
 instead of its own.
@@ -52,7 +52,7 @@ from ._gaussianize import (fit_gaussianization, fit_marginal_product, gaussianiz
                                   marginal_log_densities, settled_settings)
 from ..utils._logspace import ess_from_log_weights, log_mean_exp
 
-__all__ = ["FlowProposal", "DefensiveProduct", "MixtureProposal", "fit_mixture_proposal", "RoundEstimate",
+__all__ = ["FlowProposal", "DefensiveProduct", "MixtureProposal", "fit_mixture_proposal", "ImportanceEstimate",
            "MixingEstimate", "mixing_estimate", "MixingResult", "connect_modes"]
 
 _MAX_FIT_DRAWS = 4000  # draws each round fits to (thinned evenly over the chains); the fit's cost grows with them
@@ -181,8 +181,8 @@ def fit_mixture_proposal(rng, posterior, draws, gaussianization):
     return MixtureProposal(components, weights / weights.sum())
 
 
-class RoundEstimate(NamedTuple):
-    """One round's proposals as an importance sampler: ``log Z = log mean(p / q)`` over its ``n`` draws.
+class ImportanceEstimate(NamedTuple):
+    """Draws of a proposal as an importance sampler: ``log Z = log mean(p / q)`` over its ``n`` draws.
 
     ``std`` is the delta-method error of ``log Z``, ``sd(w) / (sqrt(n) mean(w))``
     for the weights ``w = p / q``, and ``ess`` their Kish effective sample size.
@@ -194,6 +194,8 @@ class RoundEstimate(NamedTuple):
 
     @classmethod
     def from_log_weights(cls, log_w):
+        """The estimate from ``log w = log p - log q`` (``-inf`` where ``p = 0``); an infinite error and no
+        effective draws when no weight is positive."""
         log_w = np.asarray(log_w, dtype=float).ravel()
         log_z = float(log_mean_exp(log_w))
         if not np.isfinite(log_z):
@@ -218,7 +220,7 @@ class MixingEstimate(NamedTuple):
 
 
 def mixing_estimate(estimates):
-    """The last round's :class:`RoundEstimate`, checked against the round before it.
+    """The last round's :class:`ImportanceEstimate`, checked against the round before it.
 
     Every round's ``mean(p / q_r)`` is unbiased for ``Z``, but the early
     rounds' proposals are fitted to chains that sit in few modes: their
@@ -231,7 +233,7 @@ def mixing_estimate(estimates):
 
     Examples
     --------
-    >>> est = [RoundEstimate(-10.4, 0.2, 60.0), RoundEstimate(-10.0, 0.05, 900.0)]
+    >>> est = [ImportanceEstimate(-10.4, 0.2, 60.0), ImportanceEstimate(-10.0, 0.05, 900.0)]
     >>> mixing_estimate(est)
     MixingEstimate(log_z=-10.0, std=0.05, ess=900.0, gap=1.94...)
     """
@@ -241,9 +243,9 @@ def mixing_estimate(estimates):
     if len(estimates) == 1:
         return MixingEstimate(last.log_z, last.std, last.ess, 0.0)
     previous = estimates[-2]
-    distance = abs(last.log_z - previous.log_z)
-    gap = float(distance / max(np.hypot(last.std, previous.std), 1e-300)) if np.isfinite(previous.log_z) else np.inf
-    std = last.std if gap <= 3.0 else max(last.std, distance if np.isfinite(distance) else np.inf)
+    distance = abs(last.log_z - previous.log_z) if np.isfinite(previous.log_z) else np.inf
+    gap = float(distance / max(np.hypot(last.std, previous.std), 1e-300))
+    std = last.std if gap <= 3.0 else max(last.std, distance)
     return MixingEstimate(last.log_z, float(std), last.ess, gap)
 
 
@@ -260,7 +262,7 @@ class MixingResult(NamedTuple):
     gaussianization : GaussianizationSettings
         The settings after the first round's fit (:func:`~._gaussianize.settled_settings`), which the later
         rounds used and further fits to the same target may use.
-    estimates : list of RoundEstimate
+    estimates : list of ImportanceEstimate
         Each round's proposals as an importance sampler of ``Z``.
     proposal : MixtureProposal or None
         The last round's proposal, fitted to the round before's draws (not to the returned ones); None after
@@ -303,7 +305,7 @@ def connect_modes(rng, posterior, draws, log_p, n_rounds, gaussianization):
         z = proposal.sample(rng, n_chains * n_iter)
         z_log_p = posterior.value(z)
         z_log_w = z_log_p - proposal.log_density(z)
-        estimates.append(RoundEstimate.from_log_weights(z_log_w))
+        estimates.append(ImportanceEstimate.from_log_weights(z_log_w))
         start, start_log_p = draws[:, -1], log_p[:, -1]
         out = independence_metropolis(rng, start, start_log_p, start_log_p - proposal.log_density(start),
                                       z.reshape(n_chains, n_iter, d), z_log_p.reshape(n_chains, n_iter),

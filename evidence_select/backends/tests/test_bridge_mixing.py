@@ -7,7 +7,7 @@ import pytest
 
 from evidence_select.backends import _bridge
 from evidence_select.backends._bridge import bridge_log_evidence
-from evidence_select.backends._bridge_mixing import (DefensiveProduct, MixingResult, RoundEstimate,
+from evidence_select.backends._bridge_mixing import (DefensiveProduct, MixingResult, ImportanceEstimate,
                                                    fit_mixture_proposal, mixing_estimate)
 from evidence_select._result import check
 from evidence_select.exceptions import EvidenceConvergenceWarning
@@ -174,20 +174,20 @@ def test_round_estimate_error_covers_its_spread_over_seeds():
     for _ in range(300):
         z = scale * rng.standard_normal((2000, d))
         log_q = -0.5 * np.sum((z / scale) ** 2, axis=1) - d * np.log(scale) - 0.5 * d * np.log(2 * np.pi)
-        est = RoundEstimate.from_log_weights(posterior.value(z) - log_q)
+        est = ImportanceEstimate.from_log_weights(posterior.value(z) - log_q)
         z_scores.append(est.log_z / est.std)
     assert abs(np.mean(z_scores)) < 0.25 and 0.8 < np.std(z_scores) < 1.25
 
 
 def test_the_last_round_stands_and_a_disagreeing_round_before_it_widens_its_error():
-    agreeing = mixing_estimate([RoundEstimate(-11.0, 0.3, 20.0), RoundEstimate(-10.0, 0.1, 300.0),
-                                RoundEstimate(-10.02, 0.05, 900.0)])
+    agreeing = mixing_estimate([ImportanceEstimate(-11.0, 0.3, 20.0), ImportanceEstimate(-10.0, 0.1, 300.0),
+                                ImportanceEstimate(-10.02, 0.05, 900.0)])
     assert agreeing == (-10.02, 0.05, 900.0, agreeing.gap) and agreeing.gap <= 3
     # The round before missed a tail its error (0.05) does not show: 2 nats apart.
-    disagreeing = mixing_estimate([RoundEstimate(-12.0, 0.05, 300.0), RoundEstimate(-10.0, 0.05, 900.0)])
+    disagreeing = mixing_estimate([ImportanceEstimate(-12.0, 0.05, 300.0), ImportanceEstimate(-10.0, 0.05, 900.0)])
     assert disagreeing.gap > 3 and disagreeing.log_z == -10.0 and disagreeing.std == 2.0
-    assert mixing_estimate([RoundEstimate(-10.0, 0.05, 900.0)]).gap == 0.0
-    assert mixing_estimate([RoundEstimate(float("-inf"), float("inf"), 900.0)]) is None
+    assert mixing_estimate([ImportanceEstimate(-10.0, 0.05, 900.0)]).gap == 0.0
+    assert mixing_estimate([ImportanceEstimate(float("-inf"), float("inf"), 900.0)]) is None
     assert mixing_estimate([]) is None
 
 
