@@ -223,13 +223,17 @@ def test_unconnected_chains_report_the_rounds_importance_estimate(monkeypatch, s
 
 
 @pytest.mark.slow
-def test_unconnected_chains_with_too_few_effective_draws_keep_the_bridge_with_an_error_that_reaches_the_truth():
-    # Seed 1: the rounds leave the 4 chains unconnected on their own, with ~60 effective draws in the last
-    # round (too few to trust its error). The bridge over the chains' few modes reads about 2.3 nats low with an
-    # Eq. (9) error of 0.2; its error must reach at least to the importance estimate, which holds the truth.
+@pytest.mark.parametrize("seed", [0, 2, 3])
+def test_unconnected_chains_with_too_few_effective_draws_keep_the_bridge_with_an_error_that_reaches_the_truth(
+        monkeypatch, seed):
+    # The chains stay unconnected in 4 of 256 modes, and the rounds' importance estimate holds fewer effective
+    # draws than asked for (min_importance_ess above any run's): the bridge over the chains' few modes is kept. It
+    # reads 1.5-4 nats low with an Eq. (9) error of tenths; its error must reach at least to the importance
+    # estimate, which holds the truth. Fails with the error left at the bridge's own (checked).
+    _rounds_that_leave_the_chains_where_they_were(monkeypatch)
     target = ProductTarget(TwoPeakFactor(), 8)
     with pytest.warns(EvidenceConvergenceWarning, match="importance_ess"):
-        res = bridge_log_evidence(target, random_state=1, **FAST_MANY_MODES)
+        res = bridge_log_evidence(target, random_state=seed, min_importance_ess=1e9, **FAST_MANY_MODES)
     assert res.info["mixing_used"] is False and res.info["estimator"] == "bridge"
     assert res.log_evidence == res.info["bridge_estimate"]["log_evidence"]
     assert res.log_evidence_std >= abs(res.log_evidence - res.info["mixing_importance"]["log_z"])
