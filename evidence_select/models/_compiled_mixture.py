@@ -21,7 +21,7 @@ from ._compiled_exp import FASTMATH as _FASTMATH
 from ._compiled_exp import exp_accurate as _exp
 from ._compiled_exp import exp_coarse as _exp_coarse
 
-__all__ = ["mixture_gradient", "mixture_log_likelihood", "mixture_log_likelihood_and_gradient"]
+__all__ = ["mixture_gradient", "mixture_log_likelihood", "mixture_log_likelihood_and_gradient", "mixture_moments"]
 
 _LOG_2PI = float(np.log(2.0 * np.pi))
 
@@ -249,6 +249,15 @@ def mixture_log_likelihood_and_gradient(theta, X, row_weights, n_components, log
     mass, first, second = _weighted_moments(theta, X, row_weights, n_components, log_lik)
     _gradient_from_moments(theta, mass, first, second, (0.0, 0.0, 0.0, 0.0, 0.0), False, out)
     return log_lik, out
+
+
+@numba.njit(cache=True, fastmath=_FASTMATH)
+def mixture_moments(theta, X, row_weights, n_components):
+    """The weighted responsibilities' moments ``(m (M, K), s1 (M, K, d), s2 (M, K, d))`` per particle: ``sum_j w_j
+    r_jk``, ``sum_j w_j r_jk x_j`` and ``sum_j w_j r_jk x_j^2``, EM's statistics (the M-step's weights, means and
+    variances follow from them) and the ones :func:`mixture_gradient` turns into a gradient, with its 7e-9
+    exponentials. Arguments as in :func:`mixture_gradient`."""
+    return _weighted_moments(theta, X, row_weights, n_components, np.empty((0, 0)))
 
 
 @numba.njit(cache=True, fastmath=_FASTMATH)

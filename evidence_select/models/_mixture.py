@@ -15,7 +15,6 @@ So ``theta`` has ``K - 1 + 2 K d`` entries (24 for the paper's K = 5, d = 2).
 import functools
 import itertools
 import math
-from typing import NamedTuple
 
 import numpy as np
 from scipy.special import gammaln
@@ -43,24 +42,6 @@ _REFIT_EM_STARTS = 3
 _REFIT_PAST_ROWS = 500
 # EM iterations behind each start of the posterior-mode search (refined by a quasi-Newton search afterwards).
 _MODE_EM_ITERATIONS = 100
-
-
-class _Unpacked(NamedTuple):
-    """``unpack(theta)`` and the precisions, from which the numpy densities (EM, responsibilities) derive."""
-
-    theta: np.ndarray
-    params: tuple  # (log_weights, means, log_variances)
-    precision: np.ndarray  # (M, K, d)
-
-    @property
-    def means(self):
-        return self.params[1]
-
-    @classmethod
-    def of(cls, model, theta):
-        params = model.unpack(theta)
-        log_variances = params[2]
-        return cls(theta, params, np.exp(-log_variances))
 
 
 class GaussianMixtureModel(Model):
@@ -231,39 +212,31 @@ class GaussianMixtureModel(Model):
         """``log beta_k + log N(x_b; mu_k, diag sigma2_k)``, shape ``(n_particles, n_batch, K)``."""
         return self._stacked_component_log_density(theta, X).transpose(1, 2, 0)
 
-    def _stacked_component_log_density(self, theta, X, workspace=None, unpacked=None):
+    def _stacked_component_log_density(self, theta, X):
         """:meth:`component_log_density` laid out ``(K, n_particles, n_batch)``.
 
         Reductions over the components then run along the leading axis, which
-        numpy vectorises over the other two (along a trailing axis of length
-        ``K`` they took half of a nested-sampling run). The Gaussian exponent
-        expands into ``[x^2, x, 1] . [-tau / 2, mu tau, const]`` per component,
-        so the whole ``(K M, n)`` block is one matrix product with an inner
-        dimension of ``2 d + 1``, written once: no full-size temporaries. With a
-        ``workspace`` it is written into that workspace's buffer, which the next
-        call with the same workspace overwrites. ``unpacked`` is ``_Unpacked.of(self, theta)``
-        when the caller has it already.
+        numpy vectorises over the other two. The Gaussian exponent expands into
+        ``[x^2, x, 1] . [-tau / 2, mu tau, const]`` per component, so the whole
+        ``(K M, n)`` block is one matrix product with an inner dimension of
+        ``2 d + 1``: no full-size temporaries.
         """
         X = np.asarray(X, dtype=float)
-        coefficients = self._density_coefficients(theta, unpacked)  # (K * M, 2 d + 1)
-        features = workspace_buffer(workspace, "features", (len(X), coefficients.shape[1]))
-        if features is None:
-            features = np.empty((len(X), coefficients.shape[1]))
+        coefficients = self._density_coefficients(theta)  # (K * M, 2 d + 1)
+        features = np.empty((len(X), coefficients.shape[1]))
         d = self.n_features
         np.square(X, out=features[:, :d])
         features[:, d: 2 * d] = X
         features[:, 2 * d] = 1.0
-        out = workspace_buffer(workspace, "density", (len(coefficients), len(X)))
-        return np.matmul(coefficients, features.T, out=out).reshape(self.n_components, len(theta), len(X))
+        return np.matmul(coefficients, features.T).reshape(self.n_components, len(theta), len(X))
 
-    def _density_coefficients(self, theta, unpacked=None):
+    def _density_coefficients(self, theta):
         """Per particle and component, the coefficients of ``[x^2, x, 1]`` in ``log beta_k + log N(x; mu_k, sigma2_k)``.
 
         Rows ordered component-major (``k * M + m``), the layout of the stacked densities.
         """
-        unpacked = _Unpacked.of(self, theta) if unpacked is None else unpacked
-        log_weights, means, log_variances = unpacked.params
-        precision = unpacked.precision
+        log_weights, means, log_variances = self.unpack(theta)
+        precision = np.exp(-log_variances)
         n_particles, K, d = len(theta), self.n_components, self.n_features
         shifted = means * precision
         const = log_weights - 0.5 * ((log_variances + means * shifted).sum(axis=2) + d * _LOG_2PI)
@@ -303,36 +276,20 @@ class GaussianMixtureModel(Model):
         _kernels().mixture_log_likelihood_and_gradient(theta, X, row_weights, self.n_components, log_lik, grad)
         return weighted_total(log_lik, np.asarray(weights, dtype=float)), grad
 
-    def _stacked_responsibilities(self, theta, X, row_weights=None, workspace=None, unpacked=None):
-        """Label probabilities ``(K, M, n)``, times ``row_weights`` (broadcast to ``(M, n)``) when given.
-
-        In place on the densities' buffer: the weights join the normalisation
-        instead of a separate pass. With a ``workspace`` the result is that
-        workspace's buffer (valid until its next use).
-        """
-        comp = self._stacked_component_log_density(theta, X, workspace, unpacked)
-        comp -= np.max(comp, axis=0, out=workspace_buffer(workspace, "top", comp.shape[1:]))
-        # Single-precision exponentials (numpy vectorises them; float64 exp is scalar libm on AVX2):
-        # responsibilities to ~1e-7 relative, far below the SGHMC gradient's own noise. The evidence's
-        # validity does not rest on them: weights and Metropolis-Hastings steps use the float64
-        # log-likelihood, and an HMC move stays exact with any deterministic gradient. Floored at
-        # _EXP_FLOOR (exp = 2e-35 of the largest term): numpy's float32 exp leaves its vector path for results
-        # below float32's normal range.
-        single = workspace_buffer(workspace, "single", comp.shape, np.float32)
-        if single is None:
-            single = np.empty(comp.shape, np.float32)
-        # Rounded first, then floored in single precision: the same bits (rounding is monotone and the floor
-        # exact) at a fraction of the cost of a mixed-type np.maximum. The floor is a row of the last axis, not
-        # a scalar: numpy vectorises a broadcast array operand but not a scalar one here.
-        single[...] = comp
+    def _stacked_responsibilities(self, theta, X):
+        """Label probabilities ``(K, M, n)``, in place on the densities' array."""
+        comp = self._stacked_component_log_density(theta, X)
+        comp -= np.max(comp, axis=0)
+        # Single-precision exponentials (numpy vectorises them; float64 exp is scalar libm on AVX2), to ~1e-7
+        # relative: predictions, not the evidence. Floored at _EXP_FLOOR (exp = 2e-35 of the largest term): numpy's
+        # float32 exp leaves its vector path for results below float32's normal range. Rounded first, then
+        # floored in single precision (the same bits as the other order: rounding is monotone and the floor exact);
+        # the floor is a row of the last axis, not a scalar: numpy vectorises a broadcast array operand, not a scalar.
+        single = comp.astype(np.float32)
         np.maximum(single, np.full(comp.shape[-1], _EXP_FLOOR, np.float32), out=single)
         np.exp(single, out=single)
         comp[...] = single
-        scale = np.sum(comp, axis=0, out=workspace_buffer(workspace, "total", comp.shape[1:]))
-        np.reciprocal(scale, out=scale)
-        if row_weights is not None:
-            scale *= row_weights
-        comp *= scale
+        comp *= np.reciprocal(np.sum(comp, axis=0))
         return comp
 
     def responsibilities(self, theta, X):
@@ -375,30 +332,21 @@ class GaussianMixtureModel(Model):
         return (self.weight_concentration, self.variance_shape, self.variance_scale, self.mean_variance_factor,
                 self.mean_prior_loc)
 
-    def _component_moments(self, resp, X):
-        """Weighted moments ``sum_j r_kj``, ``sum_j r_kj x_j``, ``sum_j r_kj x_j^2`` per particle and component.
-
-        ``resp`` is ``(K, M, n)`` (responsibilities times row weights); returns
-        ``(M, K)``, ``(M, K, d)``, ``(M, K, d)``: the gradient's and EM's
-        statistics. The products run on the stacked layout as it is (one
-        ``(K M, n) @ (n, 2 d)`` product); only the small results are reordered.
-        """
-        K, n_particles, n_rows = resp.shape
-        d = self.n_features
-        flat_resp = resp.reshape(K * n_particles, n_rows)
-        mass = flat_resp.sum(axis=1).reshape(K, n_particles).T
-        features = np.empty((n_rows, 2 * d))
-        features[:, :d] = X
-        np.square(X, out=features[:, d:])
-        moments = flat_resp @ features  # (K * M, 2 d)
-        moments = moments.reshape(K, n_particles, 2 * d).transpose(1, 0, 2)
-        return mass, moments[:, :, :d], moments[:, :, d:]
+    def _compiled_moments(self, theta, X, weights):
+        """The responsibilities' weighted moments ``(M, K)``, ``(M, K, d)``, ``(M, K, d)`` (``sum_j w_j r_kj``,
+        ``sum_j w_j r_kj x_j``, ``sum_j w_j r_kj x_j^2``): EM's statistics, by
+        :func:`~evidence_select.models._compiled_mixture.mixture_moments` in one compiled pass. ``weights`` as in
+        :meth:`_compiled_gradient`."""
+        theta, X, row_weights = self._kernel_inputs(theta, X, weights)
+        return _kernels().mixture_moments(theta, X, row_weights, self.n_components)
 
     def fit_em(self, rng, X, sample_weight, *, n_init=4, n_iter=20):
         """Maximum-likelihood fits by EM to weighted rows, from ``n_init`` k-means++ starts (vectorised).
 
-        The global refit move's candidates (:meth:`refit_proposal`); the
-        E-step is this model's responsibilities, the M-step its gradient's moments.
+        The global refit move's candidates (:meth:`refit_proposal`) and the
+        posterior-mode search's starts (:meth:`mode_starts`); each iteration's
+        E-step and the statistics of its M-step are one compiled pass
+        (:meth:`_compiled_moments`).
 
         Parameters
         ----------
@@ -421,8 +369,7 @@ class GaussianMixtureModel(Model):
         floor = 1e-6 * scale  # a component on one row must not reach zero variance
         weights, variances = np.full((n_init, K), 1.0 / K), np.broadcast_to(scale / K, means.shape)
         for _ in range(n_iter):
-            resp = self._stacked_responsibilities(self.pack(weights, means, variances), X, w, self._workspace)
-            mass, first, second = self._component_moments(resp, X)
+            mass, first, second = self._compiled_moments(self.pack(weights, means, variances), X, w)
             mass = np.maximum(mass, 1e-300)
             means = first / mass[..., None]
             variances = np.maximum(second / mass[..., None] - means**2, floor)

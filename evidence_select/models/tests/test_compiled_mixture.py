@@ -49,18 +49,22 @@ def reference_log_likelihood(theta, X, K):
     return logsumexp(reference_log_densities(theta, X, K), axis=2)
 
 
-def reference_likelihood_gradient(theta, X, weights, K):
-    """The gradient of ``sum_j w_mj log p(x_j | theta_m)``, ``weights`` broadcast to ``(M, n)``."""
-    M, d = len(theta), X.shape[1]
-    log_weights, means, log_variances = reference_params(theta, K, d)
+def reference_moments(theta, X, weights, K):
+    """``sum_j w_mj r_mjk``, ``sum_j w_mj r_mjk x_j``, ``sum_j w_mj r_mjk x_j^2``: ``(M, K)``, ``(M, K, d)``, ``(M, K, d)``."""
+    M = len(theta)
     log_dens = reference_log_densities(theta, X, K)
     log_ratio = np.maximum(log_dens - log_dens.max(axis=2, keepdims=True), -80.0)
     resp = np.exp(log_ratio)
     resp /= resp.sum(axis=2, keepdims=True)
     resp *= np.broadcast_to(weights, (M, len(X)))[:, :, None]  # (M, n, K)
-    mass = resp.sum(axis=1)  # (M, K)
-    first = np.einsum("mjk,ji->mki", resp, X)
-    second = np.einsum("mjk,ji->mki", resp, X**2)
+    return resp.sum(axis=1), np.einsum("mjk,ji->mki", resp, X), np.einsum("mjk,ji->mki", resp, X**2)
+
+
+def reference_likelihood_gradient(theta, X, weights, K):
+    """The gradient of ``sum_j w_mj log p(x_j | theta_m)``, ``weights`` broadcast to ``(M, n)``."""
+    M, d = len(theta), X.shape[1]
+    log_weights, means, log_variances = reference_params(theta, K, d)
+    mass, first, second = reference_moments(theta, X, weights, K)
     precision = np.exp(-log_variances)
     grad_eta = mass[:, :-1] - np.exp(log_weights[:, :-1]) * mass.sum(axis=1, keepdims=True)
     grad_means = precision * (first - means * mass[:, :, None])
@@ -131,6 +135,20 @@ def test_likelihood_gradient_matches_the_numpy_reference(shape, weights_shape):
 
 
 @pytest.mark.parametrize("shape", SHAPES, ids=SHAPE_IDS)
+@pytest.mark.parametrize("weights_shape", ["rows", "particles x rows"])
+def test_moments_match_the_numpy_reference(shape, weights_shape):
+    """EM's statistics (``fit_em``'s E-step and M-step sums), each to ~1e-8 of its particle's largest entry (the
+    coarse exponentials' 7e-9 relative)."""
+    model, theta, X, rng = _case(shape, seed=4)
+    M, n = shape[:2]
+    weights = rng.uniform(0.1, 2.0, size=n if weights_shape == "rows" else (M, n))
+    for moment, expected in zip(model._compiled_moments(theta, X, weights),
+                                reference_moments(theta, X, weights, shape[2])):
+        assert moment.shape == expected.shape
+        assert _gradient_error(moment.reshape(M, -1), expected.reshape(M, -1)) < GRADIENT_TOLERANCE
+
+
+@pytest.mark.parametrize("shape", SHAPES, ids=SHAPE_IDS)
 def test_one_pass_log_likelihood_is_the_same_bits_as_the_log_likelihood_kernel(shape):
     """The fused kernel's rows are mixture_log_likelihood's bits (so an HMC move and the annealing weights see one
     target), whatever the row weights."""
@@ -176,6 +194,9 @@ def test_kernels_take_non_contiguous_inputs():
     out = np.empty((4, model.n_params))
     kernels.mixture_gradient(theta_view, X_view, weights, 4, model._prior_constants(), False, out)
     assert _gradient_error(out, expected_grad) < GRADIENT_TOLERANCE
+    for moment, expected in zip(kernels.mixture_moments(theta_view, X_view, weights, 4),
+                                reference_moments(theta[::2], X, weights, 4)):
+        assert _gradient_error(moment.reshape(4, -1), expected.reshape(4, -1)) < GRADIENT_TOLERANCE
     per_row = np.empty((4, 300))
     kernels.mixture_log_likelihood(theta_view, X_view, 4, per_row)
     np.testing.assert_allclose(per_row, expected_log_lik, rtol=1e-13, atol=1e-12)
