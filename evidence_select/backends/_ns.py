@@ -2,7 +2,7 @@
 
 Live points are drawn from the prior; at each iteration the ``n_replace`` worst
 are removed at once and replaced by constrained-prior moves (independent
-candidates from the prior or the live points' bounding ellipsoid,
+candidates from the prior or the live points' bounding ellipsoids,
 :mod:`evidence_select.kernels._ellipsoid`, while they are efficient; Galilean steps,
 :mod:`evidence_select.kernels._galilean`, and slice moves,
 :mod:`evidence_select.kernels._slice`) started from distinct surviving live
@@ -29,7 +29,7 @@ from scipy import stats
 from scipy.linalg import solve_triangular
 
 from ..kernels._constrained import ConstrainedPoints, LikelihoodConstraint
-from ..kernels._ellipsoid import (EllipsoidInfo, PriorProposal, adapt_efficiency, bounding_ellipsoid,
+from ..kernels._ellipsoid import (EllipsoidInfo, PriorProposal, adapt_efficiency, bounding_ellipsoids,
                                   ellipsoid_sample, n_candidates)
 from ..kernels._galilean import GalileanInfo, GalileanSettings, adapt_galilean_step, galilean_sample
 from ..kernels._hmc import preconditioner_from_samples
@@ -294,15 +294,20 @@ class NSConfig:
         Before the Markov chain moves, an exact independent-proposal move
         (:mod:`evidence_select.kernels._ellipsoid`): candidates from the prior
         while the expected prior mass above the bound is at least
-        ``PRIOR_PROPOSALS_VOLUME`` (0.1), then uniform in the bounding ellipsoid
-        of the live points other than the starts (``ELLIPSOID_ENLARGE`` times
-        its volume), the first inside the constraint in a prior-weighted random
-        order taken. While at least one in ``n_slice_steps`` of the candidates
-        it visits is inside, it replaces the Markov chain moves (chains that
-        start outside the ellipsoid take ``OUTSIDE_LENGTH`` times those moves,
-        kept outside it); below, each chain tries one candidate (which keeps
-        the fraction measured) and the Markov chain moves follow. On a
-        unimodal, roughly elliptical constrained prior in up to ~16
+        ``PRIOR_PROPOSALS_VOLUME`` (0.1), then uniform in the bounding ellipsoids
+        of the live points other than the starts (one ellipsoid, split in two
+        by 2-means while the parts' covariances take much less volume, so that
+        a curved ridge or separate modes are bounded tightly:
+        :func:`~evidence_select.kernels._ellipsoid.bounding_ellipsoids`; each
+        ``ELLIPSOID_ENLARGE`` times its smallest volume), the first inside the
+        constraint in a prior-weighted random order taken. While at least one
+        in ``n_slice_steps`` of the candidates it visits is inside, it
+        replaces the Markov chain moves (chains that start outside the
+        ellipsoids take those moves instead, kept outside them: a quarter of
+        them outside one ellipsoid, all of them outside split ones); below,
+        each chain tries one candidate (which keeps the fraction measured) and
+        the Markov chain moves follow. On a constrained prior that a few
+        ellipsoids cover (one mode or a few, straight or curved) in up to ~16
         dimensions it makes each replacement an independent draw for a few
         likelihood calls.
     """
@@ -656,15 +661,19 @@ class _Frame(NamedTuple):
 
     factor: np.ndarray  # lower-triangular whitening factor
     centre: np.ndarray  # the points' mean
-    ellipsoid: object = None  # the bounding Ellipsoid, or None without ellipsoid moves
+    ellipsoid: object = None  # the bounding EllipsoidUnion, or None without ellipsoid moves
     volume: float = 0.0  # the expected prior mass above the likelihood bound
 
 
-#: Volume factor of the bounding ellipsoid over the smallest one that holds the other live points.
+#: Volume factor of each bounding ellipsoid over the smallest one that holds its share of the other live points.
 ELLIPSOID_ENLARGE = 2.0
-#: Factor on the Markov chain moves of the chains outside the ellipsoid: they only need to leave their start, not
-#: to cross the constrained region.
+#: Factor on the configured Markov chain moves of the chains outside the ellipsoids. Outside one ellipsoid a chain
+#: sits in the tails beyond it and only needs to leave its start (a quarter); split ellipsoids also leave gaps
+#: along a ridge and between modes, where the moves, kept outside them, are the only way such a chain's
+#: replacement forgets where it started (a replacement left near its start makes ``log Z`` read high): there the
+#: chain takes the whole moves.
 OUTSIDE_LENGTH = 0.25
+SPLIT_OUTSIDE_LENGTH = 1.0
 #: Above this prior mass the independent proposals come from the prior itself (at most ~10 calls per valid one).
 PRIOR_PROPOSALS_VOLUME = 0.1
 
@@ -673,7 +682,7 @@ def _frame(points, config, log_volume=-np.inf):
     """The :class:`_Frame` of ``points`` (the live points other than the moves' starts) at ``log_volume``."""
     factor = _whitening_factor(points)
     dense = factor if factor.ndim == 2 else np.diag(factor)
-    ellipsoid = bounding_ellipsoid(points, dense, ELLIPSOID_ENLARGE) if config.ellipsoid else None
+    ellipsoid = bounding_ellipsoids(points, ELLIPSOID_ENLARGE, factor=dense) if config.ellipsoid else None
     return _Frame(factor, np.mean(points, axis=0), ellipsoid, float(np.exp(log_volume)))
 
 
@@ -718,11 +727,12 @@ def _replace_points(rng, model, likelihood, config, start, log_lik_min, frame, s
     outside = np.flatnonzero(~frame.ellipsoid.contains(start[0])) if frame.ellipsoid is not None else []
     sliced, galilean = SliceInfo(0, 0, 0, 0), GalileanInfo(0, 0, 0, 0)
     if len(outside):
+        outside_length = OUTSIDE_LENGTH if len(frame.ellipsoid.ellipsoids) == 1 else SPLIT_OUTSIDE_LENGTH
         kept_out = (_outside_of(frame.ellipsoid, likelihood[0], False),
                     _outside_of(frame.ellipsoid, likelihood[1], True))
         moved, sliced, galilean = _markov_moves(rng, model, kept_out, config,
                                                 ConstrainedPoints(*(a[outside] for a in points)), log_lik_min,
-                                                frame.factor, scales, _move_counts(config, OUTSIDE_LENGTH))
+                                                frame.factor, scales, _move_counts(config, outside_length))
         points = ConstrainedPoints(*(np.array(a, dtype=float) for a in points))
         for whole, part in zip(points, moved):
             whole[outside] = part

@@ -28,6 +28,13 @@ candidates visited cost a likelihood call (the prior is cheap). With many more
 valid candidates than one, the new point is an independent draw from ``pi``
 restricted to ``E``, for about ``1 / efficiency`` calls.
 
+The proposal may also be uniform on a union of ellipsoids (:class:`EllipsoidUnion`,
+MultiNest's and dynesty's ``"multi"`` bound): a point in ``m`` of them has
+density ``m / sum(volumes)`` there, so its weight is ``p(x) / m``, and the move
+stays exact. :func:`bounding_ellipsoids` splits the live points by 2-means
+while the parts' covariances take much less volume than the whole's, so that a
+curved or multimodal constrained region is covered tightly.
+
 Every chain moves at once: one batched likelihood call per round, one round per
 candidate visited.
 """
@@ -36,30 +43,46 @@ from typing import NamedTuple
 
 import numpy as np
 from scipy.linalg import solve_triangular
+from scipy.special import digamma
 
 from ._constrained import ConstrainedPoints
+from ._hmc import preconditioner_from_samples
 
-__all__ = ["Ellipsoid", "PriorProposal", "EllipsoidInfo", "bounding_ellipsoid", "uniform_in_ellipsoid",
-           "ellipsoid_sample", "n_candidates", "adapt_efficiency"]
+__all__ = ["Ellipsoid", "EllipsoidUnion", "PriorProposal", "EllipsoidInfo", "bounding_ellipsoid",
+           "bounding_ellipsoids", "ellipsoid_union", "uniform_in_ellipsoid", "ellipsoid_sample", "n_candidates",
+           "adapt_efficiency"]
 
 
 class Ellipsoid(NamedTuple):
-    """The ellipsoid ``{centre + factor z : |z| <= 1}``; ``factor`` is lower triangular."""
+    """The ellipsoid ``{centre + factor z : |z| <= 1}``; ``factor`` is lower triangular, ``inverse`` its inverse
+    where known (:func:`bounding_ellipsoid` sets it: a nested sampler tests points against its ellipsoids at
+    every Markov step)."""
 
     centre: np.ndarray
     factor: np.ndarray
+    inverse: np.ndarray = None
 
     def contains(self, points):
         """Whether each of ``points`` ``(n, n_params)`` lies in the ellipsoid."""
-        z = solve_triangular(self.factor, (np.atleast_2d(points) - self.centre).T, lower=True)
-        return np.sum(z**2, axis=0) <= 1.0
+        centred = np.atleast_2d(points) - self.centre
+        if self.inverse is None:
+            z = solve_triangular(self.factor, centred.T, lower=True).T
+        else:
+            z = centred @ self.inverse.T
+        return np.einsum("ij,ij->i", z, z) <= 1.0
 
     def sample(self, rng, shape):
         """Uniform draws, of shape ``shape + (n_params,)``."""
         return uniform_in_ellipsoid(rng, self, shape)
 
-    def log_weight(self, log_prior):
-        """``log(pi / q)`` up to a constant for points of log prior ``log_prior``: the uniform ``q`` cancels."""
+    @property
+    def log_volume(self):
+        """Log of the volume, less the unit ball's (a constant of the dimension)."""
+        return float(np.sum(np.log(np.abs(np.diag(self.factor)))))
+
+    def log_weight(self, points, log_prior):
+        """``log(pi / q)`` up to a constant at ``points`` inside, of log prior ``log_prior``: the uniform ``q``
+        cancels."""
         return log_prior
 
 
@@ -81,7 +104,7 @@ class PriorProposal(NamedTuple):
         draws = np.asarray(self.sample_prior(rng, int(np.prod(shape))), dtype=float)
         return draws.reshape(tuple(shape) + (draws.shape[-1],))
 
-    def log_weight(self, log_prior):
+    def log_weight(self, points, log_prior):
         """``log(pi / q)`` up to a constant: 0 (the prior cancels), ``-inf`` where the prior vanishes."""
         return np.where(np.isfinite(log_prior), 0.0, -np.inf)
 
@@ -115,7 +138,187 @@ def bounding_ellipsoid(points, factor, enlarge=2.0):
     centre = points.mean(axis=0)
     z = solve_triangular(factor, (points - centre).T, lower=True)
     radius = np.sqrt(np.max(np.sum(z**2, axis=0))) * float(enlarge) ** (1.0 / points.shape[1])
-    return Ellipsoid(centre, radius * np.asarray(factor, dtype=float))
+    factor = np.asarray(factor, dtype=float)
+    inverse = solve_triangular(factor, np.eye(len(factor)), lower=True) / radius
+    return Ellipsoid(centre, radius * factor, inverse)
+
+
+class EllipsoidUnion(NamedTuple):
+    """Uniform proposals on the union of ``ellipsoids`` (a tuple of :class:`Ellipsoid`; build it with
+    :func:`ellipsoid_union`, which stacks their centres and inverse factors for the tests of many points).
+
+    A draw picks an ellipsoid with probability proportional to its volume, then a
+    uniform point in it; a point inside ``m`` of them then has density
+    ``m / sum(volumes)``, and its weight ``pi / q`` is ``p(x) / m`` up to a
+    constant. A union of one ellipsoid draws and weighs exactly as that ellipsoid.
+    """
+
+    ellipsoids: tuple
+    centres: np.ndarray  # (n_ellipsoids, n_params)
+    inverses: np.ndarray  # (n_ellipsoids, n_params, n_params), each factor's inverse
+
+    def _counts(self, points):
+        """How many of the ellipsoids hold each of ``points`` ``(..., n_params)``."""
+        points = np.asarray(points, dtype=float)
+        flat = points.reshape(-1, points.shape[-1])
+        counts = np.empty(len(flat), dtype=np.int64)
+        block = max(1, COUNT_BLOCK // len(self.ellipsoids))
+        for start in range(0, len(flat), block):
+            centred = flat[None, start:start + block] - self.centres[:, None, :]  # (n_ellipsoids, block, n_params)
+            z = np.matmul(centred, self.inverses.transpose(0, 2, 1))
+            counts[start:start + block] = np.sum(np.einsum("kij,kij->ki", z, z) <= 1.0, axis=0)
+        return counts.reshape(points.shape[:-1])
+
+    def contains(self, points):
+        """Whether each of ``points`` ``(n, n_params)`` lies in one of the ellipsoids at least."""
+        if len(self.ellipsoids) == 1:
+            return self.ellipsoids[0].contains(points)
+        return self._counts(np.atleast_2d(points)) > 0
+
+    def sample(self, rng, shape):
+        """Draws of shape ``shape + (n_params,)``: each from an ellipsoid picked by volume, uniform in it."""
+        if len(self.ellipsoids) == 1:
+            return self.ellipsoids[0].sample(rng, shape)
+        shape = tuple(shape)
+        log_volumes = np.array([ellipsoid.log_volume for ellipsoid in self.ellipsoids])
+        shares = np.exp(log_volumes - log_volumes.max())
+        which = rng.choice(len(shares), size=int(np.prod(shape)), p=shares / shares.sum())
+        draws = np.empty((len(which), self.centres.shape[1]))
+        for k, ellipsoid in enumerate(self.ellipsoids):
+            rows = np.flatnonzero(which == k)
+            draws[rows] = ellipsoid.sample(rng, (len(rows),))
+        return draws.reshape(shape + (draws.shape[-1],))
+
+    def log_weight(self, points, log_prior):
+        """``log(pi / q)`` up to a constant at ``points`` inside the union: the log prior less the log of how
+        many ellipsoids hold each point."""
+        if len(self.ellipsoids) == 1:
+            return log_prior
+        return log_prior - np.log(self._counts(points))
+
+
+#: Points tested against all of a union's ellipsoids at once, times the ellipsoids (bounds the temporaries).
+COUNT_BLOCK = 65536
+
+
+def ellipsoid_union(ellipsoids):
+    """The :class:`EllipsoidUnion` of ``ellipsoids``."""
+    ellipsoids = tuple(ellipsoids)
+    inverses = [e.inverse if e.inverse is not None else solve_triangular(e.factor, np.eye(len(e.centre)), lower=True)
+                for e in ellipsoids]
+    return EllipsoidUnion(ellipsoids, np.array([e.centre for e in ellipsoids]), np.array(inverses))
+
+
+#: A split of a point set's ellipsoid into its halves' (each split again where that pays) is kept when their
+#: volumes sum to less than this share of the whole's (:func:`_split`).
+SPLIT_VOLUME = 0.8
+#: Lloyd iterations of the 2-means split at most.
+MAX_TWO_MEANS_ITERATIONS = 20
+
+
+def bounding_ellipsoids(points, enlarge=2.0, factor=None, min_points=None):
+    """A union of ellipsoids that holds ``points``, each ``enlarge`` times its smallest size in volume.
+
+    The points are split in two by 2-means in the frame their covariance (or
+    ``factor``) whitens, each half split in turn, and a split is kept where the
+    halves' covariance volumes, after their own splits, sum to less than
+    ``SPLIT_VOLUME`` of the whole's (:func:`_split`); each part holds
+    ``min_points`` points at least (by default ``2 (n_params + 1)``, so that
+    its covariance is determined). Each part is then bounded by
+    :func:`bounding_ellipsoid`, shaped by its covariance.
+
+    Parameters
+    ----------
+    points : ndarray of shape (n_points, n_params)
+    enlarge : float, default=2.0
+        Factor on the volume of each ellipsoid over the smallest that holds its points.
+    factor : ndarray of shape (n_params, n_params), default=None
+        Lower-triangular factor of the points' covariance (the first split's frame, and the whole's shape
+        where it is not split); None: the Cholesky factor of their covariance.
+    min_points : int, default=None
+        Fewest points an ellipsoid of a split may hold.
+
+    Returns
+    -------
+    EllipsoidUnion
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> rng = np.random.default_rng(0)
+    >>> x = np.concatenate([rng.normal(-5.0, 0.3, (100, 2)), rng.normal(5.0, 0.3, (100, 2))])
+    >>> union = bounding_ellipsoids(x)
+    >>> len(union.ellipsoids), bool(np.all(union.contains(x))), bool(union.contains(np.zeros((1, 2)))[0])
+    (2, True, False)
+    """
+    points = np.asarray(points, dtype=float)
+    n_params = points.shape[1]
+    min_points = 2 * (n_params + 1) if min_points is None else int(min_points)
+    factor = _shape_factor(points) if factor is None else factor
+    parts, _ = _split(points, factor, min_points)
+    return ellipsoid_union([bounding_ellipsoid(part, part_factor, enlarge) for part, part_factor in parts])
+
+
+def _shape_factor(points):
+    """Lower-triangular factor of the covariance of ``points``, shrunk towards its diagonal where they are few."""
+    return preconditioner_from_samples(points, dense=True, shrinkage="auto")
+
+
+def _split(points, factor, min_points):
+    """``(parts, log_volume)`` of :func:`bounding_ellipsoids` for ``points``, whose covariance's factor is
+    ``factor``: the ``(points, factor)`` of each ellipsoid, and the log of the sum of their covariance volumes.
+
+    Each half is decomposed first and the split kept where the halves' decompositions take less than
+    ``SPLIT_VOLUME`` of the whole's volume: the first cut of a parabola separates its bottom from its two arms,
+    which only the next cut separates. Volumes are the covariances', corrected for the bias of a sample
+    covariance's log determinant (:func:`_covariance_log_volume`), not the bounding ellipsoids': a bounding
+    ellipsoid's size follows its farthest point, whose noise, raised to the dimension in a volume, would split a
+    single cloud of points in many dimensions. Halves of an ellipsoidal cloud take about 0.6 of the whole's
+    volume each, whatever the dimension, and their own halves more again, so such a cloud is never split.
+    """
+    log_volume = _covariance_log_volume(points)
+    if len(points) < 2 * min_points or not np.isfinite(log_volume):
+        return [(points, factor)], log_volume
+    halves = _two_means(points, factor)
+    parts = [points[halves == side] for side in (0, 1)]
+    if min(len(part) for part in parts) < min_points:
+        return [(points, factor)], log_volume
+    (first, first_volume), (second, second_volume) = (_split(part, _shape_factor(part), min_points)
+                                                      for part in parts)
+    split_volume = np.logaddexp(first_volume, second_volume)
+    if not split_volume < np.log(SPLIT_VOLUME) + log_volume:
+        return [(points, factor)], log_volume
+    return first + second, split_volume
+
+
+def _covariance_log_volume(points):
+    """Half the log determinant of the sample covariance of ``points``, less its expected bias (Wishart: the
+    sum over ``i < d`` of ``digamma((n - 1 - i) / 2) + log(2 / (n - 1))``, which falls well below 0 when
+    ``n`` is a few times ``d``), or NaN where the covariance is singular."""
+    n, d = points.shape
+    sign, log_det = np.linalg.slogdet(np.atleast_2d(np.cov(points.T)))
+    if sign <= 0:
+        return float("nan")
+    bias = np.sum(digamma((n - 1 - np.arange(d)) / 2.0)) + d * np.log(2.0 / (n - 1))
+    return 0.5 * float(log_det - bias)
+
+
+def _two_means(points, factor):
+    """Labels 0 or 1 of ``points`` by 2-means in the frame ``factor`` whitens (their covariance's factor), started
+    from the split at their mean along the covariance's longest axis (no random draw)."""
+    centred = points - points.mean(axis=0)
+    z = solve_triangular(factor, centred.T, lower=True).T
+    _, vectors = np.linalg.eigh(factor @ factor.T)
+    labels = (centred @ vectors[:, -1] > 0).astype(np.int64)
+    for _ in range(MAX_TWO_MEANS_ITERATIONS):
+        if labels.min() == labels.max():
+            break
+        centres = np.array([z[labels == side].mean(axis=0) for side in (0, 1)])
+        new = np.argmin(np.sum((z[:, None, :] - centres[None]) ** 2, axis=2), axis=1)
+        if np.array_equal(new, labels):
+            break
+        labels = new
+    return labels
 
 
 def uniform_in_ellipsoid(rng, ellipsoid, shape):
@@ -131,9 +334,9 @@ def uniform_in_ellipsoid(rng, ellipsoid, shape):
     """
     n_params = len(ellipsoid.centre)
     direction = rng.standard_normal(tuple(shape) + (n_params,))
-    direction /= np.linalg.norm(direction, axis=-1, keepdims=True)
     radius = rng.uniform(size=tuple(shape) + (1,)) ** (1.0 / n_params)
-    return ellipsoid.centre + (radius * direction) @ ellipsoid.factor.T
+    direction *= radius / np.sqrt(np.einsum("...i,...i->...", direction, direction))[..., None]
+    return ellipsoid.centre + direction @ ellipsoid.factor.T
 
 
 class EllipsoidInfo(NamedTuple):
@@ -206,7 +409,8 @@ def ellipsoid_sample(rng, points, constraint, ellipsoid, n_proposals):
     cand_log_prior = np.asarray(constraint.log_prior_fn(flat), dtype=float).reshape(len(inside), n_proposals)
     if np.any(np.isnan(cand_log_prior)):
         raise ValueError("log_prior returned NaN during ellipsoid sampling")
-    order = _candidate_order(rng, ellipsoid.log_weight(cand_log_prior), ellipsoid.log_weight(log_prior[inside]))
+    order = _candidate_order(rng, ellipsoid.log_weight(candidates, cand_log_prior),
+                             ellipsoid.log_weight(position[inside], log_prior[inside]))
     n_calls = n_valid = 0
     active = np.arange(len(inside))  # rows of ``inside`` still walking down their order
     for rank in range(n_proposals + 1):

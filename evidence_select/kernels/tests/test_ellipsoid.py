@@ -15,8 +15,8 @@ import pytest
 from scipy import stats
 
 from evidence_select.kernels._constrained import ConstrainedPoints, LikelihoodConstraint
-from evidence_select.kernels._ellipsoid import (Ellipsoid, PriorProposal, bounding_ellipsoid, ellipsoid_sample,
-                                                uniform_in_ellipsoid)
+from evidence_select.kernels._ellipsoid import (Ellipsoid, PriorProposal, bounding_ellipsoid, bounding_ellipsoids,
+                                                ellipsoid_sample, ellipsoid_union, uniform_in_ellipsoid)
 
 RADIUS = 2.0
 N_CHAINS = 20000
@@ -39,9 +39,15 @@ def _radius_cdf(s):
     return (1.0 - np.exp(-0.5 * s)) / (1.0 - np.exp(-0.5 * RADIUS**2))
 
 
-@pytest.mark.parametrize("proposal", [Ellipsoid(np.array([0.6, 0.0]), np.diag([1.8, 1.2])),
+# Two overlapping ellipsoids that cover part of the disk: a point in both is proposed twice as often, so a move that
+# did not divide its weight by the ellipsoids that hold it would crowd the overlap (checked by breaking it).
+OVERLAPPING = ellipsoid_union([Ellipsoid(np.array([0.8, 0.0]), np.diag([1.5, 1.0])),
+                               Ellipsoid(np.array([-0.6, 0.4]), np.array([[1.2, 0.0], [0.5, 1.0]]))])
+
+
+@pytest.mark.parametrize("proposal", [Ellipsoid(np.array([0.6, 0.0]), np.diag([1.8, 1.2])), OVERLAPPING,
                                       PriorProposal(lambda rng, n: rng.standard_normal((n, 2)))],
-                         ids=["partial_ellipsoid", "prior"])
+                         ids=["partial_ellipsoid", "overlapping_ellipsoids", "prior"])
 def test_constrained_prior_is_invariant(proposal):
     rng = np.random.default_rng(0)
     x = _exact_draws(rng, N_CHAINS)
@@ -85,3 +91,49 @@ def test_bounding_ellipsoid_and_uniform_draws():
     # Uniform in the ellipsoid: the whitened radius cubed is uniform on (0, 1).
     z = np.linalg.solve(tight.factor, (draws - tight.centre).T)
     assert stats.kstest(np.sum(z**2, axis=0) ** 1.5, "uniform").pvalue > 1e-3
+
+
+def test_bounding_ellipsoids_split_modes_and_ridges_but_not_a_cloud():
+    rng = np.random.default_rng(3)
+    cloud = rng.standard_normal((300, 3)) @ np.array([[2.0, 0, 0], [1.0, 0.5, 0], [0, 0, 0.1]])
+    one = bounding_ellipsoids(cloud)
+    assert len(one.ellipsoids) == 1  # an ellipsoidal cloud's halves take more volume than the whole
+    # ... in many dimensions too, where the halves' sample covariances read smaller than the whole's by their
+    # fewer points (the bias the volumes are corrected for) and their bounding radii by their farthest points.
+    assert all(len(bounding_ellipsoids(rng.standard_normal((190, 16))).ellipsoids) == 1 for _ in range(10))
+    # Two modes: one ellipsoid each, the gap between them left out.
+    modes = np.concatenate([rng.normal(-4.0, 0.3, (150, 2)), rng.normal(4.0, 0.3, (150, 2))])
+    split = bounding_ellipsoids(modes)
+    assert len(split.ellipsoids) >= 2 and np.all(split.contains(modes)) and not split.contains([[0.0, 0.0]])[0]
+    # A curved ridge: several ellipsoids along it, together a small share of the one ellipsoid's volume, holding
+    # all its points and nearly all of the ridge's mass.
+    def ridge(n):
+        t = rng.uniform(-2.0, 2.0, n)
+        return np.column_stack([t, t**2 + 0.1 * rng.standard_normal(n)])
+    points = ridge(200)
+    union, single = bounding_ellipsoids(points), bounding_ellipsoid(points, np.linalg.cholesky(np.cov(points.T)))
+    volumes = np.exp([e.log_volume for e in union.ellipsoids])
+    assert len(volumes) > 2 and volumes.sum() < 0.25 * np.exp(single.log_volume)
+    assert np.all(union.contains(points)) and np.mean(union.contains(ridge(20000))) > 0.95
+
+
+def test_a_union_of_one_ellipsoid_draws_as_that_ellipsoid():
+    ellipsoid = Ellipsoid(np.array([0.5, -1.0]), np.array([[2.0, 0.0], [0.3, 0.5]]))
+    union = ellipsoid_union([ellipsoid])
+    np.testing.assert_array_equal(union.sample(np.random.default_rng(4), (50, 3)),
+                                  ellipsoid.sample(np.random.default_rng(4), (50, 3)))
+    x = np.random.default_rng(5).normal(size=(100, 2))
+    np.testing.assert_array_equal(union.contains(x), ellipsoid.contains(x))
+    np.testing.assert_array_equal(union.log_weight(x, np.arange(100.0)), np.arange(100.0))
+
+
+def test_union_draws_have_the_density_of_the_ellipsoids_that_hold_them():
+    # Two overlapping unit disks, each drawn by its area: a point in both has twice the density of a point in one,
+    # so a draw lands in the overlap with probability 2 |overlap| / (2 pi).
+    union = ellipsoid_union([Ellipsoid(np.array([0.0, 0.0]), np.eye(2)), Ellipsoid(np.array([1.0, 0.0]), np.eye(2))])
+    draws = union.sample(np.random.default_rng(6), (40000,))
+    assert np.all(union.contains(draws))
+    in_both = np.mean(union._counts(draws) == 2)
+    lens = 2 * np.arccos(0.5) - 0.5 * np.sqrt(3.0)  # area of the overlap of two unit disks at distance 1
+    share = 2 * lens / (2 * np.pi)
+    assert abs(in_both - share) < 4 * np.sqrt(share * (1 - share) / len(draws))
