@@ -223,8 +223,10 @@ def bounding_ellipsoids(points, enlarge=2.0, factor=None, min_points=None):
     ``factor``) whitens, each half split in turn, and a split is kept where the
     halves' covariance volumes, after their own splits, sum to less than
     ``SPLIT_VOLUME`` of the whole's (:func:`_split`); each part holds
-    ``min_points`` points at least (by default ``2 (n_params + 1)``, so that
-    its covariance is determined). Each part is then bounded by
+    ``min_points`` points at least (by default ``2 (n_params + 1)`` and
+    ``n_params (n_params + 3) / 2``, the numbers of its mean and covariance, so
+    that its shape is not noise: a few hundred live points are split in up to
+    ~8 dimensions, never in 16). Each part is then bounded by
     :func:`bounding_ellipsoid`, shaped by its covariance.
 
     Parameters
@@ -253,7 +255,7 @@ def bounding_ellipsoids(points, enlarge=2.0, factor=None, min_points=None):
     """
     points = np.asarray(points, dtype=float)
     n_params = points.shape[1]
-    min_points = 2 * (n_params + 1) if min_points is None else int(min_points)
+    min_points = max(2 * (n_params + 1), n_params * (n_params + 3) // 2) if min_points is None else int(min_points)
     factor = _shape_factor(points) if factor is None else factor
     parts, _ = _split(points, factor, min_points)
     return ellipsoid_union([bounding_ellipsoid(part, part_factor, enlarge) for part, part_factor in parts])
