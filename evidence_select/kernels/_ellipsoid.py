@@ -139,8 +139,12 @@ def bounding_ellipsoid(points, factor, enlarge=2.0):
     z = solve_triangular(factor, (points - centre).T, lower=True)
     radius = np.sqrt(np.max(np.sum(z**2, axis=0))) * float(enlarge) ** (1.0 / points.shape[1])
     factor = np.asarray(factor, dtype=float)
-    inverse = solve_triangular(factor, np.eye(len(factor)), lower=True) / radius
-    return Ellipsoid(centre, radius * factor, inverse)
+    return Ellipsoid(centre, radius * factor, _triangular_inverse(factor) / radius)
+
+
+def _triangular_inverse(factor):
+    """The inverse of a lower-triangular ``factor``."""
+    return solve_triangular(factor, np.eye(len(factor)), lower=True)
 
 
 class EllipsoidUnion(NamedTuple):
@@ -204,8 +208,7 @@ COUNT_BLOCK = 65536
 def ellipsoid_union(ellipsoids):
     """The :class:`EllipsoidUnion` of ``ellipsoids``."""
     ellipsoids = tuple(ellipsoids)
-    inverses = [e.inverse if e.inverse is not None else solve_triangular(e.factor, np.eye(len(e.centre)), lower=True)
-                for e in ellipsoids]
+    inverses = [e.inverse if e.inverse is not None else _triangular_inverse(e.factor) for e in ellipsoids]
     return EllipsoidUnion(ellipsoids, np.array([e.centre for e in ellipsoids]), np.array(inverses))
 
 
