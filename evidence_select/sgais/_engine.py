@@ -76,7 +76,9 @@ engine adapts these choices to the particles; for each:
   both) is unbiased for restart positions fixed in advance (``restart_growth``).
   Positions chosen by a surprise depend on the run (a run that did badly is
   more likely to be averaged with a fresh one), so ``Z`` is then consistent, not
-  unbiased;
+  unbiased; so is a periodic restart of a model with a mode search, which
+  replays only where the run fell behind the posterior's best mode
+  (:mod:`._replay_gate`);
 - *the past likelihood* in weights (excursions) and acceptances (global
   moves) is always exact: those steps run only while the reservoir holds every
   row seen (a subsample's scaled log-likelihood in an exponent would not be an
@@ -135,11 +137,11 @@ from ._checks import ChunkCauses, with_checks
 from ._lag import posterior_lag
 from ._mode_check import (ModeEvidence, apply_mode_check, compare_with_mode, mode_check_due, rows_checkable,
                           rows_mode_evidence)
-from ._replay_gate import fell_behind, gate_applies, gate_mode_evidence
+from ._replay_gate import allowed_gap, fell_behind, gate_applies, gate_mode_evidence
 from ._moves import MoveTarget, SGHMCDivergence, chunk_context, exact_recovery, pooled_step_scales
 from ._policy import (ActionKind, ChunkMode, arrival_action, closing_action, degradation_text, excursion,
-                      initial_mode, merge_independent_runs, per_row_spread, periodic_restart_due,
-                      pooled_increment_variance, pooled_mode_gap, replay_from_prior, shift_detected, steps_action,
+                      initial_mode, merge_independent_runs, per_row_spread, pooled_increment_variance,
+                      pooled_mode_gap, periodic_restart_due, replay_from_prior, shift_detected, steps_action,
                       surprise_limits, surprised_on_arrival)
 from ._reference import refresh_reference
 from ._state import (PAPER_SETTINGS, ChunkRecord, Particles, SamplerDegeneracyWarning, SGAISConfig, SGAISState,
@@ -214,9 +216,10 @@ def sgais_update(state, X, y, model, config, *, check=None, previous=None):
     The pipeline: measure what the state allows the chunk
     (:func:`~._policy.surprise_limits`), anneal the chunk in, carrying out the
     policy's action (:func:`anneal_chunk`), take the closing action
-    (:func:`~._policy.closing_action`; past the rows the posterior-mode check
-    covers, a periodic restart asks that check first, :mod:`._replay_gate`), re-centre the control-variate references
-    and restart if the action says so, insert the chunk into the reservoir,
+    (:func:`~._policy.closing_action`; for a model with a mode search, a
+    periodic restart asks the posterior-mode check first, :mod:`._replay_gate`),
+    re-centre the control-variate references and restart if the action says
+    so, insert the chunk into the reservoir,
     build the state and the record, then check the evidence against the
     posterior's best mode. ``state`` is never modified except for the reservoir
     rows overwritten by the insertion (after everything that can fail but the
@@ -247,10 +250,13 @@ def _update(state, X, y, model, config, check, previous, recovery=""):
     progress = anneal_chunk(rng, context, limits, _start_particles(state))
     gate = _replay_gate(rng, state, context, limits, progress)
     groups = (progress.particles.log_evidence, progress.particles.log_evidence_variance)
-    behind = None if gate is None else fell_behind(gate, groups, math.sqrt(state.widening.mode_gap_variance),
-                                                   config.tuning.mode_check)
+    settings = config.tuning.mode_check
+    behind = None if gate is None else fell_behind(
+        gate, groups, allowed_gap(gate, state.widening.mode_gap_variance, state.n_samples_seen + len(X), settings),
+        settings)
     action, skipped = closing_action(config, limits, progress.action, len(X), behind)
-    closed = _close_chunk(rng, state, context, progress, action.kind is ActionKind.RESTART)
+    closed = _close_chunk(rng, state, context, progress, action.kind is ActionKind.RESTART,
+                          None if gate is None else gate.evidence)
     reservoir, undo = reservoir_insert(rng, state.reservoir, X, y)  # the only in-place write
     new_state, record, causes = _chunk_result(state, context, limits, (progress, action, skipped, closed),
                                               (reservoir, rng, tic))
@@ -473,12 +479,15 @@ def _after_step(rng, context, limits, progress):
     return progress._replace(particles=particles, counts=progress.counts.plus(excursion_counts))
 
 
-def _close_chunk(rng, state, context, progress, restart):
+def _close_chunk(rng, state, context, progress, restart, gate_evidence=None):
     """Re-centre the references, then restart if asked: a :class:`ClosedChunk`.
 
     A restart runs every row seen again from the prior, one random order per
     group, and pools that run with this one (the evidence keeps the better of
     the two up to ``log 2`` and stays unbiased for fixed restart decisions).
+    ``gate_evidence`` is the replay gate's value of the mode, where one ran:
+    while the rows can be checked it is the posterior-mode check's value on
+    them, which the replays then share instead of taking it again.
     """
     model, config, X, y = context.model, context.config, context.X, context.y
     particles, counts = progress.particles, progress.counts
@@ -489,7 +498,7 @@ def _close_chunk(rng, state, context, progress, restart):
     if not restart:
         return ClosedChunk(particles=particles, n_reference=n_reference, counts=counts, n_replayed=0,
                            mode_gap_variance=state.widening.mode_gap_variance)
-    evidence = _rows_evidence(rng, state.reservoir, (X, y), model, config.tuning.mode_check)
+    evidence = _rows_evidence(rng, state.reservoir, (X, y), model, config.tuning.mode_check, gate_evidence)
     replay = replay_from_prior(rng, state.reservoir, (X, y), model, config,
                                functools.partial(replay_stream, check=True if evidence is None else evidence))
     replay_counts = StepCounts(n_evaluations=replay.n_datum_evaluations,
@@ -505,11 +514,14 @@ def _close_chunk(rng, state, context, progress, restart):
                            config.tuning.mode_check.gap_sigmas))
 
 
-def _rows_evidence(rng, reservoir, rows, model, settings):
+def _rows_evidence(rng, reservoir, rows, model, settings, gate_evidence=None):
     """The posterior-mode check's value on every row seen, the chunk's ``rows`` included, where they can be
-    checked (a copy of ``rng`` draws it), else None: a restart's replays and the chunk's own check share it."""
+    checked (``gate_evidence`` where the replay gate took it, else a copy of ``rng`` draws it), else None: a
+    restart's replays and the chunk's own check share it."""
     if not rows_checkable(model, reservoir.n_seen + len(rows[0]), settings):
         return None
+    if gate_evidence is not None:
+        return gate_evidence
     return rows_mode_evidence(model, *_rows_seen(reservoir, rows), make_generator(rng), settings)
 
 
@@ -522,12 +534,12 @@ def _rows_seen(reservoir, rows):
 
 def _replay_gate(rng, state, context, limits, progress):
     """The replay gate's :class:`~._mode_check.ModeCheck` of the annealed chunk (:mod:`._replay_gate`), where a
-    periodic restart is due past the rows the posterior-mode check covers, else None (the restart, if due,
-    runs unchecked). A copy of ``rng`` draws it, so the run's own draws are those it would make without it."""
+    periodic restart is due and the model can be checked, else None (the restart, if due, runs unchecked). A
+    copy of ``rng`` draws it, so the run's own draws are those it would make without it."""
     model, config = context.model, context.config
     settings = config.tuning.mode_check
     if not (periodic_restart_due(config, limits, progress.action, len(context.X))
-            and gate_applies(model, state.n_samples_seen + len(context.X), settings)):
+            and gate_applies(model, settings)):
         return None
     particles = progress.particles
     evidence = gate_mode_evidence(model, _rows_seen(state.reservoir, (context.X, context.y)), make_generator(rng),

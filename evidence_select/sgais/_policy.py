@@ -316,9 +316,11 @@ def closing_action(config, limits, action, n_chunk, behind=None):
     fixed rate per row. A restart whenever the rows seen have grown by
     ``restart_growth`` re-estimates everything seen so far: amortised ``O(1)``
     per row, at positions fixed in advance. ``behind`` is the replay gate's
-    verdict where one ran (:mod:`._replay_gate`, past the rows the
-    posterior-mode check covers), else None: a run that did not fall behind
-    the posterior's best mode is not replayed.
+    verdict where one ran (:mod:`._replay_gate`, for a model with a mode
+    search), else None: a run that did not fall behind the posterior's best
+    mode is not replayed. A surprise's restart (the chunk's action) is not
+    gated: its replay also renews a population the surprise carried far, from
+    which the chunks after it anneal, and a check of the chunk cannot see that.
     """
     if action.kind is ActionKind.RESTART:
         return action, False

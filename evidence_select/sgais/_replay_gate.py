@@ -1,22 +1,23 @@
-"""The replay gate: past the rows the posterior-mode check covers, a periodic restart runs only where that check fails.
+"""The replay gate: a periodic restart runs only where the posterior-mode check says the run fell behind.
 
 A periodic restart (``SGAISConfig.restart_growth``) replays every row seen from the prior and pools that run
 with the in-order one: particles that settled in a poorer mode find every later chunk easy to anneal, so no
 surprise reveals them while their evidence falls behind at a fixed rate per row. A replay costs a pass of
-annealing over every row seen, so the replays cost as much again as the stream. Past
-``ModeCheckSettings.max_rows`` rows the gate asks the posterior's best mode first: a mode search on
-``search_rows`` of the stored rows (the particle with the highest log joint on every row among its starts),
-the best fit and that particle refined on every row, and ``gate_draws`` importance draws at the mode
+annealing over every row seen, so the replays cost as much again as the stream. For a model with a mode search
+(at most ``ModeCheckSettings.max_symmetries`` label symmetries) the gate asks the posterior's best mode first:
+while at most ``max_rows`` rows were seen, the posterior-mode check's own value on every row
+(:func:`~._mode_check.rows_mode_evidence`, which the chunk's check and the replays share); past them a mode
+search on ``search_rows`` of the stored rows (the particle with the highest log joint on every row among its
+starts), the best fit and that particle refined on every row, and ``gate_draws`` importance draws at the mode
 (:func:`~._mode_check.importance_at_mode`). The replay runs when the run fell behind the mode's value
-(:func:`fell_behind`): its estimate reads lower than at the last check by more than ``gap_sigmas`` combined
-standard deviations, which is what a run in a poorer mode does, by nats that grow with the rows; or one of its
-replicate groups reads below the others by more than ``gap_sigmas`` of the groups' own standard deviations. A
-single group left in a poorer mode hides in the pooled estimate, which follows the better groups (it moves by
-at most ``log G``), while the groups' spread widens its error bar past any gap the check could see. A gap
-that stands since an earlier check (the first chunk's annealing from the prior read low, and the error bar
-already holds that gap) is not cured by a replay, which anneals from the prior the same way. Either way the
-chunk's result is then checked against the same value like any posterior-mode check
-(:func:`~._mode_check.apply_mode_check`), and keeps the gap in its error bar if it reads low.
+(:func:`fell_behind`): its estimate reads below that value (past ``max_rows`` rows, by more than ``gap_sigmas``
+combined standard deviations beyond the gap the last check left, :func:`allowed_gap`), which is what a run in a
+poorer mode does, by nats that grow with the rows; or one of its replicate groups reads below the others by
+more than ``gap_sigmas`` of the groups' own standard deviations. A single group left in a poorer mode hides in
+the pooled estimate, which follows the better groups (it moves by at most ``log G``), while the groups' spread
+widens its error bar past any gap the check could see. Either way the chunk's result is then checked against
+the same value like any posterior-mode check (:func:`~._mode_check.apply_mode_check`), and keeps the gap in its
+error bar if it reads low. A surprise's restart is not gated (:func:`~._policy.closing_action`).
 
 A model without a mode search, or with more label symmetries than ``max_symmetries``, keeps its replays.
 The restart decision then depends on the run's own estimate, so the pooled evidence is no longer exactly
@@ -29,17 +30,16 @@ import math
 import numpy as np
 
 from ..utils._likelihood import log_lik_sum
-from ._mode_check import best_mode, importance_at_mode, negative_log_joint
+from ._mode_check import best_mode, importance_at_mode, negative_log_joint, rows_mode_evidence
 from ._state import group_left_behind
 
-__all__ = ["gate_applies", "gate_mode_evidence", "fell_behind"]
+__all__ = ["gate_applies", "gate_mode_evidence", "fell_behind", "allowed_gap"]
 
 
-def gate_applies(model, n_rows, settings):
-    """Whether a periodic restart after ``n_rows`` rows of ``model`` is gated: past ``settings.max_rows`` rows, for
-    a model with a mode search and at most ``settings.max_symmetries`` label symmetries, unless
-    ``settings.gate_draws`` is 0 (no gate)."""
-    return (settings.gate_draws > 0 and n_rows > settings.max_rows and model.capabilities().mode_search
+def gate_applies(model, settings):
+    """Whether a restart of ``model`` is gated: a model with a mode search and at most ``settings.max_symmetries``
+    label symmetries, unless ``settings.gate_draws`` is 0 (no gate)."""
+    return (settings.gate_draws > 0 and model.capabilities().mode_search
             and model.n_mode_symmetries <= settings.max_symmetries)
 
 
@@ -47,13 +47,17 @@ def gate_mode_evidence(model, rows, rng, settings, particles):
     """The posterior's best mode on ``rows`` ``(X, y)`` and its importance-sampling value (a
     :class:`~._mode_check.ModeEvidence`), or None where no finite value was found.
 
-    The k-means++/EM starts and their quasi-Newton refinement see ``settings.search_rows`` rows drawn
-    without replacement (a mode that is worse on all rows is worse on most subsamples of them, by a share of
-    the gap); the best of ``particles`` on all rows joins the starts, so the search never returns a mode
-    poorer than the run's own. The subsample's best fit and that particle are then refined on every row.
+    Up to ``settings.max_rows`` rows this is the posterior-mode check's value
+    (:func:`~._mode_check.rows_mode_evidence`). Past them the k-means++/EM starts and their quasi-Newton
+    refinement see ``settings.search_rows`` rows drawn without replacement (a mode that is worse on all rows is
+    worse on most subsamples of them, by a share of the gap); the best of ``particles`` on all rows joins the
+    starts, so the search never returns a mode poorer than the run's own. The subsample's best fit and that
+    particle are then refined on every row.
     """
     X, y = rows
     n_rows = len(X)
+    if n_rows <= settings.max_rows:
+        return rows_mode_evidence(model, X, y, rng, settings)
     chosen = np.sort(rng.choice(n_rows, size=min(settings.search_rows, n_rows), replace=False))
     X_sub, y_sub = X[chosen], None if y is None else y[chosen]
     with np.errstate(all="ignore"):
@@ -73,13 +77,32 @@ def gate_mode_evidence(model, rows, rng, settings, particles):
     return evidence
 
 
-def fell_behind(check, groups, standing_gap, settings):
-    """Whether a run whose :class:`~._mode_check.ModeCheck` is ``check`` fell behind the mode's value since its
-    last check, which left ``standing_gap`` (nats; 0 where that check passed or none ran).
+def allowed_gap(check, mode_gap_variance, n_rows, settings):
+    """Nats by which a run's estimate may read below the mode's value (``check.gap`` of its
+    :class:`~._mode_check.ModeCheck`) without a replay, after ``n_rows`` rows (:func:`fell_behind`);
+    ``mode_gap_variance`` is the state's ``ErrorWidening.mode_gap_variance``, the square of the gap its last
+    check left.
 
-    The pooled estimate fell behind when its gap grew by more than ``settings.gap_sigmas`` combined standard
-    deviations (its own and the mode value's). A replicate group fell behind the others when it sits below the
-    pool by more than ``gap_sigmas`` of the groups' own errors (:func:`~._state.group_left_behind`): the pooled
+    Up to ``settings.max_rows`` rows none: the run's estimate must read at least the mode's value, which holds
+    only the mass near the mode and so stays below the evidence. A replay there costs at most that many rows,
+    and pooled with the run it closes a deficit of any size, where a deficit within the run's errors left alone
+    grows over the chunks that follow until a check flags it. Past them ``settings.gap_sigmas`` combined
+    standard deviations (the run's and the mode value's) beyond the last check's gap: the first chunks'
+    annealing from the prior can read low by nats that a replay, annealing from the prior the same way, leaves,
+    the error bar already holds that gap, and a replay costs a whole stream's annealing.
+    """
+    if n_rows <= settings.max_rows:
+        return 0.0
+    return math.sqrt(mode_gap_variance) + settings.gap_sigmas * math.hypot(check.std, check.evidence.std)
+
+
+def fell_behind(check, groups, allowed, settings):
+    """Whether a run whose :class:`~._mode_check.ModeCheck` is ``check`` fell behind the mode's value: its
+    estimate reads below it by more than ``allowed`` nats (:func:`allowed_gap`), or one of its replicate groups
+    fell behind the others.
+
+    A replicate group fell behind the others when it sits below the pool by more than
+    ``settings.gap_sigmas`` of the groups' own errors (:func:`~._state.group_left_behind`): the pooled
     error holds the groups' spread, which such a group widens by as much as it fell behind, while the pooled
     estimate follows the better groups. ``groups`` is ``(log_evidence, log_evidence_variance)``, each of shape
     ``(n_groups,)``: the groups' estimates after the chunk and the variances of their logs. A deficit all groups
@@ -90,11 +113,13 @@ def fell_behind(check, groups, standing_gap, settings):
     >>> from evidence_select.sgais._mode_check import ModeCheck, ModeEvidence
     >>> from evidence_select.sgais._settings import ModeCheckSettings
     >>> check = ModeCheck(evidence=ModeEvidence(0.0, 0.05), log_evidence=-1.2, std=900.0, gap=1.2, failed=False)
-    >>> fell_behind(check, ([-0.5, -1800.0], [1.0, 1.0]), 0.0, ModeCheckSettings())  # the second group fell
+    >>> fell_behind(check, ([-0.5, -1800.0], [1.0, 1.0]), 2.0, ModeCheckSettings())  # the second group fell
     True
-    >>> fell_behind(check, ([-0.5, -1.5], [1.0, 1.0]), 0.0, ModeCheckSettings())
+    >>> fell_behind(check, ([-0.5, -1.5], [1.0, 1.0]), 2.0, ModeCheckSettings())
     False
+    >>> fell_behind(check, ([-0.5, -1.5], [1.0, 1.0]), 0.0, ModeCheckSettings())  # 1.2 nats below the mode
+    True
     """
-    if check.gap - standing_gap > settings.gap_sigmas * math.hypot(check.std, check.evidence.std):
+    if check.gap > allowed:
         return True
     return group_left_behind(*groups, settings.gap_sigmas)

@@ -15,6 +15,7 @@ from joblib import parallel_config
 from evidence_select import BayesianMixture, EvidenceModelSelector
 from evidence_select.datasets import make_mixture
 from evidence_select.selection import _distributed
+from evidence_select.sgais._settings import EngineTuning, ModeCheckSettings
 
 distributed = pytest.importorskip("distributed")
 
@@ -25,6 +26,15 @@ pytestmark = [pytest.mark.slow,
 
 # Restarts when the rows seen double from batch_size: every candidate replays its two groups at 200 rows.
 SMALL = dict(n_particles=8, n_mcmc_steps=3, initial_mcmc_factor=2, batch_size=100)
+
+
+class _ReplayingMixture(BayesianMixture):
+    """A mixture whose restarts replay whatever the posterior-mode check says (no replay gate): the replays are
+    what this module runs in parallel."""
+
+    _engine_tuning = EngineTuning(mode_check=ModeCheckSettings(gate_draws=0))
+
+
 N_ROWS, CHUNK = 400, 200
 # A short reference backend: it runs inside each candidate's task, after the candidate's own stream.
 BACKEND_PARAMS = {"sgais": None, "ais": dict(n_chains=16, n_repeats=2, schedule="sigmoid", n_temperatures=20,
@@ -40,7 +50,7 @@ def client():
 
 
 def _selector(backend, **params):
-    candidates = [(f"K={k}", BayesianMixture(k, **SMALL)) for k in (1, 2, 3)]
+    candidates = [(f"K={k}", _ReplayingMixture(k, **SMALL)) for k in (1, 2, 3)]
     return EvidenceModelSelector(candidates, backend=backend, backend_params=BACKEND_PARAMS[backend],
                                  random_state=0, **params)
 
@@ -136,13 +146,13 @@ def _shared_runs_by_worker(client):
 def test_resident_candidates_share_their_replays_with_an_idle_worker(client, reference):
     # One candidate on two workers: while it replays its first group, the other worker runs its second.
     before = _shared_runs_by_worker(client)
-    selector = EvidenceModelSelector([("K=2", BayesianMixture(2, **SMALL))], random_state=0, parallel="dask")
+    selector = EvidenceModelSelector([("K=2", _ReplayingMixture(2, **SMALL))], random_state=0, parallel="dask")
     selector = within_deadline(lambda: _stream(selector), reference.deadline)
     assert selector.estimators_.share_cluster
     after = _shared_runs_by_worker(client)
     home = selector.estimators_.workers[0]
     assert [after[worker] - before[worker] for worker in after if worker != home] == [1]  # the one restart's
-    expected = _stream(EvidenceModelSelector([("K=2", BayesianMixture(2, **SMALL))], random_state=0))
+    expected = _stream(EvidenceModelSelector([("K=2", _ReplayingMixture(2, **SMALL))], random_state=0))
     _assert_same_results(expected, selector)
 
 

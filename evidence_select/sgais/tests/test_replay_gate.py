@@ -1,5 +1,5 @@
-"""The replay gate (:mod:`evidence_select.sgais._replay_gate`): past the rows the posterior-mode check covers, a
-periodic restart replays only where the run fell behind the posterior's best mode."""
+"""The replay gate (:mod:`evidence_select.sgais._replay_gate`): a periodic restart of a mixture replays only where
+the run fell behind the posterior's best mode."""
 
 import math
 import warnings
@@ -9,8 +9,8 @@ import pytest
 
 from evidence_select.estimators import BayesianMixture
 from evidence_select.models import GaussianMixtureModel
-from evidence_select.sgais._mode_check import ModeCheck, ModeEvidence, compare_with_mode
-from evidence_select.sgais._replay_gate import fell_behind, gate_applies, gate_mode_evidence
+from evidence_select.sgais._mode_check import ModeCheck, ModeEvidence, compare_with_mode, rows_mode_evidence
+from evidence_select.sgais._replay_gate import allowed_gap, fell_behind, gate_applies, gate_mode_evidence
 from evidence_select.sgais._settings import EngineTuning, ModeCheckSettings
 
 
@@ -20,19 +20,42 @@ def _three_clusters(n, seed=0):
     return rng.normal(rng.choice([-6.0, 0.0, 6.0], size=n), 1.0)[:, None]
 
 
+def _clusters_in_order(n_each, seed):
+    """The three clusters one after another, ``n_each`` rows each: the chunks that open a cluster surprise."""
+    rng = np.random.default_rng(seed)
+    return np.concatenate([rng.normal(centre, 1.0, n_each) for centre in (-6.0, 0.0, 6.0)])[:, None]
+
+
 def _check(gap, std, mode_std=0.05):
     return ModeCheck(evidence=ModeEvidence(0.0, mode_std), log_evidence=-gap, std=std, gap=gap,
                      failed=gap > 2 * math.hypot(std, mode_std))
 
 
-def test_fell_behind_when_the_gap_grows_beyond_its_errors():
+PAST = 10_000  # rows past the default ModeCheckSettings.max_rows
+
+
+def _fell(check, groups, settings, n_rows=PAST, last_gap=0.0):
+    return fell_behind(check, groups, allowed_gap(check, last_gap**2, n_rows, settings), settings)
+
+
+def test_past_the_checked_rows_a_run_falls_behind_when_its_gap_grows_beyond_its_errors():
     settings = ModeCheckSettings()
     level = ([-1.0, -1.0], [1.0, 1.0])  # two groups that agree, each 1 nat below the mode's value
-    assert not fell_behind(_check(gap=1.0, std=1.0), level, 0.0, settings)
-    assert fell_behind(_check(gap=3.0, std=1.0), ([-3.0, -3.0], [1.0, 1.0]), 0.0, settings)
+    assert not _fell(_check(gap=1.0, std=1.0), level, settings)
+    assert _fell(_check(gap=3.0, std=1.0), ([-3.0, -3.0], [1.0, 1.0]), settings)
     # A gap that stood since the last check (its error bar holds it) is not a fall; growing past it by 2 sigma is.
-    assert not fell_behind(_check(gap=5.0, std=1.0), ([-5.0, -5.0], [1.0, 1.0]), 4.0, settings)
-    assert fell_behind(_check(gap=7.0, std=1.0), ([-7.0, -7.0], [1.0, 1.0]), 4.0, settings)
+    assert not _fell(_check(gap=5.0, std=1.0), ([-5.0, -5.0], [1.0, 1.0]), settings, last_gap=4.0)
+    assert _fell(_check(gap=7.0, std=1.0), ([-7.0, -7.0], [1.0, 1.0]), settings, last_gap=4.0)
+
+
+def test_within_the_checked_rows_any_reading_below_the_mode_is_a_fall():
+    # There a replay costs few rows and closes a deficit of any size: the run must read the mode's value.
+    settings = ModeCheckSettings(max_rows=500)
+    level = ([-0.3, -0.3], [1.0, 1.0])
+    assert _fell(_check(gap=0.3, std=1.0), level, settings, n_rows=500)
+    assert not _fell(_check(gap=-0.3, std=1.0), ([0.3, 0.3], [1.0, 1.0]), settings, n_rows=500)
+    assert not _fell(_check(gap=0.3, std=1.0), level, settings, n_rows=501)
+    assert _fell(_check(gap=0.3, std=1.0), level, settings, n_rows=500, last_gap=5.0)  # no gap stands there
 
 
 def test_one_group_left_behind_is_a_fall_that_the_pooled_estimate_hides():
@@ -41,21 +64,31 @@ def test_one_group_left_behind_is_a_fall_that_the_pooled_estimate_hides():
     # errors, does not.
     settings = ModeCheckSettings()
     pooled = _check(gap=1.0 + math.log(2.0), std=900.0)
-    assert fell_behind(pooled, ([-1.0, -1800.0], [1.0, 1.0]), 0.0, settings)
-    assert fell_behind(pooled, ([-1.0, -9.0], [1.0, 1.0]), 0.0, settings)  # 7.3 nats below the pool, 2.8 allowed
-    assert not fell_behind(pooled, ([-1.0, -4.0], [1.0, 1.0]), 0.0, settings)  # 2.4 nats below: within 2 sigma
-    assert not fell_behind(pooled, ([-1.0, -9.0], [16.0, 16.0]), 0.0, settings)  # groups with wide errors
-    assert not fell_behind(pooled, ([-31.0, -30.0], [1.0, 1.0]), 29.0, settings)  # a deficit the groups share
-    assert not fell_behind(pooled, ([-1.0, np.nan], [1.0, 1.0]), 0.0, settings)  # no reading is not a fall
-    assert fell_behind(pooled, ([-1.0, -np.inf], [1.0, 1.0]), 0.0, settings)  # no mass left is
+    assert _fell(pooled, ([-1.0, -1800.0], [1.0, 1.0]), settings)
+    assert _fell(pooled, ([-1.0, -9.0], [1.0, 1.0]), settings)  # 7.3 nats below the pool, 2.8 allowed
+    assert not _fell(pooled, ([-1.0, -4.0], [1.0, 1.0]), settings)  # 2.4 nats below: within 2 sigma
+    assert not _fell(pooled, ([-1.0, -9.0], [16.0, 16.0]), settings)  # groups with wide errors
+    assert not _fell(pooled, ([-31.0, -30.0], [1.0, 1.0]), settings, last_gap=29.0)  # a deficit the groups share
+    assert not _fell(pooled, ([-1.0, np.nan], [1.0, 1.0]), settings)  # no reading is not a fall
+    assert _fell(pooled, ([-1.0, -np.inf], [1.0, 1.0]), settings)  # no mass left is
 
 
-def test_the_gate_applies_past_the_checked_rows_to_models_with_a_mode_search():
+def test_the_gate_applies_to_models_with_a_mode_search_and_few_symmetries():
     settings = ModeCheckSettings(max_rows=1000)
     model = GaussianMixtureModel(3, 1)
-    assert not gate_applies(model, 1000, settings) and gate_applies(model, 1001, settings)
-    assert not gate_applies(model, 1001, settings._replace(gate_draws=0))
-    assert not gate_applies(GaussianMixtureModel(6, 1), 1001, settings)  # 720 relabellings: too many to sum over
+    assert gate_applies(model, settings)
+    assert not gate_applies(model, settings._replace(gate_draws=0))
+    assert not gate_applies(GaussianMixtureModel(6, 1), settings)  # 720 relabellings: too many to sum over
+
+
+def test_within_the_checked_rows_the_gate_takes_the_posterior_mode_checks_value():
+    # The chunk's own check and a restart's replays then share the gate's value instead of taking it again.
+    X = _three_clusters(600)
+    model = GaussianMixtureModel(3, 1)
+    settings = ModeCheckSettings(max_rows=600)
+    gated = gate_mode_evidence(model, (X, None), np.random.default_rng(3), settings,
+                               _mode_particles(model, [-6.0, 0.0, 6.0]))
+    assert gated == rows_mode_evidence(model, X, None, np.random.default_rng(3), settings)
 
 
 def _mode_particles(model, means, n=6, seed=0):
@@ -84,24 +117,29 @@ def test_the_gate_finds_the_best_mode_when_every_particle_sits_in_a_poorer_one(s
 
 
 class _GatedEarly(BayesianMixture):
-    """Posterior-mode checks up to 400 rows, the gate past them (periodic restarts at 800 and 1600 rows)."""
+    """Posterior-mode checks up to 400 rows, the gate's own search past them (periodic restarts at 800 and 1600)."""
 
     _engine_tuning = EngineTuning(mode_check=ModeCheckSettings(max_rows=400, search_rows=400, n_draws=1000))
 
 
-class _UngatedEarly(BayesianMixture):
+class _Gated(BayesianMixture):
+    """Posterior-mode checks, and the gate, on every row seen up to the default 5000."""
+
+    _engine_tuning = EngineTuning(mode_check=ModeCheckSettings(n_draws=1000))
+
+
+class _Ungated(BayesianMixture):
     _engine_tuning = EngineTuning(mode_check=ModeCheckSettings(max_rows=400, n_draws=1000, gate_draws=0))
 
 
 class _AlwaysBehind(BayesianMixture):
-    """A gate that finds every run behind (a negative gap threshold): every periodic restart replays."""
+    """A gate that finds every run behind (a negative gap threshold): every restart due replays."""
 
-    _engine_tuning = EngineTuning(mode_check=ModeCheckSettings(max_rows=400, search_rows=400, n_draws=1000,
-                                                               gap_sigmas=-1e6))
+    _engine_tuning = EngineTuning(mode_check=ModeCheckSettings(n_draws=1000, gap_sigmas=-1e6))
 
 
-def _replayed_at(estimator_class, X, seed):
-    estimator = estimator_class(3, batch_size=100, n_particles=10, random_state=seed)
+def _replayed_at(estimator_class, X, seed, n_rows=None, shuffle=True):
+    estimator = estimator_class(3, batch_size=100, n_particles=10, random_state=seed, shuffle=shuffle)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         estimator.fit(X)
@@ -111,7 +149,7 @@ def _replayed_at(estimator_class, X, seed):
 @pytest.mark.parametrize("seed", [0, 1])
 def test_periodic_restarts_past_the_checked_rows_replay_only_when_the_gate_says_so(seed):
     X = _three_clusters(1600, seed)
-    ungated, replayed = _replayed_at(_UngatedEarly, X, seed)
+    ungated, replayed = _replayed_at(_Ungated, X, seed)
     assert {800, 1600} <= set(replayed)
     gated, replayed = _replayed_at(_GatedEarly, X, seed)
     assert not {800, 1600} & set(replayed)
@@ -122,6 +160,31 @@ def test_periodic_restarts_past_the_checked_rows_replay_only_when_the_gate_says_
         assert abs(record.log_evidence - record.mode_log_evidence) < 3 * record.log_evidence_std
     _, replayed = _replayed_at(_AlwaysBehind, X, seed)
     assert {800, 1600} <= set(replayed)
+
+
+@pytest.mark.parametrize("seed", [5, 6, 10])
+def test_within_the_checked_rows_a_periodic_restart_is_passed_only_where_the_run_reads_the_modes_value(seed):
+    # The shuffled clusters cross periodic restarts at 400, 800 and 1600 rows. Every restart the gate passes is one
+    # an always-failing gate replays, at a chunk whose run reads at least the mode's value.
+    X = _three_clusters(1600, seed)
+    gated, replayed = _replayed_at(_Gated, X, seed)
+    _, always = _replayed_at(_AlwaysBehind, X, seed)
+    records = {r.n_samples_seen: r for r in gated.evidence_history_}
+    passed = set(always) - set(replayed)
+    assert set(replayed) <= set(always) and passed
+    for n in passed:
+        assert records[n].log_evidence >= records[n].mode_log_evidence
+
+
+@pytest.mark.parametrize("seed", [1, 3])
+def test_a_surprise_replays_whatever_the_gate_would_say(seed):
+    # In order, the chunks that open the second and third clusters (at 300 and 500 rows) and the chunks after them
+    # need 19-64 annealing steps, past reheat_after_steps=12: each restarts, gated or not. (At 400 rows these
+    # runs read the mode's value, so a gate on surprises would pass that restart.)
+    X = _clusters_in_order(200, seed)
+    gated, replayed = _replayed_at(_Gated, X, seed, shuffle=False)
+    surprised = {r.n_samples_seen for r in gated.evidence_history_[1:] if r.n_annealing_steps >= 12}
+    assert {300, 400, 500, 600} <= surprised <= set(replayed)
 
 
 def test_a_run_left_behind_by_the_gate_keeps_the_gap_in_its_error_bar():
@@ -140,13 +203,19 @@ def test_the_gate_replays_when_one_group_fell_behind(seed):
     # increments over the chunk agree, so only the group's own gap shows it. The replay brings the group back.
     X = _three_clusters(800, seed)
     estimator = _GatedEarly(3, batch_size=100, n_particles=10, random_state=seed)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        estimator.fit(X[:700])
-        state = estimator.sgais_state_
-        estimator.sgais_state_ = state._replace(log_evidence=state.log_evidence - np.array([0.0, 2000.0]))
-        estimator.partial_fit(X[700:])
-    record = estimator.evidence_history_[-1]
+    record = _chunk_after_one_group_fell(estimator, X[:700], X[700:])
     assert record.n_samples_seen == 800 and record.n_replayed == 800
     low, high = np.sort(estimator.sgais_state_.log_evidence)
     assert high - low < 1000.0
+
+
+def _chunk_after_one_group_fell(estimator, first_rows, chunk, fall=2000.0):
+    """The record of ``chunk`` after ``first_rows`` were fitted and the second group's estimate lowered by
+    ``fall`` nats."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        estimator.fit(first_rows)
+        state = estimator.sgais_state_
+        estimator.sgais_state_ = state._replace(log_evidence=state.log_evidence - np.array([0.0, fall]))
+        estimator.partial_fit(chunk)
+    return estimator.evidence_history_[-1]
