@@ -37,8 +37,8 @@ __all__ = ["gate_applies", "gate_mode_evidence", "fell_behind", "allowed_gap"]
 
 
 def gate_applies(model, settings):
-    """Whether a restart of ``model`` is gated: a model with a mode search and at most ``settings.max_symmetries``
-    label symmetries, unless ``settings.gate_draws`` is 0 (no gate)."""
+    """Whether a periodic restart of ``model`` is gated: a model with a mode search and at most
+    ``settings.max_symmetries`` label symmetries, unless ``settings.gate_draws`` is 0 (no gate)."""
     return (settings.gate_draws > 0 and model.capabilities().mode_search
             and model.n_mode_symmetries <= settings.max_symmetries)
 
