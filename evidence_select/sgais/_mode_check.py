@@ -32,7 +32,7 @@ from ._state import evidence_estimate, standing_groups
 
 __all__ = ["ModeCheck", "checked_widening", "compare_with_mode", "importance_at_mode",
            "negative_log_joint", "best_mode", "ModeEvidence", "mode_importance_log_evidence", "mode_check_due",
-           "apply_mode_check", "rows_checkable", "rows_mode_evidence", "symmetrised_t", "symmetrised_log_density",
+           "apply_mode_check", "model_checkable", "rows_checkable", "rows_mode_evidence", "symmetrised_t", "symmetrised_log_density",
            "SymmetrisedT"]
 
 # Point-row pairs per likelihood call: a mixture's (K, points, rows) block then stays within its reusable
@@ -271,10 +271,15 @@ def _block_log_weights(model, X, y, rng, proposal, size):
     return np.where(np.isfinite(log_joint), log_joint - log_q, -np.inf)
 
 
+def model_checkable(model, settings):
+    """Whether the check can value ``model``'s posterior: a declared mode search and at most
+    ``settings.max_symmetries`` label symmetries (its proposal sums over all of them)."""
+    return model.capabilities().mode_search and model.n_mode_symmetries <= settings.max_symmetries
+
+
 def rows_checkable(model, n_rows, settings):
-    """Whether ``n_rows`` rows of ``model`` can be checked: a declared mode search, few symmetries, few rows."""
-    return (model.capabilities().mode_search and n_rows <= settings.max_rows
-            and model.n_mode_symmetries <= settings.max_symmetries)
+    """Whether ``n_rows`` rows of ``model`` can be checked: a checkable model (:func:`model_checkable`), few rows."""
+    return n_rows <= settings.max_rows and model_checkable(model, settings)
 
 
 def rows_mode_evidence(model, X, y, rng, settings):

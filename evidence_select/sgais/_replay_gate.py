@@ -30,7 +30,7 @@ import math
 import numpy as np
 
 from ..utils._likelihood import log_lik_sum
-from ._mode_check import best_mode, importance_at_mode, negative_log_joint, rows_mode_evidence
+from ._mode_check import best_mode, importance_at_mode, model_checkable, negative_log_joint, rows_mode_evidence
 from ._state import group_left_behind
 
 __all__ = ["gate_applies", "gate_mode_evidence", "fell_behind", "allowed_gap"]
@@ -39,8 +39,7 @@ __all__ = ["gate_applies", "gate_mode_evidence", "fell_behind", "allowed_gap"]
 def gate_applies(model, settings):
     """Whether a periodic restart of ``model`` is gated: a model with a mode search and at most
     ``settings.max_symmetries`` label symmetries, unless ``settings.gate_draws`` is 0 (no gate)."""
-    return (settings.gate_draws > 0 and model.capabilities().mode_search
-            and model.n_mode_symmetries <= settings.max_symmetries)
+    return settings.gate_draws > 0 and model_checkable(model, settings)
 
 
 def gate_mode_evidence(model, rows, rng, settings, particles):
