@@ -2,8 +2,9 @@
 
 Live points are drawn from the prior; at each iteration the ``n_replace`` worst
 are removed at once and replaced by constrained-prior moves (independent
-candidates from the prior or the live points' bounding ellipsoids,
-:mod:`evidence_select.kernels._ellipsoid`, while they are efficient; Galilean steps,
+candidates from the prior or the live points' bounding ellipsoids, in the parameters,
+:mod:`evidence_select.kernels._ellipsoid`, or in the prior's unit cube, :mod:`evidence_select.kernels._cube`,
+while they are efficient; Galilean steps,
 :mod:`evidence_select.kernels._galilean`, and slice moves,
 :mod:`evidence_select.kernels._slice`) started from distinct surviving live
 points (shortened between iterations while their second half removes little of the replacements' memory of
@@ -29,6 +30,7 @@ from scipy import stats
 from scipy.linalg import solve_triangular
 
 from ..kernels._constrained import ConstrainedPoints, LikelihoodConstraint
+from ..kernels._cube import CubeEllipsoids, cube_ellipsoid_sample, cube_ellipsoids
 from ..kernels._ellipsoid import (EllipsoidInfo, PriorProposal, adapt_efficiency, bounding_ellipsoids,
                                   ellipsoid_sample, n_candidates)
 from ..kernels._galilean import GalileanInfo, GalileanSettings, adapt_galilean_step, galilean_sample
@@ -300,7 +302,11 @@ class NSConfig:
         a curved ridge or separate modes are bounded tightly:
         :func:`~evidence_select.kernels._ellipsoid.bounding_ellipsoids`; each
         ``ELLIPSOID_ENLARGE`` times its smallest volume), the first inside the
-        constraint in a prior-weighted random order taken. While at least one
+        constraint in a prior-weighted random order taken; where the model
+        offers its prior transform, the same ellipsoids around the live
+        points' unit-cube coordinates instead, if they hold less prior mass
+        (:mod:`evidence_select.kernels._cube`: there the prior is uniform and
+        the candidates need no weight). While at least one
         in ``n_slice_steps`` of the candidates it visits is inside, it
         replaces the Markov chain moves (chains that start outside the
         ellipsoids take those moves instead, kept outside them: a quarter of
@@ -678,12 +684,44 @@ SPLIT_OUTSIDE_LENGTH = 1.0
 PRIOR_PROPOSALS_VOLUME = 0.1
 
 
-def _frame(points, config, log_volume=-np.inf):
+def _frame(rng, model, points, config, log_volume=-np.inf):
     """The :class:`_Frame` of ``points`` (the live points other than the moves' starts) at ``log_volume``."""
     factor = _whitening_factor(points)
+    return _Frame(factor, np.mean(points, axis=0), _bounding_proposal(rng, model, points, factor, config),
+                  float(np.exp(log_volume)))
+
+
+#: Prior draws for the Monte Carlo prior masses of the two kinds of bounding ellipsoids (:func:`_bounding_proposal`).
+MASS_DRAWS = 1024
+
+
+def _bounding_proposal(rng, model, points, factor, config):
+    """The ellipsoid move's proposal around ``points``, or None without ellipsoid moves.
+
+    The live points' bounding ellipsoids in the parameters (shaped by ``factor``, candidates weighted by the prior)
+    and, where the model offers its prior transform and the points sit inside the cube's faces, in the prior's
+    unit cube (:mod:`evidence_select.kernels._cube`). A valid draw costs about ``P(E) / P(E & constraint)``
+    likelihood calls, the prior masses of the proposal's support ``E``; both hold the same constrained region, so
+    the one of smaller prior mass is taken. The cube's wins where the prior falls steeply across the ellipsoids (a
+    box prior through the sigmoid map, an informative prior); the parameters' where the transform bends a thin
+    posterior (a Gaussian prior's tail).
+    """
+    if not config.ellipsoid:
+        return None
     dense = factor if factor.ndim == 2 else np.diag(factor)
-    ellipsoid = bounding_ellipsoids(points, ELLIPSOID_ENLARGE, factor=dense) if config.ellipsoid else None
-    return _Frame(factor, np.mean(points, axis=0), ellipsoid, float(np.exp(log_volume)))
+    ellipsoids = bounding_ellipsoids(points, ELLIPSOID_ENLARGE, factor=dense)
+    if not model.capabilities().prior_transform:
+        return ellipsoids
+    cube = cube_ellipsoids(points, model.prior_transform, model.prior_cdf, ELLIPSOID_ENLARGE)
+    if cube is None:
+        return ellipsoids
+    cube_mass = cube.log_prior_mass(rng, None, MASS_DRAWS)
+    return cube if cube_mass < ellipsoids.log_prior_mass(rng, model.log_prior, MASS_DRAWS) else ellipsoids
+
+
+def _independent_move(proposal):
+    """The exact independent-proposal move for ``proposal``."""
+    return cube_ellipsoid_sample if isinstance(proposal, CubeEllipsoids) else ellipsoid_sample
 
 
 def _ellipsoid_stage(rng, model, log_lik_fn, config, points, log_lik_min, frame, scales):
@@ -700,12 +738,12 @@ def _ellipsoid_stage(rng, model, log_lik_fn, config, points, log_lik_min, frame,
                                         n_candidates(frame.volume))
         # One ellipsoid candidate per chain as well (another exact move): the ellipsoid's efficiency is then
         # measured by the time the prior's falls, and the first ellipsoid iterations need no Markov moves.
-        points, probe = ellipsoid_sample(rng, points, constraint, frame.ellipsoid, 1)
+        points, probe = _independent_move(frame.ellipsoid)(rng, points, constraint, frame.ellipsoid, 1)
         scales = scales._replace(efficiency=adapt_efficiency(scales.efficiency, probe))
         return points, EllipsoidInfo(*np.add(info, probe)), scales, True
     enough = scales.efficiency * config.n_slice_steps >= 1.0
-    points, info = ellipsoid_sample(rng, points, constraint, frame.ellipsoid,
-                                    n_candidates(scales.efficiency) if enough else 1)
+    points, info = _independent_move(frame.ellipsoid)(rng, points, constraint, frame.ellipsoid,
+                                                      n_candidates(scales.efficiency) if enough else 1)
     return points, info, scales._replace(efficiency=adapt_efficiency(scales.efficiency, info)), enough
 
 
@@ -853,7 +891,7 @@ def memory_removed_by_longer_moves(rng, model, likelihood, config, run):
     start, others = order[:n_probe], order[n_probe:]
     if n_probe < 2 or len(others) < 2:
         return np.empty(0), 0
-    frame = _frame(live[others], config)
+    frame = _frame(rng, model, live[others], config)
     centre = np.mean(live[others], axis=0)
     bound = np.nextafter(np.min(log_lik), -np.inf)  # every start lies strictly above it
     points = (live[start], np.asarray(model.log_prior(live[start]), dtype=float), log_lik[start])
@@ -897,7 +935,7 @@ def _ns_run(rng, model, likelihood, config, bar, verbose):
         # and the replacements drift.
         start = rng.choice(survivors, size=n_replace, replace=False)
         others = np.setdiff1d(survivors, start)
-        frame = _frame(live[others if len(others) > 1 else survivors], config, log_volume)
+        frame = _frame(rng, model, live[others if len(others) > 1 else survivors], config, log_volume)
         (new, new_log_prior, new_log_lik), sliced, galilean, ellipsoid, scales = _replace_points(
             rng, model, likelihood, config, (live[start], live_log_prior[start], live_log_lik[start]),
             log_lik_min, frame, scales)

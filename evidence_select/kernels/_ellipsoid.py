@@ -200,6 +200,27 @@ class EllipsoidUnion(NamedTuple):
             return log_prior
         return log_prior - np.log(self._counts(points))
 
+    def log_prior_mass(self, rng, log_prior_fn, n_draws):
+        """Monte Carlo log of the prior mass of the union, less the log volume of the unit ball: the sum of
+        the ellipsoids' volumes times the mean of ``p(x) / m`` over ``n_draws`` union draws (``m`` the
+        ellipsoids that hold each). Costs prior evaluations only."""
+        draws = self.sample(rng, (int(n_draws),))
+        log_prior = np.asarray(log_prior_fn(draws), dtype=float)
+        return _log_union_volume(self.ellipsoids) + _log_mean_exp(self.log_weight(draws, log_prior))
+
+
+def _log_union_volume(ellipsoids):
+    """Log of the sum of the ellipsoids' volumes, less the log volume of the unit ball."""
+    return float(np.logaddexp.reduce([ellipsoid.log_volume for ellipsoid in ellipsoids]))
+
+
+def _log_mean_exp(values):
+    """``log(mean(exp(values)))``, ``-inf`` for all ``-inf``."""
+    top = np.max(values)
+    if not np.isfinite(top):
+        return float(top)
+    return float(top + np.log(np.mean(np.exp(values - top))))
+
 
 #: Points tested against all of a union's ellipsoids at once, times the ellipsoids (bounds the temporaries).
 COUNT_BLOCK = 65536

@@ -11,7 +11,8 @@ from typing import NamedTuple
 import numpy as np
 from scipy.linalg import cho_factor, cho_solve, solve_triangular
 
-from ._protocol import Model, design_step_scales, diagonal_prior_variances, weighted_total
+from ._protocol import (Model, design_step_scales, diagonal_prior_variances, gaussian_prior_cdf,
+                        gaussian_prior_transform, weighted_total)
 
 __all__ = ["LinearGaussianModel", "LinearEvidenceStats"]
 
@@ -77,6 +78,12 @@ class LinearGaussianModel(Model):
 
     def grad_log_prior(self, theta):
         return -theta / self.prior_variances
+
+    def prior_transform(self, u):
+        return gaussian_prior_transform(u, self.prior_variances)
+
+    def prior_cdf(self, theta):
+        return gaussian_prior_cdf(theta, self.prior_variances)
 
     def step_scales(self, X):
         """Inverse per-datum Fisher diagonal ``noise_variance / E[a_j^2]`` (see :class:`Model`)."""

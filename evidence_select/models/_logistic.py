@@ -15,8 +15,8 @@ import functools
 import numpy as np
 
 from ..utils._workspace import Workspace, workspace_buffer
-from ._protocol import (Model, design_step_scales, diagonal_prior_variances, kernel_array, kernel_row_weights,
-                        weighted_total)
+from ._protocol import (Model, design_step_scales, diagonal_prior_variances, gaussian_prior_cdf,
+                        gaussian_prior_transform, kernel_array, kernel_row_weights, weighted_total)
 
 __all__ = ["SoftmaxRegressionModel"]
 
@@ -95,6 +95,12 @@ class SoftmaxRegressionModel(Model):
 
     def grad_log_prior(self, theta):
         return -theta / self.prior_variances
+
+    def prior_transform(self, u):
+        return gaussian_prior_transform(u, self.prior_variances)
+
+    def prior_cdf(self, theta):
+        return gaussian_prior_cdf(theta, self.prior_variances)
 
     def step_scales(self, X):
         """Inverse per-datum Fisher diagonal bound ``4 / E[a_j^2]`` (``p(1-p) <= 1/4``), per class."""

@@ -220,6 +220,29 @@ class CustomModel(Model):
     def grad_log_prior(self, theta):
         return np.hstack([block.grad_log_prior(u) for block, u in zip(self._resolved_blocks(), self._split(theta))])
 
+    def prior_transform(self, cube):
+        """Parameters ``theta`` of unit-cube points ``(n_particles, n_params)``, block by block (each block's
+        inverse CDF; nested sampling draws in this cube where it pays). Every prior but a Dirichlet has one."""
+        return np.hstack([self._transformable(block).prior_transform(c)
+                          for block, c in zip(self._resolved_blocks(), self._split(cube))])
+
+    def prior_cdf(self, theta):
+        """Unit-cube points of ``theta``, the inverse of :meth:`prior_transform`."""
+        return np.hstack([self._transformable(block).prior_cdf(u)
+                          for block, u in zip(self._resolved_blocks(), self._split(theta))])
+
+    @staticmethod
+    def _transformable(block):
+        if not hasattr(block, "prior_transform"):
+            raise TypeError(f"prior {block.name!r} ({type(block.dist).__name__}) has no transform from the unit cube")
+        return block
+
+    def capabilities(self):
+        """The declared capabilities, with ``prior_transform`` only where every prior block has one."""
+        declared = super().capabilities()
+        return declared._replace(prior_transform=declared.prior_transform and all(
+            hasattr(block, "prior_transform") for block in self._resolved_blocks()))
+
     # -- likelihood ----------------------------------------------------------------------------------------
     def _call(self, fn, params, X, y, *extra):
         """``fn`` on every particle's parameters, stacked on a first axis (one call when ``vectorized``)."""

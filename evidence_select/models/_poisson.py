@@ -13,7 +13,8 @@ from scipy import stats
 from scipy.special import gammaln
 
 from ._make_model import make_model
-from ._protocol import Model, design_step_scales, diagonal_prior_variances, weighted_total
+from ._protocol import (Model, design_step_scales, diagonal_prior_variances, gaussian_prior_cdf,
+                        gaussian_prior_transform, weighted_total)
 
 __all__ = ["PoissonRegressionModel", "poisson_regression_model"]
 
@@ -130,6 +131,12 @@ class PoissonRegressionModel(Model):
 
     def grad_log_prior(self, theta):
         return -theta / self.prior_variances
+
+    def prior_transform(self, u):
+        return gaussian_prior_transform(u, self.prior_variances)
+
+    def prior_cdf(self, theta):
+        return gaussian_prior_cdf(theta, self.prior_variances)
 
     def step_scales(self, X):
         """Inverse per-datum Fisher diagonal at unit rate (``design_step_scales`` with curvature 1)."""

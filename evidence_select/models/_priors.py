@@ -18,7 +18,8 @@ import math
 
 import numpy as np
 from scipy import stats
-from scipy.special import gammaln, log_softmax, softmax, xlog1py, xlogy
+from scipy.linalg import solve_triangular
+from scipy.special import gammaln, log_softmax, ndtr, ndtri, softmax, xlog1py, xlogy
 
 from ._transforms import transform_for_support
 
@@ -196,6 +197,17 @@ class UnivariatePrior:
         grad_u = np.asarray(grad_x, dtype=float).reshape(len(u), self.size)
         return grad_u if self.transform.kind == "real" else grad_u * self.transform.derivative(u)
 
+    def prior_transform(self, cube):
+        """Unconstrained ``(n_particles, size)`` of unit-cube points ``(n_particles, size)``: each element's inverse
+        CDF, then the map to ``u``."""
+        x = self.dist.ppf(np.asarray(cube, dtype=float).reshape(len(cube), *self.shape))
+        return self.transform.inverse(np.asarray(x, dtype=float).reshape(len(cube), self.size))
+
+    def prior_cdf(self, u):
+        """Unit-cube points of unconstrained ``u``, the inverse of :meth:`prior_transform`."""
+        x = self.transform.forward(u).reshape(len(u), *self.shape)
+        return np.asarray(self.dist.cdf(x), dtype=float).reshape(len(u), self.size)
+
 
 class MultivariateNormalPrior:
     """A block whose last axis is ``scipy.stats.multivariate_normal(mean, cov)`` (leading axes independent copies).
@@ -212,7 +224,7 @@ class MultivariateNormalPrior:
                              f"{dim}, got {self.shape}")
         self.size = math.prod(self.shape)
         cov = frozen_covariance(dist)
-        chol = np.linalg.cholesky(cov)
+        chol = self.chol = np.linalg.cholesky(cov)
         self.precision = np.linalg.inv(cov)
         self.log_normaliser = -0.5 * dim * np.log(2.0 * np.pi) - float(np.sum(np.log(np.diag(chol))))
         self.n_copies = self.size // dim
@@ -241,6 +253,18 @@ class MultivariateNormalPrior:
 
     def pullback(self, u, grad_x):
         return np.asarray(grad_x, dtype=float).reshape(len(u), self.size)
+
+    def prior_transform(self, cube):
+        """``mean + L z`` with ``z`` the standard normal quantiles of the unit-cube points (``L`` the covariance's
+        Cholesky factor): the Rosenblatt transform of each copy."""
+        z = ndtri(np.asarray(cube, dtype=float).reshape(len(cube), self.n_copies, -1))
+        return (self.mean + z @ self.chol.T).reshape(len(cube), self.size)
+
+    def prior_cdf(self, u):
+        """Unit-cube points of ``u``, the inverse of :meth:`prior_transform`."""
+        centred = self._centred(u).reshape(-1, len(self.mean))
+        z = solve_triangular(self.chol, centred.T, lower=True).T
+        return ndtr(z).reshape(len(u), self.size)
 
 
 class DirichletPrior:

@@ -18,6 +18,7 @@ from abc import ABC, abstractmethod
 from typing import NamedTuple
 
 import numpy as np
+from scipy.special import ndtr, ndtri
 
 __all__ = ["Model", "ModelCapabilities", "check_model", "design_step_scales", "finite_difference_gradient"]
 
@@ -30,7 +31,8 @@ class ModelCapabilities(NamedTuple):
     from additive row statistics (``gradient_statistics``), global Metropolis-Hastings jumps on surprising chunks
     (``global_jumps``), the posterior-mode check (``mode_search``), the model's fused gradient calls
     (``fused_joint_gradient``, ``fused_fixed_points``) in place of the protocol's sums of terms, and a reference
-    evidence to name in its warnings (``exact_evidence``).
+    evidence to name in its warnings (``exact_evidence``). Nested sampling draws in the prior's unit cube where the
+    model declares its transform (``prior_transform``).
 
     Examples
     --------
@@ -48,6 +50,7 @@ class ModelCapabilities(NamedTuple):
     fused_joint_gradient: bool = False  # grad_log_joint, written for the model's own prior and likelihood
     fused_fixed_points: bool = False  # grad_log_likelihood_at, written for the model's own likelihood
     exact_evidence: bool = False  # exact_log_evidence
+    prior_transform: bool = False  # prior_transform and prior_cdf
 
 
 def _defined_for(model, member, terms):
@@ -78,7 +81,8 @@ def declared_capabilities(model):
         mode_search=hasattr(model, "mode_starts"),
         fused_joint_gradient=_defined_for(model, "grad_log_joint", ("grad_log_prior", "grad_log_likelihood")),
         fused_fixed_points=_defined_for(model, "grad_log_likelihood_at", ("grad_log_likelihood",)),
-        exact_evidence=hasattr(model, "exact_log_evidence"))
+        exact_evidence=hasattr(model, "exact_log_evidence"),
+        prior_transform=all(_defined_for(model, name, ("log_prior",)) for name in ("prior_transform", "prior_cdf")))
 
 
 class Model(ABC):
@@ -120,7 +124,14 @@ class Model(ABC):
     row statistics that add over rows and scale with the weights, from which the
     gradient follows (a linear-Gaussian model's moments), which SGHMC then sums
     once per chunk and mini-batch instead of reading the rows at every step (see
-    :meth:`~evidence_select.models.LinearGaussianModel.gradient_statistics`).
+    :meth:`~evidence_select.models.LinearGaussianModel.gradient_statistics`);
+    and ``prior_transform(u)`` with ``prior_cdf(theta)``: a map from points
+    ``u`` ``(n_particles, n_params)`` of the unit cube to parameters that
+    carries the uniform density to the prior (each coordinate's inverse CDF
+    for independent priors, a Rosenblatt transform in general), and its
+    inverse, with which nested sampling bounds the live points in the cube
+    where the prior falls steeply across them (see
+    :mod:`evidence_select.kernels._cube`; :func:`check_model` verifies the pair).
 
     Attributes
     ----------
@@ -390,6 +401,18 @@ def kernel_row_weights(weights, n_particles, n_rows):
     return kernel_array(np.broadcast_to(weights, (n_rows,)))[None]
 
 
+def gaussian_prior_transform(u, variances):
+    """``N(0, diag(variances))`` parameters of unit-cube points ``u`` ``(n, n_params)``: each coordinate's inverse
+    CDF (a model's ``prior_transform`` for that prior)."""
+    return ndtri(np.asarray(u, dtype=float)) * np.sqrt(variances)
+
+
+def gaussian_prior_cdf(theta, variances):
+    """Unit-cube points of ``N(0, diag(variances))`` parameters ``theta``, the inverse of
+    :func:`gaussian_prior_transform` (a model's ``prior_cdf``)."""
+    return ndtr(np.asarray(theta, dtype=float) / np.sqrt(variances))
+
+
 @functools.lru_cache(maxsize=64)
 def diagonal_prior_variances(n_weights, n_intercepts, prior_scale, intercept_scale):
     """Prior variances: ``prior_scale**2`` for ``n_weights`` weights, then ``intercept_scale**2`` for the intercepts.
@@ -470,7 +493,9 @@ def check_model(model, X, y=None, *, n_particles=3, random_state=0, rtol=1e-5):
     Verifies output shapes, finiteness at prior draws, both gradients
     against central finite differences, that ``log_likelihood_and_grad``
     agrees with the two members it fuses, and, where the model offers them,
-    that its ``gradient_statistics`` give the same gradient.
+    that its ``gradient_statistics`` give the same gradient and that its
+    ``prior_transform`` and ``prior_cdf`` invert each other and carry the
+    prior to the uniform density on the unit cube.
 
     Parameters
     ----------
@@ -536,12 +561,36 @@ def check_model(model, X, y=None, *, n_particles=3, random_state=0, rtol=1e-5):
             raise ValueError(f"{name} disagrees with the gradients it stands for at the same weights")
     if hasattr(model, "gradient_statistics"):
         _check_gradient_statistics(model, theta, X, y, rng, rtol)
+    if model.capabilities().prior_transform:
+        _check_prior_transform(model, theta)
     for name, fn, analytic in pairs:
         numeric = finite_difference_gradient(fn, theta)
         scale = np.maximum(np.abs(numeric), 1.0)
         if np.asarray(analytic).shape != theta.shape or np.any(np.abs(analytic - numeric) > rtol * scale * 10):
             raise ValueError(f"{name} disagrees with central finite differences: max abs diff "
                              f"{np.max(np.abs(np.asarray(analytic) - numeric)):.3g}")
+
+
+def _check_prior_transform(model, theta):
+    """``prior_cdf`` maps prior draws into the open unit cube, ``prior_transform`` maps them back, and the
+    determinant of ``prior_cdf``'s Jacobian (central differences) is the prior density: the map carries the prior
+    to the uniform density."""
+    cube = np.asarray(model.prior_cdf(theta), dtype=float)
+    if cube.shape != theta.shape or not np.all((cube > 0.0) & (cube < 1.0)):
+        raise ValueError(f"prior_cdf must map prior draws into the open unit cube with shape {theta.shape}")
+    if not np.allclose(np.asarray(model.prior_transform(cube), dtype=float), theta, rtol=1e-6, atol=1e-6):
+        raise ValueError("prior_transform does not invert prior_cdf at prior draws")
+    steps = 1e-5 * np.maximum(np.abs(theta), 1.0)
+    jacobian = np.empty(theta.shape + theta.shape[1:])
+    for j in range(theta.shape[1]):
+        shift = np.zeros_like(theta)
+        shift[:, j] = steps[:, j]
+        jacobian[:, :, j] = (model.prior_cdf(theta + shift) - model.prior_cdf(theta - shift)) / (2.0 * steps[:, j:j + 1])
+    _, log_det = np.linalg.slogdet(jacobian)
+    log_prior = np.asarray(model.log_prior(theta), dtype=float)
+    if not np.allclose(log_det, log_prior, rtol=0.0, atol=1e-4):
+        raise ValueError(f"prior_cdf is not the prior's: the log determinant of its Jacobian, {log_det}, differs "
+                         f"from log_prior, {log_prior}")
 
 
 def _check_gradient_statistics(model, theta, X, y, rng, rtol):

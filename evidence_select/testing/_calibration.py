@@ -274,6 +274,8 @@ class BoxProductTarget(_ThetaTarget):
     sample_prior = BoxGaussianTarget.sample_prior
     log_prior = BoxGaussianTarget.log_prior
     grad_log_prior = BoxGaussianTarget.grad_log_prior
+    prior_transform = BoxGaussianTarget.prior_transform
+    prior_cdf = BoxGaussianTarget.prior_cdf
     to_box = BoxGaussianTarget.to_box
 
     def __init__(self, factor, n_params, *, half_width=5.0):
@@ -454,6 +456,8 @@ class BoxBananaTarget(_ThetaTarget):
     sample_prior = BoxGaussianTarget.sample_prior
     log_prior = BoxGaussianTarget.log_prior
     grad_log_prior = BoxGaussianTarget.grad_log_prior
+    prior_transform = BoxGaussianTarget.prior_transform
+    prior_cdf = BoxGaussianTarget.prior_cdf
     to_box = BoxGaussianTarget.to_box
 
     def __init__(self, n_params, *, curvature=1.0, width=1.0, thickness=0.1, half_width=20.0, rotation_seed=0):

@@ -8,7 +8,7 @@ component means) and the log prior carries the log-Jacobian of that map.
 import itertools
 
 import numpy as np
-from scipy.special import betaln, expit, gammaln, log_expit
+from scipy.special import betainc, betaincinv, betaln, expit, gammainc, gammaincinv, gammaln, log_expit, logit, ndtr, ndtri
 
 from ..utils import logsumexp
 from ..models._protocol import Model
@@ -67,6 +67,12 @@ class PoissonGammaModel(Model):
     def grad_log_prior(self, theta):
         return self.shape - self.rate * np.exp(theta)
 
+    def prior_transform(self, u):
+        return np.log(gammaincinv(self.shape, np.asarray(u, dtype=float)) / self.rate)
+
+    def prior_cdf(self, theta):
+        return gammainc(self.shape, self.rate * np.exp(np.asarray(theta, dtype=float)))
+
     def log_likelihood(self, theta, X, y=None):
         X = np.asarray(X, dtype=float)
         return theta @ X.T - np.exp(theta).sum(axis=1, keepdims=True) - gammaln(X + 1.0).sum(axis=1)
@@ -124,6 +130,12 @@ class BetaBinomialModel(Model):
 
     def grad_log_prior(self, theta):
         return self.a - (self.a + self.b) * expit(theta)
+
+    def prior_transform(self, u):
+        return logit(betaincinv(self.a, self.b, np.asarray(u, dtype=float)))
+
+    def prior_cdf(self, theta):
+        return betainc(self.a, self.b, expit(np.asarray(theta, dtype=float)))
 
     def _log_choose(self, X):
         n = self.n_trials
@@ -195,6 +207,12 @@ class TinyMixtureModel(Model):
 
     def grad_log_prior(self, theta):
         return -theta / self.prior_scale**2
+
+    def prior_transform(self, u):
+        return self.prior_scale * ndtri(np.asarray(u, dtype=float))
+
+    def prior_cdf(self, theta):
+        return ndtr(np.asarray(theta, dtype=float) / self.prior_scale)
 
     def _component_terms(self, theta, X):
         """``log w_k + log N(x_j; mu_k, s^2 I)``, shape ``(n_particles, n_batch, K)``."""

@@ -13,7 +13,7 @@ whatever ``X`` is. Pass a dummy ``X = np.zeros((1, 1))`` and ``y=None``;
 """
 
 import numpy as np
-from scipy.special import expit, log_ndtr
+from scipy.special import expit, log_ndtr, logit, ndtr, ndtri
 
 from ..models._protocol import Model
 
@@ -54,6 +54,12 @@ class _GaussianPriorMixin:
 
     def grad_log_prior(self, theta):
         return -np.asarray(theta, dtype=float) / self.prior_scale**2
+
+    def prior_transform(self, u):
+        return self.prior_scale * ndtri(np.asarray(u, dtype=float))
+
+    def prior_cdf(self, theta):
+        return ndtr(np.asarray(theta, dtype=float) / self.prior_scale)
 
 
 class GaussianTarget(_GaussianPriorMixin, Model):
@@ -206,6 +212,12 @@ class BoxGaussianTarget(Model):
 
     def grad_log_prior(self, theta):
         return 1.0 - 2.0 * expit(np.asarray(theta, dtype=float))
+
+    def prior_transform(self, u):
+        return logit(np.asarray(u, dtype=float))
+
+    def prior_cdf(self, theta):
+        return expit(np.asarray(theta, dtype=float))
 
     def _total(self, theta):
         x = self.to_box(theta)

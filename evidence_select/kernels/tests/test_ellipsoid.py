@@ -8,13 +8,20 @@ draws), with most chains moved. The ellipsoid is off-centre and covers only part
 of the disk, and the prior varies across it, so a move that weighted its
 candidates evenly, or let chains outside the ellipsoid move into it, would
 fail (checked by breaking the kernel both ways).
+
+The cube move (:mod:`evidence_select.kernels._cube`) is held to the same test with the prior transform
+``x = Phi^-1(u)``, under which the constrained prior is uniform on the disk's image in the unit cube; its
+ellipsoids cover part of that image, overlap and reach out of the cube, so a move that did not thin its union
+draws by the ellipsoids that hold them, or let chains outside them move, would fail (checked both ways).
 """
 
 import numpy as np
 import pytest
 from scipy import stats
+from scipy.special import ndtr, ndtri
 
 from evidence_select.kernels._constrained import ConstrainedPoints, LikelihoodConstraint
+from evidence_select.kernels._cube import CubeEllipsoids, cube_ellipsoid_sample, cube_ellipsoids
 from evidence_select.kernels._ellipsoid import (Ellipsoid, PriorProposal, bounding_ellipsoid, bounding_ellipsoids,
                                                 ellipsoid_sample, ellipsoid_union, uniform_in_ellipsoid)
 
@@ -45,17 +52,30 @@ OVERLAPPING = ellipsoid_union([Ellipsoid(np.array([0.8, 0.0]), np.diag([1.5, 1.0
                                Ellipsoid(np.array([-0.6, 0.4]), np.array([[1.2, 0.0], [0.5, 1.0]]))])
 
 
+def _cube(*ellipsoids):
+    return CubeEllipsoids(ellipsoid_union(ellipsoids), ndtri, ndtr)
+
+
+# In the cube, the disk's image spans about (0.023, 0.977) in each coordinate.
+CUBE_PARTIAL = _cube(Ellipsoid(np.array([0.6, 0.5]), np.diag([0.4, 0.35])))
+CUBE_OVERLAPPING = _cube(Ellipsoid(np.array([0.65, 0.5]), np.diag([0.4, 0.35])),
+                         Ellipsoid(np.array([0.35, 0.55]), np.array([[0.3, 0.0], [0.1, 0.35]])))
+
+
 @pytest.mark.parametrize("proposal", [Ellipsoid(np.array([0.6, 0.0]), np.diag([1.8, 1.2])), OVERLAPPING,
-                                      PriorProposal(lambda rng, n: rng.standard_normal((n, 2)))],
-                         ids=["partial_ellipsoid", "overlapping_ellipsoids", "prior"])
+                                      PriorProposal(lambda rng, n: rng.standard_normal((n, 2))), CUBE_PARTIAL,
+                                      CUBE_OVERLAPPING],
+                         ids=["partial_ellipsoid", "overlapping_ellipsoids", "prior", "cube_partial_ellipsoid",
+                              "cube_overlapping_ellipsoids"])
 def test_constrained_prior_is_invariant(proposal):
+    move = cube_ellipsoid_sample if isinstance(proposal, CubeEllipsoids) else ellipsoid_sample
     rng = np.random.default_rng(0)
     x = _exact_draws(rng, N_CHAINS)
     points = ConstrainedPoints(x, _log_prior(x), _log_lik(x))
     constraint = LikelihoodConstraint(-RADIUS**2, _log_prior, _log_lik)
     inside = proposal.contains(x)
     for _ in range(3):
-        points, info = ellipsoid_sample(rng, points, constraint, proposal, n_proposals=20)
+        points, info = move(rng, points, constraint, proposal, n_proposals=20)
         assert info.n_outside == np.sum(~inside)
     new = points.position
     np.testing.assert_array_equal(new[~inside], x[~inside])  # outside the ellipsoid: left where they were
@@ -139,3 +159,46 @@ def test_union_draws_have_the_density_of_the_ellipsoids_that_hold_them():
     lens = 2 * np.arccos(0.5) - 0.5 * np.sqrt(3.0)  # area of the overlap of two unit disks at distance 1
     share = 2 * lens / (2 * np.pi)
     assert abs(in_both - share) < 4 * np.sqrt(share * (1 - share) / len(draws))
+
+
+def test_candidates_outside_the_cube_cost_no_call():
+    # A disk of radius 1 around the cube's centre: 1 - 1/pi of its draws fall outside the cube. Those are never
+    # evaluated; the others are, up to the first valid one, so every call is a candidate in the cube.
+    rng = np.random.default_rng(1)
+    x = _exact_draws(rng, 2000)
+    points = ConstrainedPoints(x, _log_prior(x), _log_lik(x))
+    wide = _cube(Ellipsoid(np.array([0.5, 0.5]), np.eye(2)))
+    calls = []
+    log_lik = lambda t: (calls.append(t), _log_lik(t))[1]  # noqa: E731
+    new, info = cube_ellipsoid_sample(rng, points, LikelihoodConstraint(-RADIUS**2, _log_prior, log_lik), wide, 200)
+    visited = np.concatenate(calls)
+    assert len(visited) == info.n_likelihood_calls and np.all(np.isfinite(visited))
+    # Inside the cube, the disk's image takes ~0.91 of it: about 1.1 calls per valid draw, not 1 / (0.91 / pi).
+    # A chain keeps its point only where none of its 200 candidates is valid (~0.3 of them are).
+    assert info.n_valid == 2000 and info.n_stayed == 0
+    assert info.n_likelihood_calls < 1.3 * info.n_valid
+
+
+def test_log_prior_mass_is_the_cube_volume_inside():
+    rng = np.random.default_rng(2)
+    # A disk of radius 0.2 inside the cube: its area (the unit disk's pi left out).
+    inner = _cube(Ellipsoid(np.array([0.5, 0.5]), 0.2 * np.eye(2)))
+    assert abs(np.exp(inner.log_prior_mass(rng, None, 4096)) - 0.04) < 1e-12
+    # Centred on a corner: a quarter of it inside, to the Monte Carlo error of 20000 draws.
+    corner = _cube(Ellipsoid(np.zeros(2), 0.2 * np.eye(2)))
+    share = np.exp(corner.log_prior_mass(rng, None, 20000)) / 0.04
+    assert abs(share - 0.25) < 4 * np.sqrt(0.25 * 0.75 / 20000)
+    # The parameters' union: the prior mass of a disk of radius r around the normal's mode, 1 - exp(-r^2 / 2).
+    disk = ellipsoid_union([Ellipsoid(np.zeros(2), 1.5 * np.eye(2))])
+    mass = np.exp(disk.log_prior_mass(rng, _log_prior, 20000)) * np.pi
+    assert abs(mass - (1.0 - np.exp(-0.5 * 1.5**2))) < 0.01
+
+
+def test_cube_ellipsoids_bound_the_points_and_decline_near_the_faces():
+    rng = np.random.default_rng(3)
+    x = _exact_draws(rng, 300)
+    cube = cube_ellipsoids(x, ndtri, ndtr)
+    assert np.all(cube.contains(x))
+    np.testing.assert_allclose(cube.union.centres, bounding_ellipsoids(ndtr(x)).centres)
+    # A point 9 standard deviations out maps to within 1e-10 of a face: its tail would not survive the way back.
+    assert cube_ellipsoids(np.vstack([x, [[9.0, 0.0]]]), ndtri, ndtr) is None

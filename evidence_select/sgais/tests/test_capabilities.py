@@ -14,10 +14,21 @@ def test_the_built_in_models_declare_their_moves():
     linear, softmax, mixture = (LinearGaussianModel(2).capabilities(), SoftmaxRegressionModel(2, 3).capabilities(),
                                 GaussianMixtureModel(2, 2).capabilities())
     assert linear == ModelCapabilities(exact_draws=True, statistics_draws=True, gradient_statistics=True,
-                                       exact_evidence=True)
-    assert softmax == ModelCapabilities()
+                                       exact_evidence=True, prior_transform=True)
+    assert softmax == ModelCapabilities(prior_transform=True)
     assert mixture == ModelCapabilities(global_jumps=True, mode_search=True, fused_joint_gradient=True,
                                         fused_fixed_points=True, exact_evidence=True)
+
+
+class _OtherPrior(LinearGaussianModel):
+    """A linear model whose prior is no longer the one its inherited transform was written for."""
+
+    def log_prior(self, theta):
+        return super().log_prior(theta / 2.0) - self.n_params * np.log(2.0)
+
+
+def test_a_prior_transform_is_dropped_with_the_prior_it_was_written_for():
+    assert not _OtherPrior(2).capabilities().prior_transform
 
 
 class _Context:
