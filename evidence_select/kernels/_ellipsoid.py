@@ -45,6 +45,7 @@ import numpy as np
 from scipy.linalg import solve_triangular
 from scipy.special import digamma
 
+from ..utils._logspace import logsumexp
 from ._constrained import ConstrainedPoints
 from ._hmc import preconditioner_from_samples
 
@@ -206,20 +207,8 @@ class EllipsoidUnion(NamedTuple):
         ellipsoids that hold each). Costs prior evaluations only."""
         draws = self.sample(rng, (int(n_draws),))
         log_prior = np.asarray(log_prior_fn(draws), dtype=float)
-        return _log_union_volume(self.ellipsoids) + _log_mean_exp(self.log_weight(draws, log_prior))
-
-
-def _log_union_volume(ellipsoids):
-    """Log of the sum of the ellipsoids' volumes, less the log volume of the unit ball."""
-    return float(np.logaddexp.reduce([ellipsoid.log_volume for ellipsoid in ellipsoids]))
-
-
-def _log_mean_exp(values):
-    """``log(mean(exp(values)))``, ``-inf`` for all ``-inf``."""
-    top = np.max(values)
-    if not np.isfinite(top):
-        return float(top)
-    return float(top + np.log(np.mean(np.exp(values - top))))
+        log_volume = logsumexp([ellipsoid.log_volume for ellipsoid in self.ellipsoids])
+        return log_volume + logsumexp(self.log_weight(draws, log_prior)) - np.log(len(draws))
 
 
 #: Points tested against all of a union's ellipsoids at once, times the ellipsoids (bounds the temporaries).

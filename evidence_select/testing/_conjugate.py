@@ -8,10 +8,10 @@ component means) and the log prior carries the log-Jacobian of that map.
 import itertools
 
 import numpy as np
-from scipy.special import betainc, betaincinv, betaln, expit, gammainc, gammaincinv, gammaln, log_expit, logit, ndtr, ndtri
+from scipy.special import betainc, betaincinv, betaln, expit, gammainc, gammaincinv, gammaln, log_expit, logit
 
 from ..utils import logsumexp
-from ..models._protocol import Model
+from ..models._protocol import Model, gaussian_prior_cdf, gaussian_prior_transform
 
 __all__ = ["BetaBinomialModel", "PoissonGammaModel", "TinyMixtureModel"]
 
@@ -209,10 +209,10 @@ class TinyMixtureModel(Model):
         return -theta / self.prior_scale**2
 
     def prior_transform(self, u):
-        return self.prior_scale * ndtri(np.asarray(u, dtype=float))
+        return gaussian_prior_transform(u, self.prior_scale**2)
 
     def prior_cdf(self, theta):
-        return ndtr(np.asarray(theta, dtype=float) / self.prior_scale)
+        return gaussian_prior_cdf(theta, self.prior_scale**2)
 
     def _component_terms(self, theta, X):
         """``log w_k + log N(x_j; mu_k, s^2 I)``, shape ``(n_particles, n_batch, K)``."""

@@ -13,9 +13,9 @@ whatever ``X`` is. Pass a dummy ``X = np.zeros((1, 1))`` and ``y=None``;
 """
 
 import numpy as np
-from scipy.special import expit, log_ndtr, logit, ndtr, ndtri
+from scipy.special import expit, log_ndtr, logit
 
-from ..models._protocol import Model
+from ..models._protocol import Model, gaussian_prior_cdf, gaussian_prior_transform
 
 __all__ = ["GaussianTarget", "BoxGaussianTarget", "BimodalTarget", "correlated_gaussian_target"]
 
@@ -56,10 +56,10 @@ class _GaussianPriorMixin:
         return -np.asarray(theta, dtype=float) / self.prior_scale**2
 
     def prior_transform(self, u):
-        return self.prior_scale * ndtri(np.asarray(u, dtype=float))
+        return gaussian_prior_transform(u, self.prior_scale**2)
 
     def prior_cdf(self, theta):
-        return ndtr(np.asarray(theta, dtype=float) / self.prior_scale)
+        return gaussian_prior_cdf(theta, self.prior_scale**2)
 
 
 class GaussianTarget(_GaussianPriorMixin, Model):
