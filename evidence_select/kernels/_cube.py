@@ -106,26 +106,28 @@ def cube_ellipsoid_sample(rng, points, constraint, proposal, n_proposals):
     position = np.array(points.position, dtype=float)
     log_prior, log_lik = np.array(points.log_prior, dtype=float), np.array(points.log_lik, dtype=float)
     inside = np.flatnonzero(proposal.contains(position))
-    remaining = np.full(len(inside), int(n_proposals))
-    active = np.flatnonzero(remaining > 0)
-    n_calls = n_valid = 0
-    while len(active):
+    active = inside  # chains still drawing, one candidate per round
+    n_calls = 0
+    for _ in range(int(n_proposals)):
+        if len(active) == 0:
+            break
         u = proposal.sample_uniform(rng, len(active))
-        remaining[active] -= 1
+        theta, values = np.full(u.shape, np.nan), np.full(len(active), -np.inf)
         in_cube = _in_cube(u, 0.0)
-        rows, theta = active[in_cube], np.asarray(proposal.prior_transform(u[in_cube]), dtype=float)
-        values = np.asarray(constraint.log_lik_fn(theta), dtype=float) if len(rows) else np.empty(0)
+        if np.any(in_cube):
+            theta[in_cube] = proposal.prior_transform(u[in_cube])
+            in_cube &= np.all(np.isfinite(theta), axis=1)  # a transform that overflowed: no prior mass here
+        if np.any(in_cube):
+            values[in_cube] = constraint.log_lik_fn(theta[in_cube])
         if np.any(np.isnan(values)):
             raise ValueError("log_likelihood returned NaN during ellipsoid sampling")
-        n_calls += len(rows)
+        n_calls += int(np.sum(in_cube))
         valid = values > constraint.log_lik_min
-        chosen = inside[rows[valid]]
-        if len(chosen):
+        if np.any(valid):
+            chosen = active[valid]
             position[chosen], log_lik[chosen] = theta[valid], values[valid]
             log_prior[chosen] = np.asarray(constraint.log_prior_fn(theta[valid]), dtype=float)
-        n_valid += len(chosen)
-        done = np.zeros(len(inside), dtype=bool)
-        done[rows[valid]] = True
-        active = active[~done[active] & (remaining[active] > 0)]
+        active = active[~valid]
+    n_valid = len(inside) - len(active)
     return (ConstrainedPoints(position, log_prior, log_lik),
-            EllipsoidInfo(n_calls, n_valid, len(inside) - n_valid, len(position) - len(inside)))
+            EllipsoidInfo(n_calls, n_valid, len(active), len(position) - len(inside)))
