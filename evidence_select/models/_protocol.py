@@ -585,7 +585,8 @@ def _check_prior_transform(model, theta):
     for j in range(theta.shape[1]):
         shift = np.zeros_like(theta)
         shift[:, j] = steps[:, j]
-        jacobian[:, :, j] = (model.prior_cdf(theta + shift) - model.prior_cdf(theta - shift)) / (2.0 * steps[:, j:j + 1])
+        difference = model.prior_cdf(theta + shift) - model.prior_cdf(theta - shift)
+        jacobian[:, :, j] = difference / (2.0 * steps[:, j:j + 1])
     _, log_det = np.linalg.slogdet(jacobian)
     log_prior = np.asarray(model.log_prior(theta), dtype=float)
     if not np.allclose(log_det, log_prior, rtol=0.0, atol=1e-4):
