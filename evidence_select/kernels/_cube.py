@@ -12,7 +12,8 @@ them (an informative prior, a box prior through the sigmoid map) the candidates
 that the weights put first lie on the side where the prior is high, mostly
 outside the constraint: each valid draw costs many more likelihood calls.
 
-Each chain inside the ellipsoids draws candidates uniform on their union (from
+Each chain inside the ellipsoids draws candidates uniform on their union
+(:meth:`~evidence_select.kernels._ellipsoid.EllipsoidUnion.sample_uniform`: from
 an ellipsoid picked by volume, kept with probability ``1 / m``, ``m`` the number
 of ellipsoids that hold it), one per round, until one is valid, at most
 ``n_proposals``; a chain whose candidates all fail keeps its point. The move is
@@ -65,18 +66,6 @@ class CubeEllipsoids(NamedTuple):
         prior here is uniform on the cube: ``log_prior_fn`` is not needed)."""
         return self.union.log_prior_mass(rng, lambda u: np.where(_in_cube(u, 0.0), 0.0, -np.inf), n_draws)
 
-    def sample_uniform(self, rng, n):
-        """``n`` points uniform on the union (in cube coordinates): each union draw kept with probability
-        ``1 / m``, ``m`` the ellipsoids that hold it."""
-        if len(self.union.ellipsoids) == 1:
-            return self.union.sample(rng, (n,))
-        kept = []
-        while sum(len(k) for k in kept) < n:
-            draws = self.union.sample(rng, (n,))
-            counts = self.union._counts(draws)
-            kept.append(draws[rng.uniform(size=n) * counts < 1.0])
-        return np.concatenate(kept)[:n]
-
 
 def _in_cube(u, margin):
     """Whether each row of ``u`` lies inside the open cube ``(margin, 1 - margin)^n_params``."""
@@ -111,7 +100,7 @@ def cube_ellipsoid_sample(rng, points, constraint, proposal, n_proposals):
     for _ in range(int(n_proposals)):
         if len(active) == 0:
             break
-        u = proposal.sample_uniform(rng, len(active))
+        u = proposal.union.sample_uniform(rng, len(active))
         theta, values = np.full(u.shape, np.nan), np.full(len(active), -np.inf)
         in_cube = _in_cube(u, 0.0)
         if np.any(in_cube):

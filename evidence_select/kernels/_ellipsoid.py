@@ -194,6 +194,17 @@ class EllipsoidUnion(NamedTuple):
             draws[rows] = ellipsoid.sample(rng, (len(rows),))
         return draws.reshape(shape + (draws.shape[-1],))
 
+    def sample_uniform(self, rng, n):
+        """``n`` draws uniform on the union, of shape ``(n, n_params)``: each of :meth:`sample`'s kept with
+        probability ``1 / m``, ``m`` the ellipsoids that hold it."""
+        if len(self.ellipsoids) == 1:
+            return self.sample(rng, (n,))
+        kept = []
+        while sum(len(k) for k in kept) < n:
+            draws = self.sample(rng, (n,))
+            kept.append(draws[rng.uniform(size=n) * self._counts(draws) < 1.0])
+        return np.concatenate(kept)[:n]
+
     def log_weight(self, points, log_prior):
         """``log(pi / q)`` up to a constant at ``points`` inside the union: the log prior less the log of how
         many ellipsoids hold each point."""
