@@ -137,7 +137,7 @@ from ._checks import ChunkCauses, with_checks
 from ._lag import posterior_lag
 from ._mode_check import (ModeEvidence, apply_mode_check, compare_with_mode, mode_check_due, rows_checkable,
                           rows_mode_evidence)
-from ._replay_gate import allowed_gap, fell_behind, gate_applies, gate_mode_evidence
+from ._replay_gate import allowed_gap, gate_applies, gate_mode_evidence, groups_behind
 from ._moves import MoveTarget, SGHMCDivergence, chunk_context, exact_recovery, pooled_step_scales
 from ._policy import (ActionKind, ChunkMode, arrival_action, closing_action, degradation_text, excursion,
                       initial_mode, merge_independent_runs, per_row_spread, pooled_increment_variance,
@@ -176,6 +176,7 @@ class ClosedChunk(NamedTuple):
     mode_gap_variance: float  # the pooled run's squared posterior-mode gap (see pooled_mode_gap)
     mode_evidence: ModeEvidence = None  # the posterior-mode check's value on every row seen, where a restart took it
     increment_variance: float = None  # the pooled run's (pooled_increment_variance), after a restart
+    every_group_replayed: bool = True  # a restart replayed every group (a gated one may replay those behind only)
 
 
 def sgais_update(state, X, y, model, config, *, check=None, previous=None):
@@ -251,11 +252,12 @@ def _update(state, X, y, model, config, check, previous, recovery=""):
     gate = _replay_gate(rng, state, context, limits, progress)
     groups = (progress.particles.log_evidence, progress.particles.log_evidence_variance)
     settings = config.tuning.mode_check
-    behind = None if gate is None else fell_behind(
+    behind = None if gate is None else groups_behind(
         gate, groups, allowed_gap(gate, state.widening.mode_gap_variance, state.n_samples_seen + len(X), settings),
         settings)
-    action, skipped = closing_action(config, limits, progress.action, len(X), behind)
-    closed = _close_chunk(rng, state, context, progress, action.kind is ActionKind.RESTART,
+    action, skipped = closing_action(config, limits, progress.action, len(X),
+                                     None if behind is None else bool(np.any(behind)))
+    closed = _close_chunk(rng, state, context, progress, _replayed_groups(action, progress.action, behind, groups),
                           None if gate is None else gate.evidence)
     reservoir, undo = reservoir_insert(rng, state.reservoir, X, y)  # the only in-place write
     new_state, record, causes = _chunk_result(state, context, limits, (progress, action, skipped, closed),
@@ -270,6 +272,16 @@ def _update(state, X, y, model, config, check, previous, recovery=""):
                                                           state.n_samples_seen, evidence)
     record = with_checks(record, previous, new_state, config, causes._replace(mode_check=mode_check))
     return new_state, record, undo
+
+
+def _replayed_groups(action, chunk_action, behind, groups):
+    """The replicate groups a restart replays (a boolean mask), or None without one: after a gated periodic
+    restart the groups that fell behind (``behind``), after a surprise's or an ungated one every group."""
+    if action.kind is not ActionKind.RESTART:
+        return None
+    if behind is not None and chunk_action.kind is not ActionKind.RESTART:
+        return behind
+    return np.ones(len(groups[0]), dtype=bool)
 
 
 def _chunk_result(state, context, limits, outcome, carried):
@@ -364,9 +376,9 @@ def _kept_widening(state, closed):
 
 def _kept_degraded_variance(state, closed):
     """The degraded chunks' variance that stays after the chunk closed (``closed``, a :class:`ClosedChunk`): none
-    after a restart, whose replays ran every earlier chunk again (their own degraded chunks widen their groups'
-    variances, :func:`~._policy.replay_from_prior`), else the state's."""
-    return 0.0 if closed.n_replayed else state.widening.degraded_variance
+    after a restart that replayed every group, whose replays ran every earlier chunk again (their own degraded
+    chunks widen their groups' variances, :func:`~._policy.replay_from_prior`), else the state's."""
+    return 0.0 if closed.n_replayed and closed.every_group_replayed else state.widening.degraded_variance
 
 
 def _fallbacks(counts, skipped_restart):
@@ -479,12 +491,14 @@ def _after_step(rng, context, limits, progress):
     return progress._replace(particles=particles, counts=progress.counts.plus(excursion_counts))
 
 
-def _close_chunk(rng, state, context, progress, restart, gate_evidence=None):
+def _close_chunk(rng, state, context, progress, replayed_groups, gate_evidence=None):
     """Re-centre the references, then restart if asked: a :class:`ClosedChunk`.
 
-    A restart runs every row seen again from the prior, one random order per
-    group, and pools that run with this one (the evidence keeps the better of
-    the two up to ``log 2`` and stays unbiased for fixed restart decisions).
+    A restart (``replayed_groups``, a boolean mask of the groups to replay, or
+    None for no restart) runs every row seen again from the prior, one random
+    order per group replayed, and pools those runs with this one group by group
+    (the evidence keeps the better of the two up to ``log 2`` and stays unbiased
+    for fixed restart decisions).
     ``gate_evidence`` is the replay gate's value of the mode, where one ran:
     while the rows can be checked it is the posterior-mode check's value on
     them, which the replays then share instead of taking it again.
@@ -495,23 +509,26 @@ def _close_chunk(rng, state, context, progress, restart, gate_evidence=None):
                                                                               context.chunk_statistics)
     particles = particles._replace(reference=reference, reference_grad=reference_grad)
     counts = counts.plus(StepCounts(n_evaluations=n_evaluations))
-    if not restart:
+    if replayed_groups is None:
         return ClosedChunk(particles=particles, n_reference=n_reference, counts=counts, n_replayed=0,
                            mode_gap_variance=state.widening.mode_gap_variance)
     evidence = _rows_evidence(rng, state.reservoir, (X, y), model, config.tuning.mode_check, gate_evidence)
     replay = replay_from_prior(rng, state.reservoir, (X, y), model, config,
-                               functools.partial(replay_stream, check=True if evidence is None else evidence))
+                               functools.partial(replay_stream, check=True if evidence is None else evidence),
+                               replayed_groups)
     replay_counts = StepCounts(n_evaluations=replay.n_datum_evaluations,
                                n_surprise_evaluations=replay.n_datum_evaluations)
-    mode_gap = pooled_mode_gap(particles, replay.particles, state.widening.mode_gap_variance, replay.mode_gap_variance)
-    merged = merge_independent_runs(rng, particles, replay.particles)
+    mode_gap = pooled_mode_gap(particles, replay.particles, state.widening.mode_gap_variance, replay.mode_gap_variance,
+                               replayed_groups)
+    merged = merge_independent_runs(rng, particles, replay.particles, replayed_groups)
     return ClosedChunk(particles=merged, n_reference=min(n_reference, replay.n_reference),
                        counts=counts.plus(replay_counts), n_replayed=state.n_samples_seen + len(X),
                        mode_gap_variance=mode_gap, mode_evidence=evidence,
                        increment_variance=pooled_increment_variance(
                            particles, merged, state.increment_variance + increment_spread(state.log_evidence,
                                                                                           particles.log_evidence),
-                           config.tuning.mode_check.gap_sigmas))
+                           config.tuning.mode_check.gap_sigmas, replayed_groups),
+                       every_group_replayed=bool(np.all(replayed_groups)))
 
 
 def _rows_evidence(rng, reservoir, rows, model, settings, gate_evidence=None):

@@ -30,10 +30,10 @@ from ._policy import crossed_checkpoint
 from ._settings import ModeCheckSettings
 from ._state import evidence_estimate, standing_groups
 
-__all__ = ["ModeCheck", "checked_widening", "compare_with_mode", "importance_at_mode",
-           "negative_log_joint", "best_mode", "ModeEvidence", "mode_importance_log_evidence", "mode_check_due",
-           "apply_mode_check", "model_checkable", "rows_checkable", "rows_mode_evidence", "symmetrised_t", "symmetrised_log_density",
-           "SymmetrisedT"]
+__all__ = ["ModeCheck", "checked_widening", "compare_with_mode", "importance_at_mode", "negative_log_joint",
+           "best_mode", "local_modes", "ModeEvidence", "mode_importance_log_evidence", "mode_check_due",
+           "apply_mode_check", "model_checkable", "rows_checkable", "rows_mode_evidence", "symmetrised_t",
+           "symmetrised_log_density", "SymmetrisedT"]
 
 # Point-row pairs per likelihood call: a mixture's (K, points, rows) block then stays within its reusable
 # buffers at any row count (K of them per pair, 4 MiB each).
@@ -83,16 +83,23 @@ def _distinct_starts(objective, starts, same_fit):
     return kept
 
 
-def best_mode(objective, starts, same_fit):
-    """The lowest of the quasi-Newton minima reached from the distinct ``starts`` (None if none is finite)."""
-    best = None
+def local_modes(objective, starts, same_fit):
+    """The finite quasi-Newton minima reached from the distinct ``starts``, lowest first (in the starts' order
+    where they tie)."""
+    minima = []
     for start in _distinct_starts(objective, starts, same_fit):
         with np.errstate(all="ignore"):
             result = optimize.minimize(objective, start, jac=True, method="L-BFGS-B",
                                        options={"maxiter": 2000, "gtol": 1e-8})
-        if np.isfinite(result.fun) and (best is None or result.fun < best.fun):
-            best = result
-    return None if best is None else best.x
+        if np.isfinite(result.fun):
+            minima.append(result)
+    return [result.x for result in sorted(minima, key=lambda result: result.fun)]
+
+
+def best_mode(objective, starts, same_fit):
+    """The lowest of the quasi-Newton minima reached from the distinct ``starts`` (None if none is finite)."""
+    minima = local_modes(objective, starts, same_fit)
+    return minima[0] if minima else None
 
 
 def _scale_at(objective, mode, hessian_step):

@@ -425,7 +425,7 @@ def _excursion_step(rng, context, state, leg, at_cap, template):
     return _Excursion(particles, power, past, counts)
 
 
-def replay_from_prior(rng, reservoir, rows, model, config, stream_fn):
+def replay_from_prior(rng, reservoir, rows, model, config, stream_fn, groups=None):
     """Fresh runs from the prior over every past row and the chunk, one per replicate group, each in its own
     random order.
 
@@ -434,23 +434,29 @@ def replay_from_prior(rng, reservoir, rows, model, config, stream_fn):
     y)`` runs a fresh stream (:func:`~._engine.sgais_stream`), here with chunks of
     ``batch_size`` rows and no restarts of its own. Independent orders make the
     groups' spread also measure how much the evidence depends on the order the
-    rows came in. The groups' orders and seeds are drawn first, so the runs are
-    independent tasks: they run in parallel under a :func:`joblib.parallel_config`
-    with ``n_jobs`` above 1 (the estimators' ``n_jobs``), with the same results,
-    by the nested-parallelism rule of :mod:`~evidence_select.utils._nested`.
-    Returns a :class:`Replay`.
+    rows came in. ``groups`` (a boolean mask over the replicate groups, None for
+    all) says which groups run: a group left behind by the others is replayed
+    alone (:func:`~._replay_gate.groups_behind`). Every group's order and seed
+    is drawn first, whether it runs or not, so the runs are independent tasks
+    and a group's replay is the same whichever others run: they run in parallel
+    under a :func:`joblib.parallel_config` with ``n_jobs`` above 1 (the
+    estimators' ``n_jobs``), with the same results, by the nested-parallelism
+    rule of :mod:`~evidence_select.utils._nested`. Returns a :class:`Replay` of
+    the groups that ran, in their order.
     """
     X, y = rows
     res_X, res_y = reservoir_data(reservoir)
     all_X = np.concatenate([res_X, X])
     all_y = None if y is None else np.concatenate([res_y, y])
     group_config = config._replace(restart_on_surprise=False, restart_on_shift=False, n_replicates=1)
+    groups = np.ones(config.n_replicates, dtype=bool) if groups is None else groups
     tasks = []
-    for _ in range(config.n_replicates):
+    for replayed in groups:
         order = rng.permutation(len(all_X))
         seed = make_generator(int(rng.integers(2**63)))
-        tasks.append(delayed(_replay_group)(stream_fn, seed, model, group_config, all_X[order],
-                                            None if all_y is None else all_y[order]))
+        if replayed:
+            tasks.append(delayed(_replay_group)(stream_fn, seed, model, group_config, all_X[order],
+                                                None if all_y is None else all_y[order]))
     runs = run_inner(tasks)
     for category, message in (relayed for run in runs for relayed in run.warnings):
         warn(message, category)
@@ -466,12 +472,13 @@ def replay_from_prior(rng, reservoir, rows, model, config, stream_fn):
 
 
 class Replay(NamedTuple):
-    """A restart's replay (:func:`replay_from_prior`): the groups' runs stacked as in :class:`SGAISState`."""
+    """A restart's replay (:func:`replay_from_prior`): the runs of the groups replayed, stacked as in
+    :class:`SGAISState`."""
 
     particles: Particles
     n_datum_evaluations: int
     n_reference: int  # the smallest of the runs'
-    mode_gap_variance: np.ndarray  # (n_groups,) squared gap of each run's failed final posterior-mode check, or 0
+    mode_gap_variance: np.ndarray  # one per group replayed: the squared gap of its failed final mode check, or 0
 
 
 class _ReplayRun(NamedTuple):
@@ -500,7 +507,7 @@ def _replay_group(stream_fn, seed, model, config, X, y):
                       n_datum_evaluations=run.n_datum_evaluations, n_reference=run.n_reference, warnings=relayed)
 
 
-def merge_independent_runs(rng, first, second):
+def merge_independent_runs(rng, first, second, groups=None):
     """Pool two independent particle systems over the same rows, group by group.
 
     ``first`` and ``second`` are :class:`Particles`. Group ``g``'s evidence
@@ -508,9 +515,14 @@ def merge_independent_runs(rng, first, second):
     is), and its particles are drawn by systematic resampling from both runs'
     particles, each weighted by its run's ``Z_g`` times its own weight: the
     importance sampler of the two runs as one. A run stuck in a poor mode thus
-    costs at most ``log 2`` nats, and the groups stay independent. Returns the
-    merged :class:`Particles` with uniform weights.
+    costs at most ``log 2`` nats, and the groups stay independent. ``groups``
+    (a boolean mask over ``first``'s groups, None for all) names the groups
+    ``second`` holds, in order; the others keep ``first``'s particles, weights
+    and evidence. Returns the merged :class:`Particles`, uniform weights in the
+    pooled groups.
     """
+    if groups is not None and not np.all(groups):
+        return _merge_some_groups(rng, first, second, groups)
     n_groups, n_particles = first.log_weights.shape
     n_total = n_groups * n_particles
     log_z_a, log_z_b = first.log_evidence, second.log_evidence
@@ -533,9 +545,31 @@ def merge_independent_runs(rng, first, second):
                           reference_grad=reference_grad, origins=None)
 
 
-def pooled_mode_gap(first, second, mode_gap_variance, replay_gaps):
+#: Fields of :class:`Particles` with a row per particle, and with an entry per group.
+_PER_PARTICLE = ("theta", "reference", "reference_grad")
+_PER_GROUP = ("log_weights", "log_evidence", "log_evidence_variance")
+
+
+def _merge_some_groups(rng, first, second, groups):
+    """:func:`merge_independent_runs` of the ``groups`` (a boolean mask) of ``first`` with ``second``, the other
+    groups of ``first`` kept as they are."""
+    rows = np.repeat(groups, first.log_weights.shape[1])  # the pooled groups' particles
+    picked = first._replace(origins=None, **{name: getattr(first, name)[rows] for name in _PER_PARTICLE
+                                             if getattr(first, name) is not None},
+                            **{name: getattr(first, name)[groups] for name in _PER_GROUP})
+    merged = merge_independent_runs(rng, picked, second)
+    spliced = {}
+    for name, where in [(name, rows) for name in _PER_PARTICLE] + [(name, groups) for name in _PER_GROUP]:
+        if getattr(first, name) is not None:
+            spliced[name] = getattr(first, name).copy()
+            spliced[name][where] = getattr(merged, name)
+    return first._replace(origins=None, **spliced)
+
+
+def pooled_mode_gap(first, second, mode_gap_variance, replay_gaps, groups=None):
     """The squared mode gap of a pooled run (:func:`merge_independent_runs` of ``first`` and ``second``), from
-    the in-order run's ``mode_gap_variance`` and the replay groups' ``replay_gaps`` (``(n_groups,)``).
+    the in-order run's ``mode_gap_variance`` and the replay groups' ``replay_gaps`` (one per group replayed;
+    ``groups`` as in :func:`merge_independent_runs`).
 
     A gap is a possible error of the log evidence it was measured on. The pooled
     log evidence ``log sum_g (Z_a,g + Z_b,g) - log 2G`` moves by ``s_a`` times a
@@ -545,20 +579,30 @@ def pooled_mode_gap(first, second, mode_gap_variance, replay_gaps):
     rests on (a replay far below the in-order run, or the reverse) passes on
     little of its gap.
     """
-    share_first, shares_second = pooled_shares(first, second)
+    share_first, shares_second = pooled_shares(first, second, groups)
     return share_first**2 * mode_gap_variance + float(np.sum(shares_second**2 * replay_gaps))
 
 
-def pooled_shares(first, second):
+def _in_order_share_logs(first, groups):
+    """The in-order groups' ``log Z_g`` on the pooled scale: a group not replayed counts whole, where a pooled
+    group's ``Z_g`` enters the mean with its replay's, each at half (``groups`` None: every group pooled)."""
+    if groups is None:
+        return first.log_evidence
+    return first.log_evidence + np.where(groups, 0.0, math.log(2))
+
+
+def pooled_shares(first, second, groups=None):
     """``(s_a, s_b)``: the in-order run ``first``'s share of the pooled ``Z`` (a float) and each replay group's of
-    ``second`` (``(n_groups,)``), as :func:`pooled_mode_gap` weighs them."""
-    log_total = float(logsumexp(np.concatenate([first.log_evidence, second.log_evidence])))
-    return math.exp(float(logsumexp(first.log_evidence)) - log_total), np.exp(second.log_evidence - log_total)
+    ``second`` (one per group replayed, ``groups`` as in :func:`merge_independent_runs`), as
+    :func:`pooled_mode_gap` weighs them."""
+    in_order = _in_order_share_logs(first, groups)
+    log_total = float(logsumexp(np.concatenate([in_order, second.log_evidence])))
+    return math.exp(float(logsumexp(in_order)) - log_total), np.exp(second.log_evidence - log_total)
 
 
-def pooled_increment_variance(first, merged, increment_variance, split_sigmas):
+def pooled_increment_variance(first, merged, increment_variance, split_sigmas, groups=None):
     """``SGAISState.increment_variance`` after a restart pooled the in-order run ``first`` with its replays into
-    ``merged`` (:func:`merge_independent_runs`).
+    ``merged`` (:func:`merge_independent_runs`, the ``groups`` it pooled).
 
     The groups' jump from the in-order run to the pooled one measures the in-order run's error, not the pooled
     estimate's, so it does not enter the sum. The in-order run's summed increment spread passes on by its share of
@@ -577,7 +621,8 @@ def pooled_increment_variance(first, merged, increment_variance, split_sigmas):
                max(initial_increment_variance(merged.log_evidence, standing), OVERSHOOT_STD**2))
     if group_left_behind(first.log_evidence, first.log_evidence_variance, split_sigmas):
         return kept
-    share_first = math.exp(float(logsumexp(first.log_evidence) - logsumexp(merged.log_evidence)) - math.log(2))
+    in_order = _in_order_share_logs(first, groups)
+    share_first = math.exp(float(logsumexp(in_order) - logsumexp(merged.log_evidence)) - math.log(2))
     return max(share_first**2 * increment_variance, kept)
 
 

@@ -79,14 +79,15 @@ class ModeCheckSettings(NamedTuple):
     mixture's run carries tenths of a nat or more, so a few hundred draws usually settle it; a posterior far from
     the t's shape (few rows) spreads the weights, and the draws go on.
 
-    The check also gates the periodic restarts of such a model (:mod:`._replay_gate`): a restart replays where the pooled estimate reads below the mode's value (past ``max_rows``: by more than
-    ``gap_sigmas`` combined standard deviations beyond the gap the last check left,
-    :func:`~._replay_gate.allowed_gap`), or a replicate group reads ``gap_sigmas`` of its own below the others
-    (:func:`~._replay_gate.fell_behind`). Up to ``max_rows`` rows the
-    check's own value decides; past them the search runs on ``search_rows`` of the stored rows, its best mode
-    and the best particle are refined on all of them, and ``gate_draws`` importance draws value the mode (a few
-    hundredths of a nat at such sizes, well under the run's own error, at a cost that grows with the rows seen
-    like the replay it may save). ``gate_draws=0`` turns the gate off (every periodic restart replays).
+    The check also gates the periodic restarts of such a model (:mod:`._replay_gate`): a restart replays every
+    group where the pooled estimate reads below the mode's value (past ``max_rows``: by more than ``gap_sigmas``
+    combined standard deviations beyond the gap the last check left, :func:`~._replay_gate.allowed_gap`), and
+    only the groups left behind where a replicate group reads ``gap_sigmas`` of its own below the others
+    (:func:`~._replay_gate.groups_behind`). Up to ``max_rows`` rows the check's own value decides; past them the
+    search runs on ``search_rows`` of the stored rows, its modes are valued on all of them, the best and the best
+    particle are refined there, and ``gate_draws`` importance draws value the mode (a few hundredths of a nat at
+    such sizes, well under the run's own error, at a cost that grows with the rows seen like the replay it may
+    save). ``gate_draws=0`` turns the gate off (every periodic restart replays).
     """
 
     max_rows: int = 5000

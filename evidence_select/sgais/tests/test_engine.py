@@ -8,7 +8,7 @@ import pytest
 from evidence_select.datasets import make_linear_regression
 from evidence_select.sgais._engine import SGAISConfig, evidence_estimate, sgais_init, sgais_update
 from evidence_select.sgais._policy import (crossed_checkpoint, merge_independent_runs, per_row_spread,
-                                          pooled_increment_variance)
+                                          pooled_increment_variance, pooled_shares)
 from evidence_select.sgais._state import OVERSHOOT_STD, Particles, combine_replicates, increment_spread
 from evidence_select.models import LinearGaussianModel
 
@@ -231,6 +231,47 @@ def test_merge_independent_runs_averages_each_groups_evidence_and_draws_within_t
     # relative variances combine as those of a mean: (v_a Z_a^2 + v_b Z_b^2) / (Z_a + Z_b)^2
     assert np.isclose(variance[0], np.log1p((np.expm1(0.01) * 1 + np.expm1(0.04) * 9) / 16))
     assert np.isclose(variance[1], np.log1p(np.expm1(0.02)), rtol=1e-6)
+
+
+def test_merging_some_groups_pools_those_and_keeps_the_others_as_they_were():
+    # A gated restart replays the groups that fell behind: each pooled group is what pooling it alone gives, and
+    # the others keep their particles, weights, evidence and variance; the in-order shares of the pooled Z count
+    # a group not replayed whole and a pooled group's in-order Z at half.
+    rng = np.random.default_rng(1)
+    n_groups, n_particles = 3, 50
+    theta_a = rng.normal(size=(n_groups * n_particles, 2))
+    weights_a = rng.normal(size=(n_groups, n_particles))
+    weights_a -= np.log(np.sum(np.exp(weights_a), axis=1, keepdims=True))
+    first = _particles(theta_a, weights_a, np.array([-5.0, -9.0, -6.0]), np.array([0.1, 0.2, 0.3]))
+    first = first._replace(reference=theta_a + 1.0, reference_grad=theta_a - 1.0)
+    theta_b = rng.normal(size=(n_particles, 2)) + 10.0
+    second = _particles(theta_b, np.full((1, n_particles), -np.log(n_particles)), np.array([-4.0]), np.array([0.4]))
+    second = second._replace(reference=theta_b + 1.0, reference_grad=theta_b - 1.0)
+    groups = np.array([False, True, False])
+    merged = merge_independent_runs(np.random.default_rng(7), first, second, groups)
+    alone = merge_independent_runs(np.random.default_rng(7), _particles(
+        theta_a[50:100], weights_a[1:2], np.array([-9.0]), np.array([0.2]))._replace(
+        reference=theta_a[50:100] + 1.0, reference_grad=theta_a[50:100] - 1.0), second)
+    for name in ("theta", "reference", "reference_grad"):
+        assert np.array_equal(getattr(merged, name)[50:100], getattr(alone, name))
+        kept = np.r_[0:50, 100:150]
+        assert np.array_equal(getattr(merged, name)[kept], getattr(first, name)[kept])
+    for name in ("log_weights", "log_evidence", "log_evidence_variance"):
+        assert np.array_equal(getattr(merged, name)[1], getattr(alone, name)[0])
+        assert np.array_equal(getattr(merged, name)[[0, 2]], getattr(first, name)[[0, 2]])
+    assert merged.origins is None
+    share_first, share_second = pooled_shares(first, second, groups)
+    z_first, z_second = np.exp(-5.0) + np.exp(-9.0) / 2 + np.exp(-6.0), np.exp(-4.0) / 2
+    assert share_first == pytest.approx(z_first / (z_first + z_second))
+    assert share_second == pytest.approx([z_second / (z_first + z_second)])
+    # Every group pooled: the same numbers as without a mask.
+    everyone = np.ones(1, dtype=bool)
+    single = first._replace(theta=theta_a[:50], log_weights=weights_a[:1], log_evidence=np.array([-5.0]),
+                            log_evidence_variance=np.array([0.1]), reference=None, reference_grad=None)
+    bare = second._replace(reference=None, reference_grad=None)
+    assert pooled_shares(single, bare, everyone) == pooled_shares(single, bare)
+    assert np.array_equal(merge_independent_runs(np.random.default_rng(3), single, bare, everyone).theta,
+                          merge_independent_runs(np.random.default_rng(3), single, bare).theta)
 
 
 def test_a_restart_carries_the_in_order_spread_unless_it_measured_a_split_between_modes():
