@@ -363,7 +363,8 @@ def _increment_variance(state, closed):
     state's."""
     if closed.n_replayed:
         return closed.increment_variance
-    return state.increment_variance + increment_spread(state.log_evidence, closed.particles.log_evidence)
+    return state.increment_variance + increment_spread(state.log_evidence, closed.particles.log_evidence,
+                                                       state.widening.checked_groups)
 
 
 def _kept_widening(state, closed):
@@ -525,8 +526,8 @@ def _close_chunk(rng, state, context, progress, replayed_groups, gate_evidence=N
                        counts=counts.plus(replay_counts), n_replayed=state.n_samples_seen + len(X),
                        mode_gap_variance=mode_gap, mode_evidence=evidence,
                        increment_variance=pooled_increment_variance(
-                           particles, merged, state.increment_variance + increment_spread(state.log_evidence,
-                                                                                          particles.log_evidence),
+                           particles, merged, state.increment_variance + increment_spread(
+                               state.log_evidence, particles.log_evidence, state.widening.checked_groups),
                            config.tuning.mode_check.gap_sigmas, replayed_groups),
                        every_group_replayed=bool(np.all(replayed_groups)))
 
@@ -565,7 +566,8 @@ def _replay_gate(rng, state, context, limits, progress):
         return None
     running = state._replace(  # the run's estimate after the chunk, without a restart or a mode gap
         log_evidence=particles.log_evidence, log_evidence_variance=particles.log_evidence_variance,
-        increment_variance=state.increment_variance + increment_spread(state.log_evidence, particles.log_evidence),
+        increment_variance=state.increment_variance + increment_spread(state.log_evidence, particles.log_evidence,
+                                                                       state.widening.checked_groups),
         widening=state.widening._replace(mode_gap_variance=0.0))
     return compare_with_mode(evidence_estimate(running), evidence, settings)
 

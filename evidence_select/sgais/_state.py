@@ -361,8 +361,9 @@ def combine_replicates(log_evidence, log_evidence_variance=None, increment_varia
       share, but from ``G`` values only (one degree of freedom for two groups);
     - ``sqrt(increment_variance)``: the same spread taken chunk by chunk, the
       groups' log-evidence increments' variance summed over the chunks
-      (:func:`increment_spread`). Many more degrees of freedom, but blind to a
-      difference between the groups that persists from chunk to chunk;
+      (:func:`increment_spread`; the checked groups' alone while they lead).
+      Many more degrees of freedom, but blind to a difference between the
+      groups that persists from chunk to chunk;
     - each group's importance-weight variance ``v_g``, summed over its resampling
       segments (:func:`~._steps.segment_log_variance`), combined as
       ``sqrt(log(1 + mean(expm1(v_g)) / G))`` (blind to correlation between
@@ -427,14 +428,24 @@ def checked_groups_lead(log_evidence, checked_groups):
     return bool(np.max(log_evidence[~checked]) < np.min(log_evidence[checked]))
 
 
-def increment_spread(log_evidence_before, log_evidence_after):
+def increment_spread(log_evidence_before, log_evidence_after, checked_groups=()):
     """Variance of the groups' mean log-evidence increment over one chunk, from the groups' spread (0 for one group).
 
     ``sample variance of (log Z_g after - log Z_g before) / G``. Summed over the
     chunks (``SGAISState.increment_variance``) it estimates the variance of the
     groups' mean log evidence when the chunks' errors are independent, with a
     degree of freedom per chunk where the final spread has ``G - 1`` in all.
+    While ``checked_groups`` (``ErrorWidening.checked_groups``) read above every
+    other group (:func:`checked_groups_lead`), only their increments count: a
+    group left far behind in a poorer mode adds almost nothing to the mean ``Z``,
+    and its increments, lower chunk after chunk, measure how the gap between the
+    modes grows, not the error of the groups the estimate rests on (the same
+    rule as :func:`combine_replicates`' spread term).
     """
+    if checked_groups_lead(log_evidence_after, checked_groups):
+        groups = list(checked_groups)
+        log_evidence_before = np.asarray(log_evidence_before, dtype=float)[groups]
+        log_evidence_after = np.asarray(log_evidence_after, dtype=float)[groups]
     increments = np.asarray(log_evidence_after, dtype=float) - log_evidence_before
     if len(increments) < 2 or not np.all(np.isfinite(increments)):
         return 0.0

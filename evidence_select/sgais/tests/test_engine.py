@@ -108,6 +108,19 @@ def test_increment_variance_sums_each_chunks_spread_of_the_groups_increments():
     assert increment_spread([0.0], [1.0]) == 0.0  # one group has no spread
 
 
+def test_a_group_left_behind_a_checked_group_adds_nothing_to_the_increment_spread():
+    # A posterior-mode check measured groups 0 and 2 while group 1 sat 500 nats behind in a poorer mode, whose
+    # increments fall further behind chunk by chunk: while the checked groups lead, only their increments count.
+    before, after = np.array([-100.0, -600.0, -101.0]), np.array([-200.0, -715.0, -202.0])
+    assert increment_spread(before, after, (0, 2)) == pytest.approx(np.var([-100.0, -101.0], ddof=1) / 2)
+    assert increment_spread(before, after, (0, 2)) < increment_spread(before, after) / 50
+    assert increment_spread(before[:2], after[:2], (0,)) == 0.0  # one checked group of two: no spread to take
+    # Once a group left behind reads above a checked one, every group's increments count again.
+    caught_up = np.array([-200.0, -199.0, -202.0])
+    assert increment_spread(before, caught_up, (0, 2)) == increment_spread(before, caught_up)
+    assert increment_spread(before, after, ()) == increment_spread(before, after)
+
+
 def test_history_records():
     data = make_linear_regression(1200, random_state=1)
     _, records = run_sgais(data.X, data.y, LinearGaussianModel(5), SGAISConfig(), 0)
