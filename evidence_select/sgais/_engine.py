@@ -257,7 +257,8 @@ def _update(state, X, y, model, config, check, previous, recovery=""):
         settings)
     action, skipped = closing_action(config, limits, progress.action, len(X),
                                      None if behind is None else bool(np.any(behind)))
-    closed = _close_chunk(rng, state, context, progress, _replayed_groups(action, progress.action, behind, groups),
+    closed = _close_chunk(rng, state, context, progress,
+                          _replayed_groups(action, progress.action, behind, len(groups[0])),
                           None if gate is None else gate.evidence)
     reservoir, undo = reservoir_insert(rng, state.reservoir, X, y)  # the only in-place write
     new_state, record, causes = _chunk_result(state, context, limits, (progress, action, skipped, closed),
@@ -274,14 +275,14 @@ def _update(state, X, y, model, config, check, previous, recovery=""):
     return new_state, record, undo
 
 
-def _replayed_groups(action, chunk_action, behind, groups):
-    """The replicate groups a restart replays (a boolean mask), or None without one: after a gated periodic
-    restart the groups that fell behind (``behind``), after a surprise's or an ungated one every group."""
+def _replayed_groups(action, chunk_action, behind, n_groups):
+    """The replicate groups a restart replays (a boolean mask of ``n_groups``), or None without one: after a gated
+    periodic restart the groups that fell behind (``behind``), after a surprise's or an ungated one every group."""
     if action.kind is not ActionKind.RESTART:
         return None
     if behind is not None and chunk_action.kind is not ActionKind.RESTART:
         return behind
-    return np.ones(len(groups[0]), dtype=bool)
+    return np.ones(n_groups, dtype=bool)
 
 
 def _chunk_result(state, context, limits, outcome, carried):
