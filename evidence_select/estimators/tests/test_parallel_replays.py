@@ -47,6 +47,26 @@ def test_a_callers_parallel_config_reaches_the_replays():
     assert _fingerprint(parallel) == _fingerprint(serial)
 
 
+@pytest.mark.slow
+def test_a_replay_of_the_groups_left_behind_gives_the_same_bits_on_two_workers():
+    # Two of three groups set 2000 nats low before the periodic restart at 800 rows: the gate replays those two
+    # alone, side by side on two workers, each group's order and seed drawn first whether it replays or not.
+    from evidence_select.sgais.tests.test_replay_gate import _GatedEarly, _three_clusters
+    X = _three_clusters(800, 0)
+    runs = []
+    for n_jobs in (1, 2):
+        est = _GatedEarly(3, batch_size=100, n_particles=10, n_replicates=3, random_state=0, n_jobs=n_jobs)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            est.fit(X[:700])
+            state = est.sgais_state_
+            est.sgais_state_ = state._replace(log_evidence=state.log_evidence - np.array([0.0, 2000.0, 2000.0]))
+            est.partial_fit(X[700:])
+        assert est.evidence_history_[-1].n_replayed == 800
+        runs.append(_fingerprint(est))
+    assert runs[0] == runs[1]
+
+
 class _PidState:
     """Stands in for a stream's final state: one particle at (process id, thread id) of the worker."""
 
