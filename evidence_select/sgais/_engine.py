@@ -141,8 +141,8 @@ from ._replay_gate import allowed_gap, gate_applies, gate_mode_evidence, groups_
 from ._moves import MoveTarget, SGHMCDivergence, chunk_context, exact_recovery, pooled_step_scales
 from ._policy import (ActionKind, ChunkMode, arrival_action, closing_action, degradation_text, excursion,
                       initial_mode, merge_independent_runs, per_row_spread, pooled_increment_variance,
-                      pooled_mode_gap, periodic_restart_due, replay_from_prior, shift_detected, steps_action,
-                      surprise_limits, surprised_on_arrival)
+                      pooled_mode_gap, periodic_restart_due, replay_from_prior, replayed_groups, shift_detected,
+                      steps_action, surprise_limits, surprised_on_arrival)
 from ._reference import refresh_reference
 from ._state import (PAPER_SETTINGS, ChunkRecord, Particles, SamplerDegeneracyWarning, SGAISConfig, SGAISState,
                      StepCounts, combine_replicates, evidence_estimate, increment_spread, particle_log_weights,
@@ -255,10 +255,9 @@ def _update(state, X, y, model, config, check, previous, recovery=""):
     behind = None if gate is None else groups_behind(
         gate, groups, allowed_gap(gate, state.widening.mode_gap_variance, state.n_samples_seen + len(X), settings),
         settings)
-    action, skipped = closing_action(config, limits, progress.action, len(X),
-                                     None if behind is None else bool(np.any(behind)))
+    action, skipped = closing_action(config, limits, progress.action, len(X), behind)
     closed = _close_chunk(rng, state, context, progress,
-                          _replayed_groups(action, progress.action, behind, len(groups[0])),
+                          replayed_groups(action, progress.action, behind, len(groups[0])),
                           None if gate is None else gate.evidence)
     reservoir, undo = reservoir_insert(rng, state.reservoir, X, y)  # the only in-place write
     new_state, record, causes = _chunk_result(state, context, limits, (progress, action, skipped, closed),
@@ -273,16 +272,6 @@ def _update(state, X, y, model, config, check, previous, recovery=""):
                                                           state.n_samples_seen, evidence)
     record = with_checks(record, previous, new_state, config, causes._replace(mode_check=mode_check))
     return new_state, record, undo
-
-
-def _replayed_groups(action, chunk_action, behind, n_groups):
-    """The replicate groups a restart replays (a boolean mask of ``n_groups``), or None without one: after a gated
-    periodic restart the groups that fell behind (``behind``), after a surprise's or an ungated one every group."""
-    if action.kind is not ActionKind.RESTART:
-        return None
-    if behind is not None and chunk_action.kind is not ActionKind.RESTART:
-        return behind
-    return np.ones(n_groups, dtype=bool)
 
 
 def _chunk_result(state, context, limits, outcome, carried):
@@ -364,7 +353,13 @@ def _increment_variance(state, closed):
     state's."""
     if closed.n_replayed:
         return closed.increment_variance
-    return state.increment_variance + increment_spread(state.log_evidence, closed.particles.log_evidence,
+    return _summed_increment_variance(state, closed.particles.log_evidence)
+
+
+def _summed_increment_variance(state, log_evidence):
+    """The state's ``increment_variance`` plus the spread of the groups' increments from its ``log_evidence`` to
+    ``log_evidence`` (:func:`~._state.increment_spread`, the checked groups' alone while they lead)."""
+    return state.increment_variance + increment_spread(state.log_evidence, log_evidence,
                                                        state.widening.checked_groups)
 
 
@@ -527,8 +522,7 @@ def _close_chunk(rng, state, context, progress, replayed_groups, gate_evidence=N
                        counts=counts.plus(replay_counts), n_replayed=state.n_samples_seen + len(X),
                        mode_gap_variance=mode_gap, mode_evidence=evidence,
                        increment_variance=pooled_increment_variance(
-                           particles, merged, state.increment_variance + increment_spread(
-                               state.log_evidence, particles.log_evidence, state.widening.checked_groups),
+                           particles, merged, _summed_increment_variance(state, particles.log_evidence),
                            config.tuning.mode_check.gap_sigmas, replayed_groups),
                        every_group_replayed=bool(np.all(replayed_groups)))
 
@@ -567,8 +561,7 @@ def _replay_gate(rng, state, context, limits, progress):
         return None
     running = state._replace(  # the run's estimate after the chunk, without a restart or a mode gap
         log_evidence=particles.log_evidence, log_evidence_variance=particles.log_evidence_variance,
-        increment_variance=state.increment_variance + increment_spread(state.log_evidence, particles.log_evidence,
-                                                                       state.widening.checked_groups),
+        increment_variance=_summed_increment_variance(state, particles.log_evidence),
         widening=state.widening._replace(mode_gap_variance=0.0))
     return compare_with_mode(evidence_estimate(running), evidence, settings)
 

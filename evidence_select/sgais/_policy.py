@@ -53,7 +53,7 @@ __all__ = ["ActionKind", "ChunkAction", "ChunkMode", "Degradation", "Replay", "S
            "closing_action", "cure_of", "degradation_text", "initial_mode", "steps_action", "surprise_limits",
            "surprised_on_arrival", "shift_detected", "excursion", "replay_from_prior", "merge_independent_runs",
            "pooled_mode_gap", "pooled_shares", "pooled_increment_variance", "per_row_spread", "crossed_checkpoint",
-           "periodic_restart_due"]
+           "periodic_restart_due", "replayed_groups"]
 
 
 class ChunkMode(NamedTuple):
@@ -317,19 +317,32 @@ def closing_action(config, limits, action, n_chunk, behind=None):
     ``restart_growth`` re-estimates everything seen so far: amortised ``O(1)``
     per row, at positions fixed in advance. ``behind`` is the replay gate's
     verdict where one ran (:mod:`._replay_gate`, for a model with a mode
-    search), else None: a run that did not fall behind the posterior's best
-    mode is not replayed. A surprise's restart (the chunk's action) is not
-    gated: its replay also renews a population the surprise carried far, from
-    which the chunks after it anneal, and a check of the chunk cannot see that.
+    search: a boolean mask of the groups that fell behind,
+    :func:`~._replay_gate.groups_behind`), else None: a run none of whose
+    groups fell behind the posterior's best mode is not replayed. A surprise's
+    restart (the chunk's action) is not gated: its replay also renews a
+    population the surprise carried far, from which the chunks after it anneal,
+    and a check of the chunk cannot see that.
     """
     if action.kind is ActionKind.RESTART:
         return action, False
     checkpoint = _periodic_checkpoint(config, limits, n_chunk)
     if checkpoint and limits.can_restart:
-        if behind is False:
+        if behind is not None and not np.any(behind):
             return action, False
         return action._replace(kind=ActionKind.RESTART), False
     return action, checkpoint
+
+
+def replayed_groups(action, chunk_action, behind, n_groups):
+    """The replicate groups a restart replays (a boolean mask of ``n_groups``), or None where ``action`` (from
+    :func:`closing_action`) is no restart: after a gated periodic restart the groups that fell behind
+    (``behind``), after a surprise's restart (``chunk_action``) or an ungated one every group."""
+    if action.kind is not ActionKind.RESTART:
+        return None
+    if behind is not None and chunk_action.kind is not ActionKind.RESTART:
+        return behind
+    return np.ones(n_groups, dtype=bool)
 
 
 def shift_detected(limits, log_weights, log_lik, shift_z):
