@@ -1,8 +1,10 @@
 """Nested sampling: quadrature against exact volumes, and the full sampler on analytic evidence.
 
 Tolerance: K_SIGMA = 4 reported standard errors per seeded run (probability
-6e-5 of a miss for a calibrated estimator), with the reported error bounded by
-MAX_STD so that an off-by-one in the live-point count or the volume is caught.
+6e-5 of a miss for a calibrated estimator), with the simulated error bounded by
+MAX_STD so that an off-by-one in the live-point count or the volume is caught,
+and the reported error, which also holds the runs' spread, by K_SIGMA simulated
+errors (:func:`assert_error_bar_sized`).
 """
 
 import warnings
@@ -23,6 +25,18 @@ from evidence_select.testing._targets import BoxGaussianTarget, GaussianTarget, 
 K_SIGMA = 4.0
 MAX_STD = 0.45
 X_DUMMY = np.zeros((1, 1))
+
+
+def assert_error_bar_sized(res, max_std=MAX_STD):
+    """The simulated error is under ``max_std`` and the reported one under ``K_SIGMA`` simulated errors.
+
+    The reported error is the larger of the simulated error and the runs' spread over ``sqrt(n_runs)``; for
+    calibrated runs that spread is about half-normal (two runs) or tighter with the simulated error as its scale,
+    so a fixed cap on the reported error would fail ~1% of seeds, and this one fails 6e-5 of them.
+    """
+    simulated = res.info["std_simulated"]
+    assert 0 < simulated < max_std
+    assert simulated <= res.log_evidence_std < K_SIGMA * simulated
 
 
 def _exact_volume_run(rng, n_live, n_replace, d, s2):
@@ -74,7 +88,8 @@ def test_quadrature_unbiased_and_simulated_std_calibrated(n_replace):
                          ids=lambda t: type(t).__name__)
 def test_analytic_targets(target, seed):
     res = nested_sampling_log_evidence(target, X_DUMMY, n_live=100, n_slice_steps=6, random_state=seed)
-    assert res.method == "ns" and 0 < res.log_evidence_std < MAX_STD
+    assert res.method == "ns"
+    assert_error_bar_sized(res)
     assert abs(res.log_evidence - target.exact_log_evidence()) < K_SIGMA * res.log_evidence_std
     info = res.info
     assert abs(info["std_simulated"] - info["std_information"]) < 0.3 * info["std_information"]
@@ -94,7 +109,7 @@ def test_exact_linear_evidence():
     data = make_linear_regression(100, n_features=2, random_state=0)
     model = LinearGaussianModel(2)
     res = nested_sampling_log_evidence(model, data.X, data.y, n_live=100, n_slice_steps=6, random_state=0)
-    assert 0 < res.log_evidence_std < MAX_STD
+    assert_error_bar_sized(res)
     assert abs(res.log_evidence - model.exact_log_evidence(data.X, data.y)) < K_SIGMA * res.log_evidence_std
     assert res.n_datum_evaluations == res.n_likelihood_calls * 100
 
@@ -119,7 +134,7 @@ def test_large_batches_keep_the_volume_bookkeeping(seed):
     target = GaussianTarget(np.array([0.3, -0.2, 0.1]), cov=0.01)
     res = nested_sampling_log_evidence(target, X_DUMMY, n_live=100, n_replace=50, n_slice_steps=6, n_runs=1,
                                        random_state=seed)
-    assert 0 < res.log_evidence_std < MAX_STD
+    assert_error_bar_sized(res)
     assert abs(res.log_evidence - target.exact_log_evidence()) < K_SIGMA * res.log_evidence_std
 
 
@@ -144,7 +159,7 @@ def test_default_steps_decorrelate_replacements(moves):
     assert short.info["replacement_memory"] > 0.5
     assert abs(res.info["replacement_memory"]) < 0.2 and res.info["final_move_length"] <= 1.0
     # Its error is 0.3-0.6 nats here (6 correlated dimensions, 100 live points): 2 MAX_STD bounds it.
-    assert 0 < res.log_evidence_std < 2 * MAX_STD
+    assert_error_bar_sized(res, 2 * MAX_STD)
     assert abs(res.log_evidence - target.exact_log_evidence()) < K_SIGMA * res.log_evidence_std
     assert (res.info["galilean"]["n_likelihood_calls"] > 0) == (moves == "galilean")
 
@@ -159,21 +174,21 @@ def test_moves_lengthen_until_replacements_forget_their_start():
     adapted = nested_sampling_log_evidence(target, X_DUMMY, max_move_length=16, **kwargs)
     assert fixed.info["final_move_length"] == 1.0 and adapted.info["final_move_length"] > 4
     assert adapted.info["replacement_memory"] < 0.2 < fixed.info["replacement_memory"]
-    assert 0 < adapted.log_evidence_std < 2 * MAX_STD  # ~0.45 here, as in the test above
+    assert_error_bar_sized(adapted, 2 * MAX_STD)  # ~0.45 here, as in the test above
     assert abs(adapted.log_evidence - target.exact_log_evidence()) < K_SIGMA * adapted.log_evidence_std
 
 
 @pytest.mark.slow
 def test_move_memory_check_flags_short_moves_on_a_curved_ridge():
     # On the 6-d banana the default moves keep memory of their start that moves 4 times longer remove (the
-    # probe reads ~0.3 against a threshold of ~0.2; ~0.35 against ~0.15 at 8-d), and on the rotated banana in
+    # probe reads ~0.4 against a threshold of ~0.17), and on the rotated banana in
     # 32 and 64 dimensions the same short moves read log Z high beyond the error
     # (benchmarks/bench_calibration.py); the check must flag them. On the product of two-peak densities the
     # moves stay in their start's peaks however long they run (memory ~0.5, removed ~0): a mode, not a short
     # move, so the check passes (test_move_memory_check_passes_modes_that_longer_moves_do_not_leave). The probe has
     # its own generator, so the estimate is the one the run gives without it (the mocked probe below). On the
     # banana 100 of the 250 live points are replaced per iteration (not 62): the same moves and probe in fewer
-    # iterations (the probe reads ~0.32 against ~0.16 then).
+    # iterations.
     with pytest.warns(EvidenceConvergenceWarning, match="move_memory"):
         curved = nested_sampling_log_evidence(BananaTarget(6), X_DUMMY, n_replace=100, random_state=0)
     assert not curved.converged and curved.info["memory_removed"] > 0.2
@@ -182,23 +197,26 @@ def test_move_memory_check_flags_short_moves_on_a_curved_ridge():
 
 @pytest.mark.slow
 def test_moves_that_lengthen_pass_the_move_memory_check_on_the_curved_ridge():
-    # The cure the guide names for the test above, moves that lengthen (to 4 times here), passes at this dimension.
-    longer = nested_sampling_log_evidence(BananaTarget(6), X_DUMMY, n_replace=100, max_move_length=4, random_state=0)
-    assert longer.info["final_move_length"] == 4.0 and longer.diagnostics["move_memory"]["passed"]
+    # The cure the guide names for the test above, moves that lengthen, passes at this dimension: 8 times here,
+    # where the probe runs on the final live points of a run stopped at dlogz=0.5, low on the ridge where it is
+    # long (4 times still reads ~0.27 against ~0.2 there).
+    longer = nested_sampling_log_evidence(BananaTarget(6), X_DUMMY, n_replace=100, max_move_length=8, random_state=0)
+    assert longer.info["final_move_length"] == 8.0 and longer.diagnostics["move_memory"]["passed"]
 
 
 @pytest.mark.slow
 def test_move_memory_check_passes_modes_that_longer_moves_do_not_leave():
     # The other side of test_move_memory_check_flags_short_moves_on_a_curved_ridge: the default moves on the 6-d
     # product of two-peak densities, over three seeds. Each run passes the check and its replacements keep their
-    # start's mode (memory above 0.3); what longer moves remove averages near zero. One run's probe has a standard
+    # start's mode (memory above 0.2, where one mode's Galilean replacements keep ~0.01); what longer moves remove
+    # averages near zero. One run's probe has a standard
     # error of about 0.04, so a single seed may read up to the check's 4 standard errors (0.15) by chance.
     from evidence_select.backends import _ns
 
     removed = []
     for seed in (0, 1, 2):
         modes = nested_sampling_log_evidence(ProductTarget(TwoPeakFactor(), 6), X_DUMMY, random_state=seed)
-        assert modes.diagnostics["move_memory"]["passed"] and modes.info["replacement_memory"] > 0.3, seed
+        assert modes.diagnostics["move_memory"]["passed"] and modes.info["replacement_memory"] > 0.2, seed
         removed.append(modes.info["memory_removed"])
     assert abs(np.mean(removed)) < _ns.MAX_MEMORY_REMOVED, removed
 
@@ -252,7 +270,7 @@ def test_several_runs_report_their_spread():
     assert len(info["log_evidence_runs"]) == 4 and res.settings["n_runs"] == 4
     assert res.log_evidence_std == max(info["std_simulated"], info["std_between_runs"])
     assert np.isclose(info["std_between_runs"], np.std(info["log_evidence_runs"], ddof=1) / 2)
-    assert 0 < res.log_evidence_std < MAX_STD
+    assert_error_bar_sized(res)
     assert abs(res.log_evidence - target.exact_log_evidence()) < K_SIGMA * res.log_evidence_std
     assert np.isclose(np.logaddexp.reduce(res.log_weights), res.log_evidence)
     assert len(res.samples) == len(res.log_weights)
@@ -274,7 +292,7 @@ def test_default_run_passes_its_checks():
     assert res.settings["n_runs"] == 2 and res.converged
     assert set(res.diagnostics) == {"insertion_rank", "iterations", "live_points", "runs_agreement", "move_memory"}
     assert res.log_evidence_std == max(res.info["std_simulated"], res.info["std_between_runs"])
-    assert 0 < res.log_evidence_std < MAX_STD
+    assert_error_bar_sized(res)
     assert abs(res.log_evidence - target.exact_log_evidence()) < K_SIGMA * res.log_evidence_std
 
 
@@ -328,7 +346,7 @@ def test_ellipsoid_moves_make_a_gaussian_cheap(seed):
     assert res.info["galilean"]["n_likelihood_calls"] + res.info["slice"]["n_likelihood_calls"] < 0.05 * ell[
         "n_likelihood_calls"]
     assert res.n_likelihood_calls < 5e4
-    assert 0 < res.log_evidence_std < MAX_STD
+    assert_error_bar_sized(res)
     assert abs(res.log_evidence - target.exact_log_evidence()) < K_SIGMA * res.log_evidence_std
 
 
@@ -347,7 +365,7 @@ def test_split_ellipsoids_keep_a_curved_ridge_and_two_modes_cheap(target, max_ca
         markov = res.info["galilean"]["n_likelihood_calls"] + res.info["slice"]["n_likelihood_calls"]
         assert markov < 0.75 * res.n_likelihood_calls
         assert res.n_likelihood_calls < max_calls
-        assert 0 < res.log_evidence_std < MAX_STD
+        assert_error_bar_sized(res)
         assert abs(res.log_evidence - target.exact_log_evidence()) < K_SIGMA * res.log_evidence_std
 
 
@@ -367,7 +385,7 @@ def test_cube_ellipsoids_keep_steep_priors_cheap(name, max_calls):
             res = nested_sampling_log_evidence(case.model, case.X if case.X is not None else X_DUMMY, case.y,
                                                random_state=seed)
         assert res.n_likelihood_calls < max_calls
-        assert 0 < res.log_evidence_std < MAX_STD
+        assert_error_bar_sized(res)
         assert abs(res.log_evidence - case.exact) < K_SIGMA * res.log_evidence_std
 
 
