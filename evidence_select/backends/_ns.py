@@ -36,6 +36,7 @@ from ..kernels._ellipsoid import (EllipsoidInfo, PriorProposal, adapt_efficiency
 from ..kernels._galilean import GalileanInfo, GalileanSettings, adapt_galilean_step, galilean_sample
 from ..kernels._hmc import preconditioner_from_samples
 from ..kernels._slice import SliceInfo, SliceSettings, adapt_slice_width, constrained_slice_sample
+from ..kernels._symmetric import symmetric_bounding_ellipsoids
 from ..utils._likelihood import check_data, check_fraction, check_positive_int, log_lik_and_grad, log_lik_sum
 from ..utils._logspace import log1mexp, logsumexp
 from ..utils._progress import progress_bar
@@ -696,8 +697,10 @@ def _frame(rng, model, points, config, log_volume=-np.inf):
                   float(np.exp(log_volume)))
 
 
-#: Prior draws for the Monte Carlo prior masses of the two kinds of bounding ellipsoids (:func:`_bounding_proposal`).
+#: Prior draws for the Monte Carlo prior masses of the kinds of bounding ellipsoids (:func:`_bounding_proposal`).
 MASS_DRAWS = 1024
+#: Most mode symmetries (``K!`` of a mixture: five components) whose images the bounding ellipsoids take.
+MAX_SYMMETRIES = 120
 
 
 def _bounding_proposal(rng, model, points, factor, config):
@@ -714,7 +717,8 @@ def _bounding_proposal(rng, model, points, factor, config):
     if not config.ellipsoid:
         return None
     dense = factor if factor.ndim == 2 else np.diag(factor)
-    ellipsoids = bounding_ellipsoids(points, ELLIPSOID_ENLARGE, factor=dense)
+    ellipsoids = _smaller_prior_mass(rng, model, bounding_ellipsoids(points, ELLIPSOID_ENLARGE, factor=dense),
+                                     _symmetric_ellipsoids(model, points))
     if not model.capabilities().prior_transform:
         return ellipsoids
     cube = cube_ellipsoids(points, model.prior_transform, model.prior_cdf, ELLIPSOID_ENLARGE)
@@ -722,6 +726,24 @@ def _bounding_proposal(rng, model, points, factor, config):
         return ellipsoids
     cube_mass = cube.log_prior_mass(rng, None, MASS_DRAWS)
     return cube if cube_mass < ellipsoids.log_prior_mass(rng, model.log_prior, MASS_DRAWS) else ellipsoids
+
+
+def _symmetric_ellipsoids(model, points):
+    """The bounding ellipsoids of ``points`` gathered in one copy of the posterior's modes and mapped to every
+    copy (:mod:`evidence_select.kernels._symmetric`), for a model with 2 to ``MAX_SYMMETRIES`` mode symmetries
+    (a mixture's relabellings); None otherwise."""
+    if not 1 < model.n_mode_symmetries <= MAX_SYMMETRIES:
+        return None
+    return symmetric_bounding_ellipsoids(points, model.mode_symmetries(), ELLIPSOID_ENLARGE)
+
+
+def _smaller_prior_mass(rng, model, ellipsoids, other):
+    """Whichever of two unions holding the same points holds less prior mass (``ellipsoids`` where ``other`` is
+    None)."""
+    if other is None:
+        return ellipsoids
+    mass = [union.log_prior_mass(rng, model.log_prior, MASS_DRAWS) for union in (ellipsoids, other)]
+    return other if mass[1] < mass[0] else ellipsoids
 
 
 def _independent_move(proposal):

@@ -298,8 +298,14 @@ class Model(ABC):
     def mode_symmetries(self):
         """Linear maps ``A`` under which the posterior is invariant, shape ``(n_mode_symmetries, n_params,
         n_params)``; the default is the identity alone. The posterior-mode check symmetrises its proposal over
-        them (a mixture's relabellings)."""
+        them (a mixture's relabellings), and nested sampling bounds one copy of the modes and maps it to all.
+        They must form a group (each map's inverse and every product among them) with ``|det A| = 1``."""
         return np.eye(self.n_params)[None]
+
+    @property
+    def n_mode_symmetries(self):
+        """Number of :meth:`mode_symmetries` (override it where building them all to count them is costly)."""
+        return len(self.mode_symmetries())
 
     def log_likelihood_sum(self, theta, X, y=None):
         """Total log-likelihood of a data set, shape ``(n_particles,)``."""
