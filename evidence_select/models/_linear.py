@@ -9,7 +9,8 @@ statistics in O(N d^2) (:class:`LinearEvidenceStats`), never from an N x N matri
 from typing import NamedTuple
 
 import numpy as np
-from scipy.linalg import cho_factor, cho_solve, solve_triangular
+from scipy.linalg import LinAlgError, cho_solve
+from scipy.linalg.lapack import dpotrf, dpotrs, dtrtrs
 
 from ._protocol import (Model, design_step_scales, diagonal_prior_variances, gaussian_prior_cdf,
                         gaussian_prior_transform, weighted_total)
@@ -198,7 +199,7 @@ class LinearGaussianModel(Model):
         n_design = self.n_params
         factor, mean = _posterior_factor(self, statistics[:n_design, :n_design], statistics[:n_design, -1])
         # With precision L L^T, L^-T z for z ~ N(0, I) has covariance (L L^T)^-1.
-        deviations = solve_triangular(factor[0], rng.standard_normal((n_design, n_samples)), lower=True, trans="T")
+        deviations, _ = dtrtrs(factor[0], rng.standard_normal((n_design, n_samples)), lower=1, trans=1)
         return mean + deviations.T
 
     def gradient_statistics(self, X, y):
@@ -321,5 +322,10 @@ def _posterior_factor(model, gram, cross):
     """Cholesky factor of the posterior precision ``diag(1 / prior_variances) + gram / noise_variance``, and the
     posterior mean ``precision^-1 cross / noise_variance``, from the (weighted) moments of the design rows."""
     precision = np.diag(1.0 / model.prior_variances) + gram / model.noise_variance
-    factor = cho_factor(precision, lower=True)
-    return factor, cho_solve(factor, cross / model.noise_variance)
+    # LAPACK's potrf and potrs directly, as scipy's cho_factor and cho_solve call them (the same bits) without
+    # their input checks: SGAIS draws from this factor at every annealing step.
+    lower, info = dpotrf(precision, lower=1, clean=0)
+    if info != 0:
+        raise LinAlgError(f"the posterior precision is not positive definite (LAPACK potrf info {info})")
+    mean, _ = dpotrs(lower, cross / model.noise_variance, lower=1)
+    return (lower, True), mean

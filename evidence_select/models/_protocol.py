@@ -53,10 +53,11 @@ class ModelCapabilities(NamedTuple):
     prior_transform: bool = False  # prior_transform and prior_cdf
 
 
-def _defined_for(model, member, terms):
-    """Whether the class of ``model`` that defines ``member`` defines each of ``terms`` or subclasses its definer."""
+def _defined_for(model_class, member, terms):
+    """Whether the class in ``model_class``'s MRO that defines ``member`` defines each of ``terms`` or subclasses
+    its definer."""
     def owner(name):
-        return next((cls for cls in type(model).__mro__ if name in vars(cls)), None)
+        return next((cls for cls in model_class.__mro__ if name in vars(cls)), None)
 
     defined, definers = owner(member), [owner(name) for name in terms]
     return defined is not None and all(cls is not None and issubclass(defined, cls) for cls in definers)
@@ -71,18 +72,24 @@ def declared_capabilities(model):
     gradient term alone is not bypassed by a fused call it inherited. Members that depend on no term
     (``propose_jump``, ``mode_starts``, ``exact_log_evidence``) count wherever they are defined.
     """
-    statistics = _defined_for(model, "gradient_statistics", ("log_likelihood",))
+    return _class_capabilities(type(model))._replace(global_jumps=hasattr(model, "propose_jump"),
+                                                     mode_search=hasattr(model, "mode_starts"),
+                                                     exact_evidence=hasattr(model, "exact_log_evidence"))
+
+
+@functools.lru_cache(maxsize=256)
+def _class_capabilities(cls):
+    """The members of :func:`declared_capabilities` that the class alone decides (its definers of each member),
+    computed once per class: SGAIS asks for them on every chunk."""
+    statistics = _defined_for(cls, "gradient_statistics", ("log_likelihood",))
     return ModelCapabilities(
-        exact_draws=_defined_for(model, "sample_tempered_posterior", ("log_likelihood",)),
-        statistics_draws=statistics and _defined_for(model, "sample_tempered_posterior_from_statistics",
+        exact_draws=_defined_for(cls, "sample_tempered_posterior", ("log_likelihood",)),
+        statistics_draws=statistics and _defined_for(cls, "sample_tempered_posterior_from_statistics",
                                                      ("log_likelihood",)),
         gradient_statistics=statistics,
-        global_jumps=hasattr(model, "propose_jump"),
-        mode_search=hasattr(model, "mode_starts"),
-        fused_joint_gradient=_defined_for(model, "grad_log_joint", ("grad_log_prior", "grad_log_likelihood")),
-        fused_fixed_points=_defined_for(model, "grad_log_likelihood_at", ("grad_log_likelihood",)),
-        exact_evidence=hasattr(model, "exact_log_evidence"),
-        prior_transform=all(_defined_for(model, name, ("log_prior",)) for name in ("prior_transform", "prior_cdf")))
+        fused_joint_gradient=_defined_for(cls, "grad_log_joint", ("grad_log_prior", "grad_log_likelihood")),
+        fused_fixed_points=_defined_for(cls, "grad_log_likelihood_at", ("grad_log_likelihood",)),
+        prior_transform=all(_defined_for(cls, name, ("log_prior",)) for name in ("prior_transform", "prior_cdf")))
 
 
 class Model(ABC):

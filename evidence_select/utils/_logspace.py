@@ -8,6 +8,9 @@ the plain numpy versions below skip it and handle ``-inf`` the same way.
 
 import numpy as np
 
+#: ``-log 2``, where :func:`log1mexp` switches between its two forms.
+_MINUS_LOG_2 = -float(np.log(2.0))
+
 __all__ = ["logsumexp", "log_mean_exp", "normalize_log_weights", "ess_from_log_weights", "log1mexp", "log_expm1"]
 
 
@@ -182,8 +185,12 @@ def log1mexp(x):
     -46.0517
     """
     x = np.asarray(x, dtype=float)
+    # The hot path: away from 0 neither branch below takes a log of 0 (exp(x) < 1 in float), so no
+    # floating-point state switch.
+    if x.size and x.max() < -1e-10:
+        return np.where(x > _MINUS_LOG_2, np.log(-np.expm1(x)), np.log1p(-np.exp(x)))
     with np.errstate(divide="ignore"):
-        return np.where(x > -np.log(2.0), np.log(-np.expm1(x)), np.log1p(-np.exp(x)))
+        return np.where(x > _MINUS_LOG_2, np.log(-np.expm1(x)), np.log1p(-np.exp(x)))
 
 
 def log_expm1(x):
