@@ -74,8 +74,8 @@ def exp_accurate(x):
 
 @numba.njit(cache=True, inline="always")
 def exp_coarse(x):
-    """``exp(x)`` on ``[-80, 0]`` to 7e-9 relative (degree 7): the gradient's, a noisy mini-batch estimate anyway
-    (the numpy gradient used single-precision exponentials, 1e-7)."""
+    """``exp(x)`` on ``[-80, 0]`` to 7e-9 relative (degree 7): for sums that need no more (the mixture's EM
+    moments)."""
     return _exp_taylor(x, _TAYLOR_7)
 
 
@@ -94,7 +94,7 @@ _EXPF_POLYNOMIAL = tuple(np.float32(c) for c in (1.9875691500e-4, 1.3981999507e-
 @numba.njit(cache=True, inline="always")
 def exp_single(x):
     """``exp(x)`` of a float32 on ``[-80, 80]`` (or NaN, which it returns) to a float32 ulp or two: the softmax's
-    stochastic gradient's."""
+    and the mixture's stochastic gradients'."""
     kf = np.floor(x * _LOG2E_SINGLE + _HALF_SINGLE)
     r = (x - kf * _LN2_HIGH_SINGLE) - kf * _LN2_LOW_SINGLE
     p = _EXPF_POLYNOMIAL[0]

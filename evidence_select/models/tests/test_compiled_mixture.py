@@ -73,6 +73,29 @@ def reference_likelihood_gradient(theta, X, weights, K):
     return np.hstack([grad_eta, grad_means.reshape(M, -1), grad_log_var.reshape(M, -1)])
 
 
+def reference_single_likelihood_gradient(theta, X, weights, K):
+    """:func:`reference_likelihood_gradient` with the rows' terms in numpy's single precision, as the compiled
+    gradient has them: log-densities in the centred form ``const_k - sum_i tau_ki (x_i - mu_ki)^2 / 2`` (the
+    distances rounded from double precision), responsibilities and their centred moments ``sum r (x - mu)``, ``sum r (x - mu)^2`` in float32, then the
+    closed forms in double. Its distance from the double-precision reference is what single precision costs."""
+    M, d = len(theta), X.shape[1]
+    log_weights, means, log_variances = reference_params(theta, K, d)
+    single = np.float32
+    centred = (X[None, :, None, :] - means[:, None, :, :]).astype(single)  # (M, n, K, d), rounded once
+    half_precision = (0.5 * np.exp(-log_variances)).astype(single)
+    const = (log_weights - 0.5 * (log_variances.sum(axis=2) + d * LOG_2PI)).astype(single)
+    log_dens = const[:, None, :] - (half_precision[:, None] * centred * centred).sum(axis=3)
+    resp = np.exp(np.maximum(log_dens - log_dens.max(axis=2, keepdims=True), single(-80.0)))
+    resp *= (np.broadcast_to(weights, (M, len(X))).astype(single) / resp.sum(axis=2))[:, :, None]
+    mass = resp.astype(float).sum(axis=1)
+    first = np.einsum("mjk,mjki->mki", resp, centred).astype(float)
+    second = np.einsum("mjk,mjki->mki", resp, centred * centred).astype(float)
+    precision = np.exp(-log_variances)
+    grad_eta = mass[:, :-1] - np.exp(log_weights[:, :-1]) * mass.sum(axis=1, keepdims=True)
+    grad_log_var = -0.5 * mass[:, :, None] + 0.5 * precision * second
+    return np.hstack([grad_eta, (precision * first).reshape(M, -1), grad_log_var.reshape(M, -1)])
+
+
 def reference_prior_gradient(theta, K, d, weight_concentration, variance_shape, variance_scale, mean_prior_loc,
                              mean_variance_factor):
     M = len(theta)
@@ -104,11 +127,25 @@ def _gradient_error(grad, expected):
     return np.max(np.abs(grad - expected) / scale)
 
 
-# The gradient's exponentials are 7e-9 relative (_exp_coarse): responsibilities and moments to ~1e-8 of the
-# particle's largest term. The log-likelihood's are 3e-15 (_exp): its rows are rounding-level apart, and so is the
-# gradient that log_likelihood_and_grad computes from the same exponentials.
+# EM's moments' exponentials are 7e-9 relative (_exp_coarse): moments to ~1e-8 of the particle's largest term. The
+# log-likelihood's are 3e-15 (_exp): its rows are rounding-level apart, and so is the gradient that
+# log_likelihood_and_grad computes from the same exponentials.
 GRADIENT_TOLERANCE = 1e-7
 EXACT_GRADIENT_TOLERANCE = 1e-11
+#: SGHMC's gradient has its rows' terms in single precision: it is within this many times the error of the same
+#: math in numpy's single precision (reference_single_likelihood_gradient), or a few float32 ulps where that is
+#: smaller.
+SINGLE_ERROR_FACTOR = 4.0
+SINGLE_ERROR_FLOOR = 8 * float(np.finfo(np.float32).eps)
+
+
+def assert_single_gradient_close(grad, theta, X, weights, K, expected):
+    """``grad``, a single-precision gradient of the likelihood (or of the joint, with ``expected`` including the
+    prior's), is as close to the double-precision ``expected`` as :data:`SINGLE_ERROR_FACTOR` allows."""
+    single_error = _gradient_error(reference_single_likelihood_gradient(theta, X, weights, K),
+                                   reference_likelihood_gradient(theta, X, weights, K))
+    tolerance = max(SINGLE_ERROR_FACTOR * single_error, SINGLE_ERROR_FLOOR)
+    assert _gradient_error(grad, expected) < tolerance
 
 
 @pytest.mark.parametrize("shape", SHAPES, ids=SHAPE_IDS)
@@ -127,7 +164,8 @@ def test_likelihood_gradient_matches_the_numpy_reference(shape, weights_shape):
     weights = {"scalar": 0.7, "rows": rng.uniform(0.1, 2.0, size=n),
                "particles x rows": rng.uniform(0.1, 2.0, size=(M, n))}[weights_shape]
     expected = reference_likelihood_gradient(theta, X, weights, shape[2])
-    assert _gradient_error(model.grad_log_likelihood(theta, X, None, weights), expected) < GRADIENT_TOLERANCE
+    assert_single_gradient_close(model.grad_log_likelihood(theta, X, None, weights), theta, X, weights, shape[2],
+                                 expected)
     total, grad = model.log_likelihood_and_grad(theta, X, None, weights)
     assert _gradient_error(grad, expected) < EXACT_GRADIENT_TOLERANCE
     expected_total = np.sum(np.broadcast_to(weights, (M, n)) * reference_log_likelihood(theta, X, shape[2]), axis=1)
@@ -173,7 +211,23 @@ def test_prior_and_joint_gradients_match_the_numpy_reference(shape):
     np.testing.assert_allclose(model.grad_log_prior(theta), expected_prior, rtol=1e-13, atol=1e-13)
     weights = rng.uniform(0.1, 2.0, size=len(X))
     expected = expected_prior + reference_likelihood_gradient(theta, X, weights, K)
-    assert _gradient_error(model.grad_log_joint(theta, X, None, weights), expected) < GRADIENT_TOLERANCE
+    assert_single_gradient_close(model.grad_log_joint(theta, X, None, weights), theta, X, weights, K, expected)
+
+
+def test_single_precision_gradient_keeps_narrow_components_far_from_the_origin():
+    """Rows around narrow components at +-300 (a posterior's, on unstandardised data): the gradient's distances are
+    taken in double precision before rounding, so it is as close as near the origin. Rounding the rows to single
+    precision first moves each distance by up to 1.5e-5 (half a float32 ulp at 300), a sixth of a component's
+    standard deviation, and the gradient by about a quarter of its largest entry."""
+    model = GaussianMixtureModel(2, 1, **PRIOR)
+    rng = np.random.default_rng(5)
+    X = np.concatenate([rng.normal(300.0, 1e-4, size=(60, 1)), rng.normal(-300.0, 1e-4, size=(40, 1))])
+    theta = np.array([[np.log(1.5), 300.0 + 2e-5 * s, -300.0 - 3e-5 * s, np.log(1.2e-8), np.log(0.8e-8)]
+                      for s in (-1.0, 0.0, 1.0)])
+    weights = rng.uniform(0.1, 2.0, size=len(X))
+    expected = reference_likelihood_gradient(theta, X, weights, 2)
+    assert_single_gradient_close(model.grad_log_likelihood(theta, X, None, weights), theta, X, weights, 2, expected)
+    assert _gradient_error(model.grad_log_likelihood(theta, X, None, weights), expected) < 1e-5
 
 
 def test_kernels_take_non_contiguous_inputs():
@@ -189,11 +243,12 @@ def test_kernels_take_non_contiguous_inputs():
     assert not (theta_view.flags.c_contiguous or X_view.flags.c_contiguous or weights.flags.c_contiguous)
     expected_grad = reference_likelihood_gradient(theta[::2], X, weights, 4)
     expected_log_lik = reference_log_likelihood(theta[::2], X, 4)
-    assert _gradient_error(model.grad_log_likelihood(theta_view, X_view, None, weights), expected_grad) < 1e-7
+    assert_single_gradient_close(model.grad_log_likelihood(theta_view, X_view, None, weights), theta[::2], X, weights,
+                                 4, expected_grad)
     np.testing.assert_allclose(model.log_likelihood(theta_view, X_view), expected_log_lik, rtol=1e-13, atol=1e-12)
     out = np.empty((4, model.n_params))
     kernels.mixture_gradient(theta_view, X_view, weights, 4, model._prior_constants(), False, out)
-    assert _gradient_error(out, expected_grad) < GRADIENT_TOLERANCE
+    assert_single_gradient_close(out, theta[::2], X, weights, 4, expected_grad)
     for moment, expected in zip(kernels.mixture_moments(theta_view, X_view, weights, 4),
                                 reference_moments(theta[::2], X, weights, 4)):
         assert _gradient_error(moment.reshape(4, -1), expected.reshape(4, -1)) < GRADIENT_TOLERANCE
