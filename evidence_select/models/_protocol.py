@@ -53,14 +53,9 @@ class ModelCapabilities(NamedTuple):
     prior_transform: bool = False  # prior_transform and prior_cdf
 
 
-def _defined_for(model_class, member, terms):
-    """Whether the class in ``model_class``'s MRO that defines ``member`` defines each of ``terms`` or subclasses
-    its definer."""
-    def owner(name):
-        return next((cls for cls in model_class.__mro__ if name in vars(cls)), None)
-
-    defined, definers = owner(member), [owner(name) for name in terms]
-    return defined is not None and all(cls is not None and issubclass(defined, cls) for cls in definers)
+def _definer(model_class, name):
+    """The class in ``model_class``'s MRO that defines ``name``, or None."""
+    return next((cls for cls in model_class.__mro__ if name in cls.__dict__), None)
 
 
 def declared_capabilities(model):
@@ -72,24 +67,38 @@ def declared_capabilities(model):
     gradient term alone is not bypassed by a fused call it inherited. Members that depend on no term
     (``propose_jump``, ``mode_starts``, ``exact_log_evidence``) count wherever they are defined.
     """
-    return _class_capabilities(type(model))._replace(global_jumps=hasattr(model, "propose_jump"),
-                                                     mode_search=hasattr(model, "mode_starts"),
-                                                     exact_evidence=hasattr(model, "exact_log_evidence"))
+    # The definers are the cache's key: a class patched after a first call is looked at afresh.
+    definers = tuple(_definer(type(model), name) for name in _CLASS_MEMBERS)
+    return _class_capabilities(definers)._replace(global_jumps=hasattr(model, "propose_jump"),
+                                                  mode_search=hasattr(model, "mode_starts"),
+                                                  exact_evidence=hasattr(model, "exact_log_evidence"))
+
+
+#: The members whose definers decide the class part of :func:`declared_capabilities`.
+_CLASS_MEMBERS = ("gradient_statistics", "log_likelihood", "sample_tempered_posterior",
+                  "sample_tempered_posterior_from_statistics", "grad_log_joint", "grad_log_prior",
+                  "grad_log_likelihood", "grad_log_likelihood_at", "prior_transform", "prior_cdf", "log_prior")
 
 
 @functools.lru_cache(maxsize=256)
-def _class_capabilities(cls):
-    """The members of :func:`declared_capabilities` that the class alone decides (its definers of each member),
-    computed once per class: SGAIS asks for them on every chunk."""
-    statistics = _defined_for(cls, "gradient_statistics", ("log_likelihood",))
+def _class_capabilities(definers):
+    """The members of :func:`declared_capabilities` that the class decides, from the definers of
+    :data:`_CLASS_MEMBERS` (in that order), computed once per set of definers: SGAIS asks on every chunk."""
+    owner = dict(zip(_CLASS_MEMBERS, definers))
+
+    def defined_for(member, terms):
+        # The member's definer defines each term or subclasses its definer.
+        defined = owner[member]
+        return defined is not None and all(owner[t] is not None and issubclass(defined, owner[t]) for t in terms)
+
+    statistics = defined_for("gradient_statistics", ("log_likelihood",))
     return ModelCapabilities(
-        exact_draws=_defined_for(cls, "sample_tempered_posterior", ("log_likelihood",)),
-        statistics_draws=statistics and _defined_for(cls, "sample_tempered_posterior_from_statistics",
-                                                     ("log_likelihood",)),
+        exact_draws=defined_for("sample_tempered_posterior", ("log_likelihood",)),
+        statistics_draws=statistics and defined_for("sample_tempered_posterior_from_statistics", ("log_likelihood",)),
         gradient_statistics=statistics,
-        fused_joint_gradient=_defined_for(cls, "grad_log_joint", ("grad_log_prior", "grad_log_likelihood")),
-        fused_fixed_points=_defined_for(cls, "grad_log_likelihood_at", ("grad_log_likelihood",)),
-        prior_transform=all(_defined_for(cls, name, ("log_prior",)) for name in ("prior_transform", "prior_cdf")))
+        fused_joint_gradient=defined_for("grad_log_joint", ("grad_log_prior", "grad_log_likelihood")),
+        fused_fixed_points=defined_for("grad_log_likelihood_at", ("grad_log_likelihood",)),
+        prior_transform=all(defined_for(name, ("log_prior",)) for name in ("prior_transform", "prior_cdf")))
 
 
 class Model(ABC):

@@ -31,6 +31,20 @@ def test_a_prior_transform_is_dropped_with_the_prior_it_was_written_for():
     assert not _OtherPrior(2).capabilities().prior_transform
 
 
+def test_a_class_patched_after_its_first_declaration_is_declared_afresh():
+    """The class part of the declaration is cached per class and its members: a member replaced on the class
+    after a first call counts as the new definer."""
+    class Patched(LinearGaussianModel):
+        pass
+
+    model = Patched(2)
+    assert model.capabilities().exact_draws
+    Patched.log_likelihood = LinearGaussianModel.log_likelihood  # now defined by Patched, not by the draws' owner
+    assert not model.capabilities().exact_draws
+    del Patched.log_likelihood
+    assert model.capabilities().exact_draws
+
+
 class _Context:
     """The two members of a chunk context that :func:`move_kernels` reads."""
 
