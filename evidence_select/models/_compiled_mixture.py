@@ -27,6 +27,8 @@ from ._compiled_exp import exp_single as _exp_single
 __all__ = ["mixture_gradient", "mixture_log_likelihood", "mixture_log_likelihood_and_gradient", "mixture_moments"]
 
 _LOG_2PI = float(np.log(2.0 * np.pi))
+#: The largest float32: the single-precision gradient's precisions and log-densities are clamped to it.
+_SINGLE_MAX = float(np.finfo(np.float32).max)
 
 
 @numba.njit(cache=True)
@@ -234,8 +236,12 @@ def mixture_gradient(theta, X, row_weights, n_components, prior, include_prior, 
     tau c2 / 2``. The rows' terms are single precision (:func:`_centred_moments_single`): SGHMC's gradient is a
     mini-batch estimate whose noise is far above float32's rounding, and eight lanes instead of four nearly halve
     the cost. The distances ``x - mu`` are rounded from double precision and the moments are centred, so the
-    rounding stays relative to each row's distance from the component, however far from the origin, with no
-    cancellation between large moments. Each block's sums are added in double precision. The sums over rows are
+    moments' rounding stays relative to each row's distance from the component, however far from the origin, with
+    no cancellation between large moments. A responsibility's rounding grows with the row's log-densities, about
+    ``eps32 (z / sigma)^2 / 2`` relative (6e-4 for a row 100 standard deviations from every component): rows that
+    far are outliers of every component. Precisions and log-densities are clamped to float32's range, so the
+    gradient stays finite where the double-precision kernels' does, for rows within ~1e18 of the components.
+    Each block's sums are added in double precision. The sums over rows are
     reassociated into vector lanes, in an order fixed by the compiled code: the same inputs give the same bits on
     a machine, in any process (no threads).
     """
@@ -264,7 +270,7 @@ def _single_particle(theta_row, params, half_tau, const):
         log_det = 0.0
         for i in range(d):
             log_det += theta_row[var_start + k * d + i]
-            half_tau[k, i] = np.float32(0.5 * tau[k, i])
+            half_tau[k, i] = np.float32(min(0.5 * tau[k, i], _SINGLE_MAX))  # finite: inf * 0 would be NaN
         const[k] = np.float32(log_weights[k] - 0.5 * (log_det + d * _LOG_2PI))
 
 
@@ -277,7 +283,7 @@ def _centred_log_densities(xt, mu, half_tau, const, dens, n_rows):
     however far the data sit from the origin; the rest is single precision.
     """
     K, d = mu.shape
-    floor = np.float32(_EXP_FLOOR)
+    floor, lowest = np.float32(_EXP_FLOOR), np.float32(-_SINGLE_MAX)
     for k in range(K):
         row = dens[k]
         ck = const[k]
@@ -288,6 +294,8 @@ def _centred_log_densities(xt, mu, half_tau, const, dens, n_rows):
             for j in range(n_rows):
                 z = np.float32(xi[j] - centre)
                 row[j] -= h * z * z
+        for j in range(n_rows):  # a row past float32's range from every component keeps a finite largest
+            row[j] = max(row[j], lowest)
     top = dens[K]  # the scratch row after the components'
     for j in range(n_rows):
         top[j] = dens[0, j]
@@ -394,7 +402,7 @@ def mixture_log_likelihood_and_gradient(theta, X, row_weights, n_components, log
     its acceptance needs at every leapfrog step; one pass costs about half of the two).
     """
     mass, first, second = _weighted_moments(theta, X, row_weights, n_components, log_lik)
-    _centre_moments(theta, mass, first, second)
+    _centre_moments(theta, mass, first, second)  # first and second now about each component's mean
     _gradient_from_centred_moments(theta, mass, first, second, (0.0, 0.0, 0.0, 0.0, 0.0), False, out)
     return log_lik, out
 

@@ -199,6 +199,8 @@ class LinearGaussianModel(Model):
         n_design = self.n_params
         factor, mean = _posterior_factor(self, statistics[:n_design, :n_design], statistics[:n_design, -1])
         # With precision L L^T, L^-T z for z ~ N(0, I) has covariance (L L^T)^-1.
+        if n_design == 0:
+            return np.empty((n_samples, 0))
         deviations, _ = dtrtrs(factor[0], rng.standard_normal((n_design, n_samples)), lower=1, trans=1)
         return mean + deviations.T
 
@@ -322,10 +324,15 @@ def _posterior_factor(model, gram, cross):
     """Cholesky factor of the posterior precision ``diag(1 / prior_variances) + gram / noise_variance``, and the
     posterior mean ``precision^-1 cross / noise_variance``, from the (weighted) moments of the design rows."""
     precision = np.diag(1.0 / model.prior_variances) + gram / model.noise_variance
+    cross = cross / model.noise_variance
+    if not (np.isfinite(precision).all() and np.isfinite(cross).all()):
+        raise ValueError("array must not contain infs or NaNs")  # scipy's check and words
+    if precision.size == 0:  # no parameters: LAPACK takes no empty matrix
+        return (precision, True), cross
     # LAPACK's potrf and potrs directly, as scipy's cho_factor and cho_solve call them (the same bits) without
-    # their input checks: SGAIS draws from this factor at every annealing step.
+    # the rest of their input handling: SGAIS draws from this factor at every annealing step.
     lower, info = dpotrf(precision, lower=1, clean=0)
     if info != 0:
         raise LinAlgError(f"the posterior precision is not positive definite (LAPACK potrf info {info})")
-    mean, _ = dpotrs(lower, cross / model.noise_variance, lower=1)
+    mean, _ = dpotrs(lower, cross, lower=1)
     return (lower, True), mean

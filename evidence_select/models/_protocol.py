@@ -80,6 +80,8 @@ _CLASS_MEMBERS = ("gradient_statistics", "log_likelihood", "sample_tempered_post
                   "grad_log_likelihood", "grad_log_likelihood_at", "prior_transform", "prior_cdf", "log_prior")
 
 
+# The cache holds its keys' classes alive (at most 256 sets of definers). Its answer goes stale only where a
+# definer's own bases are reassigned after a first call (the same definers, related otherwise).
 @functools.lru_cache(maxsize=256)
 def _class_capabilities(definers):
     """The members of :func:`declared_capabilities` that the class decides, from the definers of

@@ -402,3 +402,20 @@ def test_softmax_curvature_ratio_is_one_for_undecided_classes_and_small_for_sepa
     separating[:, 0], separating[:, 2] = -20.0, 20.0  # w_1 - w_0 = 40 along the first feature
     ratio = model.curvature_ratio(separating, X)
     assert np.all(ratio[[0, 2]] < 0.01) and np.all(ratio > 0)
+
+
+def test_linear_draws_from_non_finite_statistics_name_the_problem():
+    """The posterior factor calls LAPACK directly; non-finite statistics still raise scipy's ValueError rather than
+    giving NaN draws or a NaN evidence."""
+    model = LinearGaussianModel(2)
+    for bad in (np.nan, np.inf):
+        statistics = np.eye(4)
+        statistics[0, 0] = bad
+        with pytest.raises(ValueError, match="infs or NaNs"):
+            model.sample_tempered_posterior_from_statistics(np.random.default_rng(0), 3, statistics)
+        statistics = np.eye(4)
+        statistics[1, -1] = bad  # the cross moments
+        with pytest.raises(ValueError, match="infs or NaNs"):
+            model.sample_tempered_posterior_from_statistics(np.random.default_rng(0), 3, statistics)
+    assert LinearGaussianModel(0, fit_intercept=False).sample_tempered_posterior_from_statistics(
+        np.random.default_rng(0), 3, np.zeros((1, 1))).shape == (3, 0)
