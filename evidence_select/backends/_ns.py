@@ -709,23 +709,21 @@ def _bounding_proposal(rng, model, points, factor, config):
     The live points' bounding ellipsoids in the parameters (shaped by ``factor``, candidates weighted by the prior)
     and, where the model offers its prior transform and the points sit inside the cube's faces, in the prior's
     unit cube (:mod:`evidence_select.kernels._cube`). A valid draw costs about ``P(E) / P(E & constraint)``
-    likelihood calls, the prior masses of the proposal's support ``E``; both hold the same constrained region, so
-    the one of smaller prior mass is taken. The cube's wins where the prior falls steeply across the ellipsoids (a
+    likelihood calls, the prior masses of the proposal's support ``E``; all hold the same constrained region, so
+    the one of least prior mass is taken. The cube's wins where the prior falls steeply across the ellipsoids (a
     box prior through the sigmoid map, an informative prior); the parameters' where the transform bends a thin
-    posterior (a Gaussian prior's tail).
+    posterior (a Gaussian prior's tail). For a model with mode symmetries, the points' ellipsoids in one copy of
+    the modes, mapped to every copy (:func:`_symmetric_ellipsoids`), compete too.
     """
     if not config.ellipsoid:
         return None
     dense = factor if factor.ndim == 2 else np.diag(factor)
-    ellipsoids = _smaller_prior_mass(rng, model, bounding_ellipsoids(points, ELLIPSOID_ENLARGE, factor=dense),
-                                     _symmetric_ellipsoids(model, points))
-    if not model.capabilities().prior_transform:
-        return ellipsoids
-    cube = cube_ellipsoids(points, model.prior_transform, model.prior_cdf, ELLIPSOID_ENLARGE)
-    if cube is None:
-        return ellipsoids
-    cube_mass = cube.log_prior_mass(rng, None, MASS_DRAWS)
-    return cube if cube_mass < ellipsoids.log_prior_mass(rng, model.log_prior, MASS_DRAWS) else ellipsoids
+    cube = None
+    if model.capabilities().prior_transform:
+        cube = cube_ellipsoids(points, model.prior_transform, model.prior_cdf, ELLIPSOID_ENLARGE)
+    # The masses are estimated in this order (it fixes the random draws each takes).
+    return _least_prior_mass(rng, model, (cube, bounding_ellipsoids(points, ELLIPSOID_ENLARGE, factor=dense),
+                                          _symmetric_ellipsoids(model, points)))
 
 
 def _symmetric_ellipsoids(model, points):
@@ -737,13 +735,14 @@ def _symmetric_ellipsoids(model, points):
     return symmetric_bounding_ellipsoids(points, model.mode_symmetries(), ELLIPSOID_ENLARGE)
 
 
-def _smaller_prior_mass(rng, model, ellipsoids, other):
-    """Whichever of two unions holding the same points holds less prior mass (``ellipsoids`` where ``other`` is
-    None)."""
-    if other is None:
-        return ellipsoids
-    mass = [union.log_prior_mass(rng, model.log_prior, MASS_DRAWS) for union in (ellipsoids, other)]
-    return other if mass[1] < mass[0] else ellipsoids
+def _least_prior_mass(rng, model, unions):
+    """The one of ``unions`` (bounding the same points; None where a kind does not apply) that holds the least
+    prior mass, each mass estimated once (none for a lone one)."""
+    unions = [union for union in unions if union is not None]
+    if len(unions) == 1:
+        return unions[0]
+    masses = [union.log_prior_mass(rng, model.log_prior, MASS_DRAWS) for union in unions]
+    return unions[int(np.argmin(masses))]
 
 
 def _independent_move(proposal):

@@ -6,6 +6,8 @@ validation of ``scipy.special.logsumexp`` would cost more than the sum itself;
 the plain numpy versions below skip it and handle ``-inf`` the same way.
 """
 
+import contextlib
+
 import numpy as np
 
 #: ``-log 2``, where :func:`log1mexp` switches between its two forms.
@@ -185,11 +187,10 @@ def log1mexp(x):
     -46.0517
     """
     x = np.asarray(x, dtype=float)
-    # The hot path: away from 0 neither branch below takes a log of 0 (exp(x) < 1 in float), so no
-    # floating-point state switch.
-    if x.size and x.max() < -1e-10:
-        return np.where(x > _MINUS_LOG_2, np.log(-np.expm1(x)), np.log1p(-np.exp(x)))
-    with np.errstate(divide="ignore"):
+    # Away from 0 neither branch takes a log of 0 (exp(x) < 1 in float): the hot path skips the floating-point
+    # state switch.
+    away_from_zero = x.size and x.max() < -1e-10
+    with contextlib.nullcontext() if away_from_zero else np.errstate(divide="ignore"):
         return np.where(x > _MINUS_LOG_2, np.log(-np.expm1(x)), np.log1p(-np.exp(x)))
 
 
