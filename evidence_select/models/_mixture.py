@@ -577,20 +577,28 @@ def mixture_relabel_maps(model):
     >>> mixture_relabel_maps(GaussianMixtureModel(2, 1)).shape
     (2, 5, 5)
     """
-    K, d = model.n_components, model.n_features
-    P = model.n_params
-    maps = []
-    for perm in itertools.permutations(range(K)):
-        A = np.zeros((P, P))
-        # eta_full = E theta[:K-1] with a zero last entry; eta'_k = eta_full[perm[k]] - eta_full[perm[K-1]].
-        for k in range(K - 1):
-            if perm[k] < K - 1:
-                A[k, perm[k]] += 1.0
-            if perm[K - 1] < K - 1:
-                A[k, perm[K - 1]] -= 1.0
-        for k in range(K):
-            for block in (K - 1, K - 1 + K * d):
-                src, dst = block + perm[k] * d, block + k * d
-                A[dst: dst + d, src: src + d] = np.eye(d)
-        maps.append(A)
-    return np.array(maps)
+    return _relabel_maps(model.n_components, model.n_features)
+
+
+@functools.lru_cache(maxsize=4)
+def _relabel_maps(K, d):
+    """:func:`mixture_relabel_maps` of ``K`` components in ``d`` dimensions, built once per process (seven
+    components' 5040 maps take 47 MB and a tenth of a second) and read-only, since every caller shares it."""
+    n_params = K - 1 + 2 * K * d
+    perms = np.array(list(itertools.permutations(range(K))), dtype=np.intp).reshape(-1, K)  # (K!, K)
+    which = np.arange(len(perms))[:, None]
+    maps = np.zeros((len(perms), n_params, n_params))
+    # eta_full = E theta[:K-1] with a zero last entry; eta'_k = eta_full[perm[k]] - eta_full[perm[K-1]].
+    if K > 1:
+        head, last = perms[:, :K - 1], perms[:, K - 1:]
+        rows = np.broadcast_to(np.arange(K - 1), head.shape)
+        maps[which, rows, np.minimum(head, K - 2)] += head < K - 1
+        maps[which, rows, np.minimum(last, K - 2)] -= last < K - 1
+    # Component k takes component perm[k]'s means and log variances, coordinate by coordinate.
+    coordinate = np.arange(d)
+    for block in (K - 1, K - 1 + K * d):
+        dst = (block + np.arange(K)[:, None] * d + coordinate).ravel()  # (K d,)
+        src = (block + perms[:, :, None] * d + coordinate).reshape(len(perms), -1)  # (K!, K d)
+        maps[which, dst, src] = 1.0
+    maps.flags.writeable = False
+    return maps

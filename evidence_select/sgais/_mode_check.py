@@ -32,7 +32,7 @@ from ._state import evidence_estimate, standing_groups
 
 __all__ = ["ModeCheck", "checked_widening", "compare_with_mode", "importance_at_mode", "negative_log_joint",
            "best_mode", "local_modes", "ModeEvidence", "mode_importance_log_evidence", "mode_check_due",
-           "apply_mode_check", "model_checkable", "rows_checkable", "rows_mode_evidence", "symmetrised_t",
+           "apply_mode_check", "model_checkable", "mode_proposal", "rows_checkable", "rows_mode_evidence", "symmetrised_t",
            "symmetrised_log_density", "SymmetrisedT"]
 
 # Point-row pairs per likelihood call: a mixture's (K, points, rows) block then stays within its reusable
@@ -174,7 +174,7 @@ def importance_at_mode(model, rows, rng, objective_and_mode, settings, n_draws=N
     scale = None if mode is None else _scale_at(objective, mode, settings.hessian_step)
     if scale is None:
         return None
-    proposal = symmetrised_t(mode, settings.inflate * scale, settings.df, model.mode_symmetries())
+    proposal = mode_proposal(model, mode, settings.inflate * scale, settings)
     adaptive = n_draws is None and settings.target_std > 0
     n_draws = settings.n_draws if n_draws is None else n_draws
     log_weights = np.empty(0)
@@ -200,9 +200,32 @@ def _importance_estimate(log_weights):
     return ModeEvidence(top + math.log(mean), std / mean / math.sqrt(len(ratios)))
 
 
+def mode_proposal(model, mode, shape, settings):
+    """The importance sampler's proposal at ``mode``: a multivariate t of scale ``shape`` and ``settings.df``
+    degrees of freedom, symmetrised over the model's label symmetries (a :class:`SymmetrisedT`).
+
+    With at most ``settings.max_symmetries`` symmetries its density sums over all of them. With more (a mixture
+    of six or seven components has 720 or 5040), the sum keeps the maps whose copy of the mode lies within
+    ``settings.copy_radius * sqrt(n_params)`` whitened units of the mode (the t's own draws lie about
+    ``1.3 sqrt(n_params)`` from it), and the draws come from the mode's own copy: the posterior and the full sum
+    take the same value at every copy of a point, so these weights are distributed as those of draws from every
+    copy. Copies of a mode whose components differ lie many posterior widths apart, and the terms left out are
+    then negligible at the draws; the estimate reads high by their share of the density, where the check treats
+    it as the mass at the mode, below the evidence. Components that nearly coincide bring their swaps' copies
+    near the mode, and those maps are kept.
+    """
+    maps = model.mode_symmetries()
+    if len(maps) <= settings.max_symmetries:
+        return symmetrised_t(mode, shape, settings.df, maps)
+    chol = np.linalg.cholesky(shape)
+    offsets = solve_triangular(chol, (maps @ mode - mode).T, lower=True)  # (n_params, n_maps), whitened
+    near = np.einsum("ij,ij->j", offsets, offsets) <= settings.copy_radius**2 * len(mode)
+    return symmetrised_t(mode, shape, settings.df, maps[near], n_symmetries=len(maps))
+
+
 class SymmetrisedT(NamedTuple):
     """A multivariate t at a mode and the equal mixture of its images under the maps ``A`` (see
-    :func:`symmetrised_t`).
+    :func:`symmetrised_t`), of all ``n_symmetries`` of them or of those near the mode (:func:`mode_proposal`).
 
     The density is evaluated in whitened coordinates: with ``shape = L L^T``,
     ``t(A theta)`` needs ``|L^{-1} (A theta - loc)|^2``, and the rows
@@ -216,10 +239,13 @@ class SymmetrisedT(NamedTuple):
     log_norm: float  # the t density's log normalising constant
     df: float
     workspace: Workspace  # scratch for the density's blocks, reused by every block of draws
+    n_symmetries: int  # the symmetries' number: len(maps), or more where only the maps near the mode are listed
 
 
-def symmetrised_t(loc, shape, df, maps):
-    """The :class:`SymmetrisedT` of ``multivariate_t(loc, shape, df)`` and the linear ``maps``.
+def symmetrised_t(loc, shape, df, maps, n_symmetries=None):
+    """The :class:`SymmetrisedT` of ``multivariate_t(loc, shape, df)`` and the linear ``maps``; ``n_symmetries``
+    (default ``len(maps)``) is the number of symmetries whose mean the density is, where ``maps`` lists only the
+    terms that matter (:func:`mode_proposal`).
 
     Raises
     ------
@@ -233,11 +259,13 @@ def symmetrised_t(loc, shape, df, maps):
     log_norm = (gammaln(0.5 * (df + n)) - gammaln(0.5 * df) - 0.5 * n * math.log(df * math.pi)
                 - float(np.sum(np.log(np.diag(chol)))))
     return SymmetrisedT(stats.multivariate_t(loc=loc, shape=shape, df=df), np.asarray(maps), whitened_maps,
-                        loc @ inverse_chol_t, log_norm, float(df), Workspace())
+                        loc @ inverse_chol_t, log_norm, float(df), Workspace(),
+                        len(maps) if n_symmetries is None else int(n_symmetries))
 
 
 def symmetrised_log_density(proposal, theta):
-    """``log mean_A t(A theta)`` of a :class:`SymmetrisedT` at the rows of ``theta`` ``(n, n_params)``.
+    """``log mean_A t(A theta)`` of a :class:`SymmetrisedT` at the rows of ``theta`` ``(n, n_params)`` (the sum over
+    the listed maps, over ``n_symmetries``).
 
     The maps run in blocks that keep the whitened points within ``_CELLS_PER_CALL`` numbers, written into the
     proposal's workspace: fresh blocks of that size would each cost an ``mmap`` and a page fault per page.
@@ -259,17 +287,19 @@ def symmetrised_log_density(proposal, theta):
     np.log1p(log_t, out=log_t)
     log_t *= 0.5 * (df + n_params)
     np.subtract(proposal.log_norm, log_t, out=log_t)
-    return logsumexp(log_t, axis=1, overwrite_input=True) - math.log(n_maps)
+    return logsumexp(log_t, axis=1, overwrite_input=True) - math.log(proposal.n_symmetries)
 
 
 def _block_log_weights(model, X, y, rng, proposal, size):
-    """Importance log-weights of ``size`` draws: a t draw at the mode, moved by a random symmetry."""
-    base = proposal.distribution.rvs(size=size, random_state=rng).reshape(size, -1)
-    which = rng.integers(len(proposal.maps), size=size)
-    # A few draws' maps at a time: all of a block's (size, n_params, n_params) at once would be allocated afresh.
-    theta = np.concatenate([np.einsum("nij,nj->ni", proposal.maps[which[start:start + _MAPS_PER_CALL]],
-                                      base[start:start + _MAPS_PER_CALL])
-                            for start in range(0, size, _MAPS_PER_CALL)])
+    """Importance log-weights of ``size`` draws: a t draw at the mode, moved by a random symmetry (where the
+    proposal lists them all; else at the mode's own copy, see :func:`mode_proposal`)."""
+    theta = proposal.distribution.rvs(size=size, random_state=rng).reshape(size, -1)
+    if len(proposal.maps) == proposal.n_symmetries:
+        which = rng.integers(len(proposal.maps), size=size)
+        # A few draws' maps at a time: all of a block's (size, n_params, n_params) at once would be allocated.
+        theta = np.concatenate([np.einsum("nij,nj->ni", proposal.maps[which[start:start + _MAPS_PER_CALL]],
+                                          theta[start:start + _MAPS_PER_CALL])
+                                for start in range(0, size, _MAPS_PER_CALL)])
     # q(theta) = mean over the maps A of t(A theta): the set of maps is closed under inversion, |det A| = 1.
     log_q = symmetrised_log_density(proposal, theta)
     with np.errstate(all="ignore"):
@@ -280,8 +310,8 @@ def _block_log_weights(model, X, y, rng, proposal, size):
 
 def model_checkable(model, settings):
     """Whether the check can value ``model``'s posterior: a declared mode search and at most
-    ``settings.max_symmetries`` label symmetries (its proposal sums over all of them)."""
-    return model.capabilities().mode_search and model.n_mode_symmetries <= settings.max_symmetries
+    ``settings.max_listed_symmetries`` label symmetries (its proposal lists them, :func:`mode_proposal`)."""
+    return model.capabilities().mode_search and model.n_mode_symmetries <= settings.max_listed_symmetries
 
 
 def rows_checkable(model, n_rows, settings):
@@ -319,7 +349,7 @@ def apply_mode_check(state, model, settings, evidence=None):
     """Check an online state's evidence against its posterior's best mode, now.
 
     The check runs for a model with a mode search (``capabilities().mode_search``)
-    and at most ``settings.max_symmetries`` label symmetries, while every row is
+    and at most ``settings.max_listed_symmetries`` label symmetries, while every row is
     stored. The mode's value is ``evidence`` where the caller computed it on the
     same rows (a restart's replays share one; past ``settings.max_rows`` rows
     only the replay gate, :mod:`._replay_gate`, computes one), else, with at

@@ -41,7 +41,8 @@ __all__ = ["gate_applies", "gate_mode_evidence", "groups_behind", "allowed_gap"]
 def gate_applies(model, settings):
     """Whether a periodic restart of ``model`` is gated: a model with a mode search and at most
     ``settings.max_symmetries`` label symmetries, unless ``settings.gate_draws`` is 0 (no gate)."""
-    return settings.gate_draws > 0 and model_checkable(model, settings)
+    return (settings.gate_draws > 0 and model_checkable(model, settings)
+            and model.n_mode_symmetries <= settings.max_symmetries)
 
 
 def gate_mode_evidence(model, rows, rng, settings, particles):

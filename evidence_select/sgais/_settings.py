@@ -64,8 +64,7 @@ class ModeCheckSettings(NamedTuple):
     """The posterior-mode check (:mod:`._mode_check`): when it runs, how it searches and samples, when it fails.
 
     It runs while at most ``max_rows`` rows were seen (all of them stored), for a model with at most
-    ``max_symmetries`` label symmetries (``K!`` of a mixture: five components; the proposal's density sums
-    over all of them for every draw), after each chunk that crosses a checkpoint ``floor(unit * growth**j)``
+    ``max_listed_symmetries`` label symmetries (``K!`` of a mixture: seven components), after each chunk that crosses a checkpoint ``floor(unit * growth**j)``
     (100, 141, 200, 282, ...), so a stream's checks cost about 3.4 times its last one however small its chunks,
     and its last check is at most a factor ``growth`` of rows behind its end. It fails when the estimate reads
     below the mode's value by more than ``gap_sigmas`` combined standard deviations: a run whose own 2-sigma
@@ -77,7 +76,10 @@ class ModeCheckSettings(NamedTuple):
     ``target_std`` nats, with at least ``min_draws`` and at most ``n_draws`` draws (``target_std=0``: always
     ``n_draws``). The check compares that value with the run's estimate within their combined errors, and a
     mixture's run carries tenths of a nat or more, so a few hundred draws usually settle it; a posterior far from
-    the t's shape (few rows) spreads the weights, and the draws go on.
+    the t's shape (few rows) spreads the weights, and the draws go on. The proposal's density sums over all
+    ``max_symmetries`` or fewer label symmetries (``K!``: five components) for every draw; with more it keeps
+    the symmetries whose copy of the mode lies within ``copy_radius * sqrt(n_params)`` whitened units of the
+    mode (:func:`~._mode_check.mode_proposal`), and the mode search and the importance draws cost as before.
 
     The check also gates the periodic restarts of such a model (:mod:`._replay_gate`): a restart replays every
     group where the pooled estimate reads below the mode's value (past ``max_rows``: by more than ``gap_sigmas``
@@ -107,6 +109,8 @@ class ModeCheckSettings(NamedTuple):
     # Last, so that a checkpoint pickled before them loads with their defaults.
     min_draws: int = 400
     target_std: float = 0.05
+    max_listed_symmetries: int = 5040
+    copy_radius: float = 6.0
 
 
 class CheckSettings(NamedTuple):
