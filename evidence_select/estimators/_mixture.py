@@ -278,7 +278,7 @@ class BayesianMixture(DensityMixin, BaseSGAISEstimator):
     affected, because the modes carry equal mass.
 
     Particles that all settle in a poorer cluster configuration read the
-    evidence low, and their spread cannot show it. With up to five components
+    evidence low, and their spread cannot show it. With up to seven components
     and 5000 rows (all stored), chunks are checked against the posterior's best
     mode, found by EM and a quasi-Newton search and importance-sampled
     (:func:`~evidence_select.sgais._mode_check.apply_mode_check`; after
