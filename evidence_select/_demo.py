@@ -9,7 +9,7 @@ paper's Fig. 5 follow.
 
 Time: the demo's cost per row is far from constant (the first chunks, every
 shift and every restart cost more), so its estimates come from the cumulative
-cost curve of reference runs (:data:`_REFERENCE_CURVE`), scaled by how fast this
+cost curve of a reference run of the same stream (:data:`REFERENCE_RUNS`), scaled by how fast this
 machine runs the mixture's gradient kernel just now (:func:`speed_probe`) before
 the stream, and by the run's own elapsed time after each phase.
 """
@@ -17,23 +17,34 @@ the stream, and by the run's own elapsed time after each phase.
 import os
 import statistics
 import time
+from typing import NamedTuple
 
 import numpy as np
 
 from ._terminal import held_warnings, progress_bar_rows
 
-__all__ = ["DEMO_COMPONENTS", "DEMO_PHASES", "PhaseClock", "demo_estimate", "run_demo", "speed_probe"]
+__all__ = ["DEMO_COMPONENTS", "DEMO_PHASES", "REFERENCE_RUNS", "PhaseClock", "ReferenceRun", "demo_estimate",
+           "run_demo", "speed_probe"]
 
 DEMO_PHASES = (1000, 1500, 1500)
 DEMO_COMPONENTS = (3, 5, 7)  # the candidate mixtures' numbers of components
 
-#: ``(rows seen, cumulative seconds)`` at the phase ends of reference runs of the demo, its 3 candidates one after
-#: another in one process (the default phases, then the paper's, ``--full``), and the seconds :func:`speed_probe`
-#: took in the same process: ``benchmarks/bench_user_data.py --only demo`` measures and prints them; re-measure
-#: when the engine's speed changes. Only their ratio to the probe matters, which the machine's load leaves alone
-#: (both run on one core's share).
-_REFERENCE_CURVE = ((1000, 14.4), (2500, 60.1), (4000, 120.2), (10_000, 144.3), (100_000, 754.7))
-_REFERENCE_PROBE_SECONDS = 0.0154
+
+
+class ReferenceRun(NamedTuple):
+    """A reference run of the demo, its 3 candidates one after another in one process: ``(rows seen, cumulative
+    seconds)`` at its phase ends, and the seconds :func:`speed_probe` took in the same process. Only the
+    seconds' ratio to the probe matters, which the machine's load leaves alone (both run on one core's share)."""
+
+    curve: tuple
+    probe_seconds: float
+
+
+#: The reference runs of the default (shortened) phases and of the paper's (``--full``), each stream's cost
+#: having its own shape (its shifts come at different rows): ``benchmarks/bench_user_data.py --only demo``
+#: measures and prints them; re-measure when the engine's speed changes.
+REFERENCE_RUNS = {"shortened": ReferenceRun(((1000, 3.68), (2500, 15.49), (4000, 30.24)), 0.00442),
+                  "paper": ReferenceRun(((1000, 3.51), (10_000, 23.77), (100_000, 61.1)), 0.00431)}
 
 
 # -- time ----------------------------------------------------------------------------------------------
@@ -58,10 +69,10 @@ def speed_probe(n_batches=5, n_calls=20):
     return statistics.median(seconds)
 
 
-def reference_seconds(n_rows):
-    """Wall seconds of the reference runs up to ``n_rows`` rows: log-log interpolation of :data:`_REFERENCE_CURVE`
-    (through the origin below its first point, its last slope beyond its last)."""
-    rows, seconds = np.log(np.array(_REFERENCE_CURVE, dtype=float)).T
+def reference_seconds(n_rows, reference):
+    """Wall seconds of the :class:`ReferenceRun` ``reference`` up to ``n_rows`` rows: log-log interpolation of its
+    curve (through the origin below its first point, its last slope beyond its last)."""
+    rows, seconds = np.log(np.array(reference.curve, dtype=float)).T
     x = np.log(max(n_rows, 1))
     if x <= rows[0]:
         return float(np.exp(seconds[0] + (x - rows[0])))  # cost proportional to rows at the start
@@ -78,19 +89,33 @@ def workers_for(n_jobs, n_candidates):
     return max(1, min(workers, n_candidates, cores))
 
 
-def demo_estimate(n_rows, n_streams, workers, probe_seconds):
-    """Estimated wall seconds of ``n_streams`` streams of ``n_rows`` rows on ``workers`` workers (each at most a
-    core), on a machine whose :func:`speed_probe` took ``probe_seconds``.
+def demo_estimate(n_rows, n_streams, workers, probe_seconds, reference, n_candidates=len(DEMO_COMPONENTS)):
+    """Estimated wall seconds of ``n_streams`` streams of ``n_rows`` rows, ``n_candidates`` candidates on
+    ``workers`` workers (each at most a core), on a machine whose :func:`speed_probe` took ``probe_seconds``, from
+    the :class:`ReferenceRun` ``reference`` (its candidates one after another).
+
+    Each call's candidates run side by side, and the wall waits for the worker with the most of them: the
+    candidates per worker rounded up, so three candidates on two workers take about two candidates' time.
 
     Examples
     --------
-    >>> demo_estimate(4000, 1, 1, _REFERENCE_PROBE_SECONDS) == reference_seconds(4000)
+    >>> run = REFERENCE_RUNS["shortened"]
+    >>> demo_estimate(4000, 1, 1, run.probe_seconds, run) == reference_seconds(4000, run)
     True
-    >>> demo_estimate(4000, 2, 1, 2 * _REFERENCE_PROBE_SECONDS) == 4 * reference_seconds(4000)
+    >>> demo_estimate(4000, 2, 1, 2 * run.probe_seconds, run) == 4 * reference_seconds(4000, run)
     True
+    >>> round(demo_estimate(4000, 1, 2, run.probe_seconds, run) / reference_seconds(4000, run), 3)
+    0.667
     """
-    speed = probe_seconds / _REFERENCE_PROBE_SECONDS
-    return reference_seconds(n_rows) * speed * n_streams / workers
+    speed = probe_seconds / reference.probe_seconds
+    rounds = -(-n_candidates // workers)
+    return reference_seconds(n_rows, reference) * speed * n_streams * (rounds / n_candidates)
+
+
+def reference_run(args):
+    """The :class:`ReferenceRun` of the demo's stream: the paper's phases with ``--full``, else the shortened
+    ones (also for phases of the user's choice, whose cost has the shortened stream's shape)."""
+    return REFERENCE_RUNS["paper" if args.full else "shortened"]
 
 
 def duration_text(seconds):
@@ -106,8 +131,9 @@ class PhaseClock:
     own speed, with the demo's growing cost per row.
     """
 
-    def __init__(self, boundaries, total_rows, print_fn):
+    def __init__(self, boundaries, total_rows, print_fn, reference):
         self.boundaries, self.total_rows, self.print_fn = list(boundaries), total_rows, print_fn
+        self.reference = reference
         self.start = self.phase_start = time.perf_counter()
         self.phase, self.phase_first_row = 0, 0
 
@@ -118,7 +144,8 @@ class PhaseClock:
             end = self.boundaries[self.phase]
             tail = ""
             if n_seen < self.total_rows:
-                ahead = reference_seconds(self.total_rows) / reference_seconds(n_seen) - 1.0
+                ahead = (reference_seconds(self.total_rows, self.reference)
+                         / reference_seconds(n_seen, self.reference) - 1.0)
                 tail = f"; about {duration_text((now - self.start) * ahead)} to go (estimate)"
             self.print_fn(f"  phase {self.phase + 1} (rows {self.phase_first_row}-{end}): "
                           f"{now - self.phase_start:.1f} s{tail}")
@@ -186,7 +213,7 @@ def run_stream(X, args, label, phase_ends):
         bar = progress_bar_rows(len(X), not args.no_progress, eta=False)  # the clock prints its own
         write = bar.write if bar is not None else print
         write(table.header())
-        clock = PhaseClock(phase_ends, len(X), write)
+        clock = PhaseClock(phase_ends, len(X), write, reference_run(args))
         for start, stop in call_bounds(len(X), args.chunk_size, report_rows, phase_ends):
             selector.partial_fit(X[start:stop])
             record = selector.evidence_history_[-1]
@@ -247,7 +274,7 @@ def _announce(data, phases, args):
           + ("" if args.full else f" (phases shortened to {list(phases)} rows; --full for the paper's size)"))
     n_streams = 2 if args.shuffled else 1
     workers = workers_for(args.n_jobs, len(DEMO_COMPONENTS))
-    estimate = demo_estimate(len(data.X), n_streams, workers, speed_probe())
+    estimate = demo_estimate(len(data.X), n_streams, workers, speed_probe(), reference_run(args))
     print(f"estimated time: about {duration_text(estimate)} ({n_streams} stream(s) of {len(data.X)} rows, "
           f"{len(DEMO_COMPONENTS)} candidates on {workers} worker(s); an estimate from reference runs and this "
           "machine's speed just now, which other programs change); the elapsed time, with the time to go, is "
