@@ -30,7 +30,6 @@ DEMO_PHASES = (1000, 1500, 1500)
 DEMO_COMPONENTS = (3, 5, 7)  # the candidate mixtures' numbers of components
 
 
-
 class ReferenceRun(NamedTuple):
     """A reference run of the demo, its 3 candidates one after another in one process: ``(rows seen, cumulative
     seconds)`` at its phase ends, and the seconds :func:`speed_probe` took in the same process. Only the
@@ -126,7 +125,7 @@ def duration_text(seconds):
 class PhaseClock:
     """Elapsed time per phase of a stream, and an estimate of the time to go after each.
 
-    The time to go is the elapsed time times the reference runs' ratio of the
+    The time to go is the elapsed time times the reference run's ratio of the
     cost still ahead to the cost behind (:func:`reference_seconds`): this run's
     own speed, with the demo's growing cost per row.
     """

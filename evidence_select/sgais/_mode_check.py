@@ -32,8 +32,8 @@ from ._state import evidence_estimate, standing_groups
 
 __all__ = ["ModeCheck", "checked_widening", "compare_with_mode", "importance_at_mode", "negative_log_joint",
            "best_mode", "local_modes", "ModeEvidence", "mode_importance_log_evidence", "mode_check_due",
-           "apply_mode_check", "model_checkable", "mode_proposal", "rows_checkable", "rows_mode_evidence", "symmetrised_t",
-           "symmetrised_log_density", "SymmetrisedT"]
+           "apply_mode_check", "model_checkable", "mode_proposal", "rows_checkable", "rows_mode_evidence",
+           "symmetrised_t", "symmetrised_log_density", "SymmetrisedT"]
 
 # Point-row pairs per likelihood call: a mixture's (K, points, rows) block then stays within its reusable
 # buffers at any row count (K of them per pair, 4 MiB each).
@@ -300,7 +300,8 @@ def _block_log_weights(model, X, y, rng, proposal, size):
         theta = np.concatenate([np.einsum("nij,nj->ni", proposal.maps[which[start:start + _MAPS_PER_CALL]],
                                           theta[start:start + _MAPS_PER_CALL])
                                 for start in range(0, size, _MAPS_PER_CALL)])
-    # q(theta) = mean over the maps A of t(A theta): the set of maps is closed under inversion, |det A| = 1.
+    # q(theta) = mean over the maps A of t(A theta): the set of maps is closed under inversion, |det A| = 1 (the
+    # listed maps' sum over all symmetries' number, where mode_proposal left out the far ones).
     log_q = symmetrised_log_density(proposal, theta)
     with np.errstate(all="ignore"):
         log_joint = model.log_prior(theta) + log_lik_sum(model, theta, X, y, allow_nan=True,

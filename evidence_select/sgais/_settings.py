@@ -64,32 +64,33 @@ class ModeCheckSettings(NamedTuple):
     """The posterior-mode check (:mod:`._mode_check`): when it runs, how it searches and samples, when it fails.
 
     It runs while at most ``max_rows`` rows were seen (all of them stored), for a model with at most
-    ``max_listed_symmetries`` label symmetries (``K!`` of a mixture: seven components), after each chunk that crosses a checkpoint ``floor(unit * growth**j)``
-    (100, 141, 200, 282, ...), so a stream's checks cost about 3.4 times its last one however small its chunks,
-    and its last check is at most a factor ``growth`` of rows behind its end. It fails when the estimate reads
-    below the mode's value by more than ``gap_sigmas`` combined standard deviations: a run whose own 2-sigma
-    interval misses the mass the mode alone holds. The search starts from ``n_starts`` k-means++ points (starts
-    whose objective values lie within ``same_fit`` nats are one fit); the Hessian at the mode is taken by
-    central differences of step ``hessian_step``; the importance sampler draws ``draw_block`` points at a time
-    from a t with ``df`` degrees of freedom and ``inflate`` times the inverse Hessian as its scale (heavier tails
-    than the posterior's, so the weights stay bounded), until the mode's value has a standard error of at most
-    ``target_std`` nats, with at least ``min_draws`` and at most ``n_draws`` draws (``target_std=0``: always
-    ``n_draws``). The check compares that value with the run's estimate within their combined errors, and a
-    mixture's run carries tenths of a nat or more, so a few hundred draws usually settle it; a posterior far from
-    the t's shape (few rows) spreads the weights, and the draws go on. The proposal's density sums over all
-    ``max_symmetries`` or fewer label symmetries (``K!``: five components) for every draw; with more it keeps
-    the symmetries whose copy of the mode lies within ``copy_radius * sqrt(n_params)`` whitened units of the
-    mode (:func:`~._mode_check.mode_proposal`), and the mode search and the importance draws cost as before.
+    ``max_listed_symmetries`` label symmetries (``K!`` of a mixture: seven components), after each chunk that
+    crosses a checkpoint ``floor(unit * growth**j)`` (100, 141, 200, 282, ...), so a stream's checks cost about 3.4
+    times its last one however small its chunks, and its last check is at most a factor ``growth`` of rows behind
+    its end. It fails when the estimate reads below the mode's value by more than ``gap_sigmas`` combined standard
+    deviations: a run whose own 2-sigma interval misses the mass the mode alone holds. The search starts from
+    ``n_starts`` k-means++ points (starts whose objective values lie within ``same_fit`` nats are one fit); the
+    Hessian at the mode is taken by central differences of step ``hessian_step``; the importance sampler draws
+    ``draw_block`` points at a time from a t with ``df`` degrees of freedom and ``inflate`` times the inverse
+    Hessian as its scale (heavier tails than the posterior's, so the weights stay bounded), until the mode's value
+    has a standard error of at most ``target_std`` nats, with at least ``min_draws`` and at most ``n_draws`` draws
+    (``target_std=0``: always ``n_draws``). The check compares that value with the run's estimate within their
+    combined errors, and a mixture's run carries tenths of a nat or more, so a few hundred draws usually settle it;
+    a posterior far from the t's shape (few rows) spreads the weights, and the draws go on. The proposal's density
+    sums over all ``max_symmetries`` or fewer label symmetries (``K!``: five components) for every draw; with more
+    it keeps the symmetries whose copy of the mode lies within ``copy_radius * sqrt(n_params)`` whitened units of
+    the mode (:func:`~._mode_check.mode_proposal`), and the mode search and the importance draws cost as before.
 
-    The check also gates the periodic restarts of such a model (:mod:`._replay_gate`): a restart replays every
-    group where the pooled estimate reads below the mode's value (past ``max_rows``: by more than ``gap_sigmas``
-    combined standard deviations beyond the gap the last check left, :func:`~._replay_gate.allowed_gap`), and
-    only the groups left behind where a replicate group reads ``gap_sigmas`` of its own below the others
-    (:func:`~._replay_gate.groups_behind`). Up to ``max_rows`` rows the check's own value decides; past them the
-    search runs on ``search_rows`` of the stored rows, its modes are valued on all of them, the best and the best
-    particle are refined there, and ``gate_draws`` importance draws value the mode (a few hundredths of a nat at
-    such sizes, well under the run's own error, at a cost that grows with the rows seen like the replay it may
-    save). ``gate_draws=0`` turns the gate off (every periodic restart replays).
+    The check also gates the periodic restarts of such a model with at most ``max_symmetries`` label symmetries
+    (:mod:`._replay_gate`; larger mixtures, whose particles settle more slowly, keep every periodic replay): a
+    restart replays every group where the pooled estimate reads below the mode's value (past ``max_rows``: by more
+    than ``gap_sigmas`` combined standard deviations beyond the gap the last check left,
+    :func:`~._replay_gate.allowed_gap`), and only the groups left behind where a replicate group reads
+    ``gap_sigmas`` of its own below the others (:func:`~._replay_gate.groups_behind`). Up to ``max_rows`` rows the
+    check's own value decides; past them the search runs on ``search_rows`` of the stored rows, its modes are valued
+    on all of them, the best and the best particle are refined there, and ``gate_draws`` importance draws value the
+    mode (a few hundredths of a nat at such sizes, well under the run's own error, at a cost that grows with the
+    rows seen like the replay it may save). ``gate_draws=0`` turns the gate off (every periodic restart replays).
     """
 
     max_rows: int = 5000
