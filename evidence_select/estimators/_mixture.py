@@ -278,8 +278,9 @@ class BayesianMixture(DensityMixin, BaseSGAISEstimator):
     affected, because the modes carry equal mass.
 
     Particles that all settle in a poorer cluster configuration read the
-    evidence low, and their spread cannot show it. With up to seven components
-    and 5000 rows (all stored), chunks are checked against the posterior's best
+    evidence low, and their spread cannot show it. With up to five components,
+    six in up to eight features or seven in up to two, and 5000 rows (all
+    stored), chunks are checked against the posterior's best
     mode, found by EM and a quasi-Newton search and importance-sampled
     (:func:`~evidence_select.sgais._mode_check.apply_mode_check`; after
     the chunks that cross 100, 141, 200, 282, ... rows, a factor ``sqrt(2)``

@@ -310,9 +310,16 @@ def _block_log_weights(model, X, y, rng, proposal, size):
 
 
 def model_checkable(model, settings):
-    """Whether the check can value ``model``'s posterior: a declared mode search and at most
-    ``settings.max_listed_symmetries`` label symmetries (its proposal lists them, :func:`mode_proposal`)."""
-    return model.capabilities().mode_search and model.n_mode_symmetries <= settings.max_listed_symmetries
+    """Whether the check can value ``model``'s posterior: a declared mode search, and at most
+    ``settings.max_symmetries`` label symmetries, or at most ``settings.max_listed_symmetries`` whose maps hold at
+    most ``settings.max_listed_entries`` numbers (:func:`mode_proposal` builds them all to list the near ones)."""
+    if not model.capabilities().mode_search:
+        return False
+    n_symmetries = model.n_mode_symmetries
+    if n_symmetries <= settings.max_symmetries:
+        return True
+    return (n_symmetries <= settings.max_listed_symmetries
+            and n_symmetries * model.n_params**2 <= settings.max_listed_entries)
 
 
 def rows_checkable(model, n_rows, settings):

@@ -79,7 +79,10 @@ class ModeCheckSettings(NamedTuple):
     a posterior far from the t's shape (few rows) spreads the weights, and the draws go on. The proposal's density
     sums over all ``max_symmetries`` or fewer label symmetries (``K!``: five components) for every draw; with more
     it keeps the symmetries whose copy of the mode lies within ``copy_radius * sqrt(n_params)`` whitened units of
-    the mode (:func:`~._mode_check.mode_proposal`), and the mode search and the importance draws cost as before.
+    the mode (:func:`~._mode_check.mode_proposal`), and the mode search and the importance draws cost as before;
+    finding those symmetries builds all their maps, so a model whose maps hold more than ``max_listed_entries``
+    numbers (``n_symmetries * n_params**2``; 2**23 is 64 MiB, seven components in two dimensions, six in eight)
+    is not checked.
 
     The check also gates the periodic restarts of such a model with at most ``max_symmetries`` label symmetries
     (:mod:`._replay_gate`; larger mixtures, whose particles settle more slowly, keep every periodic replay): a
@@ -112,6 +115,7 @@ class ModeCheckSettings(NamedTuple):
     target_std: float = 0.05
     max_listed_symmetries: int = 5040
     copy_radius: float = 6.0
+    max_listed_entries: int = 2**23
 
 
 class CheckSettings(NamedTuple):

@@ -227,7 +227,8 @@ class ChunkRecord(NamedTuple):
     mode_log_evidence, mode_log_evidence_std : float
         The posterior-mode check run after this chunk
         (:func:`~evidence_select.sgais._mode_check.apply_mode_check`; models
-        that declare a mode search, such as the mixture up to seven components,
+        that declare a mode search, such as the mixture up to seven components
+        (:func:`~evidence_select.sgais._mode_check.model_checkable`),
         while every row seen is stored and their number is small; at row
         checkpoints, after restarts and excursions, and after the last chunk of
         every call): importance sampling

@@ -164,12 +164,17 @@ def test_mode_evidence_past_max_symmetries_agrees_with_the_full_sum(n_clusters):
     assert abs(listed_mean - full_mean) < 4 * np.hypot(listed_se, full_se), values
 
 
-def test_mixtures_up_to_seven_components_are_checked():
-    """The check values six and seven components (720 and 5040 label symmetries) and not eight (40320)."""
+def test_mixtures_up_to_seven_components_are_checked_within_the_maps_memory():
+    """The check values six and seven components (720 and 5040 label symmetries) while their relabelling maps stay
+    within ``max_listed_entries`` numbers (64 MiB), five components at any size (their 120 maps are summed as
+    before), and not eight (40320)."""
     settings = ModeCheckSettings()
-    assert _mode_check.model_checkable(GaussianMixtureModel(6, 2), settings)
+    assert _mode_check.model_checkable(GaussianMixtureModel(6, 8), settings)
     assert _mode_check.model_checkable(GaussianMixtureModel(7, 2), settings)
-    assert not _mode_check.model_checkable(GaussianMixtureModel(8, 2), settings)
+    assert not _mode_check.model_checkable(GaussianMixtureModel(6, 9), settings)  # 720 maps of 113**2
+    assert not _mode_check.model_checkable(GaussianMixtureModel(7, 3), settings)  # 5040 maps of 48**2
+    assert _mode_check.model_checkable(GaussianMixtureModel(5, 30), settings)
+    assert not _mode_check.model_checkable(GaussianMixtureModel(8, 1), settings)
 
 
 @pytest.fixture(scope="module")
