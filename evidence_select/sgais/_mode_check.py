@@ -356,9 +356,8 @@ def mode_check_due(n_seen_before, n_seen, settings, *, surprised=False):
 def apply_mode_check(state, model, settings, evidence=None):
     """Check an online state's evidence against its posterior's best mode, now.
 
-    The check runs for a model with a mode search (``capabilities().mode_search``)
-    and at most ``settings.max_listed_symmetries`` label symmetries, while every row is
-    stored. The mode's value is ``evidence`` where the caller computed it on the
+    The check runs for a model it can value (:func:`model_checkable`: a mode
+    search, and label symmetries it can list), while every row is stored. The mode's value is ``evidence`` where the caller computed it on the
     same rows (a restart's replays share one; past ``settings.max_rows`` rows
     only the replay gate, :mod:`._replay_gate`, computes one), else, with at
     most ``settings.max_rows`` rows, :func:`rows_mode_evidence` with a copy of the
