@@ -124,26 +124,38 @@ class LinearGaussianModel(Model):
         grad = weighted @ np.asarray(X, dtype=float)
         return np.hstack([grad, weighted.sum(axis=1, keepdims=True)]) if self.fit_intercept else grad
 
+    def log_likelihood_sum(self, theta, X, y=None):
+        # From the rows' moments: O(n d^2) once and O(d^2) per particle, no (particles, rows) array.
+        X, y = np.asarray(X, dtype=float), np.asarray(y, dtype=float)
+        moments = self._weighted_moments(X, y, 1.0)
+        total = self._total_from_moments(theta, moments, float(len(X)))
+        return self.log_likelihood(theta, X, y).sum(axis=1) if total is None else total
+
     def log_likelihood_and_grad(self, theta, X, y, weights):
         if np.ndim(weights) > 1:
             return super().log_likelihood_and_grad(theta, X, y, weights)
         # Weights shared by all particles: both come from the weighted moments, O(n d^2) once and
-        # O(d^2) per particle, with sum_j w_j (y_j - theta.a_j)^2 = [-theta, 1] M [-theta, 1]^T.
+        # O(d^2) per particle.
         X, y = np.asarray(X, dtype=float), np.asarray(y, dtype=float)
+        weights = np.broadcast_to(np.asarray(weights, dtype=float), (len(X),))
         moments = self._weighted_moments(X, y, weights)
+        grad = self.grad_from_statistics(theta, moments)
+        total = self._total_from_moments(theta, moments, float(np.sum(weights)))
+        return (weighted_total(self.log_likelihood(theta, X, y), weights) if total is None else total), grad
+
+    def _total_from_moments(self, theta, moments, total_weight):
+        """``sum_j w_j log p(y_j | a_j, theta)`` per particle from the weighted moments ``M``, through
+        ``sum_j w_j (y_j - theta.a_j)^2 = [-theta, 1] M [-theta, 1]^T``; None where that expansion's cancellation
+        could cost more than ``_MAX_CANCELLATION`` nats (a badly scaled target), for the caller to sum the rows'
+        residuals directly."""
         n_design = self.n_params
         cross, gram = moments[:n_design, -1], moments[:n_design, :n_design]
-        gram_theta = theta @ gram
-        grad = (cross - gram_theta) / self.noise_variance
-        terms = (moments[-1, -1], 2.0 * theta @ cross, np.einsum("ij,ij->i", gram_theta, theta))
-        # The expansion cancels: its rounding error is eps times its largest term. Where that could
-        # reach _MAX_CANCELLATION nats (a badly scaled target), the residuals are summed directly.
+        terms = (moments[-1, -1], 2.0 * theta @ cross, np.einsum("ij,ij->i", theta @ gram, theta))
+        # The expansion's rounding error is eps times its largest term.
         if _EPS * np.max(np.abs(terms[0]) + np.abs(terms[1]) + terms[2]) / self.noise_variance > _MAX_CANCELLATION:
-            return weighted_total(self.log_likelihood(theta, X, y), weights), grad
+            return None
         squares = terms[0] - terms[1] + terms[2]
-        total_weight = float(np.sum(np.broadcast_to(np.asarray(weights, dtype=float), (len(X),))))
-        log_lik = -0.5 * (squares / self.noise_variance + total_weight * (np.log(self.noise_variance) + _LOG_2PI))
-        return log_lik, grad
+        return -0.5 * (squares / self.noise_variance + total_weight * (np.log(self.noise_variance) + _LOG_2PI))
 
     def sample_tempered_posterior(self, rng, n_samples, X, y, weights):
         """Independent exact draws from ``p(theta) prod_j p(y_j | x_j, theta)^{w_j}``, a Gaussian.

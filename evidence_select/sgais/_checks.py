@@ -86,12 +86,13 @@ def with_checks(record, previous, state, config, causes):
     ``previous`` is the stream's previous record (None before the first chunk): the chunk checks stay failed once
     failed, and the state checks give a notice where they start to fail (``posterior_mode`` on every check that
     fails: each measures a new gap); ``unusable`` fails where another check does and the error bar exceeds
-    ``CheckSettings.unusable_std``; ``state`` is the state after the chunk.
+    ``CheckSettings.unusable_std``; ``state`` is the state after the chunk, whose population bias and error bar
+    ``record`` already holds (:func:`~._engine.chunk_record`, the posterior-mode check's error bar where one ran).
     """
     checks = config.tuning.checks
     collapsed = ((0 if previous is None else previous.n_collapsed_chunks) + 1 if record.ess < checks.degenerate_ess
                  else 0)
-    bias = 0.5 * population_log_variance(state.log_evidence_variance)
+    bias = -record.population_bias
     first = causes.n_seen_before == 0
     failing = {
         "degraded": bool(record.degraded),
@@ -103,7 +104,7 @@ def with_checks(record, previous, state, config, causes):
     }
     before = () if previous is None else previous.failed_checks
     flagged = [name for name in failing if failing[name] or (name in CHUNK_CHECKS and name in before)]
-    failing["unusable"] = bool(flagged) and evidence_estimate(state)[1] > checks.unusable_std
+    failing["unusable"] = bool(flagged) and record.log_evidence_std > checks.unusable_std
     failed = tuple(name for name in CHECK_NAMES if failing[name] or (name in CHUNK_CHECKS and name in before))
     record = record._replace(n_collapsed_chunks=collapsed, failed_checks=failed)
     started = {name for name in failed if name not in before}

@@ -439,11 +439,17 @@ def _annealing_step(rng, context, limits, progress):
     """One tempering step of the chunk (the first one measures its arrival), then the policy's step action."""
     model, config, n_seen = context.model, context.config, context.n_seen
     particles, tempering = progress.particles, progress.tempering
-    log_lik = model.log_likelihood(particles.theta, context.X, context.y)
-    chunk_log_lik = log_lik.sum(axis=1).reshape(particles.log_weights.shape)
-    _check_finite_log_lik(log_lik, chunk_log_lik, tempering, n_seen)
-    counts = progress.counts.plus(StepCounts(n_evaluations=log_lik.size))
-    if counts.n_steps == 0 and limits.has_past:
+    arrival = progress.counts.n_steps == 0 and limits.has_past
+    # The rows' values one by one only where the shift detection reads them; every other step needs the
+    # particles' totals, which a model may sum without the (particles, rows) array (a linear model from the
+    # chunk's moments).
+    log_lik = (model.log_likelihood(particles.theta, context.X, context.y) if arrival and limits.watch_shifts
+               else None)
+    chunk_log_lik = (model.log_likelihood_sum(particles.theta, context.X, context.y) if log_lik is None
+                     else log_lik.sum(axis=1)).reshape(particles.log_weights.shape)
+    _check_finite_log_lik(chunk_log_lik, (model, particles.theta, context.X, context.y), tempering, n_seen)
+    counts = progress.counts.plus(StepCounts(n_evaluations=chunk_log_lik.size * len(context.X)))
+    if arrival:
         progress = _arrival(context, limits, progress, log_lik, chunk_log_lik)
     mode, remaining = progress.mode, 1.0 - tempering
     at_cap = counts.n_steps + 1 >= config.max_annealing_steps
@@ -461,7 +467,8 @@ def _annealing_step(rng, context, limits, progress):
 
 def _arrival(context, limits, progress, log_lik, chunk_log_lik):
     """The chunk's arrival, measured before its first step: the particles' per-row spread on it, whether it
-    surprised them or shifted, and the policy's action on that."""
+    surprised them or shifted, and the policy's action on that. ``log_lik`` holds the rows' values ``(n_total,
+    n_chunk)`` where the limits watch for shifts (:func:`~._policy.shift_detected`), else None."""
     log_weights = progress.particles.log_weights
     spread = per_row_spread(log_weights, chunk_log_lik / len(context.X))
     surprised = surprised_on_arrival(context.config, limits, spread)
@@ -582,10 +589,15 @@ def chunk_record(state, new_state, closed, seconds):
         population_bias=-0.5 * population_log_variance(new_state.log_evidence_variance))
 
 
-def _check_finite_log_lik(log_lik, chunk_log_lik, tempering, n_seen):
+def _check_finite_log_lik(chunk_log_lik, rows, tempering, n_seen):
+    """Raise where a particle's total on the chunk is NaN or +inf; ``rows`` is ``(model, theta, X, y)``, whose
+    rows' values are taken only then, to say how many particles a row failed for."""
     # A particle's row sum is NaN or +inf exactly when a row entry is (or the sum overflows): a cheap screen,
     # one comparison (NaN < inf is False).
     if not np.all(chunk_log_lik < np.inf):
+        model, theta, X, y = rows
+        with np.errstate(all="ignore"):
+            log_lik = model.log_likelihood(theta, X, y)
         bad = int(np.sum(np.any(np.isnan(log_lik) | np.isposinf(log_lik), axis=1)))
         what = f"NaN or +inf for {bad} particle(s)" if bad else "overflowing (its sum over the chunk is +inf)"
         raise FloatingPointError(

@@ -7,6 +7,7 @@ the plain numpy versions below skip it and handle ``-inf`` the same way.
 """
 
 import contextlib
+import math
 
 import numpy as np
 
@@ -51,6 +52,13 @@ def logsumexp(log_values, axis=None, keepdims=False, overwrite_input=False):
     >>> logsumexp([[0.0, 0.0], [-np.inf, -np.inf]], axis=1).round(6).tolist()
     [0.693147, -inf]
     """
+    if axis is None and not keepdims and not overwrite_input:
+        # The whole-array sum of a few numbers (group evidences, per-group variances) runs several times per
+        # chunk: the same arithmetic as below, with a scalar shift and fewer numpy calls.
+        log_values = np.asarray(log_values, dtype=float)
+        max_value = log_values.max()
+        if math.isfinite(max_value):
+            return float(np.log(np.exp(log_values - max_value).sum()) + max_value)
     writable = (overwrite_input and isinstance(log_values, np.ndarray) and log_values.dtype == float
                 and log_values.flags.writeable)
     scratch = log_values if writable else None

@@ -292,16 +292,20 @@ def test_check_model_rejects_fused_gradients_that_disagree():
 
 
 @pytest.mark.parametrize("offset", [0.0, 1e4, 1e6])
-def test_linear_fused_call_is_exact_where_its_moment_expansion_would_cancel(offset):
-    """The linear model's fused total expands the residual sum of squares in moments; for a target far from
-    zero that expansion cancels (0.8 nats off at an offset of 1e6), so it sums the residuals directly there."""
+def test_linear_totals_are_exact_where_their_moment_expansion_would_cancel(offset):
+    """The linear model's fused total and its summed log-likelihood expand the residual sum of squares in
+    moments; for a target far from zero that expansion cancels (0.8 nats off at an offset of 1e6), so they sum
+    the residuals directly there."""
     rng = np.random.default_rng(0)
     X = rng.normal(size=(1000, 3))
     y = X @ [1.0, 2.0, 3.0] + rng.normal(size=1000) + offset
     theta = np.array([[1.0, 2.0, 3.0, offset]]) + 0.01 * rng.normal(size=(4, 4))
     weights = np.full(1000, 0.7)
-    total, _ = LinearGaussianModel(3).log_likelihood_and_grad(theta, X, y, weights)
-    assert np.max(np.abs(total - LinearGaussianModel(3).log_likelihood(theta, X, y) @ weights)) < 1e-8
+    model = LinearGaussianModel(3)
+    rows = model.log_likelihood(theta, X, y)
+    total, _ = model.log_likelihood_and_grad(theta, X, y, weights)
+    assert np.max(np.abs(total - rows @ weights)) < 1e-8
+    assert np.max(np.abs(model.log_likelihood_sum(theta, X, y) - rows.sum(axis=1))) < 1e-8
 
 
 def test_check_model_rejects_a_fused_call_that_disagrees():
