@@ -326,7 +326,12 @@ class Model(ABC):
         return len(self.mode_symmetries())
 
     def log_likelihood_sum(self, theta, X, y=None):
-        """Total log-likelihood of a data set, shape ``(n_particles,)``."""
+        """Total log-likelihood of a data set, shape ``(n_particles,)``.
+
+        What SGAIS's tempering steps weigh the particles by (the rows' values one by one only where it watches a
+        chunk for a shift), and what the reference backends and the posterior-mode check evaluate. The default
+        sums :meth:`log_likelihood`; override it where the total is cheaper than the matrix (a linear model's
+        from the rows' moments)."""
         return self.log_likelihood(theta, X, y).sum(axis=1)
 
     def log_likelihood_and_grad(self, theta, X, y, weights):
