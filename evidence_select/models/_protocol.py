@@ -495,12 +495,7 @@ def design_step_scales(X, fit_intercept, curvature):
     array([1.03, 0.01, 1.  ])
     """
     X = np.asarray(X, dtype=float)
-    design = X
-    if fit_intercept:  # one product of [X, 1]: a column sum of X alone costs as much (once per chunk)
-        design = np.empty((len(X), X.shape[1] + 1))
-        design[:, :-1] = X
-        design[:, -1] = 1.0
-    second_moment = design.T @ design / max(len(X), 1)
+    second_moment = _design_gram(X, fit_intercept) / max(len(X), 1)
     diagonal = second_moment.diagonal().copy()
     diagonal[~(diagonal > 0)] = 1.0
     inv_sqrt = 1.0 / np.sqrt(diagonal)
@@ -510,6 +505,26 @@ def design_step_scales(X, fit_intercept, curvature):
         return 1.0 / (curvature * diagonal)
     lambda_max = float(np.linalg.eigvalsh(correlation)[-1])
     return 1.0 / (curvature * diagonal * max(1.0, lambda_max / 2.0))
+
+
+#: Rows of the design per product in :func:`_design_gram`: a stream's chunks fit in one, and a whole data set's
+#: scales (the estimators' data-scale check) are summed block by block instead of copying every row.
+_GRAM_BLOCK = 8192
+
+
+def _design_gram(X, fit_intercept):
+    """``A^T A`` of the design ``A = [X, 1]`` (``X`` without the intercept), one product of ``[X, 1]`` per block of
+    ``_GRAM_BLOCK`` rows: a column sum of ``X`` alone costs as much as the column of ones."""
+    if not fit_intercept:
+        return X.T @ X
+    design = np.empty((min(len(X), _GRAM_BLOCK), X.shape[1] + 1))
+    design[:, -1] = 1.0
+    gram = np.zeros((X.shape[1] + 1,) * 2)
+    for start in range(0, len(X), _GRAM_BLOCK):
+        block = design[: min(_GRAM_BLOCK, len(X) - start)]
+        block[:, :-1] = X[start:start + len(block)]
+        gram += block.T @ block
+    return gram
 
 
 def _hyper(model):

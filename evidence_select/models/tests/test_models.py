@@ -367,12 +367,13 @@ def test_mixture_relocation_moves_one_mean_and_returns_the_kernel_density_ratio(
     (np.array([[1.0, 0.95, 0.9], [0.0, 0.3, 0.1], [0.0, 0.0, 0.2]]), True),  # lambda_max near 3: scales shrink
     (np.zeros((3, 3)), True),  # constant-zero columns
 ])
-def test_design_step_scales_match_their_definition(mixing, intercept):
+@pytest.mark.parametrize("n_rows", [400, 20_000])  # one block of the design's product, and three
+def test_design_step_scales_match_their_definition(mixing, intercept, n_rows):
     """``1 / (curvature E[a_j^2] max(1, lambda_max / 2))`` with lambda_max of the design's correlation matrix."""
     from evidence_select.models import design_step_scales
 
-    X = np.random.default_rng(0).normal(size=(400, 3)) @ mixing
-    design = np.hstack([X, np.ones((400, 1))]) if intercept else X
+    X = np.random.default_rng(0).normal(size=(n_rows, 3)) @ mixing
+    design = np.hstack([X, np.ones((n_rows, 1))]) if intercept else X
     second = design.T @ design / len(X)
     diagonal = np.where(np.diag(second) > 0, np.diag(second), 1.0)
     lambda_max = np.linalg.eigvalsh(second / np.sqrt(np.outer(diagonal, diagonal)))[-1]
