@@ -125,8 +125,12 @@ class LinearGaussianModel(Model):
         return np.hstack([grad, weighted.sum(axis=1, keepdims=True)]) if self.fit_intercept else grad
 
     def log_likelihood_sum(self, theta, X, y=None):
-        # From the rows' moments: O(n d^2) once and O(d^2) per particle, no (particles, rows) array.
+        # From the rows' moments, O(n d^2) once and O(d^2) per particle, where there are more particles than
+        # the moments have columns (an SGAIS population); the rows' residuals, O(n d) per particle, for fewer
+        # (a backend's few points on many rows).
         X, y = np.asarray(X, dtype=float), np.asarray(y, dtype=float)
+        if len(theta) <= self.n_params + 1:
+            return self.log_likelihood(theta, X, y).sum(axis=1)
         moments = self._weighted_moments(X, y, 1.0)
         total = self._total_from_moments(theta, moments, float(len(X)))
         return self.log_likelihood(theta, X, y).sum(axis=1) if total is None else total

@@ -294,12 +294,13 @@ def test_check_model_rejects_fused_gradients_that_disagree():
 @pytest.mark.parametrize("offset", [0.0, 1e4, 1e6])
 def test_linear_totals_are_exact_where_their_moment_expansion_would_cancel(offset):
     """The linear model's fused total and its summed log-likelihood expand the residual sum of squares in
-    moments; for a target far from zero that expansion cancels (0.8 nats off at an offset of 1e6), so they sum
-    the residuals directly there."""
+    moments (the summed log-likelihood where there are more particles than the moments have columns, as here);
+    for a target far from zero that expansion cancels (0.8 nats off at an offset of 1e6), so they sum the
+    residuals directly there."""
     rng = np.random.default_rng(0)
     X = rng.normal(size=(1000, 3))
     y = X @ [1.0, 2.0, 3.0] + rng.normal(size=1000) + offset
-    theta = np.array([[1.0, 2.0, 3.0, offset]]) + 0.01 * rng.normal(size=(4, 4))
+    theta = np.array([[1.0, 2.0, 3.0, offset]]) + 0.01 * rng.normal(size=(8, 4))
     weights = np.full(1000, 0.7)
     model = LinearGaussianModel(3)
     rows = model.log_likelihood(theta, X, y)
