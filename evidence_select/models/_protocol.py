@@ -535,8 +535,10 @@ def check_model(model, X, y=None, *, n_particles=3, random_state=0, rtol=1e-5):
     """Check that a model honours the protocol on data ``(X, y)``.
 
     Verifies output shapes, finiteness at prior draws, both gradients
-    against central finite differences, that ``log_likelihood_and_grad``
-    agrees with the two members it fuses, and, where the model offers them,
+    against central finite differences, that ``log_likelihood_sum`` (at a
+    population of more draws than parameters, as SGAIS evaluates it) and
+    ``log_likelihood_and_grad`` agree with the members they stand for, and,
+    where the model offers them,
     that its ``gradient_statistics`` give the same gradient and that its
     ``prior_transform`` and ``prior_cdf`` invert each other and carry the
     prior to the uniform density on the unit cube.
@@ -588,6 +590,11 @@ def check_model(model, X, y=None, *, n_particles=3, random_state=0, rtol=1e-5):
         ("grad_log_prior", model.log_prior, model.grad_log_prior(theta)),
         ("grad_log_likelihood", lik_fn, model.grad_log_likelihood(theta, X, y, weights)),
     ]
+    population = np.resize(theta, (max(n_particles, n_params + 2), n_params))  # the prior draws, repeated
+    summed = np.asarray(model.log_likelihood_sum(population, X, y), dtype=float)
+    rows = np.asarray(model.log_likelihood(population, X, y), dtype=float).sum(axis=1)
+    if summed.shape != rows.shape or not np.allclose(summed, rows, rtol=rtol, atol=rtol):
+        raise ValueError("log_likelihood_sum disagrees with log_likelihood summed over the rows")
     total, grad = model.log_likelihood_and_grad(theta, X, y, weights)
     separate = lik_fn(theta), model.grad_log_likelihood(theta, X, y, weights)
     for part, fused, alone in zip(("total", "gradient"), (total, grad), separate):

@@ -309,6 +309,19 @@ def test_linear_totals_are_exact_where_their_moment_expansion_would_cancel(offse
     assert np.max(np.abs(model.log_likelihood_sum(theta, X, y) - rows.sum(axis=1))) < 1e-8
 
 
+@pytest.mark.parametrize("population_only", [False, True])
+def test_check_model_rejects_a_summed_log_likelihood_that_disagrees(population_only):
+    # SGAIS weighs its particles by log_likelihood_sum; a model may sum another way for many particles only.
+    class Broken(LinearGaussianModel):
+        def log_likelihood_sum(self, theta, X, y=None):
+            total = super().log_likelihood_sum(theta, X, y)
+            return total + 1e-3 if len(theta) > self.n_params + 1 or not population_only else total
+
+    X = RNG.normal(size=(30, 3))
+    with pytest.raises(ValueError, match="log_likelihood_sum disagrees"):
+        check_model(Broken(3), X, X.sum(axis=1))
+
+
 def test_check_model_rejects_a_fused_call_that_disagrees():
     class Broken(SoftmaxRegressionModel):
         def log_likelihood_and_grad(self, theta, X, y, weights):
