@@ -538,10 +538,9 @@ def check_model(model, X, y=None, *, n_particles=3, random_state=0, rtol=1e-5):
     against central finite differences, that ``log_likelihood_sum`` (at a
     population of more draws than parameters, as SGAIS evaluates it) and
     ``log_likelihood_and_grad`` agree with the members they stand for, and,
-    where the model offers them,
-    that its ``gradient_statistics`` give the same gradient and that its
-    ``prior_transform`` and ``prior_cdf`` invert each other and carry the
-    prior to the uniform density on the unit cube.
+    where the model offers them, that its ``gradient_statistics`` give the
+    same gradient and that its ``prior_transform`` and ``prior_cdf`` invert
+    each other and carry the prior to the uniform density on the unit cube.
 
     Parameters
     ----------
