@@ -129,11 +129,9 @@ class LinearGaussianModel(Model):
         # the moments have columns (an SGAIS population); the rows' residuals, O(n d) per particle, for fewer
         # (a backend's few points on many rows).
         X, y = np.asarray(X, dtype=float), np.asarray(y, dtype=float)
-        if len(theta) <= self.n_params + 1:
-            return self.log_likelihood(theta, X, y).sum(axis=1)
-        moments = self._weighted_moments(X, y, 1.0)
-        total = self._total_from_moments(theta, moments, float(len(X)))
-        return self.log_likelihood(theta, X, y).sum(axis=1) if total is None else total
+        total = (self._total_from_moments(theta, self._weighted_moments(X, y, 1.0), float(len(X)))
+                 if len(theta) > self.n_params + 1 else None)
+        return super().log_likelihood_sum(theta, X, y) if total is None else total
 
     def log_likelihood_and_grad(self, theta, X, y, weights):
         if np.ndim(weights) > 1:
