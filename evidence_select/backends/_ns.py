@@ -312,9 +312,11 @@ class NSConfig:
         offers its prior transform, the same ellipsoids around the live
         points' unit-cube coordinates instead, if they hold less prior mass
         (:mod:`evidence_select.kernels._cube`: there the prior is uniform and
-        the candidates need no weight). While at least one
-        in ``n_slice_steps`` of the candidates it visits is inside, it
-        replaces the Markov chain moves (chains that start outside the
+        the candidates need no weight). While a valid candidate costs fewer
+        calls than the Markov chain moves spend on a replacement (at first
+        ``n_slice_steps``), and the candidates drawn leave at most 3% of the
+        chains at their start (:func:`ellipsoid_pays`), it replaces the
+        Markov chain moves (chains that start outside the
         ellipsoids take those moves instead, kept outside them: a quarter of
         them outside one ellipsoid, all of them outside split ones); below,
         each chain tries one candidate (which keeps the fraction measured) and
@@ -612,6 +614,8 @@ class _MoveScales(NamedTuple):
     # Running fraction of the ellipsoid's visited candidates inside the constraint; from 0, so that the first
     # ellipsoid moves try one candidate per chain and measure it before hundreds are drawn.
     efficiency: float = 0.0
+    # Running likelihood calls per replacement of the Markov chain moves; nan until they have run.
+    markov_calls: float = float("nan")
 
 
 #: Bounds on ``q``, the running ratio of the memory the second half of the moves removes to what the first half
@@ -745,6 +749,35 @@ def _least_prior_mass(rng, model, unions):
     return unions[int(np.argmin(masses))]
 
 
+#: Most expected share of chains that keep their start in an ellipsoid move replacing the Markov chain moves,
+#: with the candidates :func:`~evidence_select.kernels._ellipsoid.n_candidates` draws. A kept point is a copy of
+#: a surviving live point chosen uniformly, itself a draw from the constrained prior: copies leave ``log Z``
+#: unbiased and widen its spread only a little at this share (``test_ns``'s volume-space simulation).
+MAX_KEPT_SHARE = 0.03
+
+
+def ellipsoid_pays(efficiency, markov_calls, n_slice_steps):
+    """Whether the ellipsoid move replaces the Markov chain moves at this running ``efficiency``.
+
+    A valid ellipsoid draw costs about ``1 / efficiency`` likelihood calls and is
+    independent of its start; the Markov chain moves cost ``markov_calls`` per
+    replacement (their running mean; ``n_slice_steps`` until they have run) and
+    leave some memory of it. The ellipsoid is taken while it is the cheaper,
+    and while the chains that find no valid candidate among those drawn (and
+    keep their start) are at most ``MAX_KEPT_SHARE`` of them.
+
+    Examples
+    --------
+    >>> ellipsoid_pays(0.05, float("nan"), 48), ellipsoid_pays(0.015, float("nan"), 48)
+    (True, False)
+    >>> ellipsoid_pays(0.015, 300.0, 48), ellipsoid_pays(0.005, 300.0, 48)
+    (True, False)
+    """
+    cost = markov_calls if np.isfinite(markov_calls) else n_slice_steps
+    kept_share = 1.0 / (1.0 + n_candidates(efficiency) * efficiency)
+    return bool(efficiency * cost >= 1.0 and kept_share <= MAX_KEPT_SHARE)
+
+
 def _independent_move(proposal):
     """The exact independent-proposal move for ``proposal``."""
     return cube_ellipsoid_sample if isinstance(proposal, CubeEllipsoids) else ellipsoid_sample
@@ -752,7 +785,7 @@ def _independent_move(proposal):
 
 def _ellipsoid_stage(rng, model, log_lik_fn, config, points, log_lik_min, frame, scales):
     """The ellipsoid move before the Markov chain moves; returns the points, its info, the scales and whether it
-    replaces those moves (it does while its running efficiency costs fewer calls per draw than ``n_slice_steps``).
+    replaces those moves (where :func:`ellipsoid_pays`).
 
     Below that efficiency each chain tries one candidate only, which keeps the efficiency measured.
     """
@@ -767,7 +800,7 @@ def _ellipsoid_stage(rng, model, log_lik_fn, config, points, log_lik_min, frame,
         points, probe = _independent_move(frame.ellipsoid)(rng, points, constraint, frame.ellipsoid, 1)
         scales = scales._replace(efficiency=adapt_efficiency(scales.efficiency, probe))
         return points, EllipsoidInfo(*np.add(info, probe)), scales, True
-    enough = scales.efficiency * config.n_slice_steps >= 1.0
+    enough = ellipsoid_pays(scales.efficiency, scales.markov_calls, config.n_slice_steps)
     points, info = _independent_move(frame.ellipsoid)(rng, points, constraint, frame.ellipsoid,
                                                       n_candidates(scales.efficiency) if enough else 1)
     return points, info, scales._replace(efficiency=adapt_efficiency(scales.efficiency, info)), enough
@@ -817,10 +850,20 @@ def _markov_halves(rng, model, likelihood, config, points, log_lik_min, frame, s
         memories.append(replacement_memory(start, points.position, frame.centre, frame.factor))
         totals += np.array([sliced, galilean])
     sliced, galilean = SliceInfo(*totals[0]), GalileanInfo(*totals[1])
-    scales = scales._replace(width=adapt_slice_width(scales.width, sliced))
+    calls_per_replacement = _move_calls(sliced, galilean) / len(start)
+    scales = scales._replace(width=adapt_slice_width(scales.width, sliced),
+                             markov_calls=_running_calls(scales.markov_calls, calls_per_replacement))
     if n_galilean:
         scales = scales._replace(step_size=adapt_galilean_step(scales.step_size, galilean))
     return points, sliced, galilean, adapt_move_length(scales, *memories, config.max_move_length)
+
+
+def _running_calls(running, calls):
+    """The running mean of the Markov chain moves' calls per replacement, updated by one iteration's ``calls``
+    (weighted as the memory is, ``MEMORY_SMOOTHING``)."""
+    if not np.isfinite(running):
+        return float(calls)
+    return float((1.0 - MEMORY_SMOOTHING) * running + MEMORY_SMOOTHING * calls)
 
 
 def _move_counts(config, length):

@@ -145,10 +145,11 @@ def test_default_steps_decorrelate_replacements(moves):
     # steps they inherit its high likelihood and log Z comes out high (+1.5 nats on
     # the 20-d correlated target with n_params steps). By default the moves may shorten (when their second half
     # removes little memory) but never lengthen. The rank correlation of
-    # start and new log L exposes it; each kernel's default step count removes it.
+    # start and new log L exposes it; each kernel's default step count removes it. The short moves run without
+    # the ellipsoid move, whose independent draws would otherwise replace moves that cheap.
     target = correlated_gaussian_target(6, correlation=0.9)
     short = nested_sampling_log_evidence(target, X_DUMMY, n_live=100, moves="slice", n_slice_steps=1,
-                                         max_move_length=1, random_state=0)
+                                         max_move_length=1, ellipsoid=False, random_state=0)
     res = nested_sampling_log_evidence(target, X_DUMMY, n_live=100, moves=moves, random_state=0)
     assert res.settings["n_slice_steps"] == 18 and res.settings["n_replace"] == 25
     assert res.settings["n_galilean_steps"] == 72
@@ -167,9 +168,10 @@ def test_default_steps_decorrelate_replacements(moves):
 @pytest.mark.slow
 def test_moves_lengthen_until_replacements_forget_their_start():
     # Two slice steps per replacement remember their start (memory ~0.7 on this target); with
-    # max_move_length the moves lengthen between iterations, and the memory falls below 0.2.
+    # max_move_length the moves lengthen between iterations, and the memory falls below 0.2 (without the
+    # ellipsoid move, whose independent draws would replace moves that cheap).
     target = correlated_gaussian_target(6, correlation=0.9)
-    kwargs = dict(n_live=100, moves="slice", n_slice_steps=2, n_runs=1, random_state=0)
+    kwargs = dict(n_live=100, moves="slice", n_slice_steps=2, n_runs=1, ellipsoid=False, random_state=0)
     fixed = nested_sampling_log_evidence(target, X_DUMMY, max_move_length=1, **kwargs)
     adapted = nested_sampling_log_evidence(target, X_DUMMY, max_move_length=16, **kwargs)
     assert fixed.info["final_move_length"] == 1.0 and adapted.info["final_move_length"] > 4
@@ -206,8 +208,9 @@ def test_moves_that_lengthen_pass_the_move_memory_check_on_the_curved_ridge():
 
 @pytest.mark.slow
 def test_move_memory_check_passes_modes_that_longer_moves_do_not_leave():
-    # The other side of test_move_memory_check_flags_short_moves_on_a_curved_ridge: the default moves on the 6-d
-    # product of two-peak densities, over three seeds. Each run passes the check and its replacements keep their
+    # The other side of test_move_memory_check_flags_short_moves_on_a_curved_ridge: the default Markov moves on the
+    # 6-d product of two-peak densities (without the ellipsoid move, whose independent draws cross between the
+    # peaks), over three seeds. Each run passes the check and its replacements keep their
     # start's mode (memory above 0.2, where one mode's Galilean replacements keep ~0.01); what longer moves remove
     # averages near zero. One run's probe has a standard
     # error of about 0.04, so a single seed may read up to the check's 4 standard errors (0.15) by chance.
@@ -215,7 +218,8 @@ def test_move_memory_check_passes_modes_that_longer_moves_do_not_leave():
 
     removed = []
     for seed in (0, 1, 2):
-        modes = nested_sampling_log_evidence(ProductTarget(TwoPeakFactor(), 6), X_DUMMY, random_state=seed)
+        modes = nested_sampling_log_evidence(ProductTarget(TwoPeakFactor(), 6), X_DUMMY, ellipsoid=False,
+                                             random_state=seed)
         assert modes.diagnostics["move_memory"]["passed"] and modes.info["replacement_memory"] > 0.2, seed
         removed.append(modes.info["memory_removed"])
     assert abs(np.mean(removed)) < _ns.MAX_MEMORY_REMOVED, removed
@@ -348,6 +352,61 @@ def test_ellipsoid_moves_make_a_gaussian_cheap(seed):
     assert res.n_likelihood_calls < 5e4
     assert_error_bar_sized(res)
     assert abs(res.log_evidence - target.exact_log_evidence()) < K_SIGMA * res.log_evidence_std
+
+
+def _volume_space_log_z_errors(rng, kept_share, n_live=50, n_reps=400, dim=10, width=0.02):
+    """``log Z`` errors of ``n_reps`` nested-sampling runs in volume space, where each replacement is an exact draw
+    below the removed point's volume or, with probability ``kept_share``, a copy of a survivor chosen uniformly
+    (what an ellipsoid move that keeps its start leaves). The likelihood is a ``dim``-d Gaussian of ``width`` in a
+    unit ball, ``log L(X) = -X^(2/dim) / (2 width^2)`` (information ~30 nats), quadrature by :func:`ns_quadrature`."""
+    from scipy.special import gammainc, gammaln
+
+    def log_lik(volume):
+        return -volume ** (2.0 / dim) / (2.0 * width ** 2)
+
+    half = dim / 2.0
+    exact = half * np.log(2.0 * width ** 2) + np.log(half) + gammaln(half) + np.log(gammainc(half, 0.5 / width ** 2))
+    rows = np.arange(n_reps)
+    live = rng.uniform(size=(n_reps, n_live))
+    dead = []
+    for _ in range(n_live * 45):  # to X ~ e^-45, far past the bulk at ~e^-30
+        worst = np.argmax(live, axis=1)
+        dead.append(live[rows, worst])
+        survivor = (worst + rng.integers(1, n_live, size=n_reps)) % n_live  # uniform over the others
+        copied = rng.uniform(size=n_reps) < kept_share
+        live[rows, worst] = np.where(copied, live[rows, survivor], rng.uniform(size=n_reps) * dead[-1])
+    dead = log_lik(np.array(dead))
+    return np.array([ns_quadrature(dead[:, r], np.full(len(dead), n_live), log_lik(live[r]))[0] - exact
+                     for r in rows])
+
+
+@pytest.mark.slow
+def test_kept_starts_leave_log_z_unbiased():
+    # An ellipsoid move that finds no valid candidate keeps its start, a copy of a surviving live point chosen
+    # uniformly: itself a draw from the constrained prior, so the live points stay exchangeable and log Z unbiased
+    # (the copies widen its spread a little). At the share the ellipsoid move may leave (MAX_KEPT_SHARE), over 400
+    # runs of ~30 nats of information: the mean error within 3 standard errors of 0 and the spread within 20% of
+    # the exact draws' (its own noise is ~4%). Copying the best survivor instead reads ~1.8 nats high and fails.
+    from evidence_select.backends._ns import MAX_KEPT_SHARE
+
+    exact_draws = _volume_space_log_z_errors(np.random.default_rng(0), 0.0)
+    with_copies = _volume_space_log_z_errors(np.random.default_rng(1), MAX_KEPT_SHARE)
+    for errors in (exact_draws, with_copies):
+        assert abs(np.mean(errors)) < 3 * np.std(errors) / np.sqrt(len(errors))
+    assert np.std(with_copies) < 1.2 * np.std(exact_draws)
+
+
+def test_ellipsoid_replaces_markov_moves_where_cheaper_and_few_chains_keep_their_start():
+    from evidence_select.backends._ns import MAX_KEPT_SHARE, ellipsoid_pays
+    from evidence_select.kernels._ellipsoid import n_candidates
+
+    # Before the Markov moves have run their cost is taken as n_slice_steps; measured, their running cost.
+    assert ellipsoid_pays(1 / 50, float("nan"), 48) is False
+    assert ellipsoid_pays(1 / 50, 60.0, 48) is True
+    assert ellipsoid_pays(1 / 50, 30.0, 48) is False
+    # However costly the Markov moves, not below the efficiency where more than MAX_KEPT_SHARE keep their start.
+    low = min(e for e in np.geomspace(1e-4, 1, 2001) if 1 / (1 + n_candidates(e) * e) <= MAX_KEPT_SHARE)
+    assert ellipsoid_pays(low, 1e6, 48) and not ellipsoid_pays(low * 0.99, 1e6, 48)
 
 
 @pytest.mark.slow
