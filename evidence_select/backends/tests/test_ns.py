@@ -354,6 +354,23 @@ def test_ellipsoid_moves_make_a_gaussian_cheap(seed):
     assert abs(res.log_evidence - target.exact_log_evidence()) < K_SIGMA * res.log_evidence_std
 
 
+@pytest.mark.slow
+def test_stopping_rule_sees_the_evidence_left_in_a_funnels_neck():
+    # In the 16-d funnel the likelihood keeps rising by orders of magnitude into the neck while the live points sit
+    # at its wide end: a stop on the live points' mean likelihood (X mean(L_live) < dlogz) reads log Z ~0.5 nats low
+    # on every seed (errors -0.32, -0.57, -0.52, -0.51 here, each +/- ~0.2). Stopping on the best live point, as
+    # dynesty does, leaves the mean error over four seeds within 3 standard errors of 0.
+    case = next(c for c in calibration_cases(16) if c.name == "funnel_d16")
+    errors, stds = [], []
+    for seed in range(4):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", EvidenceConvergenceWarning)
+            res = nested_sampling_log_evidence(case.model, X_DUMMY, random_state=seed)
+        errors.append(res.log_evidence - case.exact)
+        stds.append(res.log_evidence_std)
+    assert abs(np.mean(errors)) < 3 * np.sqrt(np.mean(np.square(stds)) / len(errors)), errors
+
+
 def _volume_space_log_z_errors(rng, kept_share, n_live=50, n_reps=400, dim=10, width=0.02):
     """``log Z`` errors of ``n_reps`` nested-sampling runs in volume space, where each replacement is an exact draw
     below the removed point's volume or, with probability ``kept_share``, a copy of a survivor chosen uniformly
@@ -416,14 +433,17 @@ def test_split_ellipsoids_keep_a_curved_ridge_and_two_modes_cheap(target, max_ca
     # One ellipsoid around a curved ridge or two modes holds mostly empty volume: its candidates fall below one
     # in n_slice_steps inside, and Galilean and slice moves take over at ~50 calls per replacement (1.7e5 and
     # 6.8e4 calls per run, 92% and 78% of them theirs). Split in a few tight ellipsoids the candidates stay efficient
-    # for most of the run: 2.1e4-2.4e4 and 1.5e4-1.7e4 calls. Two seeds each; the estimate stays within its error.
+    # for most of the run: 1.3e4-1.6e4 and 1.3e4-1.4e4 calls in the two runs, besides the end-of-run move_memory
+    # probe's (2e3-3e3 on the ridge, 8e3-1.5e4 on the two peaks, whose final live points leave many of its starts
+    # outside the ellipsoids). Two seeds each; the estimate stays within its error.
     for seed in (0, 1):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", EvidenceConvergenceWarning)
             res = nested_sampling_log_evidence(target, X_DUMMY, random_state=seed)
         markov = res.info["galilean"]["n_likelihood_calls"] + res.info["slice"]["n_likelihood_calls"]
-        assert markov < 0.75 * res.n_likelihood_calls
-        assert res.n_likelihood_calls < max_calls
+        runs_calls = res.n_likelihood_calls - res.info["probe_calls"]
+        assert markov < 0.75 * runs_calls
+        assert runs_calls < max_calls
         assert_error_bar_sized(res)
         assert abs(res.log_evidence - target.exact_log_evidence()) < K_SIGMA * res.log_evidence_std
 
