@@ -633,6 +633,14 @@ MEMORY_SMOOTHING = 0.1
 LENGTH_STEP = 1.25
 
 
+def _running_mean(running, value):
+    """``running`` updated by one iteration's ``value`` (weight ``MEMORY_SMOOTHING``); ``value`` itself while
+    ``running`` is nan (nothing measured yet)."""
+    if not np.isfinite(running):
+        return float(value)
+    return float((1.0 - MEMORY_SMOOTHING) * running + MEMORY_SMOOTHING * value)
+
+
 def adapt_move_length(scales, memory_half, memory_full, max_length):
     """``scales`` with ``length`` adapted to how the replacements' memory of their start decayed along the moves.
 
@@ -663,10 +671,8 @@ def adapt_move_length(scales, memory_half, memory_full, max_length):
     """
     if not (np.isfinite(memory_half) and np.isfinite(memory_full)):
         return scales
-    first, second = 1.0 - memory_half, memory_half - memory_full
-    if np.isfinite(scales.first_half):  # running means from the first measurement on
-        first = (1.0 - MEMORY_SMOOTHING) * scales.first_half + MEMORY_SMOOTHING * first
-        second = (1.0 - MEMORY_SMOOTHING) * scales.second_half + MEMORY_SMOOTHING * second
+    first = _running_mean(scales.first_half, 1.0 - memory_half)
+    second = _running_mean(scales.second_half, memory_half - memory_full)
     ratio = second / max(first, 1e-12)
     length = scales.length
     if ratio > DECAY_HIGH:
@@ -856,18 +862,10 @@ def _markov_halves(rng, model, likelihood, config, points, log_lik_min, frame, s
     sliced, galilean = SliceInfo(*totals[0]), GalileanInfo(*totals[1])
     calls_per_replacement = _move_calls(sliced, galilean) / len(start)
     scales = scales._replace(width=adapt_slice_width(scales.width, sliced),
-                             markov_calls=_running_calls(scales.markov_calls, calls_per_replacement))
+                             markov_calls=_running_mean(scales.markov_calls, calls_per_replacement))
     if n_galilean:
         scales = scales._replace(step_size=adapt_galilean_step(scales.step_size, galilean))
     return points, sliced, galilean, adapt_move_length(scales, *memories, config.max_move_length)
-
-
-def _running_calls(running, calls):
-    """The running mean of the Markov chain moves' calls per replacement, updated by one iteration's ``calls``
-    (weighted as the memory is, ``MEMORY_SMOOTHING``)."""
-    if not np.isfinite(running):
-        return float(calls)
-    return float((1.0 - MEMORY_SMOOTHING) * running + MEMORY_SMOOTHING * calls)
 
 
 def _move_counts(config, length):
