@@ -139,7 +139,9 @@ def _apply(factor, v):
     if factor.ndim == 2:
         return v @ factor.T
     blocks = v.reshape(len(factor), -1, v.shape[1])
-    return np.einsum("gnj,gij->gni", blocks, factor).reshape(v.shape)
+    # A batched product (BLAS or numpy's matmul loop): several times faster than the same einsum, which is most
+    # of a leapfrog step's own cost on a small data set.
+    return np.matmul(blocks, factor.transpose(0, 2, 1)).reshape(v.shape)
 
 
 def _apply_t(factor, v):
@@ -149,7 +151,7 @@ def _apply_t(factor, v):
     if factor.ndim == 2:
         return v @ factor
     blocks = v.reshape(len(factor), -1, v.shape[1])
-    return np.einsum("gnj,gji->gni", blocks, factor).reshape(v.shape)
+    return np.matmul(blocks, factor).reshape(v.shape)
 
 
 def leapfrog(state, momentum, log_density_fn, step_size, n_leapfrog, inv_mass_factor):

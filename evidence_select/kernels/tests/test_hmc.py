@@ -2,8 +2,8 @@
 
 import numpy as np
 
-from evidence_select.kernels._hmc import (KickedTarget, adapt_step_size, hmc_init, hmc_step, jittered_leapfrog_count,
-                                          leapfrog, preconditioner_from_samples)
+from evidence_select.kernels._hmc import (KickedTarget, _apply, _apply_t, adapt_step_size, hmc_init, hmc_step,
+                                          jittered_leapfrog_count, leapfrog, preconditioner_from_samples)
 
 FACTOR = np.array([[1.0, 0.0], [1.8, 0.6]])
 COV = FACTOR @ FACTOR.T
@@ -153,3 +153,17 @@ def test_preconditioner_weighted():
     log_w[2] = -np.inf
     sd = preconditioner_from_samples(np.array([[0.0], [2.0], [100.0]]), log_w, dense=False)
     np.testing.assert_allclose(sd, [1.0], rtol=1e-6)
+
+
+def test_mass_factors_apply_to_each_row_and_each_group_its_own():
+    # L v and L^T v row by row, for a diagonal, one matrix, and a stack whose g-th factor moves the g-th block of
+    # rows: fails if a group's block meets another group's factor or a factor is transposed.
+    rng = np.random.default_rng(0)
+    n_groups, n_per_group, d = 3, 4, 5
+    v = rng.standard_normal((n_groups * n_per_group, d))
+    stack = np.tril(rng.standard_normal((n_groups, d, d)))
+    diagonal = rng.uniform(0.5, 2.0, d)
+    for factor, per_row in ((diagonal, lambda i: np.diag(diagonal)), (stack[0], lambda i: stack[0]),
+                            (stack, lambda i: stack[i // n_per_group])):
+        np.testing.assert_allclose(_apply(factor, v), [per_row(i) @ row for i, row in enumerate(v)], rtol=1e-12)
+        np.testing.assert_allclose(_apply_t(factor, v), [per_row(i).T @ row for i, row in enumerate(v)], rtol=1e-12)
