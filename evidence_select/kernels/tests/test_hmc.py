@@ -165,5 +165,7 @@ def test_mass_factors_apply_to_each_row_and_each_group_its_own():
     diagonal = rng.uniform(0.5, 2.0, d)
     for factor, per_row in ((diagonal, lambda i: np.diag(diagonal)), (stack[0], lambda i: stack[0]),
                             (stack, lambda i: stack[i // n_per_group])):
-        np.testing.assert_allclose(_apply(factor, v), [per_row(i) @ row for i, row in enumerate(v)], rtol=1e-12)
-        np.testing.assert_allclose(_apply_t(factor, v), [per_row(i).T @ row for i, row in enumerate(v)], rtol=1e-12)
+        expected = [per_row(i) @ row for i, row in enumerate(v)]
+        np.testing.assert_allclose(_apply(factor, v), expected, rtol=1e-12, atol=1e-12)
+        expected_t = [per_row(i).T @ row for i, row in enumerate(v)]
+        np.testing.assert_allclose(_apply_t(factor, v), expected_t, rtol=1e-12, atol=1e-12)
