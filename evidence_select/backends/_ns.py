@@ -317,16 +317,19 @@ class NSConfig:
         (:mod:`evidence_select.kernels._cube`: there the prior is uniform and
         the candidates need no weight). While a valid candidate costs fewer
         calls than the Markov chain moves spend on a replacement (at first
-        ``n_slice_steps``), and the candidates drawn leave at most 3% of the
-        chains at their start (:func:`ellipsoid_pays`), it replaces the
-        Markov chain moves (chains that start outside the
+        ``n_slice_steps``), the candidates drawn leave at most 3% of the
+        chains at their start, and at most 10% of the replacements' starts lie
+        outside the ellipsoids (a running share: :func:`ellipsoid_pays`), it
+        replaces the Markov chain moves (chains that start outside the
         ellipsoids take those moves instead, kept outside them: a quarter of
         them outside one ellipsoid, all of them outside split ones); below,
-        each chain tries one candidate (which keeps the fraction measured) and
+        each chain tries one candidate (which keeps both shares measured) and
         the Markov chain moves follow. On a constrained prior that a few
         ellipsoids cover (one mode or a few, straight or curved) in up to ~16
         dimensions it makes each replacement an independent draw for a few
-        likelihood calls.
+        likelihood calls; from ~32 dimensions a few hundred live points no
+        longer bound where the next draw lands, and the Markov chain moves
+        take over.
     """
 
     n_live: int = 250
@@ -444,8 +447,9 @@ def nested_sampling_log_evidence(model, X, y=None, *, config=None, random_state=
         averaged over the iterations; read it with ``max_move_length``),
         ``"memory_removed"`` (the ``"move_memory"`` check's value),
         ``"probe_calls"`` (that check's likelihood calls, part of
-        ``n_likelihood_calls``), ``"final_move_length"`` and the moves' statistics (``"slice"``, ``"galilean"``,
-        ``"final_slice_width"``, ``"final_galilean_step"``); ``samples`` and
+        ``n_likelihood_calls``), ``"final_move_length"``, ``"final_outside_share"`` (the running share of the
+        replacements' starts outside the ellipsoids, :func:`ellipsoid_pays`) and the moves' statistics (``"slice"``,
+        ``"galilean"``, ``"final_slice_width"``, ``"final_galilean_step"``); ``samples`` and
         ``log_weights`` are the dead and final live points with their posterior
         importance weights (logsumexp equals ``log_evidence``).
 
@@ -557,6 +561,7 @@ def _move_info(runs, memory_removed):
                 slice=totals(SliceInfo, "slice_totals"), galilean=totals(GalileanInfo, "galilean_totals"),
                 ellipsoid=totals(EllipsoidInfo, "ellipsoid_totals"),
                 final_efficiency=float(np.mean([r.scales.efficiency for r in runs])),
+                final_outside_share=float(np.mean([r.scales.outside_share for r in runs])),
                 start_correlation=_mean_over_iterations(runs, "start_correlations"),
                 replacement_memory=_mean_over_iterations(runs, "memories"),
                 memory_removed=float(np.mean(memory_removed)) if len(memory_removed) else float("nan"))
@@ -620,6 +625,8 @@ class _MoveScales(NamedTuple):
     efficiency: float = 0.0
     # Running likelihood calls per replacement of the Markov chain moves; nan until they have run.
     markov_calls: float = float("nan")
+    # Running share of the replacements' starts that lie outside the bounding ellipsoids; nan until measured.
+    outside_share: float = float("nan")
 
 
 #: Bounds on ``q``, the running ratio of the memory the second half of the moves removes to what the first half
@@ -764,17 +771,29 @@ def _least_prior_mass(rng, model, unions):
 #: a surviving live point chosen uniformly, itself a draw from the constrained prior: copies leave ``log Z``
 #: unbiased and widen its spread only a little at this share (``test_ns``'s volume-space simulation).
 MAX_KEPT_SHARE = 0.03
+#: Most running share of the replacements' starts outside the bounding ellipsoids for the ellipsoid move to
+#: replace the Markov chain moves (:func:`ellipsoid_pays`).
+MAX_OUTSIDE_SHARE = 0.1
 
 
-def ellipsoid_pays(efficiency, markov_calls, n_slice_steps):
+def ellipsoid_pays(efficiency, markov_calls, n_slice_steps, outside_share=float("nan")):
     """Whether the ellipsoid move replaces the Markov chain moves at this running ``efficiency``.
 
     A valid ellipsoid draw costs about ``1 / efficiency`` likelihood calls and is
     independent of its start; the Markov chain moves cost ``markov_calls`` per
     replacement (their running mean; ``n_slice_steps`` until they have run) and
     leave some memory of it. The ellipsoid is taken while it is the cheaper,
-    and while the chains that find no valid candidate among those drawn (and
-    keep their start) are at most ``MAX_KEPT_SHARE`` of them.
+    while the chains that find no valid candidate among those drawn (and keep
+    their start) are at most ``MAX_KEPT_SHARE`` of them, and while the running
+    share of starts outside the ellipsoids is at most ``MAX_OUTSIDE_SHARE``
+    (nan: not measured yet). The starts are draws like the live points that
+    shape the ellipsoids but not among them, so that share is the part of the
+    constrained region the ellipsoids miss; a chain there takes only the
+    short moves kept outside them (``OUTSIDE_LENGTH``), and its replacement
+    stays near its start (``log Z`` reads high where many do). In many
+    dimensions a few hundred points' covariance and largest radius understate
+    where the next draw lands, and that share grows from a few percent to a
+    large part of the starts.
 
     Examples
     --------
@@ -782,10 +801,13 @@ def ellipsoid_pays(efficiency, markov_calls, n_slice_steps):
     (True, False)
     >>> ellipsoid_pays(0.015, 300.0, 48), ellipsoid_pays(0.005, 300.0, 48)
     (True, False)
+    >>> ellipsoid_pays(0.05, float("nan"), 48, outside_share=0.04), ellipsoid_pays(0.05, 300.0, 48, 0.4)
+    (True, False)
     """
     cost = markov_calls if np.isfinite(markov_calls) else n_slice_steps
     kept_share = 1.0 / (1.0 + n_candidates(efficiency) * efficiency)
-    return bool(efficiency * cost >= 1.0 and kept_share <= MAX_KEPT_SHARE)
+    covers = not outside_share > MAX_OUTSIDE_SHARE  # nan: not measured yet
+    return bool(efficiency * cost >= 1.0 and kept_share <= MAX_KEPT_SHARE and covers)
 
 
 def _independent_move(proposal):
@@ -810,7 +832,7 @@ def _ellipsoid_stage(rng, model, log_lik_fn, config, points, log_lik_min, frame,
         points, probe = _independent_move(frame.ellipsoid)(rng, points, constraint, frame.ellipsoid, 1)
         scales = scales._replace(efficiency=adapt_efficiency(scales.efficiency, probe))
         return points, EllipsoidInfo(*np.add(info, probe)), scales, True
-    enough = ellipsoid_pays(scales.efficiency, scales.markov_calls, config.n_slice_steps)
+    enough = ellipsoid_pays(scales.efficiency, scales.markov_calls, config.n_slice_steps, scales.outside_share)
     points, info = _independent_move(frame.ellipsoid)(rng, points, constraint, frame.ellipsoid,
                                                       n_candidates(scales.efficiency) if enough else 1)
     return points, info, scales._replace(efficiency=adapt_efficiency(scales.efficiency, info)), enough
@@ -827,11 +849,14 @@ def _replace_points(rng, model, likelihood, config, start, log_lik_min, frame, s
     """
     points, ellipsoid, scales, enough = _ellipsoid_stage(rng, model, likelihood[0], config, ConstrainedPoints(*start),
                                                          log_lik_min, frame, scales)
+    outside = []
+    if frame.ellipsoid is not None:
+        outside = np.flatnonzero(~frame.ellipsoid.contains(start[0]))
+        scales = scales._replace(outside_share=_running_mean(scales.outside_share, len(outside) / len(start[0])))
     if not enough:
         points, sliced, galilean, scales = _markov_halves(rng, model, likelihood, config, points, log_lik_min,
                                                           frame, scales)
         return tuple(points), sliced, galilean, ellipsoid, scales
-    outside = np.flatnonzero(~frame.ellipsoid.contains(start[0])) if frame.ellipsoid is not None else []
     sliced, galilean = SliceInfo(0, 0, 0, 0), GalileanInfo(0, 0, 0, 0)
     if len(outside):
         outside_length = OUTSIDE_LENGTH if len(frame.ellipsoid.ellipsoids) == 1 else SPLIT_OUTSIDE_LENGTH

@@ -414,7 +414,7 @@ def test_kept_starts_leave_log_z_unbiased():
 
 
 def test_ellipsoid_replaces_markov_moves_where_cheaper_and_few_chains_keep_their_start():
-    from evidence_select.backends._ns import MAX_KEPT_SHARE, ellipsoid_pays
+    from evidence_select.backends._ns import MAX_KEPT_SHARE, MAX_OUTSIDE_SHARE, ellipsoid_pays
     from evidence_select.kernels._ellipsoid import n_candidates
 
     # Before the Markov moves have run their cost is taken as n_slice_steps; measured, their running cost.
@@ -424,6 +424,10 @@ def test_ellipsoid_replaces_markov_moves_where_cheaper_and_few_chains_keep_their
     # However costly the Markov moves, not below the efficiency where more than MAX_KEPT_SHARE keep their start.
     low = min(e for e in np.geomspace(1e-4, 1, 2001) if 1 / (1 + n_candidates(e) * e) <= MAX_KEPT_SHARE)
     assert ellipsoid_pays(low, 1e6, 48) and not ellipsoid_pays(low * 0.99, 1e6, 48)
+    # Nor while more than MAX_OUTSIDE_SHARE of the starts lie outside the ellipsoids (unmeasured: no bar).
+    assert ellipsoid_pays(1 / 50, 60.0, 48, outside_share=MAX_OUTSIDE_SHARE)
+    assert not ellipsoid_pays(1 / 50, 60.0, 48, outside_share=1.01 * MAX_OUTSIDE_SHARE)
+    assert ellipsoid_pays(1 / 50, 60.0, 48, outside_share=float("nan"))
 
 
 @pytest.mark.slow
@@ -468,27 +472,52 @@ def test_cube_ellipsoids_keep_steep_priors_cheap(name, max_calls):
         assert abs(res.log_evidence - case.exact) < K_SIGMA * res.log_evidence_std
 
 
-def test_chains_outside_the_ellipsoid_move_and_stay_outside():
-    # The ellipsoid move leaves a chain outside its ellipsoid where it is; the Markov moves take it instead, kept
-    # outside (the two kernels each leave their side's constrained prior invariant).
+def _gaussian_starts_and_a_small_ellipsoid():
+    """200 draws of a 2-d standard Gaussian as replacement starts, the frame of an ellipsoid of radius 1.5 about
+    its centre (about a third of them outside), and the likelihood pair."""
     from evidence_select.backends import _ns
     from evidence_select.kernels._ellipsoid import Ellipsoid, ellipsoid_union
 
     target = GaussianTarget(np.zeros(2), cov=1.0)
-    config = NSConfig().resolved(2)
-    rng = np.random.default_rng(0)
-    x = rng.normal(size=(200, 2))
+    x = np.random.default_rng(0).normal(size=(200, 2))
     start = (x, target.log_prior(x), target.log_likelihood_sum(x, X_DUMMY))
     frame = _ns._Frame(np.eye(2), np.zeros(2), ellipsoid_union([Ellipsoid(np.zeros(2), 1.5 * np.eye(2))]))
     likelihood = (lambda t: target.log_likelihood_sum(t, X_DUMMY),
                   lambda t: (target.log_likelihood_sum(t, X_DUMMY), -t))
-    bound = float(np.min(start[2]))
-    new, sliced, galilean, ell, _ = _ns._replace_points(rng, target, likelihood, config, start, bound, frame,
-                                                        _ns._MoveScales(1.0, 0.5, efficiency=0.5))
+    return target, start, frame, likelihood
+
+
+def test_chains_outside_the_ellipsoid_move_and_stay_outside():
+    # The ellipsoid move leaves a chain outside its ellipsoid where it is; the Markov moves take it instead, kept
+    # outside (the two kernels each leave their side's constrained prior invariant).
+    from evidence_select.backends import _ns
+
+    target, start, frame, likelihood = _gaussian_starts_and_a_small_ellipsoid()
+    x, bound, rng = start[0], float(np.min(start[2])), np.random.default_rng(0)
+    new, sliced, galilean, ell, _ = _ns._replace_points(rng, target, likelihood, NSConfig().resolved(2), start,
+                                                        bound, frame, _ns._MoveScales(1.0, 0.5, efficiency=0.5))
     outside = ~frame.ellipsoid.contains(x)
     assert ell.n_outside == outside.sum() > 10 and galilean.n_likelihood_calls > 0
     assert np.all(np.any(new[0][outside] != x[outside], axis=1))
     assert not np.any(frame.ellipsoid.contains(new[0][outside]))
+    assert np.all(new[2] > bound)
+
+
+def test_an_ellipsoid_that_misses_many_starts_hands_every_chain_to_the_markov_moves():
+    # A third of the starts lie outside the ellipsoid: the replacements measure that share, and from then on the
+    # Markov moves move every chain, those inside too, over the whole constrained prior (the ellipsoid's draws
+    # would keep them inside).
+    from evidence_select.backends import _ns
+
+    target, start, frame, likelihood = _gaussian_starts_and_a_small_ellipsoid()
+    x, bound, rng = start[0], float(np.min(start[2])), np.random.default_rng(0)
+    config = NSConfig().resolved(2)
+    scales = _ns._MoveScales(1.0, 0.5, efficiency=0.5)
+    _, _, _, _, scales = _ns._replace_points(rng, target, likelihood, config, start, bound, frame, scales)
+    inside = frame.ellipsoid.contains(x)
+    assert scales.outside_share == pytest.approx(1.0 - inside.mean()) and scales.outside_share > 0.2
+    new, *_ = _ns._replace_points(rng, target, likelihood, config, start, bound, frame, scales)
+    assert np.mean(~frame.ellipsoid.contains(new[0][inside])) > 0.1
     assert np.all(new[2] > bound)
 
 
