@@ -6,8 +6,10 @@
    proportion to their mass (:mod:`._bridge_init`; ``init="prior"`` starts
    them at prior draws), adapt their step size and mass matrix during warm-up only
    (:func:`~evidence_select.kernels._adaptive_hmc.sample_chains`) and keep
-   ``n_draws`` iterations each. Rank-normalised split R-hat and bulk ESS are
-   checked on every parameter and on the log density.
+   ``n_draws`` iterations each; while more than 1% of the kept transitions
+   diverge, they adapt and run again at a target acceptance of 0.95, then
+   0.99 (:func:`_chains_without_divergences`). Rank-normalised split R-hat
+   and bulk ESS are checked on every parameter and on the log density.
 2. **Proposal.** The kept iterations are split in two halves in time. An
    iterative Gaussianization (:mod:`evidence_select.backends._gaussianize`), a
    normalised density ``q``, is fitted to the first half.
@@ -132,6 +134,11 @@ _NEGLIGIBLE_SHARE = 1e-3  # a cell with less of Z moves log Z by less than this 
 # Checks whose failure voids Eq. (9), so that the error is widened to span the sandwich: no overlap, an unsolved
 # bridge equation, or chains dropped for never moving (the draws left may miss the region where they stuck).
 _SANDWICH_CHECKS = ("proposal_overlap", "bridge_iterations", "stuck_chains")
+#: Most share of the kept HMC transitions that may diverge; above it the chains adapt again at the next higher
+#: of ``RAISED_TARGET_ACCEPT`` (:func:`_chains_without_divergences`), and after the last the
+#: ``divergent_transitions`` check fails.
+MAX_DIVERGENT_SHARE = 0.01
+RAISED_TARGET_ACCEPT = (0.95, 0.99)
 
 
 class BridgeSettings(NamedTuple):
@@ -157,6 +164,9 @@ class BridgeSettings(NamedTuple):
         Kept iterations per chain; half of them fit the proposal, half enter the bridge.
     target_accept : float, default=0.8
         Mean acceptance probability the step-size adaptation aims at, in (0, 1).
+        Where more than 1% of the kept transitions diverge, the chains adapt
+        and run again at 0.95, then 0.99 (those above it), as Stan's users
+        raise ``adapt_delta``; ``info["target_accept"]`` says which was kept.
     trajectory_length : float, default=2.0
         Mean HMC integration time in whitened units (jittered by +-50%).
     max_leapfrog : int, default=64
@@ -701,15 +711,40 @@ def _chain_starts(rng, model, posterior, settings):
     return starts
 
 
+def _chains_without_divergences(rng, posterior, positions, settings):
+    """HMC chains from ``positions``, adapted again from where they stopped at the next of
+    ``RAISED_TARGET_ACCEPT`` while more than ``MAX_DIVERGENT_SHARE`` of their kept transitions diverge; returns
+    the last run's :class:`~evidence_select.kernels._adaptive_hmc.SamplerOutput` and its target acceptance.
+
+    A divergence marks where the step size that suits the bulk is too long to enter (the tip of a curved ridge,
+    a funnel's neck): chains that rarely go there leave its mass out, and ``log Z`` reads low while R-hat, the
+    effective sample sizes and the halves all agree. A higher target acceptance (Stan's ``adapt_delta``) shortens
+    the step until they can.
+    """
+    targets = [settings.target_accept] + [t for t in RAISED_TARGET_ACCEPT if t > settings.target_accept]
+    for target in targets:
+        sampler = SamplerSettings(settings.n_warmup, settings.n_draws, target, settings.trajectory_length,
+                                  settings.max_leapfrog, settings.dense_mass)
+        out = sample_chains(rng, posterior.with_grad, positions, sampler)
+        if _divergent_share(out) <= MAX_DIVERGENT_SHARE:
+            break
+        positions = out.draws[:, -1]
+    return out, target
+
+
+def _divergent_share(out):
+    """Share of the kept transitions of ``out`` that diverged."""
+    return out.n_divergent / max(out.draws.shape[0] * out.draws.shape[1], 1)
+
+
 def _posterior_draws(rng, model, posterior, posterior_samples, settings):
     """Chains ``(n_chains, n_iter, d)``, their log densities, and the sampler's details."""
     d = model.n_params
     if posterior_samples is None:
-        sampler = SamplerSettings(settings.n_warmup, settings.n_draws, settings.target_accept,
-                                  settings.trajectory_length, settings.max_leapfrog, settings.dense_mass)
         starts = _chain_starts(rng, model, posterior, settings)
-        out = sample_chains(rng, posterior.with_grad, starts.positions, sampler)
+        out, target_accept = _chains_without_divergences(rng, posterior, starts.positions, settings)
         info = dict(step_size=out.step_size, acceptance=out.acceptance, n_divergent=out.n_divergent,
+                    divergent_share=_divergent_share(out), target_accept=target_accept,
                     dense_mass=out.inv_mass_factor.ndim == 2, init=starts.method,
                     n_init_evaluations=starts.n_evaluations, n_init_temperatures=starts.n_temperatures)
         return out.draws, out.log_density, info
@@ -961,12 +996,14 @@ def bridge_log_evidence(model, X=None, y=None, *, posterior_samples=None, settin
         dropped or the proposal overlap or the bridge iteration fails);
         ``diagnostics`` holds ``rhat``, ``ess_bulk``, ``bridge_iterations``,
         ``draws_per_autocorrelation_time``, ``proposal_overlap`` and ``halves_agree``,
-        and for chains it ran itself ``mode_census`` and ``stuck_chains`` (and
+        and for chains it ran itself ``mode_census``, ``stuck_chains`` and
+        ``divergent_transitions`` (the kept share, at most 1%) (and
         ``cells_separate`` when summed over cells);
         ``info`` the per-half estimates, errors, ``tau``, ``n_q``, flow layers,
         the stochastic bounds ``log_evidence_bounds`` (``[lower, upper]``),
         ``bridged_over`` (``"cells"`` or ``"pooled"``), ``mode_groups`` (chains
-        per mode group), the sampler's step size and acceptance and, when the
+        per mode group), the sampler's step size, acceptance, ``target_accept``,
+        ``n_divergent`` and ``divergent_share`` and, when the
         chains sat in more than ``max_modes`` groups, ``mixing_acceptance``
         (per independence Metropolis round), ``mixing_used``,
         ``mode_groups_before_mixing`` and ``mixing_importance`` (the last
@@ -1045,6 +1082,9 @@ def _run_bridge(rng, model, posterior, posterior_samples, settings, verbose, sta
         diagnostics["cells_separate"] = check(separation, _MIN_SEPARATION, separation >= _MIN_SEPARATION)
     if stuck_check is not None:
         diagnostics["stuck_chains"] = stuck_check
+    if "divergent_share" in sampler_info:
+        share = sampler_info["divergent_share"]
+        diagnostics["divergent_transitions"] = check(share, MAX_DIVERGENT_SHARE, share <= MAX_DIVERGENT_SHARE)
     if verbose:
         logger.info("bridge: %d chains x %d draws, %d evaluations; rhat %.3f, ess %.0f, bridged over %s",
                     *draws.shape[:2], n_eval_sampling, diagnostics["rhat"]["value"],
