@@ -4,9 +4,12 @@ Warm-up tunes the step size by dual averaging and the mass matrix from the
 draws of doubling windows (:mod:`._adaptation`); the kept draws then come from a
 fixed Metropolis-corrected HMC kernel (:func:`._hmc.hmc_step`) whose trajectory
 length in whitened units is jittered uniformly in ``[0.5, 1.5] x
-trajectory_length`` per transition (a mixture of invariant kernels chosen
-independently of the state, so still invariant), which avoids the resonances of
-a fixed length. Chains start wherever the caller puts them, ideally dispersed
+trajectory_length`` per transition, which avoids the resonances of a fixed
+length, and whose step size may be jittered log-uniformly below the adapted one,
+so that regions more sharply curved than the bulk (the tips of a curved ridge, a
+funnel's neck) are entered by the transitions with the shorter steps. Both are
+drawn independently of the state: a mixture of invariant kernels, so still
+invariant. Chains start wherever the caller puts them, ideally dispersed
 (prior draws), so that R-hat can see modes they fail to connect.
 """
 
@@ -17,7 +20,7 @@ import numpy as np
 from ._adaptation import dual_averaging_init, dual_averaging_update, inverse_mass_factor, warmup_windows
 from ._hmc import hmc_init, hmc_step, jittered_leapfrog_count
 
-__all__ = ["SamplerSettings", "SamplerOutput", "sample_chains", "run_fixed_kernel"]
+__all__ = ["SamplerSettings", "SamplerOutput", "sample_chains", "run_fixed_kernel", "step_jitter_floor"]
 
 
 class SamplerSettings(NamedTuple):
@@ -30,6 +33,9 @@ class SamplerSettings(NamedTuple):
     max_leapfrog : int, cap on leapfrog steps per transition.
     dense_mass : bool or None, dense inverse mass (None: dense when a window
     holds at least ``10 n_params`` pooled draws).
+    step_jitter : float in (0, 1], each kept transition's step size is the adapted
+    one times a log-uniform draw in ``[step_jitter, 1]`` (1: no jitter); its
+    leapfrog count grows to keep the trajectory length (see :func:`step_jitter_floor`).
     """
 
     n_warmup: int = 500
@@ -38,6 +44,7 @@ class SamplerSettings(NamedTuple):
     trajectory_length: float = 2.0
     max_leapfrog: int = 64
     dense_mass: bool = None
+    step_jitter: float = 1.0
 
 
 class SamplerOutput(NamedTuple):
@@ -121,18 +128,37 @@ def sample_chains(rng, log_density_fn, init, settings=SamplerSettings()):
     state = hmc_init(init, log_density_fn)
     state, step, factor, n_eval = _warmup(rng, state, log_density_fn, settings)
     state, draws, log_density, n_kept, acceptance, n_divergent = run_fixed_kernel(
-        rng, state, log_density_fn, step, factor, settings.n_draws, settings.trajectory_length, settings.max_leapfrog)
+        rng, state, log_density_fn, step, factor, settings.n_draws, settings)
     return SamplerOutput(draws, log_density, step, factor, n_eval + n_kept + len(init), acceptance, n_divergent)
 
 
-def run_fixed_kernel(rng, state, log_density_fn, step_size, inv_mass_factor, n_steps, trajectory_length=2.0,
-                     max_leapfrog=64):
+def step_jitter_floor(step_size, settings):
+    """The smallest factor the kept transitions' step may be jittered by: ``settings.step_jitter``, raised
+    as far as needed for the mean trajectory to stay within ``max_leapfrog`` steps.
+
+    A shorter step is worth taking only with the leapfrog steps that keep its
+    trajectory length; where the adapted step already needs the whole cap (many
+    parameters, a small step) the floor is 1 and the kernel is not jittered,
+    rather than trading the trajectory's length for a shorter step.
+
+    Examples
+    --------
+    >>> settings = SamplerSettings(trajectory_length=2.0, max_leapfrog=64, step_jitter=0.5)
+    >>> step_jitter_floor(0.5, settings), step_jitter_floor(0.05, settings), step_jitter_floor(0.01, settings)
+    (0.5, 0.625, 1.0)
+    """
+    mean_leapfrog = settings.trajectory_length / step_size
+    return max(settings.step_jitter, min(1.0, mean_leapfrog / settings.max_leapfrog))
+
+
+def run_fixed_kernel(rng, state, log_density_fn, step_size, inv_mass_factor, n_steps, settings=SamplerSettings()):
     """``n_steps`` transitions of the fixed (non-adapting) HMC kernel used for the kept draws.
 
-    Each transition draws its number of leapfrog steps as
-    ``ceil(trajectory_length * U(0.5, 1.5) / step_size)`` (at most ``max_leapfrog``),
-    independently of the state, and applies :func:`~evidence_select.kernels._hmc.hmc_step`;
-    every transition leaves the target exactly invariant.
+    Each transition draws its step as ``step_size * exp(U(log floor, 0))``, with
+    the floor of :func:`step_jitter_floor`, and its number of leapfrog steps as ``ceil(trajectory_length * U(0.5, 1.5) /
+    step)`` (at most ``max_leapfrog``), independently of the state, and applies
+    :func:`~evidence_select.kernels._hmc.hmc_step`; every transition leaves the
+    target exactly invariant.
 
     Parameters
     ----------
@@ -142,8 +168,8 @@ def run_fixed_kernel(rng, state, log_density_fn, step_size, inv_mass_factor, n_s
     step_size : float
     inv_mass_factor : ndarray of shape (n_params,) or (n_params, n_params)
     n_steps : int
-    trajectory_length : float, default=2.0
-    max_leapfrog : int, default=64
+    settings : SamplerSettings
+        Its ``trajectory_length``, ``max_leapfrog`` and ``step_jitter``.
 
     Returns
     -------
@@ -159,10 +185,11 @@ def run_fixed_kernel(rng, state, log_density_fn, step_size, inv_mass_factor, n_s
     draws = np.empty((n_chains, n_steps, n_params))
     log_density = np.empty((n_chains, n_steps))
     acceptance, n_divergent, n_eval = 0.0, 0, 0
-    length = SamplerSettings(trajectory_length=trajectory_length, max_leapfrog=max_leapfrog)
+    log_jitter = np.log(step_jitter_floor(step_size, settings))
     for it in range(n_steps):
-        n_leapfrog = _n_leapfrog(rng, step_size, length)
-        state, info = hmc_step(rng, state, log_density_fn, step_size, n_leapfrog, inv_mass_factor)
+        step = step_size * float(np.exp(rng.uniform(log_jitter, 0.0))) if log_jitter < 0 else step_size
+        n_leapfrog = _n_leapfrog(rng, step, settings)
+        state, info = hmc_step(rng, state, log_density_fn, step, n_leapfrog, inv_mass_factor)
         n_eval += n_chains * n_leapfrog
         draws[:, it] = state.position
         log_density[:, it] = state.log_density

@@ -49,13 +49,27 @@ def test_analytic_targets(target):
 def test_chains_that_diverge_in_a_ridges_tips_adapt_again_with_shorter_steps():
     # On a 2-d banana the step that suits the bulk is too long for the tips: 1-22% of the kept transitions
     # diverge at a target acceptance of 0.8, the chains rarely reach the tips, and log Z reads low by 1-6 errors
-    # while R-hat and the halves agree. At 0.95 the chains enter them and the estimate holds the truth.
+    # while R-hat and the halves agree. At 0.95 the chains enter them and the estimate holds the truth. The
+    # step is not jittered here: the jitter's shorter steps alone bring these chains under 1% of divergences.
     from evidence_select.testing import calibration_cases
 
     case = calibration_cases(2, families=["banana"], dims=(2,))[0]
     for seed in (0, 1):
-        res = bridge_log_evidence(case.model, random_state=seed, **FAST)
+        res = bridge_log_evidence(case.model, random_state=seed, step_jitter=1.0, **FAST)
         assert res.info["target_accept"] > 0.8 and res.diagnostics["divergent_transitions"]["passed"]
+        assert abs(res.log_evidence - case.exact) < K_SIGMA * res.log_evidence_std
+
+
+@pytest.mark.parametrize("family", ["box_banana", "funnel"])
+def test_jittered_steps_enter_where_the_target_curves_more_sharply_than_its_bulk(family):
+    # At the one step size adapted to the bulk, chains rarely enter the 2-d box-banana's tips or the funnel's neck,
+    # without diverging there: log Z reads low by 4-18 reported errors with every check passing (step_jitter=1).
+    # The kept transitions' shorter steps enter them, and the estimate holds the truth on every seed.
+    from evidence_select.testing import calibration_cases
+
+    case = calibration_cases(2, families=[family], dims=(2,))[0]
+    for seed in range(4):
+        res = bridge_log_evidence(case.model, random_state=seed, **FAST)
         assert abs(res.log_evidence - case.exact) < K_SIGMA * res.log_evidence_std
 
 
@@ -393,6 +407,8 @@ def test_bridge_equation_solved_where_the_fixed_point_iteration_crawls():
     (dict(target_accept=1.0), ValueError, r"target_accept must be in \(0, 1\), got 1.0"),
     (dict(error_fraction=0), ValueError, "error_fraction"),
     (dict(trajectory_length=-1.0), ValueError, "trajectory_length must be positive"),
+    (dict(step_jitter=0.0), ValueError, "step_jitter must be positive"),
+    (dict(step_jitter=1.5), ValueError, r"step_jitter must be in \(0, 1\], got 1.5"),
     (dict(dense_mass="yes"), ValueError, "dense_mass"),
     (dict(init="pathfinder"), ValueError, "init must be 'tempered' or 'prior'"),
     (dict(n_init_particles=4), ValueError, "n_init_particles must be an int >= 8, got 4"),

@@ -10,6 +10,7 @@ drifts by many standard errors.
 """
 
 import numpy as np
+import pytest
 from scipy import stats
 
 from evidence_select.kernels._adaptive_hmc import SamplerSettings, run_fixed_kernel, sample_chains
@@ -32,11 +33,12 @@ def _exact(rng, n):
     return np.stack([a, a**2 + SB / np.sqrt(BETA) * rng.normal(size=n)], axis=1)
 
 
-def test_fixed_kernel_leaves_exact_draws_exact():
+@pytest.mark.parametrize("step_jitter", [1.0, 0.3])
+def test_fixed_kernel_leaves_exact_draws_exact(step_jitter):
     rng = np.random.default_rng(0)
     state = hmc_init(_exact(rng, 4000), _banana)
     state, draws, _, _, acceptance, _ = run_fixed_kernel(rng, state, _banana, 0.45, np.ones(2), 10,
-                                                         trajectory_length=1.5)
+                                                         SamplerSettings(trajectory_length=1.5, step_jitter=step_jitter))
     assert 0.3 < acceptance < 0.95  # the correction is active
     final, fresh = state.position, _exact(rng, 20000)
     for j in range(2):
