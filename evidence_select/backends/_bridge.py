@@ -70,8 +70,8 @@ proposal reaches, and the last round's estimate (with at least
 ``min_importance_ess`` effective draws, ``importance_ess``, and not for
 label-switching mixtures) is reported instead, its error widened to its distance from the round before
 when they disagree (``importance_rounds_agree``); with fewer effective draws
-the bridge's estimate stays, its error at least its distance from the
-importance estimate. The mode census still fails such a run. A mode no chain
+the bridge's estimate stays, its error at least the importance estimate's
+lead over it. The mode census still fails such a run. A mode no chain
 reached and no proposal reaches stays invisible: that is what many chains
 started from a tempered population are for.
 
@@ -240,8 +240,8 @@ class BridgeSettings(NamedTuple):
         Where the mixing rounds leave the chains unconnected, the last round's
         importance estimate is reported instead of the bridge's when its
         weights hold at least this many effective draws (Kish); with fewer the
-        bridge's estimate stays, its error at least its distance from the
-        importance estimate (:func:`_importance_instead`).
+        bridge's estimate stays, its error at least the importance estimate's
+        lead over it (:func:`_importance_instead`).
     """
 
     n_chains: int = 16
@@ -971,7 +971,11 @@ def _importance_instead(info, strategy, settings, log_z, std, diagnostics):
     (``importance_rounds_agree``). With fewer, its own error is not to be
     trusted (weights that missed a heavy tail read low, and so does their
     spread); the bridge's estimate stays, with an error at least as wide as
-    its distance from the importance estimate. Not for label-switching
+    the importance estimate's lead over it. Only a lead counts: ``E_q[p / q] =
+    Z``, so the importance estimate's log overshoots ``log Z`` by more than
+    ``t`` nats with probability at most ``exp(-t)`` (Markov's inequality),
+    while with few effective draws it may fall short by any amount and say
+    nothing about the bridge. Not for label-switching
     mixtures: their draws are relabelled, so the proposals cover one
     labelling of the ``K!``. ``diagnostics`` gains the checks it used.
     """
@@ -981,7 +985,7 @@ def _importance_instead(info, strategy, settings, log_z, std, diagnostics):
     enough = mixing["ess"] >= settings.min_importance_ess
     diagnostics["importance_ess"] = check(mixing["ess"], settings.min_importance_ess, enough)
     if not enough:
-        return log_z, max(std, abs(log_z - mixing["log_z"])), "bridge"
+        return log_z, max(std, mixing["log_z"] - log_z), "bridge"
     diagnostics["importance_rounds_agree"] = check(mixing["gap"], 3.0, mixing["gap"] <= 3.0)
     return mixing["log_z"], mixing["std"], "mixing_importance"
 
@@ -1032,8 +1036,8 @@ def bridge_log_evidence(model, X=None, y=None, *, posterior_samples=None, settin
         the rounds left the chains unconnected and their importance estimate
         is reported instead (``diagnostics["importance_ess"]`` and
         ``["importance_rounds_agree"]`` then check it; with too few effective
-        draws the bridge's estimate stays, its error at least its distance
-        from the importance estimate); ``info["bridge_estimate"]`` keeps the
+        draws the bridge's estimate stays, its error at least the importance
+        estimate's lead over it); ``info["bridge_estimate"]`` keeps the
         bridge's own value and error either way.
         ``settings["proposal"]`` says which proposal the bridge used.
 

@@ -262,6 +262,10 @@ def test_importance_estimate_stands_only_for_unconnected_chains_without_relabell
     assert instead(dict(mixing_used=False, mixing_importance=mixing), "none")[0] == (0.0, 0.1, "mixing_importance")
     assert instead(dict(mixing_used=False, mixing_importance=mixing), "none", 2000.0) == (
         (-3.0, 3.0, "bridge"), {"importance_ess": {"value": 1000.0, "threshold": 2000.0, "passed": False}})
+    # Too few effective draws, and the importance estimate below the bridge's: a stochastic lower bound that falls
+    # short says nothing against the bridge, whose error stays its own.
+    below = dict(mixing, log_z=-800.0)
+    assert instead(dict(mixing_used=False, mixing_importance=below), "none", 2000.0)[0] == (-3.0, 0.2, "bridge")
     for strategy in ("symmetrised", "log_k_factorial"):
         assert instead(dict(mixing_used=False, mixing_importance=mixing), strategy) == ((-3.0, 0.2, "bridge"), {})
     assert instead(dict(mixing_used=True, mixing_importance=mixing), "none") == ((-3.0, 0.2, "bridge"), {})
