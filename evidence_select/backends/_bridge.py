@@ -737,8 +737,8 @@ def _chains_without_divergences(rng, posterior, positions, settings):
 
     A divergence marks where the step size that suits the bulk is too long to enter (the tip of a curved ridge,
     a funnel's neck): chains that rarely go there leave its mass out, and ``log Z`` reads low by more than its
-    error while R-hat, the effective sample sizes and the halves may still agree. A higher target acceptance (Stan's ``adapt_delta``) shortens
-    the step until they can.
+    error while R-hat, the effective sample sizes and the halves may still agree. A higher target acceptance
+    (Stan's ``adapt_delta``) shortens the step until they can.
     """
     targets = [settings.target_accept] + [t for t in RAISED_TARGET_ACCEPT if t > settings.target_accept]
     for target in targets:

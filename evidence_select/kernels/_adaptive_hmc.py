@@ -155,8 +155,9 @@ def run_fixed_kernel(rng, state, log_density_fn, step_size, inv_mass_factor, n_s
     """``n_steps`` transitions of the fixed (non-adapting) HMC kernel used for the kept draws.
 
     Each transition draws its step as ``step_size * exp(U(log floor, 0))``, with
-    the floor of :func:`step_jitter_floor`, and its number of leapfrog steps as ``ceil(trajectory_length * U(0.5, 1.5) /
-    step)`` (at most ``max_leapfrog``), independently of the state, and applies
+    the floor of :func:`step_jitter_floor`, and its number of leapfrog steps as
+    ``ceil(trajectory_length * U(0.5, 1.5) / step)`` (at most ``max_leapfrog``),
+    independently of the state, and applies
     :func:`~evidence_select.kernels._hmc.hmc_step`; every transition leaves the
     target exactly invariant.
 

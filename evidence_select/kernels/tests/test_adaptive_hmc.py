@@ -37,8 +37,8 @@ def _exact(rng, n):
 def test_fixed_kernel_leaves_exact_draws_exact(step_jitter):
     rng = np.random.default_rng(0)
     state = hmc_init(_exact(rng, 4000), _banana)
-    state, draws, _, _, acceptance, _ = run_fixed_kernel(rng, state, _banana, 0.45, np.ones(2), 10,
-                                                         SamplerSettings(trajectory_length=1.5, step_jitter=step_jitter))
+    settings = SamplerSettings(trajectory_length=1.5, step_jitter=step_jitter)
+    state, draws, _, _, acceptance, _ = run_fixed_kernel(rng, state, _banana, 0.45, np.ones(2), 10, settings)
     assert 0.3 < acceptance < 0.95  # the correction is active
     final, fresh = state.position, _exact(rng, 20000)
     for j in range(2):
