@@ -742,8 +742,9 @@ def _chains_without_divergences(rng, posterior, positions, settings):
     """
     targets = [settings.target_accept] + [t for t in RAISED_TARGET_ACCEPT if t > settings.target_accept]
     for target in targets:
-        sampler = SamplerSettings(settings.n_warmup, settings.n_draws, target, settings.trajectory_length,
-                                  settings.max_leapfrog, settings.dense_mass, settings.step_jitter)
+        sampler = SamplerSettings(n_warmup=settings.n_warmup, n_draws=settings.n_draws, target_accept=target,
+                                  trajectory_length=settings.trajectory_length, max_leapfrog=settings.max_leapfrog,
+                                  dense_mass=settings.dense_mass, step_jitter=settings.step_jitter)
         out = sample_chains(rng, posterior.with_grad, positions, sampler)
         if _divergent_share(out) <= MAX_DIVERGENT_SHARE:
             break

@@ -188,6 +188,7 @@ def run_fixed_kernel(rng, state, log_density_fn, step_size, inv_mass_factor, n_s
     acceptance, n_divergent, n_eval = 0.0, 0, 0
     log_jitter = np.log(step_jitter_floor(step_size, settings))
     for it in range(n_steps):
+        # No draw at all when unjittered, so that such a run keeps the random stream of the plain kernel.
         step = step_size * float(np.exp(rng.uniform(log_jitter, 0.0))) if log_jitter < 0 else step_size
         n_leapfrog = _n_leapfrog(rng, step, settings)
         state, info = hmc_step(rng, state, log_density_fn, step, n_leapfrog, inv_mass_factor)
