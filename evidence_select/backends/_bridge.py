@@ -31,11 +31,14 @@
 5. **Sandwich.** The same ``log p - log q`` values give importance sampling
    from ``q`` and reciprocal importance sampling from the posterior draws, a
    stochastic lower and upper bound of ``log Z`` (:func:`_sandwich`), recorded
-   in ``info["log_evidence_bounds"]``. Eq. (9) holds only where ``q``
-   overlaps the posterior, so when the overlap or the bridge equation's solve
-   fails its check the error is widened until ``+- 3`` errors span the sandwich:
-   a bridge without overlap can sit anywhere between the loose bounds. So does
-   a run whose stuck chains left the bridge (below).
+   in ``info["log_evidence_bounds"]``. Eq. (9) is an average over the draws
+   where ``q`` and the posterior overlap (:func:`_overlap_draws`); with too few
+   of them, or when the bridge equation's solve fails, the error is widened
+   until ``+- 3`` errors span the sandwich: a bridge without overlap can sit
+   anywhere between the loose bounds. So does a run whose stuck chains left
+   the bridge (below). A proposal that overlaps the posterior only a little
+   (``proposal_overlap``) is flagged, but keeps Eq. (9)'s error as long as
+   enough draws lie in the overlap.
 
 Modes the chains did not connect. Chains that never moved (a tenth or fewer
 distinct draws) leave the bridge, since one repeated point would weigh a whole
@@ -133,9 +136,10 @@ _MAX_PERMUTED_COMPONENTS = 7
 _MIN_CELL_DRAWS = 50  # distinct draws to fit a group's proposal; posterior draws for a cell's bridge
 _MIN_SEPARATION = 0.9  # share of each group's draws in its own cell for the cells to count as separate
 _NEGLIGIBLE_SHARE = 1e-3  # a cell with less of Z moves log Z by less than this (nats)
-# Checks whose failure voids Eq. (9), so that the error is widened to span the sandwich: no overlap, an unsolved
-# bridge equation, or chains dropped for never moving (the draws left may miss the region where they stuck).
-_SANDWICH_CHECKS = ("proposal_overlap", "bridge_iterations", "stuck_chains")
+# Checks whose failure voids Eq. (9), so that the error is widened to span the sandwich: too few draws where the
+# proposal and the posterior overlap, an unsolved bridge equation, or chains dropped for never moving (the draws
+# left may miss the region where they stuck).
+_SANDWICH_CHECKS = ("overlap_draws", "bridge_iterations", "stuck_chains")
 #: Most share of the kept HMC transitions that may diverge; above it the chains adapt again at the next higher
 #: of ``RAISED_TARGET_ACCEPT`` (:func:`_chains_without_divergences`), and after the last the
 #: ``divergent_transitions`` check fails.
@@ -204,7 +208,14 @@ class BridgeSettings(NamedTuple):
         Smallest acceptable bulk effective sample size of any parameter.
     min_overlap : float, default=0.05
         Smallest acceptable overlap ``E_p[q / (p' + q)] + E_q[p' / (p' + q)]``
-        (1 when the proposal is the posterior, 0 when disjoint).
+        (1 when the proposal is the posterior, 0 when disjoint). Below it the
+        proposal fits the posterior loosely and the run is flagged.
+    min_overlap_draws : float, default=25
+        Smallest acceptable number of effective draws in the overlap of
+        proposal and posterior (:func:`_overlap_draws`), on which the bridge
+        and its error rest: Eq. (9)'s error is about one over its square root,
+        and with fewer such draws that error cannot be trusted, so it is
+        widened to span the importance-sampling bounds.
     min_draws_per_tau : float, default=50
         The autocorrelation time is trusted when each chain's half is at least this many times longer.
     label_permutations : bool, default=True
@@ -261,6 +272,7 @@ class BridgeSettings(NamedTuple):
     rhat_threshold: float = 1.01
     min_ess: float = 400.0
     min_overlap: float = 0.05
+    min_overlap_draws: float = 25.0
     min_draws_per_tau: float = 50.0
     label_permutations: bool = True
     mode_rhat: float = 1.1
@@ -277,7 +289,7 @@ _INT_MIN = dict(n_chains=1, n_init_particles=8, n_warmup=0, n_draws=8, max_leapf
                 max_modes=1, mixing_rounds=0)
 _OPEN_UNIT = ("target_accept", "error_fraction", "evaluation_fraction")
 _POSITIVE = ("trajectory_length", "step_jitter", "rhat_threshold", "tol", "min_draws_per_tau")
-_NON_NEGATIVE = ("min_ess", "min_overlap", "max_unseen_modes", "min_importance_ess")
+_NON_NEGATIVE = ("min_ess", "min_overlap", "min_overlap_draws", "max_unseen_modes", "min_importance_ess")
 
 
 def _make_settings(settings, overrides):
@@ -459,9 +471,27 @@ def _sandwich(l1, l2):
 
 def _overlap(l1, l2, log_r):
     """``E_p[q / (p' + q)] + E_q[p' / (p' + q)]`` with ``p' = p / Z``: 1 for ``q = p'``, 0 when disjoint."""
-    from scipy.special import expit
-
     return float(np.mean(expit(-(l1 - log_r))) + np.mean(expit(l2 - log_r)))
+
+
+def _overlap_draws(l1, l2, log_r, tau=1.0):
+    """Effective number of draws in the overlap of posterior and proposal, on which the bridge rests.
+
+    With ``s_i = n_i / (n_1 + n_2)``, ``A_p = sum_p s_2 q / (s_1 p' + s_2 q)``
+    over the ``n_1`` posterior draws and ``A_q = sum_q s_1 p' / (s_1 p' + s_2 q)``
+    over the ``n_2`` proposal draws count the draws of each kind that look like
+    draws of the other; at the root of the bridge equation they are equal.
+    The optimal bridge's relative variance is ``(1 - H) / A`` with ``H`` the
+    overlap fraction (Meng and Wong, 1996), so Eq. (9)'s error is about
+    ``A**-0.5``, an average over those few draws, and when they are few the
+    error itself cannot be trusted. The posterior draws count ``tau`` times
+    less for their autocorrelation. Returns ``min(A_p / tau, A_q)``.
+    """
+    l1, l2 = np.asarray(l1, float), np.asarray(l2, float)
+    log_s = np.log(len(l1) / len(l2))  # log (s_1 / s_2)
+    posterior_side = float(np.sum(expit(-(log_s + l1 - log_r))))
+    proposal_side = float(np.sum(expit(log_s + l2 - log_r)))
+    return min(posterior_side / max(tau, 1.0), proposal_side)
 
 
 # -- the unnormalised posterior, with an evaluation counter ---------------------------------
@@ -551,6 +581,7 @@ class _HalfResult(NamedTuple):
     n_layers: int
     lower: float  # the sandwich of :func:`_sandwich`
     upper: float
+    overlap_draws: float  # :func:`_overlap_draws`
 
 
 def _solve_adaptive(l1, more, tau_of, n_q_max, settings):
@@ -611,8 +642,8 @@ def _bridge_half(rng, posterior, fit_draws, eval_draws, eval_log_p, maps, n_eval
 
     log_r, std, n_bridge, converged, tau, l2, proposal_term, posterior_term = _solve_adaptive(
         l1, more, tau_of, _proposal_cap(len(l1), n_eval_sampling, settings), settings)
-    return _HalfResult(log_r, std, n_bridge, converged, tau, len(l2), _overlap(l1, l2, log_r),
-                       proposal_term, posterior_term, len(flow.layers), *_sandwich(l1, l2)), flow
+    return _HalfResult(log_r, std, n_bridge, converged, tau, len(l2), _overlap(l1, l2, log_r), proposal_term,
+                       posterior_term, len(flow.layers), *_sandwich(l1, l2), _overlap_draws(l1, l2, log_r, tau)), flow
 
 
 def _cells_half(rng, posterior, fit_draws, eval_draws, eval_log_p, groups, maps, n_eval_sampling, settings,
@@ -669,32 +700,36 @@ def _cells_half(rng, posterior, fit_draws, eval_draws, eval_log_p, groups, maps,
             return integrated_autocorrelation_time(series[chains]) if n_iter >= 4 else 1.0
 
         if np.count_nonzero(inside) < _MIN_CELL_DRAWS:
-            parts.append(_importance_cell(more(cap), len(flow.layers)))
+            parts.append(_importance_cell(more(cap), len(flow.layers), settings.min_importance_ess))
             continue
         log_r, std, n_bridge, converged, tau, l2, proposal_term, posterior_term = _solve_adaptive(
             l1, more, tau_of, cap, settings)
         parts.append(_HalfResult(log_r, std, n_bridge, converged, tau, len(l2), _overlap(l1, l2, log_r),
-                                 proposal_term, posterior_term, len(flow.layers), *_sandwich(l1, l2)))
+                                 proposal_term, posterior_term, len(flow.layers), *_sandwich(l1, l2),
+                                 _overlap_draws(l1, l2, log_r, tau)))
     settled = [settled_settings(g, flow.gaussianization) for g, flow in zip(cell_gaussianization, flows)]
     return parts, separation, settled
 
 
-def _importance_cell(l2, n_layers):
+def _importance_cell(l2, n_layers, min_ess):
     """A cell too few posterior draws reached: ``Z_m = E_q[p 1[cell] / q]`` from its proposal's draws alone.
 
     ``l2`` is ``log p - log q`` at the draws (``-inf`` outside the cell). Its
     error is the proposal term of Eq. (9) for importance sampling, and its
     ``overlap`` the weights' effective sample size fraction (1 when ``q`` is
-    ``p`` restricted to the cell). With too few posterior draws for
-    reciprocal importance sampling, the estimate stands for both ends of the
-    sandwich.
+    ``p`` restricted to the cell). Its ``overlap_draws`` is that effective
+    sample size, counted as none below ``min_ess``: unbounded importance
+    weights can hide a heavier tail than the bridge's bounded ones, so they
+    need the importance estimate's own ``min_importance_ess``. With too few
+    posterior draws for reciprocal importance sampling, the estimate stands
+    for both ends of the sandwich.
     """
     n = len(l2)
     est = ImportanceEstimate.from_log_weights(l2)
     if not np.isfinite(est.log_z):  # no proposal draw in the cell: nothing there the proposal can see
-        return _HalfResult(-np.inf, 0.0, 0, True, 1.0, n, 0.0, 0.0, 0.0, n_layers, -np.inf, -np.inf)
+        return _HalfResult(-np.inf, 0.0, 0, True, 1.0, n, 0.0, 0.0, 0.0, n_layers, -np.inf, -np.inf, 0.0)
     return _HalfResult(est.log_z, est.std, 0, True, 1.0, n, est.ess / n, est.std**2, 0.0, n_layers, est.log_z,
-                       est.log_z)
+                       est.log_z, float(est.ess) if est.ess >= min_ess else 0.0)
 
 
 def _cell_shares(parts):
@@ -707,7 +742,7 @@ def _sum_of_cells(parts, counted):
     """One :class:`_HalfResult` for ``Z = sum_m Z_m``; relative errors add in quadrature, weighted by ``Z_m / Z``.
 
     Every cell's ``Z_m`` enters the sum, but only the ``counted`` cells' bridge
-    iterations, autocorrelation times and overlaps enter its checks.
+    iterations, autocorrelation times, overlaps and overlap draws enter its checks.
     """
     share2 = _cell_shares(parts) ** 2
     proposal_term = float(np.sum(share2 * [p.proposal_term for p in parts]))
@@ -717,7 +752,7 @@ def _sum_of_cells(parts, counted):
                        max(p.n_iter for p in kept), all(p.converged for p in kept), max(p.tau for p in kept),
                        sum(p.n_proposal for p in parts), min(p.overlap for p in kept), proposal_term,
                        posterior_term, max(p.n_layers for p in parts), float(logsumexp([p.lower for p in parts])),
-                       float(logsumexp([p.upper for p in parts])))
+                       float(logsumexp([p.upper for p in parts])), min(p.overlap_draws for p in kept))
 
 
 # -- public function ---------------------------------------------------------------------
@@ -820,11 +855,14 @@ def _bridge_checks(halves, n_iter_half, settings):
     gap = abs(a.log_z - b.log_z) / max(np.hypot(a.std, b.std), 1e-300)
     draws_per_tau = n_iter_half / max(a.tau, b.tau)
     overlap = min(a.overlap, b.overlap)
+    overlap_draws = min(a.overlap_draws, b.overlap_draws)
     return {"bridge_iterations": check(max(a.n_iter, b.n_iter), settings.max_iter, a.converged and b.converged),
             # The value is draws per autocorrelation time (more is better), so the name says so.
             "draws_per_autocorrelation_time": check(draws_per_tau, settings.min_draws_per_tau,
                                                     draws_per_tau >= settings.min_draws_per_tau),
             "proposal_overlap": check(overlap, settings.min_overlap, overlap >= settings.min_overlap),
+            "overlap_draws": check(overlap_draws, settings.min_overlap_draws,
+                                   overlap_draws >= settings.min_overlap_draws),
             "halves_agree": check(gap, 3.0, gap <= 3.0)}
 
 
@@ -1017,9 +1055,10 @@ def bridge_log_evidence(model, X=None, y=None, *, posterior_samples=None, settin
     result : EvidenceResult
         ``log_evidence_std`` from Eq. (9) (widened when the halves disagree,
         and to span ``info["log_evidence_bounds"]`` when stuck chains were
-        dropped or the proposal overlap or the bridge iteration fails);
-        ``diagnostics`` holds ``rhat``, ``ess_bulk``, ``bridge_iterations``,
-        ``draws_per_autocorrelation_time``, ``proposal_overlap`` and ``halves_agree``,
+        dropped, too few draws lie where the proposal overlaps the posterior,
+        or the bridge iteration fails); ``diagnostics`` holds ``rhat``,
+        ``ess_bulk``, ``bridge_iterations``, ``draws_per_autocorrelation_time``,
+        ``proposal_overlap``, ``overlap_draws`` and ``halves_agree``,
         and for chains it ran itself ``mode_census``, ``stuck_chains`` and
         ``divergent_transitions`` (the kept share, at most 1%) (and
         ``cells_separate`` when summed over cells);

@@ -16,9 +16,9 @@ from scipy.special import gammaln, logsumexp
 from evidence_select.datasets import make_linear_regression
 from evidence_select.backends import _bridge
 from evidence_select.backends._bridge import (BridgeSettings, _combined_std, _drop_stuck_chains, _HalfResult,
-                                              _importance_cell, _sandwich, _solve_adaptive, _sum_of_cells,
-                                              bridge_log_evidence, bridge_relative_error, mixture_relabel_maps,
-                                              solve_bridge_equation)
+                                              _importance_cell, _overlap_draws, _sandwich, _solve_adaptive,
+                                              _sum_of_cells, bridge_log_evidence, bridge_relative_error,
+                                              mixture_relabel_maps, solve_bridge_equation)
 from evidence_select.backends._bridge_modes import chain_mode_groups, unseen_mode_fraction
 from evidence_select.exceptions import EvidenceConvergenceWarning
 from evidence_select.models import GaussianMixtureModel, LinearGaussianModel
@@ -42,7 +42,7 @@ def test_analytic_targets(target):
     assert abs(res.log_evidence - target.exact_log_evidence()) < K_SIGMA * res.log_evidence_std
     assert set(res.diagnostics) == {"rhat", "ess_bulk", "mode_census", "stuck_chains", "divergent_transitions",
                                     "bridge_iterations", "draws_per_autocorrelation_time", "proposal_overlap",
-                                    "halves_agree"}  # one group
+                                    "overlap_draws", "halves_agree"}  # one group
 
 
 @pytest.mark.slow
@@ -266,6 +266,7 @@ def test_stuck_chains_widen_the_error_to_span_the_sandwich(monkeypatch):
             res = bridge_log_evidence(case.model, random_state=seed, n_chains=4, n_warmup=200, n_draws=1000,
                                       gaussianization=GaussianizationSettings(max_layers=0, max_curved_pairs=0))
         assert res.diagnostics["stuck_chains"]["value"] == 1 and res.diagnostics["proposal_overlap"]["passed"]
+        assert res.diagnostics["overlap_draws"]["passed"]
         assert len(res.samples) == 3 * 1000  # the stuck chain's draws left the bridge
         reach, combined = _reach_of_the_sandwich(res)
         assert res.log_evidence_std == pytest.approx(max(combined, reach / 3))
@@ -291,11 +292,14 @@ def test_chain_mode_groups_link_through_shared_modes():
 def test_importance_cell_estimates_the_mass_of_a_cell_without_posterior_draws():
     # q = p = N(0, 1) and the cell is x > 0: Z_cell = 1/2, the weights are 2 or 0 (variance 1 about mean 1).
     x = np.random.default_rng(0).normal(size=20_000)
-    cell = _importance_cell(np.where(x > 0, 0.0, -np.inf), n_layers=0)
+    cell = _importance_cell(np.where(x > 0, 0.0, -np.inf), n_layers=0, min_ess=100)
     assert np.isclose(cell.std, np.sqrt(1.0 / len(x)), rtol=0.05) and np.isclose(cell.overlap, 0.5, rtol=0.05)
     assert abs(cell.log_z - np.log(0.5)) < K_SIGMA * cell.std
-    empty = _importance_cell(np.full(100, -np.inf), n_layers=0)
-    assert empty.log_z == -np.inf and empty.std == 0.0
+    assert np.isclose(cell.overlap_draws, len(x) / 2, rtol=0.05)  # the effective sample size of weights 2 or 0
+    # Fewer effective draws than the importance estimate needs count as none, so the error spans the sandwich.
+    assert _importance_cell(np.where(x[:150] > 0, 0.0, -np.inf), n_layers=0, min_ess=100).overlap_draws == 0.0
+    empty = _importance_cell(np.full(100, -np.inf), n_layers=0, min_ess=100)
+    assert empty.log_z == -np.inf and empty.std == 0.0 and empty.overlap_draws == 0.0
 
 
 def test_a_cell_its_proposal_misses_gets_more_draws_and_never_a_nan():
@@ -318,13 +322,14 @@ def test_a_cell_its_proposal_misses_gets_more_draws_and_never_a_nan():
 
 
 def test_sum_of_cells_weights_errors_by_share():
-    parts = [_HalfResult(np.log(3.0), 0.1, 5, True, 2.0, 100, 0.5, 0.006, 0.004, 2, np.log(2.0), np.log(5.0)),
-             _HalfResult(np.log(1.0), 0.2, 900, False, 9.0, 50, 0.01, 0.03, 0.01, 1, np.log(1.0), np.log(1.0))]
+    parts = [_HalfResult(np.log(3.0), 0.1, 5, True, 2.0, 100, 0.5, 0.006, 0.004, 2, np.log(2.0), np.log(5.0), 40.0),
+             _HalfResult(np.log(1.0), 0.2, 900, False, 9.0, 50, 0.01, 0.03, 0.01, 1, np.log(1.0), np.log(1.0), 1.0)]
     total = _sum_of_cells(parts, counted=np.array([True, False]))
     assert np.isclose(total.log_z, np.log(4.0))
     assert np.isclose(total.std**2, (3 / 4) ** 2 * 0.01 + (1 / 4) ** 2 * 0.04)
-    # The uncounted cell's sum still counts; its bridge iterations, tau and overlap do not gate the checks.
-    assert (total.n_iter, total.converged, total.tau, total.overlap, total.n_proposal) == (5, True, 2.0, 0.5, 150)
+    # The uncounted cell's sum still counts; its bridge iterations, tau and overlaps do not gate the checks.
+    assert (total.n_iter, total.converged, total.tau, total.overlap, total.overlap_draws, total.n_proposal) == (
+        5, True, 2.0, 0.5, 40.0, 150)
     assert np.allclose([total.lower, total.upper], np.log([3.0, 6.0]))  # bounds of a sum: the sums of the bounds
 
 
@@ -443,7 +448,7 @@ def test_mixture_with_known_unequal_weights_gets_no_label_correction():
 
 
 def _half(log_z, std):
-    return _HalfResult(log_z, std, 10, True, 1.0, 100, 0.5, 0.0, 0.0, 2, log_z, log_z)
+    return _HalfResult(log_z, std, 10, True, 1.0, 100, 0.5, 0.0, 0.0, 2, log_z, log_z, 100.0)
 
 
 @pytest.mark.parametrize("stds, log_zs, agree, expected", [
@@ -495,13 +500,51 @@ def test_error_spans_the_sandwich_when_the_proposal_does_not_overlap():
             res = bridge_log_evidence(case.model, random_state=seed, n_chains=4, n_warmup=200, n_draws=250,
                                       gaussianization=GaussianizationSettings(max_layers=0, max_curved_pairs=0))
         lower, upper = res.info["log_evidence_bounds"]
-        assert not res.diagnostics["proposal_overlap"]["passed"]
+        assert not res.diagnostics["proposal_overlap"]["passed"] and not res.diagnostics["overlap_draws"]["passed"]
         assert lower < case.exact < upper
         reach, combined = _reach_of_the_sandwich(res)
         eq9_std = np.mean([h["std"] for h in res.info["halves"]])
         assert reach / 3 > 2 * eq9_std
         assert res.log_evidence_std == pytest.approx(max(combined, reach / 3))
         assert abs(res.log_evidence - case.exact) < 3 * res.log_evidence_std, seed
+
+
+@pytest.mark.parametrize("shift", [1.0, 2.5, 4.0])
+def test_eq9_error_is_about_one_over_the_root_of_the_overlap_draws(shift):
+    # Posterior N(0, 1), proposal N(shift, 1), independent draws: at the bridge's root the draws of each kind that
+    # look like the other's are as many (A_p = A_q, so tau = 2 halves the count), and Meng and Wong's relative
+    # variance (1 - H) / A is what Eq. (9) estimates. 4000 posterior and 8000 proposal draws (unequal, as the
+    # bridge's are): the two agree to a few per cent here; 15% leaves room for the spread of both over draws.
+    rng = np.random.default_rng(0)
+    post, prop = rng.normal(size=4000), rng.normal(shift, 1.0, size=8000)
+    log_p = lambda x: -0.5 * x**2 + np.log(3.0)  # Z = 3 sqrt(2 pi)
+    log_q = lambda x: -0.5 * (x - shift) ** 2 - 0.5 * np.log(2 * np.pi)
+    l1, l2 = log_p(post) - log_q(post), log_p(prop) - log_q(prop)
+    log_r, _, converged = solve_bridge_equation(l1, l2)
+    draws = _overlap_draws(l1, l2, log_r)
+    assert converged and _overlap_draws(l1, l2, log_r, tau=2.0) == pytest.approx(draws / 2)
+    overlap_fraction = draws / (4000 * 8000 / 12000)
+    eq9 = np.sqrt(sum(bridge_relative_error(l1, l2, log_r)))
+    assert eq9 == pytest.approx(np.sqrt((1 - overlap_fraction) / draws), rel=0.15)
+    assert abs(log_r - np.log(3 * np.sqrt(2 * np.pi))) < 4 * eq9
+
+
+def test_a_loose_proposal_keeps_eq9_error_while_enough_draws_lie_in_the_overlap():
+    # min_overlap above any run's overlap fails proposal_overlap (the run is flagged) but leaves hundreds of draws
+    # in the overlap, so Eq. (9)'s error stands; asking for more overlap draws than there are widens it to span the
+    # sandwich instead. Fails if the widening followed proposal_overlap.
+    target = correlated_gaussian_target(4, correlation=0.5)
+    for seed in range(3):
+        with pytest.warns(EvidenceConvergenceWarning, match="proposal_overlap"):
+            res = bridge_log_evidence(target, random_state=seed, min_overlap=0.999, **FAST)
+        assert res.diagnostics["overlap_draws"]["value"] > 100 and res.diagnostics["overlap_draws"]["passed"]
+        reach, combined = _reach_of_the_sandwich(res)
+        assert res.log_evidence_std == pytest.approx(combined)
+        assert abs(res.log_evidence - target.exact_log_evidence()) < K_SIGMA * res.log_evidence_std
+        with pytest.warns(EvidenceConvergenceWarning, match="overlap_draws"):
+            widened = bridge_log_evidence(target, random_state=seed, min_overlap_draws=1e9, **FAST)
+        assert widened.log_evidence == res.log_evidence  # the same run, only its error differs
+        assert widened.log_evidence_std == pytest.approx(max(combined, reach / 3))
 
 
 # -- a posterior whose thin directions are rotated away from the axes -----------------------------------------
