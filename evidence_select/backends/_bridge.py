@@ -35,8 +35,8 @@
    where ``q`` and the posterior overlap (:func:`_overlap_draws`); with too few
    of them, or when the bridge equation's solve fails, the error is widened
    until ``+- 3`` errors span the sandwich: a bridge without overlap can sit
-   anywhere between the loose bounds. So does a run whose stuck chains left
-   the bridge (below). A proposal that overlaps the posterior only a little
+   anywhere between the loose bounds. A run whose stuck chains left the
+   bridge is widened too (below). A proposal that overlaps the posterior only a little
    (``proposal_overlap``) is flagged, but keeps Eq. (9)'s error as long as
    enough draws lie in the overlap.
 
@@ -44,7 +44,10 @@ Modes the chains did not connect. Chains that never moved (a tenth or fewer
 distinct draws) leave the bridge, since one repeated point would weigh a whole
 chain's share, and fail the ``stuck_chains`` check; the draws left may miss
 the region where those chains stuck (a thin tip where the step is too long),
-which Eq. (9) cannot see, so the error then spans the sandwich. The remaining chains are
+which Eq. (9) cannot see. Tempered starts are draws from the posterior, so the
+stuck chains' share of them measures the mass such places may hold, and the
+error is widened to cover the bias of missing it (:func:`_stuck_share_std`);
+with starts from the prior, or no chain moving, it spans the sandwich. The remaining chains are
 grouped by mode (pairwise split R-hat at most ``mode_rhat``,
 :mod:`._bridge_modes`). With 2 to ``max_modes`` groups (and not for a mixture
 with ``K > 7``, whose label copies ``log K!`` already counts), each group gets
@@ -112,6 +115,7 @@ from typing import NamedTuple
 import numpy as np
 from scipy.optimize import brentq
 from scipy.special import expit
+from scipy.stats import beta
 
 from ..kernels._adaptive_hmc import SamplerSettings, sample_chains
 from ..models._mixture import mixture_relabel_maps
@@ -137,9 +141,11 @@ _MIN_CELL_DRAWS = 50  # distinct draws to fit a group's proposal; posterior draw
 _MIN_SEPARATION = 0.9  # share of each group's draws in its own cell for the cells to count as separate
 _NEGLIGIBLE_SHARE = 1e-3  # a cell with less of Z moves log Z by less than this (nats)
 # Checks whose failure voids Eq. (9), so that the error is widened to span the sandwich: too few draws where the
-# proposal and the posterior overlap, an unsolved bridge equation, or chains dropped for never moving (the draws
-# left may miss the region where they stuck).
-_SANDWICH_CHECKS = ("overlap_draws", "bridge_iterations", "stuck_chains")
+# proposal and the posterior overlap, or an unsolved bridge equation. Chains dropped for never moving widen it
+# too (:func:`_widened_std`).
+_SANDWICH_CHECKS = ("overlap_draws", "bridge_iterations")
+#: Upper quantile of the share of posterior mass that stuck chains stand for (:func:`_stuck_share_std`).
+_STUCK_SHARE_QUANTILE = 0.95
 #: Most share of the kept HMC transitions that may diverge; above it the chains adapt again at the next higher
 #: of ``RAISED_TARGET_ACCEPT`` (:func:`_chains_without_divergences`), and after the last the
 #: ``divergent_transitions`` check fails.
@@ -899,6 +905,38 @@ def _spanning_std(std, log_z, bounds):
     return float(max([std] + [r / 3.0 for r in reach]))
 
 
+def _stuck_share_std(n_stuck, n_chains):
+    """An error whose three-sigma reach covers the bias of missing the mass that stuck chains stand for.
+
+    Tempered starts are draws from (an approximation to) the posterior, so
+    ``n_stuck`` of ``n_chains`` starts that never moved estimate the share
+    ``w`` of its mass in places the sampler cannot move through. The moving
+    chains may never reach them, and ``log Z`` then reads low by
+    ``-log(1 - w)``; this is a third of that at the upper end of Jeffreys'
+    90% interval for ``w``.
+    """
+    share = beta.ppf(_STUCK_SHARE_QUANTILE, n_stuck + 0.5, n_chains - n_stuck + 0.5)
+    return float(-np.log1p(-share) / 3.0)
+
+
+def _widened_std(std, log_z, bounds, diagnostics, tempered_starts, n_chains):
+    """The error after the checks that void Eq. (9).
+
+    It spans the sandwich (:func:`_spanning_std`) when a check of
+    ``_SANDWICH_CHECKS`` fails. When chains were dropped as stuck, it covers
+    the mass they stand for (:func:`_stuck_share_std`), or, where their starts
+    were not drawn from the posterior or no chain moved, spans the sandwich.
+    """
+    if not all(diagnostics[name]["passed"] for name in _SANDWICH_CHECKS if name in diagnostics):
+        std = _spanning_std(std, log_z, bounds)
+    stuck = diagnostics.get("stuck_chains")
+    if stuck is None or stuck["passed"]:
+        return std
+    if tempered_starts and stuck["value"] < n_chains:
+        return max(std, _stuck_share_std(stuck["value"], n_chains))
+    return _spanning_std(std, log_z, bounds)
+
+
 def _bridge_halves(rng, posterior, draws, log_p, groups, maps, n_eval_sampling, settings, proposal=None):
     """Both halves' bridges (fit on one half in time, solve on the other), over the cells of ``groups`` when
     given and every cell holds enough draws, else over the pooled draws. A pooled bridge with ``proposal``
@@ -1054,9 +1092,10 @@ def bridge_log_evidence(model, X=None, y=None, *, posterior_samples=None, settin
     -------
     result : EvidenceResult
         ``log_evidence_std`` from Eq. (9) (widened when the halves disagree,
-        and to span ``info["log_evidence_bounds"]`` when stuck chains were
-        dropped, too few draws lie where the proposal overlaps the posterior,
-        or the bridge iteration fails); ``diagnostics`` holds ``rhat``,
+        to span ``info["log_evidence_bounds"]`` when too few draws lie where
+        the proposal overlaps the posterior or the bridge iteration fails, and
+        to cover the mass stuck chains may stand for when they were dropped);
+        ``diagnostics`` holds ``rhat``,
         ``ess_bulk``, ``bridge_iterations``, ``draws_per_autocorrelation_time``,
         ``proposal_overlap``, ``overlap_draws`` and ``halves_agree``,
         and for chains it ran itself ``mode_census``, ``stuck_chains`` and
@@ -1157,8 +1196,7 @@ def _run_bridge(rng, model, posterior, posterior_samples, settings, verbose, sta
     log_z = float(np.mean([h.log_z for h in halves])) + log_correction
     std = _combined_std(halves, diagnostics["halves_agree"]["passed"])
     bounds = _log_z_bounds(halves, log_correction)
-    if not all(diagnostics[name]["passed"] for name in _SANDWICH_CHECKS if name in diagnostics):
-        std = _spanning_std(std, log_z, bounds)
+    std = _widened_std(std, log_z, bounds, diagnostics, sampler_info.get("init") == "tempered", settings.n_chains)
     bridge_estimate = dict(log_evidence=log_z, log_evidence_std=std)
     log_z, std, estimator = _importance_instead(sampler_info, strategy, settings, log_z, std, diagnostics)
     converged = warn_not_converged("bridge", diagnostics)
