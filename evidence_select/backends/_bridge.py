@@ -22,8 +22,8 @@
    is the excerpt's Eq. (9), whose posterior term carries the integrated
    autocorrelation time of ``f2`` along the chains. ``n_q`` follows the excerpt's adaptive rule: start
    at ``n_p``, then grow so that the proposal's share of Eq. (9) is
-   ``error_fraction``, with at most ``evaluation_fraction`` of all likelihood
-   evaluations spent on proposal draws.
+   ``error_fraction``, with at most ``evaluation_fraction`` of the likelihood
+   evaluations (the sampling's and its own) spent on this half's proposal draws.
 4. **Halves swapped.** The same is done with the roles of the halves swapped;
    the estimate is the mean of the two and its error the mean of their errors
    (an upper bound for any correlation between them). Two halves that disagree
@@ -36,9 +36,9 @@
    of them, or when the bridge equation's solve fails, the error is widened
    until ``+- 3`` errors span the sandwich: a bridge without overlap can sit
    anywhere between the loose bounds. A run whose stuck chains left the
-   bridge is widened too (below). A proposal that overlaps the posterior only a little
-   (``proposal_overlap``) is flagged, but keeps Eq. (9)'s error as long as
-   enough draws lie in the overlap.
+   bridge is widened too (below). A proposal that overlaps the posterior only
+   a little (``proposal_overlap``) is flagged, but keeps Eq. (9)'s error as
+   long as enough draws lie in the overlap.
 
 Modes the chains did not connect. Chains that never moved (a tenth or fewer
 distinct draws) leave the bridge, since one repeated point would weigh a whole
@@ -47,8 +47,8 @@ the region where those chains stuck (a thin tip where the step is too long),
 which Eq. (9) cannot see. Tempered starts are draws from the posterior, so the
 stuck chains' share of them measures the mass such places may hold, and the
 error is widened to cover the bias of missing it (:func:`_stuck_share_std`);
-with starts from the prior, or no chain moving, it spans the sandwich. The remaining chains are
-grouped by mode (pairwise split R-hat at most ``mode_rhat``,
+with starts from the prior, or no chain moving, it spans the sandwich. The
+remaining chains are grouped by mode (pairwise split R-hat at most ``mode_rhat``,
 :mod:`._bridge_modes`). With 2 to ``max_modes`` groups (and not for a mixture
 with ``K > 7``, whose label copies ``log K!`` already counts), each group gets
 its own proposal, every point belongs to the cell of the proposal densest
@@ -205,7 +205,8 @@ class BridgeSettings(NamedTuple):
     error_fraction : float, default=0.1
         Target share of the proposal term in the error, Eq. (9) (``f_err``), in (0, 1).
     evaluation_fraction : float, default=0.1
-        Largest share of all likelihood evaluations spent on proposal draws (``f_eva``), in (0, 1).
+        Largest share of all likelihood evaluations spent on one half's proposal draws (``f_eva``), in (0, 1);
+        the two halves together spend up to about twice that.
     max_proposal : int, default=100000
         Cap on proposal draws per bridge.
     rhat_threshold : float, default=1.01
@@ -622,7 +623,8 @@ def _solve_adaptive(l1, more, tau_of, n_q_max, settings):
 
 
 def _proposal_cap(n_p, n_eval_sampling, settings):
-    """``f_eva``: proposal draws at most ``evaluation_fraction`` of all evaluations (the first ``n_p`` always)."""
+    """``f_eva``: one half's proposal draws at most ``evaluation_fraction`` of the sampling's evaluations and
+    their own (the first ``n_p`` always)."""
     share = settings.evaluation_fraction / (1.0 - settings.evaluation_fraction)
     return max(min(settings.max_proposal, int(share * n_eval_sampling)), min(n_p, settings.max_proposal))
 

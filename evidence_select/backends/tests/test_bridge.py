@@ -439,6 +439,7 @@ def test_bridge_equation_solved_where_the_fixed_point_iteration_crawls():
     (dict(mode_rhat=1.0), ValueError, "mode_rhat must be above 1, got 1.0"),
     (dict(max_modes=0), ValueError, "max_modes must be an int >= 1, got 0"),
     (dict(max_unseen_modes=1.5), ValueError, r"max_unseen_modes must be in \[0, 1\], got 1.5"),
+    (dict(min_overlap_draws=-1), ValueError, "min_overlap_draws must be >= 0, got -1"),
     (dict(n_leapfrog=8), TypeError, r"unknown bridge setting\(s\) \['n_leapfrog'\]"),
     (dict(settings={"n_chains": 4}), TypeError, "BridgeSettings"),
     (dict(posterior_samples=np.zeros((5, 3))), ValueError, "posterior_samples"),
