@@ -35,7 +35,8 @@
    where ``q`` and the posterior overlap (:func:`_overlap_draws`); with too few
    of them, or when the bridge equation's solve fails, the error is widened
    until ``+- 3`` errors span the sandwich: a bridge without overlap can sit
-   anywhere between the loose bounds. A run whose stuck chains left the
+   anywhere between the loose bounds (summed over cells, only the thin cells
+   reach to theirs, :func:`_reach_of_cells`). A run whose stuck chains left the
    bridge is widened too (below). A proposal that overlaps the posterior only
    a little (``proposal_overlap``) is flagged, but keeps Eq. (9)'s error as
    long as enough draws lie in the overlap.
@@ -589,6 +590,8 @@ class _HalfResult(NamedTuple):
     lower: float  # the sandwich of :func:`_sandwich`
     upper: float
     overlap_draws: float  # :func:`_overlap_draws`
+    reach_lower: float  # how far off the estimate may be where Eq. (9) fails: the sandwich, or for a sum of cells
+    reach_upper: float  # the cells' own +- 3 errors where they rest on enough overlap draws (:func:`_sum_of_cells`)
 
 
 def _solve_adaptive(l1, more, tau_of, n_q_max, settings):
@@ -650,8 +653,9 @@ def _bridge_half(rng, posterior, fit_draws, eval_draws, eval_log_p, maps, n_eval
 
     log_r, std, n_bridge, converged, tau, l2, proposal_term, posterior_term = _solve_adaptive(
         l1, more, tau_of, _proposal_cap(len(l1), n_eval_sampling, settings), settings)
+    bounds = _sandwich(l1, l2)
     return _HalfResult(log_r, std, n_bridge, converged, tau, len(l2), _overlap(l1, l2, log_r), proposal_term,
-                       posterior_term, len(flow.layers), *_sandwich(l1, l2), _overlap_draws(l1, l2, log_r, tau)), flow
+                       posterior_term, len(flow.layers), *bounds, _overlap_draws(l1, l2, log_r, tau), *bounds), flow
 
 
 def _cells_half(rng, posterior, fit_draws, eval_draws, eval_log_p, groups, maps, n_eval_sampling, settings,
@@ -712,9 +716,10 @@ def _cells_half(rng, posterior, fit_draws, eval_draws, eval_log_p, groups, maps,
             continue
         log_r, std, n_bridge, converged, tau, l2, proposal_term, posterior_term = _solve_adaptive(
             l1, more, tau_of, cap, settings)
+        bounds = _sandwich(l1, l2)
         parts.append(_HalfResult(log_r, std, n_bridge, converged, tau, len(l2), _overlap(l1, l2, log_r),
-                                 proposal_term, posterior_term, len(flow.layers), *_sandwich(l1, l2),
-                                 _overlap_draws(l1, l2, log_r, tau)))
+                                 proposal_term, posterior_term, len(flow.layers), *bounds,
+                                 _overlap_draws(l1, l2, log_r, tau), *bounds))
     settled = [settled_settings(g, flow.gaussianization) for g, flow in zip(cell_gaussianization, flows)]
     return parts, separation, settled
 
@@ -735,9 +740,10 @@ def _importance_cell(l2, n_layers, min_ess):
     n = len(l2)
     est = ImportanceEstimate.from_log_weights(l2)
     if not np.isfinite(est.log_z):  # no proposal draw in the cell: nothing there the proposal can see
-        return _HalfResult(-np.inf, 0.0, 0, True, 1.0, n, 0.0, 0.0, 0.0, n_layers, -np.inf, -np.inf, 0.0)
+        return _HalfResult(-np.inf, 0.0, 0, True, 1.0, n, 0.0, 0.0, 0.0, n_layers, -np.inf, -np.inf, 0.0, -np.inf,
+                           -np.inf)
     return _HalfResult(est.log_z, est.std, 0, True, 1.0, n, est.ess / n, est.std**2, 0.0, n_layers, est.log_z,
-                       est.log_z, float(est.ess) if est.ess >= min_ess else 0.0)
+                       est.log_z, float(est.ess) if est.ess >= min_ess else 0.0, est.log_z, est.log_z)
 
 
 def _cell_shares(parts):
@@ -746,11 +752,16 @@ def _cell_shares(parts):
     return np.exp(log_zs - logsumexp(log_zs))
 
 
-def _sum_of_cells(parts, counted):
+def _sum_of_cells(parts, counted, min_overlap_draws):
     """One :class:`_HalfResult` for ``Z = sum_m Z_m``; relative errors add in quadrature, weighted by ``Z_m / Z``.
 
     Every cell's ``Z_m`` enters the sum, but only the ``counted`` cells' bridge
     iterations, autocorrelation times, overlaps and overlap draws enter its checks.
+    Its sandwich is the sum of the cells'. Its reach, how far the sum may be off
+    when a cell rests on fewer than ``min_overlap_draws`` overlap draws, sums
+    the reach of those cells and the ``+- 3`` errors of the others, whose Eq. (9)
+    errors hold: a thin cell widens the sum by its share, not by the loose
+    sandwich of every cell.
     """
     share2 = _cell_shares(parts) ** 2
     proposal_term = float(np.sum(share2 * [p.proposal_term for p in parts]))
@@ -760,7 +771,16 @@ def _sum_of_cells(parts, counted):
                        max(p.n_iter for p in kept), all(p.converged for p in kept), max(p.tau for p in kept),
                        sum(p.n_proposal for p in parts), min(p.overlap for p in kept), proposal_term,
                        posterior_term, max(p.n_layers for p in parts), float(logsumexp([p.lower for p in parts])),
-                       float(logsumexp([p.upper for p in parts])), min(p.overlap_draws for p in kept))
+                       float(logsumexp([p.upper for p in parts])), min(p.overlap_draws for p in kept),
+                       *_reach_of_cells(parts, min_overlap_draws))
+
+
+def _reach_of_cells(parts, min_overlap_draws):
+    """``(lower, upper)`` of a sum of cells: each cell's reach, or its ``+- 3`` errors where it holds."""
+    held = [p.overlap_draws >= min_overlap_draws for p in parts]
+    lower = [p.log_z - 3 * p.std if ok else p.reach_lower for p, ok in zip(parts, held)]
+    upper = [p.log_z + 3 * p.std if ok else p.reach_upper for p, ok in zip(parts, held)]
+    return float(logsumexp(lower)), float(logsumexp(upper))
 
 
 # -- public function ---------------------------------------------------------------------
@@ -891,9 +911,12 @@ def _combined_std(halves, halves_agree):
     return float(max(candidates)) if candidates else float("inf")
 
 
-def _log_z_bounds(halves, log_correction):
-    """The widest sandwich of the halves (:func:`_sandwich`), as ``[lower, upper]`` of the reported ``log Z``."""
-    return [float(min(h.lower for h in halves) + log_correction), float(max(h.upper for h in halves) + log_correction)]
+def _log_z_bounds(halves, log_correction, reach=False):
+    """The widest sandwich of the halves (:func:`_sandwich`), as ``[lower, upper]`` of the reported ``log Z``; with
+    ``reach``, their widest reach (:class:`_HalfResult`) instead."""
+    lower = [h.reach_lower if reach else h.lower for h in halves]
+    upper = [h.reach_upper if reach else h.upper for h in halves]
+    return [float(min(lower) + log_correction), float(max(upper) + log_correction)]
 
 
 def _spanning_std(std, log_z, bounds):
@@ -921,16 +944,17 @@ def _stuck_share_std(n_stuck, n_chains):
     return float(-np.log1p(-share) / 3.0)
 
 
-def _widened_std(std, log_z, bounds, diagnostics, tempered_starts, n_chains):
+def _widened_std(std, log_z, bounds, reach, diagnostics, tempered_starts, n_chains):
     """The error after the checks that void Eq. (9).
 
-    It spans the sandwich (:func:`_spanning_std`) when a check of
-    ``_SANDWICH_CHECKS`` fails. When chains were dropped as stuck, it covers
-    the mass they stand for (:func:`_stuck_share_std`), or, where their starts
-    were not drawn from the posterior or no chain moved, spans the sandwich.
+    It spans the halves' ``reach`` (:func:`_spanning_std`; the sandwich, or
+    for cells :func:`_reach_of_cells`) when a check of ``_SANDWICH_CHECKS``
+    fails. When chains were dropped as stuck, it covers the mass they stand
+    for (:func:`_stuck_share_std`), or, where their starts were not drawn from
+    the posterior or no chain moved, spans the sandwich ``bounds``.
     """
     if not all(diagnostics[name]["passed"] for name in _SANDWICH_CHECKS if name in diagnostics):
-        std = _spanning_std(std, log_z, bounds)
+        std = _spanning_std(std, log_z, reach)
     stuck = diagnostics.get("stuck_chains")
     if stuck is None or stuck["passed"]:
         return std
@@ -964,7 +988,8 @@ def _bridge_halves(rng, posterior, draws, log_p, groups, maps, n_eval_sampling, 
         if len(cells) == len(pairs):
             counted = np.max([_cell_shares(parts) for parts, _ in cells], axis=0) >= _NEGLIGIBLE_SHARE
             separation = float(min(np.min(sep[counted]) for _, sep in cells))
-            return [_sum_of_cells(parts, counted) for parts, _ in cells], "cells", counted, separation
+            return ([_sum_of_cells(parts, counted, settings.min_overlap_draws) for parts, _ in cells], "cells",
+                    counted, separation)
     d = draws.shape[2]
     halves = []
     for fit, other in pairs:  # the second half fits only the path the first half's fit chose
@@ -1198,7 +1223,8 @@ def _run_bridge(rng, model, posterior, posterior_samples, settings, verbose, sta
     log_z = float(np.mean([h.log_z for h in halves])) + log_correction
     std = _combined_std(halves, diagnostics["halves_agree"]["passed"])
     bounds = _log_z_bounds(halves, log_correction)
-    std = _widened_std(std, log_z, bounds, diagnostics, sampler_info.get("init") == "tempered", settings.n_chains)
+    std = _widened_std(std, log_z, bounds, _log_z_bounds(halves, log_correction, reach=True), diagnostics,
+                       sampler_info.get("init") == "tempered", settings.n_chains)
     bridge_estimate = dict(log_evidence=log_z, log_evidence_std=std)
     log_z, std, estimator = _importance_instead(sampler_info, strategy, settings, log_z, std, diagnostics)
     converged = warn_not_converged("bridge", diagnostics)

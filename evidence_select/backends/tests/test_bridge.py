@@ -340,15 +340,19 @@ def test_a_cell_its_proposal_misses_gets_more_draws_and_never_a_nan():
 
 
 def test_sum_of_cells_weights_errors_by_share():
-    parts = [_HalfResult(np.log(3.0), 0.1, 5, True, 2.0, 100, 0.5, 0.006, 0.004, 2, np.log(2.0), np.log(5.0), 40.0),
-             _HalfResult(np.log(1.0), 0.2, 900, False, 9.0, 50, 0.01, 0.03, 0.01, 1, np.log(1.0), np.log(1.0), 1.0)]
-    total = _sum_of_cells(parts, counted=np.array([True, False]))
+    parts = [_HalfResult(np.log(3.0), 0.1, 5, True, 2.0, 100, 0.5, 0.006, 0.004, 2, np.log(2.0), np.log(5.0), 40.0,
+                         np.log(2.0), np.log(5.0)),
+             _HalfResult(np.log(1.0), 0.2, 900, False, 9.0, 50, 0.01, 0.03, 0.01, 1, np.log(0.5), np.log(4.0), 1.0,
+                         np.log(0.5), np.log(4.0))]
+    total = _sum_of_cells(parts, counted=np.array([True, False]), min_overlap_draws=25)
     assert np.isclose(total.log_z, np.log(4.0))
     assert np.isclose(total.std**2, (3 / 4) ** 2 * 0.01 + (1 / 4) ** 2 * 0.04)
     # The uncounted cell's sum still counts; its bridge iterations, tau and overlaps do not gate the checks.
     assert (total.n_iter, total.converged, total.tau, total.overlap, total.overlap_draws, total.n_proposal) == (
         5, True, 2.0, 0.5, 40.0, 150)
-    assert np.allclose([total.lower, total.upper], np.log([3.0, 6.0]))  # bounds of a sum: the sums of the bounds
+    assert np.allclose([total.lower, total.upper], np.log([2.5, 9.0]))  # bounds of a sum: the sums of the bounds
+    # Its reach: the first cell (40 overlap draws) by its +- 3 errors, the thin second by its sandwich.
+    assert np.allclose([total.reach_lower, total.reach_upper], np.log([3 * np.exp(-0.3) + 0.5, 3 * np.exp(0.3) + 4]))
 
 
 def test_relabel_maps_preserve_the_mixture_posterior():
@@ -467,7 +471,7 @@ def test_mixture_with_known_unequal_weights_gets_no_label_correction():
 
 
 def _half(log_z, std):
-    return _HalfResult(log_z, std, 10, True, 1.0, 100, 0.5, 0.0, 0.0, 2, log_z, log_z, 100.0)
+    return _HalfResult(log_z, std, 10, True, 1.0, 100, 0.5, 0.0, 0.0, 2, log_z, log_z, 100.0, log_z, log_z)
 
 
 @pytest.mark.parametrize("stds, log_zs, agree, expected", [
