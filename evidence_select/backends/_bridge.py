@@ -911,12 +911,10 @@ def _combined_std(halves, halves_agree):
     return float(max(candidates)) if candidates else float("inf")
 
 
-def _log_z_bounds(halves, log_correction, reach=False):
-    """The widest sandwich of the halves (:func:`_sandwich`), as ``[lower, upper]`` of the reported ``log Z``; with
-    ``reach``, their widest reach (:class:`_HalfResult`) instead."""
-    lower = [h.reach_lower if reach else h.lower for h in halves]
-    upper = [h.reach_upper if reach else h.upper for h in halves]
-    return [float(min(lower) + log_correction), float(max(upper) + log_correction)]
+def _log_z_bounds(lowers, uppers, log_correction):
+    """The widest of the halves' ``lowers`` and ``uppers`` (their sandwiches, :func:`_sandwich`, or their reaches,
+    :class:`_HalfResult`), as ``[lower, upper]`` of the reported ``log Z``."""
+    return [float(min(lowers) + log_correction), float(max(uppers) + log_correction)]
 
 
 def _spanning_std(std, log_z, bounds):
@@ -1222,9 +1220,10 @@ def _run_bridge(rng, model, posterior, posterior_samples, settings, verbose, sta
     diagnostics.update(_bridge_checks(halves, half, settings))
     log_z = float(np.mean([h.log_z for h in halves])) + log_correction
     std = _combined_std(halves, diagnostics["halves_agree"]["passed"])
-    bounds = _log_z_bounds(halves, log_correction)
-    std = _widened_std(std, log_z, bounds, _log_z_bounds(halves, log_correction, reach=True), diagnostics,
-                       sampler_info.get("init") == "tempered", settings.n_chains)
+    bounds = _log_z_bounds([h.lower for h in halves], [h.upper for h in halves], log_correction)
+    reach = _log_z_bounds([h.reach_lower for h in halves], [h.reach_upper for h in halves], log_correction)
+    std = _widened_std(std, log_z, bounds, reach, diagnostics, sampler_info.get("init") == "tempered",
+                       settings.n_chains)
     bridge_estimate = dict(log_evidence=log_z, log_evidence_std=std)
     log_z, std, estimator = _importance_instead(sampler_info, strategy, settings, log_z, std, diagnostics)
     converged = warn_not_converged("bridge", diagnostics)
