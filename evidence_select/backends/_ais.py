@@ -59,6 +59,7 @@ from ..utils._settings import merge_settings
 from ..utils._random import make_generator
 from ..utils._threads import single_threaded_blas
 from .._result import EvidenceResult, check, warn_not_converged
+from ._ais_jumps import jump, mode_jumps
 
 __all__ = ["AISConfig", "ais_log_evidence", "sigmoid_schedule", "next_tempering", "lognormal_mean_shortfall"]
 
@@ -191,6 +192,14 @@ class AISConfig:
         fewer than 4 groups fail the ``"error_from_groups"`` check.
     max_temperatures : int, default=20000
         Cap on adaptive temperatures (a RuntimeError beyond it).
+    mode_jumps : int, default=1
+        For a model with a mode search (the mixtures): independence jumps per
+        particle and temperature, before the HMC moves, from a t at the
+        posterior's best mode scaled to the temperature
+        (:mod:`~evidence_select.backends._ais_jumps`), which carry particles
+        between the clusters' configurations that HMC cannot leave. Each costs
+        one likelihood evaluation per particle; 0 turns them off. Models
+        without a mode search make none.
     """
 
     n_chains: int = 400
@@ -208,6 +217,7 @@ class AISConfig:
     mass: str = "dense"
     n_repeats: int = 8
     max_temperatures: int = 20_000
+    mode_jumps: int = 1
 
     def __post_init__(self):
         set_ = lambda name, value: object.__setattr__(self, name, value)  # noqa: E731 (frozen dataclass)
@@ -233,6 +243,7 @@ class AISConfig:
         set_("n_leapfrog", check_positive_int(self.n_leapfrog, "n_leapfrog"))
         set_("n_temperatures", check_positive_int(self.n_temperatures, "n_temperatures"))
         set_("max_temperatures", check_positive_int(self.max_temperatures, "max_temperatures"))
+        set_("mode_jumps", check_positive_int(self.mode_jumps, "mode_jumps", minimum=0))
 
     @property
     def n_group(self):
@@ -403,6 +414,7 @@ class _Trace:
     def __init__(self, n_groups):
         self.temperatures, self.acceptance, self.cess, self.n_steps = [np.zeros(n_groups)], [], [], []
         self.min_group_ess, self.n_resampled, self.drift = [], 0, []
+        self.jump_acceptance = []
 
 
 def _reweight_and_resample(rng, state, log_weights, log_z_banked, log_lik, delta, config, trace, done):
@@ -432,6 +444,17 @@ def _reweight_and_resample(rng, state, log_weights, log_z_banked, log_lik, delta
     return state, log_weights
 
 
+def _jumps(rng, state, target, jumps, tempering, config, trace):
+    """``config.mode_jumps`` jumps of every particle (:func:`~._ais_jumps.jump`); their mean acceptance goes to
+    ``trace``."""
+    rates = []
+    for _ in range(config.mode_jumps):
+        state, rate = jump(rng, state, target, jumps, tempering)
+        rates.append(rate)
+    trace.jump_acceptance.append(float(np.mean(rates)))
+    return state
+
+
 def _ais_run(rng, model, X, y, config, bar):
     """``n_repeats`` independent populations of ``n_group`` particles, annealed side by side.
 
@@ -446,6 +469,7 @@ def _ais_run(rng, model, X, y, config, bar):
     from the other groups.
     """
     n_groups, n_group = config.n_repeats, config.n_group
+    jumps = mode_jumps(rng.spawn(1)[0], model, X, y) if config.mode_jumps else None
     target = TemperedTarget(model, X, y, 0.0)
     state = hmc_init(np.asarray(model.sample_prior(rng, config.n_chains), dtype=float), target)
     log_weights = np.zeros((n_groups, n_group))
@@ -472,6 +496,8 @@ def _ais_run(rng, model, X, y, config, bar):
         target.tempering = np.repeat(tempering, n_group)
         log_density, grad, _ = target.combine(state.aux)
         state = state._replace(log_density=log_density, grad_log_density=grad)
+        if jumps is not None:
+            state = _jumps(rng, state, target, jumps, tempering, config, trace)
         pooled = normalize_log_weights(log_weights, axis=1).ravel()
         before = state.aux[:, 1]
         state, rates, correlations = ais_move(rng, state, target, pooled, max(n_groups, 2), step_size, config,
@@ -659,8 +685,10 @@ def ais_log_evidence(model, X, y=None, *, config=None, random_state=None, verbos
         temperature step and one column per group), acceptance rates, the smallest
         group ESS, the CESS and the ``log L`` drift (in standard errors) at each
         temperature, HMC steps per temperature, ``"longer_moves_change"`` (the
-        ``"longer_moves"`` probe's mean change of ``log L``, in nats) and
-        resampling counts. ``samples``/``log_weights`` are the final particles and
+        ``"longer_moves"`` probe's mean change of ``log L``, in nats),
+        resampling counts and ``"jump_acceptance"`` (the mean acceptance of the
+        configuration jumps at each temperature; empty for a model without a
+        mode search). ``samples``/``log_weights`` are the final particles and
         log-weights (``log mean exp`` of them is ``log_evidence``).
 
     Warns
@@ -677,7 +705,11 @@ def ais_log_evidence(model, X, y=None, *, config=None, random_state=None, verbos
     Carlo samplers", 2006) and every chain makes HMC transitions that leave
     ``f_lambda`` invariant (:func:`ais_move`). All adaptation (schedule, step size,
     mass) happens between temperatures, and no chain's own position enters its
-    kernel.
+    kernel. For a model with a mode search (the mixtures) each temperature's
+    moves start with ``mode_jumps`` independence jumps from a t at the
+    posterior's best mode on the data (:mod:`~evidence_select.backends._ais_jumps`),
+    which also leave ``f_lambda`` invariant and carry particles between the
+    clusters' configurations, where HMC cannot.
 
     The checks (``result.diagnostics``):
 
@@ -762,6 +794,6 @@ def ais_log_evidence(model, X, y=None, *, config=None, random_state=None, verbos
                 cess=np.array(trace.cess), min_group_ess=np.array(trace.min_group_ess), final_step_size=final_step,
                 n_resampled=trace.n_resampled, n_steps=np.array(trace.n_steps),
                 ess_groups=ess_from_log_weights(log_weights_groups, axis=1), drift=np.array(trace.drift),
-                longer_moves_change=probe_change)
+                longer_moves_change=probe_change, jump_acceptance=np.array(trace.jump_acceptance))
     return EvidenceResult(log_z, std, "ais", float(n_calls), int(n_calls * len(X)), time.perf_counter() - start_time,
                           asdict(config), state.position, log_weights, info, diagnostics, converged)

@@ -74,7 +74,8 @@ def tempered_starts(rng, model, X, y, n_chains, n_particles):
         (distinct particles whenever ``n_chains`` is at most the number of
         particles with weight above ``1 / n_chains`` of the total).
     """
-    config = AISConfig(n_chains=n_particles, n_repeats=_N_GROUPS, n_mcmc_steps=_N_MOVES, max_mcmc_steps=_N_MOVES)
+    config = AISConfig(n_chains=n_particles, n_repeats=_N_GROUPS, n_mcmc_steps=_N_MOVES, max_mcmc_steps=_N_MOVES,
+                       mode_jumps=0)
     state, log_weights, _, n_evaluations, trace, _ = _ais_run(rng, model, X, y, config, None)
     pooled = normalize_log_weights(log_weights, axis=1).ravel()
     chosen = systematic_resample(rng, pooled[None], n_chains)[0]

@@ -30,10 +30,10 @@ from ._policy import crossed_checkpoint
 from ._settings import ModeCheckSettings
 from ._state import evidence_estimate, standing_groups
 
-__all__ = ["ModeCheck", "checked_widening", "compare_with_mode", "importance_at_mode", "negative_log_joint",
-           "best_mode", "local_modes", "ModeEvidence", "mode_importance_log_evidence", "mode_check_due",
+__all__ = ["ModeCheck", "central_hessian", "checked_widening", "compare_with_mode", "importance_at_mode",
+           "negative_log_joint", "best_mode", "local_modes", "ModeEvidence", "mode_importance_log_evidence", "mode_check_due",
            "apply_mode_check", "model_checkable", "mode_proposal", "rows_checkable", "rows_mode_evidence",
-           "symmetrised_t", "symmetrised_log_density", "SymmetrisedT"]
+           "symmetrised_draws", "symmetrised_t", "symmetrised_log_density", "SymmetrisedT"]
 
 # Point-row pairs per likelihood call: a mixture's (K, points, rows) block then stays within its reusable
 # buffers at any row count (K of them per pair, 4 MiB each).
@@ -102,15 +102,21 @@ def best_mode(objective, starts, same_fit):
     return minima[0] if minima else None
 
 
-def _scale_at(objective, mode, hessian_step):
-    """Inverse Hessian of the negative log joint at ``mode`` (central differences), or None if not positive."""
-    n = len(mode)
+def central_hessian(gradient, point, step):
+    """The symmetrised Hessian at ``point`` by central differences of ``gradient`` (``theta -> grad``) of
+    half-width ``step`` along each coordinate."""
+    n = len(point)
     hessian = np.empty((n, n))
     for j in range(n):
-        step = np.zeros(n)
-        step[j] = hessian_step
-        hessian[:, j] = (objective(mode + step)[1] - objective(mode - step)[1]) / (2 * hessian_step)
-    hessian = 0.5 * (hessian + hessian.T)
+        offset = np.zeros(n)
+        offset[j] = step
+        hessian[:, j] = (gradient(point + offset) - gradient(point - offset)) / (2 * step)
+    return 0.5 * (hessian + hessian.T)
+
+
+def _scale_at(objective, mode, hessian_step):
+    """Inverse Hessian of the negative log joint at ``mode`` (central differences), or None if not positive."""
+    hessian = central_hessian(lambda theta: objective(theta)[1], mode, hessian_step)
     if not np.all(np.isfinite(hessian)) or np.linalg.eigvalsh(hessian)[0] <= 0:
         return None
     return np.linalg.inv(hessian)
@@ -290,9 +296,9 @@ def symmetrised_log_density(proposal, theta):
     return logsumexp(log_t, axis=1, overwrite_input=True) - math.log(proposal.n_symmetries)
 
 
-def _block_log_weights(model, X, y, rng, proposal, size):
-    """Importance log-weights of ``size`` draws: a t draw at the mode, moved by a random symmetry (where the
-    proposal lists them all; else at the mode's own copy, see :func:`mode_proposal`)."""
+def symmetrised_draws(proposal, rng, size):
+    """``size`` draws of a :class:`SymmetrisedT`: a t draw at the mode, moved by a random symmetry (where the
+    proposal lists them all; else at the mode's own copy, see :func:`mode_proposal`), shape ``(size, n_params)``."""
     theta = proposal.distribution.rvs(size=size, random_state=rng).reshape(size, -1)
     if len(proposal.maps) == proposal.n_symmetries:
         which = rng.integers(len(proposal.maps), size=size)
@@ -300,6 +306,12 @@ def _block_log_weights(model, X, y, rng, proposal, size):
         theta = np.concatenate([np.einsum("nij,nj->ni", proposal.maps[which[start:start + _MAPS_PER_CALL]],
                                           theta[start:start + _MAPS_PER_CALL])
                                 for start in range(0, size, _MAPS_PER_CALL)])
+    return theta
+
+
+def _block_log_weights(model, X, y, rng, proposal, size):
+    """Importance log-weights of ``size`` draws of the proposal (:func:`symmetrised_draws`)."""
+    theta = symmetrised_draws(proposal, rng, size)
     # q(theta) = mean over the maps A of t(A theta): the set of maps is closed under inversion, |det A| = 1 (the
     # listed maps' sum over all symmetries' number, where mode_proposal left out the far ones).
     log_q = symmetrised_log_density(proposal, theta)

@@ -125,7 +125,8 @@ def test_schedule_helpers():
 @pytest.mark.parametrize("kwargs, match", [(dict(n_chains=1), "n_chains"), (dict(schedule="linear"), "schedule"),
                                            (dict(target_ess=1.5), "target_ess"), (dict(mass="full"), "mass"),
                                            (dict(random_state="x"), "random_state"),
-                                           (dict(resample_ess=1.0), "resample_ess")])
+                                           (dict(resample_ess=1.0), "resample_ess"),
+                                           (dict(mode_jumps=-1), "mode_jumps")])
 def test_bad_arguments(kwargs, match):
     with pytest.raises(ValueError, match=match):
         ais_log_evidence(GaussianTarget(np.zeros(2)), X_DUMMY, **kwargs)
