@@ -31,8 +31,8 @@ from ._settings import ModeCheckSettings
 from ._state import evidence_estimate, standing_groups
 
 __all__ = ["ModeCheck", "central_hessian", "checked_widening", "compare_with_mode", "importance_at_mode",
-           "negative_log_joint", "best_mode", "local_modes", "ModeEvidence", "mode_importance_log_evidence", "mode_check_due",
-           "apply_mode_check", "model_checkable", "mode_proposal", "rows_checkable", "rows_mode_evidence",
+           "negative_log_joint", "best_mode", "local_modes", "ModeEvidence", "mode_importance_log_evidence",
+           "mode_check_due", "apply_mode_check", "model_checkable", "mode_proposal", "rows_checkable", "rows_mode_evidence",
            "symmetrised_draws", "symmetrised_t", "symmetrised_log_density", "SymmetrisedT"]
 
 # Point-row pairs per likelihood call: a mixture's (K, points, rows) block then stays within its reusable
@@ -58,11 +58,12 @@ class ModeCheck(NamedTuple):
     failed: bool  # the gap exceeds gap_sigmas combined standard deviations
 
 
-def negative_log_joint(model, X, y):
-    """``theta -> (-log p(theta, X), its gradient)`` for one point, in double precision."""
+def negative_log_joint(model, X, y, tempering=1.0):
+    """``theta -> (-log p(theta) - tempering log L(theta), its gradient)`` for one point, in double precision
+    (``tempering=1``: the negative log joint ``-log p(theta, X)``)."""
     def value_and_grad(theta):
         point = theta[None]
-        log_lik, grad = model.log_likelihood_and_grad(point, X, y, 1.0)
+        log_lik, grad = model.log_likelihood_and_grad(point, X, y, tempering)
         return -(model.log_prior(point)[0] + log_lik[0]), -(model.grad_log_prior(point)[0] + grad[0])
     return value_and_grad
 
