@@ -185,8 +185,9 @@ def cases(quick, patterns=(), long_streams=False):
     return out
 
 
-#: AIS at four times the default chains and steps: at the defaults its groups disagree by 11 nats on this
-#: target, and bridge sampling's chains do not mix (R-hat 1.5), so neither default is a reference here.
+#: AIS at four times the default chains and steps: at the defaults its groups disagree on this target (the
+#: group_agreement check fails), and bridge sampling's chains do not mix (R-hat 1.5), so neither default is a
+#: reference here.
 PAPER_MIXTURE_AIS = dict(n_chains=1600, n_mcmc_steps=48)
 
 
