@@ -195,7 +195,7 @@ class AISConfig:
     mode_jumps : int, default=1
         For a model with a mode search (the mixtures): independence jumps per
         particle and temperature, before the HMC moves, from a t at the
-        posterior's best mode scaled to the temperature
+        tempered posterior's mode with its curvature there
         (:mod:`~evidence_select.backends._ais_jumps`), which carry particles
         between the clusters' configurations that HMC cannot leave. Each costs
         one likelihood evaluation per particle; 0 turns them off. Models
@@ -706,8 +706,8 @@ def ais_log_evidence(model, X, y=None, *, config=None, random_state=None, verbos
     ``f_lambda`` invariant (:func:`ais_move`). All adaptation (schedule, step size,
     mass) happens between temperatures, and no chain's own position enters its
     kernel. For a model with a mode search (the mixtures) each temperature's
-    moves start with ``mode_jumps`` independence jumps from a t at the
-    posterior's best mode on the data (:mod:`~evidence_select.backends._ais_jumps`),
+    moves start with ``mode_jumps`` independence jumps from a t at the tempered
+    posterior's mode (:mod:`~evidence_select.backends._ais_jumps`),
     which also leave ``f_lambda`` invariant and carry particles between the
     clusters' configurations, where HMC cannot.
 
