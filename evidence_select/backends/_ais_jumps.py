@@ -1,4 +1,4 @@
-"""AIS's jumps between a mixture's configurations: independence proposals from a t at the posterior's best mode.
+"""AIS's jumps between a mixture's configurations: independence proposals from a t at the tempered mode.
 
 HMC moves a particle within its configuration of a mixture's clusters; a particle
 that the early temperatures left in a poorer configuration (two components
@@ -55,11 +55,13 @@ _N_TEMPERINGS = 14
 
 
 def mode_jumps(rng, model, X, y, settings=ModeCheckSettings()):
-    """The :class:`ModeJumps` of ``model`` on ``(X, y)`` (the tempered modes down to the first that is not finite),
-    or None for a model without a mode search, with more
-    than ``settings.max_symmetries`` label symmetries (a mixture of six or more components, whose proposal draws
-    from its mode's own copy while its density sums only the nearby copies: not the draws' density, which the
-    Metropolis-Hastings ratio needs) and where no finite mode is found."""
+    """The :class:`ModeJumps` of ``model`` on ``(X, y)`` (the tempered modes down to the first that is not finite).
+
+    None for a model without a mode search, or with more than ``settings.max_symmetries`` label symmetries (a
+    mixture of six or more components, whose proposal draws from its mode's own copy while its density sums only
+    the nearby copies: not the draws' density, which the Metropolis-Hastings ratio needs), and where no finite
+    mode is found.
+    """
     if not model_checkable(model, settings) or model.n_mode_symmetries > settings.max_symmetries:
         return None
     with np.errstate(all="ignore"):
