@@ -32,8 +32,8 @@ from ._state import evidence_estimate, standing_groups
 
 __all__ = ["ModeCheck", "central_hessian", "checked_widening", "compare_with_mode", "importance_at_mode",
            "negative_log_joint", "best_mode", "local_modes", "ModeEvidence", "mode_importance_log_evidence",
-           "mode_check_due", "apply_mode_check", "model_checkable", "mode_proposal", "rows_checkable", "rows_mode_evidence",
-           "symmetrised_draws", "symmetrised_t", "symmetrised_log_density", "SymmetrisedT"]
+           "mode_check_due", "apply_mode_check", "model_checkable", "mode_proposal", "rows_checkable",
+           "rows_mode_evidence", "symmetrised_draws", "symmetrised_t", "symmetrised_log_density", "SymmetrisedT"]
 
 # Point-row pairs per likelihood call: a mixture's (K, points, rows) block then stays within its reusable
 # buffers at any row count (K of them per pair, 4 MiB each).
