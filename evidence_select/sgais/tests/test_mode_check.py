@@ -305,7 +305,7 @@ def test_log_evidence_of_a_model_checks_the_final_state(sorted_iris, monkeypatch
         assert len(flagged) == 1 and flagged[0].filename == __file__, [str(w.message) for w in caught]
         assert result.diagnostics["posterior_mode"]["passed"] is False
         gap = float(re.search(r"([0-9.]+) nats above", str(flagged[0].message)).group(1))
-        assert gap > 50.0 and result.log_evidence_std >= gap
+        assert gap > 50.0 and result.log_evidence_std >= gap - 0.005  # the message rounds the gap to 0.01
 
 
 def test_the_last_chunk_of_every_call_is_checked_and_reading_computes_nothing(sorted_iris, monkeypatch):
