@@ -20,7 +20,6 @@ import sys
 import time
 
 import numpy as np
-from scipy import special, stats
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 CHECKOUT = os.path.dirname(HERE)  # the repository whose package the benchmarks run
@@ -86,29 +85,9 @@ def partial_fit_chunk(estimator, name, X, y, first):
 
 # -- dynesty (optional extra "bench") ------------------------------------------------------
 def _prior_transform(model):
-    """Unit cube -> the model's unconstrained prior (dynesty needs the inverse CDF)."""
-    if isinstance(model, (LinearGaussianModel, SoftmaxRegressionModel)):
-        sd = np.sqrt(model.prior_variances)
-        return lambda u: special.ndtri(u) * sd
-    K, d = model.n_components, model.n_features
-    alpha, a, b, c, m0 = (model.weight_concentration, model.variance_shape, model.variance_scale,
-                          model.mean_variance_factor, model.mean_prior_loc)
-
-    def transform(u):
-        # Dirichlet(alpha) by stick breaking: v_k ~ Beta(alpha, (K - k - 1) alpha).
-        rest, weights = 1.0, np.empty(K)
-        for k in range(K - 1):
-            v = stats.beta.ppf(u[k], alpha, (K - k - 1) * alpha)
-            weights[k], rest = rest * v, rest * (1.0 - v)
-        weights[-1] = rest
-        weights = np.maximum(weights, 1e-300)
-        u_mean = u[K - 1: K - 1 + K * d]
-        u_var = u[K - 1 + K * d:]
-        variances = b / stats.gamma.ppf(1.0 - u_var, a)  # inverse gamma by its inverse CDF
-        means = m0 + np.sqrt(c * variances) * special.ndtri(u_mean)
-        return model.pack(weights[None], means[None], variances[None])[0]
-
-    return transform
+    """Unit cube -> the model's parameters, one point at a time (dynesty's ``prior_transform``): the model's own
+    ``prior_transform``, the one our nested sampling bounds its live points with."""
+    return lambda u: model.prior_transform(u[None])[0]
 
 
 def dynesty_cache_path(name, n, seed):

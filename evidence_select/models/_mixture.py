@@ -22,6 +22,7 @@ from scipy.special import gammaln
 from ..utils import categorical_draws, logsumexp
 from ..utils._workspace import Workspace, workspace_buffer
 from ._mixture_moves import ConfigurationProposal, kmeans_plus_plus_centres
+from ._mixture_prior import MixturePrior, mixture_prior_cdf, mixture_prior_transform
 from ._protocol import Model, kernel_array, kernel_row_weights, weighted_total
 
 __all__ = ["GaussianMixtureModel", "mixture_relabel_maps"]
@@ -199,6 +200,20 @@ class GaussianMixtureModel(Model):
         log_p_mean = -0.5 * (np.log(c) + _LOG_2PI + log_variances
                              + (means - self.mean_prior_loc) ** 2 * np.exp(-log_variances) / c)
         return log_p_weights + np.sum(log_p_var + log_p_mean, axis=(1, 2))
+
+    def prior_transform(self, u):
+        """Parameters of unit-cube points ``u`` ``(n, n_params)``: stick breaking for the weights, each
+        variance's and each mean's inverse CDF (:mod:`._mixture_prior`), with which nested sampling bounds the
+        live points where the prior is uniform."""
+        return mixture_prior_transform(u, self._prior_hyperparameters())
+
+    def prior_cdf(self, theta):
+        """Unit-cube points of parameters ``theta``, the inverse of :meth:`prior_transform`."""
+        return mixture_prior_cdf(theta, self._prior_hyperparameters())
+
+    def _prior_hyperparameters(self):
+        return MixturePrior(self.n_components, self.n_features, self.weight_concentration, self.variance_shape,
+                            self.variance_scale, self.mean_prior_loc, self.mean_variance_factor)
 
     def grad_log_prior(self, theta):
         # Compiled: grad_log_joint adds the same compiled prior term to the likelihood's, so that the two calls

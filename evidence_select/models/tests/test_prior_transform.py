@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from evidence_select.models import (LinearGaussianModel, PoissonRegressionModel, SoftmaxRegressionModel, check_model,
-                                    make_model)
+from evidence_select.models import (GaussianMixtureModel, LinearGaussianModel, PoissonRegressionModel,
+                                    SoftmaxRegressionModel, check_model, make_model)
 from evidence_select.testing._conjugate import BetaBinomialModel, PoissonGammaModel, TinyMixtureModel
 from evidence_select.testing._targets import BoxGaussianTarget, GaussianTarget
 
@@ -35,6 +35,10 @@ MODELS = {
     "poisson_gamma": (PoissonGammaModel(3, shape=2.5, rate=0.5), _COUNTS, None),
     "beta_binomial": (BetaBinomialModel(3, 10, a=2.0, b=5.0), _COUNTS, None),
     "tiny_mixture": (TinyMixtureModel(2, 2), _X, None),
+    "gaussian_mixture": (GaussianMixtureModel(3, 2), _X, None),
+    "gaussian_mixture_hyper": (GaussianMixtureModel(4, 1, weight_concentration=0.4, variance_shape=2.5,
+                                                    variance_scale=0.3, mean_prior_loc=1.0, mean_variance_factor=2.0),
+                               _X[:, :1], None),
     "box": (BoxGaussianTarget(np.zeros(2)), np.zeros((1, 1)), None),
     "gaussian": (GaussianTarget(np.zeros(2), prior_scale=2.0), np.zeros((1, 1)), None),
     "made": (_made({"w": (stats.norm(0.5, 2.0), "n_features"), "sigma": stats.halfnorm(0, 1.0),
@@ -76,3 +80,16 @@ class _WrongScale(GaussianTarget):
 def test_check_model_catches_a_transform_of_another_prior():
     with pytest.raises(ValueError, match="prior_cdf is not the prior's"):
         check_model(_WrongScale(np.zeros(2)), np.zeros((1, 2)))
+
+
+def test_mixture_transform_keeps_the_tails():
+    """Cube points within 1e-12 of the faces map to finite parameters and back to themselves: each stick's
+    remainder and each variance come from the complementary functions, so neither end rounds to 0 or 1."""
+    model = GaussianMixtureModel(3, 2)
+    rng = np.random.default_rng(2)
+    u = rng.uniform(size=(64, model.n_params))
+    u[:16] = 1e-12
+    u[16:32] = 1.0 - 1e-12
+    theta = model.prior_transform(u)
+    assert np.all(np.isfinite(theta))
+    np.testing.assert_allclose(model.prior_cdf(theta), u, rtol=1e-6, atol=1e-14)
