@@ -31,8 +31,8 @@ from scipy.linalg import solve_triangular
 
 from ..kernels._constrained import ConstrainedPoints, LikelihoodConstraint
 from ..kernels._cube import CubeEllipsoids, cube_ellipsoid_sample, cube_ellipsoids
-from ..kernels._ellipsoid import (EllipsoidInfo, PriorProposal, adapt_efficiency, bounding_ellipsoids,
-                                  ellipsoid_sample, n_candidates)
+from ..kernels._ellipsoid import (MAX_CANDIDATES, EllipsoidInfo, PriorProposal, adapt_efficiency,
+                                  bounding_ellipsoids, ellipsoid_sample, n_candidates)
 from ..kernels._galilean import GalileanInfo, GalileanSettings, adapt_galilean_step, galilean_sample
 from ..kernels._hmc import preconditioner_from_samples
 from ..kernels._slice import SliceInfo, SliceSettings, adapt_slice_width, constrained_slice_sample
@@ -305,7 +305,9 @@ class NSConfig:
         Before the Markov chain moves, an exact independent-proposal move
         (:mod:`evidence_select.kernels._ellipsoid`): candidates from the prior
         while the expected prior mass above the bound is at least
-        ``PRIOR_PROPOSALS_VOLUME`` (0.1), then uniform in the bounding ellipsoids
+        ``PRIOR_PROPOSALS_VOLUME`` (0.1), and below while a valid one costs
+        fewer calls than the Markov chain moves spend on a replacement and the
+        ellipsoids' candidates do not pay (:func:`prior_pays`), otherwise uniform in the bounding ellipsoids
         of the live points other than the starts (one ellipsoid, split in two
         by 2-means while the parts' covariances take much less volume, so that
         a curved ridge or separate modes are bounded tightly:
@@ -810,6 +812,26 @@ def ellipsoid_pays(efficiency, markov_calls, n_slice_steps, outside_share=float(
     return bool(efficiency * cost >= 1.0 and kept_share <= MAX_KEPT_SHARE and covers)
 
 
+def prior_pays(volume, markov_calls, n_slice_steps):
+    """Whether candidates from the prior replace the Markov chain moves below ``PRIOR_PROPOSALS_VOLUME``, at the
+    expected prior mass ``volume`` above the likelihood bound, where the ellipsoid move does not pay.
+
+    A valid prior draw costs about ``1 / volume`` calls and is independent of its start: it is taken while that
+    is at most what the Markov chain moves spend per replacement (their running mean ``markov_calls``;
+    ``n_slice_steps`` until they have run) and while ``MAX_CANDIDATES`` prior candidates leave at most
+    ``MAX_KEPT_SHARE`` of the chains at their start. Where the prior falls steeply across the live points'
+    ellipsoids (a mixture's, past a tenth of the prior mass), the ellipsoid's candidates, weighted by the
+    prior, rank below the chains' own points and are rarely visited; the prior's need no weight.
+
+    Examples
+    --------
+    >>> prior_pays(0.01, 300.0, 42), prior_pays(0.001, 300.0, 42), prior_pays(0.01, float("nan"), 42)
+    (True, False, False)
+    """
+    cost = markov_calls if np.isfinite(markov_calls) else n_slice_steps
+    return bool(volume * cost >= 1.0 and (1.0 - volume) ** MAX_CANDIDATES <= MAX_KEPT_SHARE)
+
+
 def _independent_move(proposal):
     """The exact independent-proposal move for ``proposal``."""
     return cube_ellipsoid_sample if isinstance(proposal, CubeEllipsoids) else ellipsoid_sample
@@ -817,14 +839,17 @@ def _independent_move(proposal):
 
 def _ellipsoid_stage(rng, model, log_lik_fn, config, points, log_lik_min, frame, scales):
     """The ellipsoid move before the Markov chain moves; returns the points, its info, the scales and whether it
-    replaces those moves (where :func:`ellipsoid_pays`).
+    replaces those moves (where :func:`ellipsoid_pays`, or where candidates from the prior do: above
+    ``PRIOR_PROPOSALS_VOLUME`` and where :func:`prior_pays`).
 
     Below that efficiency each chain tries one candidate only, which keeps the efficiency measured.
     """
     if frame.ellipsoid is None:
         return points, EllipsoidInfo(0, 0, 0, 0), scales, False
     constraint = LikelihoodConstraint(log_lik_min, model.log_prior, log_lik_fn)
-    if frame.volume >= PRIOR_PROPOSALS_VOLUME:
+    enough = ellipsoid_pays(scales.efficiency, scales.markov_calls, config.n_slice_steps, scales.outside_share)
+    if frame.volume >= PRIOR_PROPOSALS_VOLUME or (
+            not enough and prior_pays(frame.volume, scales.markov_calls, config.n_slice_steps)):
         points, info = ellipsoid_sample(rng, points, constraint, PriorProposal(model.sample_prior),
                                         n_candidates(frame.volume))
         # One ellipsoid candidate per chain as well (another exact move): the ellipsoid's efficiency is then
@@ -832,7 +857,6 @@ def _ellipsoid_stage(rng, model, log_lik_fn, config, points, log_lik_min, frame,
         points, probe = _independent_move(frame.ellipsoid)(rng, points, constraint, frame.ellipsoid, 1)
         scales = scales._replace(efficiency=adapt_efficiency(scales.efficiency, probe))
         return points, EllipsoidInfo(*np.add(info, probe)), scales, True
-    enough = ellipsoid_pays(scales.efficiency, scales.markov_calls, config.n_slice_steps, scales.outside_share)
     points, info = _independent_move(frame.ellipsoid)(rng, points, constraint, frame.ellipsoid,
                                                       n_candidates(scales.efficiency) if enough else 1)
     return points, info, scales._replace(efficiency=adapt_efficiency(scales.efficiency, info)), enough

@@ -487,6 +487,25 @@ def _gaussian_starts_and_a_small_ellipsoid():
     return target, start, frame, likelihood
 
 
+def test_prior_candidates_replace_markov_moves_below_a_tenth_where_cheaper():
+    # Below PRIOR_PROPOSALS_VOLUME, where the ellipsoid does not pay (efficiency 0: none of its candidates measured),
+    # a valid prior draw costs about 1 / volume = 50 calls here: it replaces Markov moves that spend 300 calls per
+    # replacement, every chain moving to an independent draw, and not moves that spend 30.
+    from evidence_select.backends import _ns
+    from evidence_select.kernels._constrained import ConstrainedPoints
+
+    target, start, frame, likelihood = _gaussian_starts_and_a_small_ellipsoid()
+    bound, config = float(np.min(start[2])), NSConfig().resolved(2)
+    for markov_calls, replaced in ((300.0, True), (30.0, False)):
+        scales = _ns._MoveScales(1.0, 0.5, efficiency=0.0, markov_calls=markov_calls)
+        new, info, _, enough = _ns._ellipsoid_stage(np.random.default_rng(0), target, likelihood[0], config,
+                                                    ConstrainedPoints(*start), bound, frame._replace(volume=0.02),
+                                                    scales)
+        assert enough is replaced
+        moved = np.any(new.position != start[0], axis=1)
+        assert moved.mean() > 0.95 if replaced else moved.mean() < 0.5
+
+
 def test_chains_outside_the_ellipsoid_move_and_stay_outside():
     # The ellipsoid move leaves a chain outside its ellipsoid where it is; the Markov moves take it instead, kept
     # outside (the two kernels each leave their side's constrained prior invariant).
