@@ -305,12 +305,13 @@ class NSConfig:
         Before the Markov chain moves, an exact independent-proposal move
         (:mod:`evidence_select.kernels._ellipsoid`): candidates from the prior
         while the expected prior mass above the bound is at least
-        ``PRIOR_PROPOSALS_VOLUME`` (0.1), and below while a valid one costs
+        ``PRIOR_PROPOSALS_VOLUME`` (0.1), and below it while a valid one costs
         fewer calls than the Markov chain moves spend on a replacement and the
-        ellipsoids' candidates do not pay (:func:`prior_pays`), otherwise uniform in the bounding ellipsoids
-        of the live points other than the starts (one ellipsoid, split in two
-        by 2-means while the parts' covariances take much less volume, so that
-        a curved ridge or separate modes are bounded tightly:
+        ellipsoids' candidates do not pay (:func:`prior_pays`); otherwise
+        uniform in the bounding ellipsoids of the live points other than the
+        starts (one ellipsoid, split in two by 2-means while the parts'
+        covariances take much less volume, so that a curved ridge or separate
+        modes are bounded tightly:
         :func:`~evidence_select.kernels._ellipsoid.bounding_ellipsoids`; each
         ``ELLIPSOID_ENLARGE`` times its smallest volume), the first inside the
         constraint in a prior-weighted random order taken; where the model
@@ -840,7 +841,7 @@ def _independent_move(proposal):
 def _ellipsoid_stage(rng, model, log_lik_fn, config, points, log_lik_min, frame, scales):
     """The ellipsoid move before the Markov chain moves; returns the points, its info, the scales and whether it
     replaces those moves (where :func:`ellipsoid_pays`, or where candidates from the prior do: above
-    ``PRIOR_PROPOSALS_VOLUME`` and where :func:`prior_pays`).
+    ``PRIOR_PROPOSALS_VOLUME``, or below it where :func:`prior_pays`).
 
     Below that efficiency each chain tries one candidate only, which keeps the efficiency measured.
     """
