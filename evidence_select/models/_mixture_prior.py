@@ -1,9 +1,8 @@
 """The Gaussian mixture's prior as a transform of the unit cube (a Rosenblatt transform) and its inverse.
 
-With it nested sampling bounds the live points in the cube, where the prior is uniform
-(:mod:`evidence_select.kernels._cube`): in the unconstrained parameters the prior falls by many nats across
-the live points' ellipsoids, and candidates uniform there are weighed by it, so that each valid draw costs
-far more likelihood calls (dynesty and MultiNest sample a mixture in this frame too).
+With it nested sampling can also bound the live points in the cube, where the prior is uniform and candidates
+need no weight (:mod:`evidence_select.kernels._cube`; each iteration takes the bound of least prior mass), and
+peers that sample in the cube (dynesty, MultiNest) sample the same prior as our backends.
 
 The coordinates of ``u`` follow ``theta``'s layout ``(eta (K - 1), means (K d), log variances (K d))``:
 

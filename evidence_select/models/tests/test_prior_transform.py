@@ -83,8 +83,9 @@ def test_check_model_catches_a_transform_of_another_prior():
 
 
 def test_mixture_transform_keeps_the_tails():
-    """Cube points within 1e-12 of the faces map to finite parameters and back to themselves: each stick's
-    remainder and each variance come from the complementary functions, so neither end rounds to 0 or 1."""
+    """Cube points within 1e-12 of the faces map to finite parameters and back to themselves: prior_cdf takes
+    a stick piece's upper tail from its remainder and a variance's from the upper incomplete gamma, so neither end
+    rounds to 0 or 1."""
     model = GaussianMixtureModel(3, 2)
     rng = np.random.default_rng(2)
     u = rng.uniform(size=(64, model.n_params))
