@@ -141,8 +141,9 @@ def jump(rng, state, target, jumps, tempering):
     n_chains = len(state.position)
     n_group = n_chains // len(tempering)
     # One proposal per distinct temperature: the groups that reached lambda = 1 wait there for the others.
-    by_tempering = {t: jump_proposal(jumps, t) for t in set(np.asarray(tempering, dtype=float).tolist())}
-    proposals = [by_tempering[t] for t in np.asarray(tempering, dtype=float).tolist()]
+    temperings = np.asarray(tempering, dtype=float).tolist()
+    by_tempering = {t: jump_proposal(jumps, t) for t in set(temperings)}
+    proposals = [by_tempering[t] for t in temperings]
     moving = np.repeat([p is not None for p in proposals], n_group)
     if not np.any(moving):
         return state, float("nan")

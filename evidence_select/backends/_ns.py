@@ -779,6 +779,12 @@ MAX_KEPT_SHARE = 0.03
 MAX_OUTSIDE_SHARE = 0.1
 
 
+def _markov_cost(markov_calls, n_slice_steps):
+    """Likelihood calls the Markov chain moves spend per replacement: their running mean, ``n_slice_steps`` until
+    they have run (what an independent move must undercut to replace them)."""
+    return markov_calls if np.isfinite(markov_calls) else n_slice_steps
+
+
 def ellipsoid_pays(efficiency, markov_calls, n_slice_steps, outside_share=float("nan")):
     """Whether the ellipsoid move replaces the Markov chain moves at this running ``efficiency``.
 
@@ -807,7 +813,7 @@ def ellipsoid_pays(efficiency, markov_calls, n_slice_steps, outside_share=float(
     >>> ellipsoid_pays(0.05, float("nan"), 48, outside_share=0.04), ellipsoid_pays(0.05, 300.0, 48, 0.4)
     (True, False)
     """
-    cost = markov_calls if np.isfinite(markov_calls) else n_slice_steps
+    cost = _markov_cost(markov_calls, n_slice_steps)
     kept_share = 1.0 / (1.0 + n_candidates(efficiency) * efficiency)
     covers = not outside_share > MAX_OUTSIDE_SHARE  # nan: not measured yet
     return bool(efficiency * cost >= 1.0 and kept_share <= MAX_KEPT_SHARE and covers)
@@ -829,7 +835,7 @@ def prior_pays(volume, markov_calls, n_slice_steps):
     >>> prior_pays(0.01, 300.0, 42), prior_pays(0.001, 300.0, 42), prior_pays(0.01, float("nan"), 42)
     (True, False, False)
     """
-    cost = markov_calls if np.isfinite(markov_calls) else n_slice_steps
+    cost = _markov_cost(markov_calls, n_slice_steps)
     return bool(volume * cost >= 1.0 and (1.0 - volume) ** MAX_CANDIDATES <= MAX_KEPT_SHARE)
 
 

@@ -90,12 +90,11 @@ def _stick_cdf(eta, prior):
     log_weights = np.hstack([eta, np.zeros((len(eta), 1))])
     log_weights -= logsumexp(log_weights, axis=1)[:, None]
     # log of the stick left before piece k: the weights from k on, summed in log space.
-    log_rest = np.stack([logsumexp(log_weights[:, k:], axis=1) for k in range(K)], axis=1)
+    log_rest = np.logaddexp.accumulate(log_weights[:, ::-1], axis=1)[:, ::-1]
     u = np.empty((len(eta), K - 1))
     for k in range(K - 1):
         beta = (K - k - 1) * alpha
-        log_v = log_weights[:, k] - log_rest[:, k]
+        v = np.exp(log_weights[:, k] - log_rest[:, k])
         remainder = np.exp(log_rest[:, k + 1] - log_rest[:, k])  # 1 - v, exact where v is near 1
-        lower = np.exp(log_v) <= 0.5
-        u[:, k] = np.where(lower, betainc(alpha, beta, np.exp(log_v)), 1.0 - betainc(beta, alpha, remainder))
+        u[:, k] = np.where(v <= 0.5, betainc(alpha, beta, v), 1.0 - betainc(beta, alpha, remainder))
     return u
