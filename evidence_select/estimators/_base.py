@@ -176,7 +176,7 @@ class BaseSGAISEstimator(BaseEstimator):
                     delattr(self, name)
             X, y = self._validate_stream(X, y, classes, reset=first_call)
             rng = make_generator(self.random_state) if first_call else None
-            X, y = self._arrange_rows(X, y, rng if reset else None)
+            X, y, order = self._arrange_rows(X, y, rng if reset else None)
             if first_call:
                 self.model_ = self._make_model(X.shape[1])
             self._check_data_scale_if_moved(X, y)
@@ -188,7 +188,7 @@ class BaseSGAISEstimator(BaseEstimator):
             else:
                 state, history = self.sgais_state_, self.evidence_history_
             with single_threaded_blas(), self._replay_context():
-                for state, record in self._stream(state, X, y, undo_log, history[-1] if history else None):
+                for state, record in self._stream(state, (X, y, order), undo_log, history[-1] if history else None):
                     history.append(record)
             raise_notices(history[history_length:])  # before the commit: an escalated warning rolls the call back
         except BaseException:
@@ -204,23 +204,21 @@ class BaseSGAISEstimator(BaseEstimator):
         return self
 
     def _arrange_rows(self, X, y, fit_rng):
-        """The rows in the order they stream: ``fit``'s seeded random order, or a ``partial_fit`` call's own.
+        """``(X, y, order)``: the rows stream as ``X[order]`` (``order`` None: as given).
 
         ``fit`` (``fit_rng``, the new sampler's generator, not advanced here) with
         ``shuffle=True`` permutes the rows by :func:`~evidence_select.utils._order.order_generator`:
         the evidence of exchangeable rows does not depend on their order, but the online estimate of a
-        file sorted by its target would. A ``partial_fit`` call keeps its order and raises one
+        file sorted by its target would. The permutation is applied a chunk at a time (:meth:`_stream`),
+        so a large ``X`` is never copied whole. A ``partial_fit`` call keeps its order and raises one
         :class:`StreamOrderWarning` per stream when its target is sorted or strongly autocorrelated.
         """
         if fit_rng is not None:
-            if not self.shuffle:
-                return X, y
-            order = order_generator(fit_rng).permutation(len(X))
-            return X[order], (None if y is None else y[order])
+            return X, y, (order_generator(fit_rng).permutation(len(X)) if self.shuffle else None)
         if not self.__dict__.get("_order_warned_") and warn_if_target_ordered(
                 type(self).__name__, y, labels=getattr(self, "classes_", None) is not None):
             self._order_warned_ = True
-        return X, y
+        return X, y, None
 
     def _replay_context(self):
         """The workers of a call's restarts: ``n_jobs`` for the replicate groups' replays.
@@ -255,17 +253,20 @@ class BaseSGAISEstimator(BaseEstimator):
             self._scale_flagged_ = True
         self._checked_scales_ = scales
 
-    def _stream(self, state, X, y, undo_log, previous):
-        """Yield ``(state, record)`` per chunk of at most ``batch_size`` rows; ``previous`` is the stream's last
-        record before the call (None on a first call)."""
+    def _stream(self, state, rows, undo_log, previous):
+        """Yield ``(state, record)`` per chunk of at most ``batch_size`` rows of ``rows``, ``(X, y, order)`` as
+        :meth:`_arrange_rows` gives them; ``previous`` is the stream's last record before the call (None on a
+        first call)."""
+        X, y, order = rows
         batch_size = self.sgais_config_.batch_size
         n_chunks = -(-len(X) // batch_size)
         progress = self._progress(n_chunks)
         for start in range(0, len(X), batch_size):
             stop = start + batch_size
+            chunk = slice(start, stop) if order is None else order[start:stop]
             # The call's last chunk is checked against the posterior's best mode wherever it can be: its evidence
             # is the one the fitted attributes report.
-            state, record, undo = sgais_update(state, X[start:stop], None if y is None else y[start:stop],
+            state, record, undo = sgais_update(state, X[chunk], None if y is None else y[chunk],
                                                self.model_, self.sgais_config_, check=True if stop >= len(X) else None,
                                                previous=previous)
             previous = record
