@@ -137,7 +137,7 @@ from ._checks import ChunkCauses, with_checks
 from ._lag import posterior_lag
 from ._mode_check import (ModeEvidence, apply_mode_check, compare_with_mode, mode_check_due, rows_checkable,
                           rows_mode_evidence)
-from ._replay_gate import allowed_gap, gate_applies, gate_mode_evidence, groups_behind
+from ._replay_gate import GateCheck, allowed_gap, gate_applies, gate_mode_evidence, groups_behind
 from ._moves import MoveTarget, SGHMCDivergence, chunk_context, exact_recovery, pooled_step_scales
 from ._policy import (ActionKind, ChunkMode, arrival_action, closing_action, degradation_text, excursion,
                       initial_mode, merge_independent_runs, per_row_spread, pooled_increment_variance,
@@ -258,7 +258,7 @@ def _update(state, X, y, model, config, check, previous, recovery=""):
     action, skipped = closing_action(config, limits, progress.action, len(X), behind)
     closed = _close_chunk(rng, state, context, progress,
                           replayed_groups(action, progress.action, behind, len(groups[0])),
-                          None if gate is None else gate.evidence)
+                          None if gate is None else gate.check.evidence)
     reservoir, undo = reservoir_insert(rng, state.reservoir, X, y)  # the only in-place write
     new_state, record, causes = _chunk_result(state, context, limits, (progress, action, skipped, closed),
                                               (reservoir, rng, tic))
@@ -267,7 +267,7 @@ def _update(state, X, y, model, config, check, previous, recovery=""):
         causes = causes._replace(recovery=recovery)
     evidence = check if isinstance(check, ModeEvidence) else closed.mode_evidence
     if gate is not None:  # the gate's value checks the chunk's result too, whether it replayed or not
-        check, evidence = True, gate.evidence
+        check, evidence = True, gate.check.evidence
     new_state, record, mode_check = _posterior_mode_check(new_state, record, (model, config), check,
                                                           state.n_samples_seen, evidence)
     record = with_checks(record, previous, new_state, config, causes._replace(mode_check=mode_check))
@@ -553,7 +553,7 @@ def _rows_seen(reservoir, rows):
 
 
 def _replay_gate(rng, state, context, limits, progress):
-    """The replay gate's :class:`~._mode_check.ModeCheck` of the annealed chunk (:mod:`._replay_gate`), where a
+    """The replay gate's :class:`~._replay_gate.GateCheck` of the annealed chunk (:mod:`._replay_gate`), where a
     periodic restart is due and the model can be checked, else None (the restart, if due, runs unchecked). A
     copy of ``rng`` draws it, so the run's own draws are those it would make without it."""
     model, config = context.model, context.config
@@ -562,15 +562,16 @@ def _replay_gate(rng, state, context, limits, progress):
             and gate_applies(model, settings)):
         return None
     particles = progress.particles
-    evidence = gate_mode_evidence(model, _rows_seen(state.reservoir, (context.X, context.y)), make_generator(rng),
-                                  settings, particles.theta)
-    if evidence is None:
+    value = gate_mode_evidence(model, _rows_seen(state.reservoir, (context.X, context.y)), make_generator(rng),
+                               settings, particles.theta)
+    if value is None:
         return None
     running = state._replace(  # the run's estimate after the chunk, without a restart or a mode gap
         log_evidence=particles.log_evidence, log_evidence_variance=particles.log_evidence_variance,
         increment_variance=_summed_increment_variance(state, particles.log_evidence),
         widening=state.widening._replace(mode_gap_variance=0.0))
-    return compare_with_mode(evidence_estimate(running), evidence, settings)
+    check = compare_with_mode(evidence_estimate(running), value.evidence, settings)
+    return GateCheck(check, value.particles_off_mode)
 
 
 def chunk_record(state, new_state, closed, seconds):

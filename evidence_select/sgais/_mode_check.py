@@ -33,12 +33,16 @@ from ._state import evidence_estimate, standing_groups
 __all__ = ["ModeCheck", "central_hessian", "checked_widening", "compare_with_mode", "importance_at_mode",
            "negative_log_joint", "best_mode", "local_modes", "ModeEvidence", "mode_importance_log_evidence",
            "mode_check_due", "apply_mode_check", "model_checkable", "mode_proposal", "rows_checkable",
-           "rows_mode_evidence", "symmetrised_draws", "symmetrised_t", "symmetrised_log_density", "SymmetrisedT"]
+           "rows_mode_evidence", "finite_evidence", "DEGENERATE_MODE_ERRORS", "symmetrised_draws",
+           "symmetrised_t", "symmetrised_log_density", "SymmetrisedT"]
 
 # Point-row pairs per likelihood call: a mixture's (K, points, rows) block then stays within its reusable
 # buffers at any row count (K of them per pair, 4 MiB each).
 _CELLS_PER_CALL = 2**19
 _MAPS_PER_CALL = 16  # draws moved by their symmetries at once
+#: What a degenerate mode raises in the search or the importance sampling (e.g. a scale that is not positive
+#: definite): the check then has no value.
+DEGENERATE_MODE_ERRORS = (np.linalg.LinAlgError, ValueError)
 
 
 class ModeEvidence(NamedTuple):
@@ -46,6 +50,7 @@ class ModeEvidence(NamedTuple):
 
     log_evidence: float
     std: float
+    mode_objective: float = math.nan  # the negative log joint at the mode on the same rows (NaN: not known)
 
 
 class ModeCheck(NamedTuple):
@@ -174,7 +179,7 @@ def importance_at_mode(model, rows, rng, objective_and_mode, settings, n_draws=N
     draws that many points; by default it draws ``settings.draw_block`` at a time until the estimate's standard
     error is at most ``settings.target_std``, with between ``settings.min_draws`` and ``settings.n_draws`` draws.
     Each draw costs a likelihood evaluation of every row, so the draws are most of the check's cost. Returns a
-    :class:`ModeEvidence`, or None without a mode or a positive-definite Hessian.
+    :class:`ModeEvidence` (with the objective at the mode), or None without a mode or a positive-definite Hessian.
     """
     objective, mode = objective_and_mode
     X, y = rows
@@ -184,14 +189,15 @@ def importance_at_mode(model, rows, rng, objective_and_mode, settings, n_draws=N
     proposal = mode_proposal(model, mode, settings.inflate * scale, settings)
     adaptive = n_draws is None and settings.target_std > 0
     n_draws = settings.n_draws if n_draws is None else n_draws
+    mode_objective = float(objective(mode)[0])
     log_weights = np.empty(0)
     for size in np.diff(np.r_[0:n_draws:settings.draw_block, n_draws]):
         log_weights = np.concatenate([log_weights, _block_log_weights(model, X, y, rng, proposal, size)])
         if adaptive and settings.min_draws <= len(log_weights) < n_draws:
             estimate = _importance_estimate(log_weights)
             if estimate.std <= settings.target_std:
-                return estimate
-    return _importance_estimate(log_weights)
+                return estimate._replace(mode_objective=mode_objective)
+    return _importance_estimate(log_weights)._replace(mode_objective=mode_objective)
 
 
 def _importance_estimate(log_weights):
@@ -345,8 +351,13 @@ def rows_mode_evidence(model, X, y, rng, settings):
     value was found (no mode with a positive-definite Hessian, or a degenerate one)."""
     try:
         evidence = mode_importance_log_evidence(model, X, y, rng, settings)
-    except (np.linalg.LinAlgError, ValueError):  # a degenerate mode (e.g. a scale that is not positive definite)
+    except DEGENERATE_MODE_ERRORS:
         return None
+    return finite_evidence(evidence)
+
+
+def finite_evidence(evidence):
+    """``evidence`` (a :class:`ModeEvidence` or None), or None where its value or error is not finite."""
     if evidence is None or not (np.isfinite(evidence.log_evidence) and np.isfinite(evidence.std)):
         return None
     return evidence

@@ -88,12 +88,14 @@ class ModeCheckSettings(NamedTuple):
     (:mod:`._replay_gate`; larger mixtures, whose particles settle more slowly, keep every periodic replay): a
     restart replays every group where the pooled estimate reads below the mode's value (past ``max_rows``: by more
     than ``gap_sigmas`` combined standard deviations beyond the gap the last check left,
-    :func:`~._replay_gate.allowed_gap`), and only the groups left behind where a replicate group reads
-    ``gap_sigmas`` of its own below the others (:func:`~._replay_gate.groups_behind`). Up to ``max_rows`` rows the
-    check's own value decides; past them the search runs on ``search_rows`` of the stored rows, its modes are valued
-    on all of them, the best and the best particle are refined there, and ``gate_draws`` importance draws value the
-    mode (a few hundredths of a nat at such sizes, well under the run's own error, at a cost that grows with the
-    rows seen like the replay it may save). ``gate_draws=0`` turns the gate off (every periodic restart replays).
+    :func:`~._replay_gate.allowed_gap`; within ``max_rows`` by more than those standard deviations alone where the
+    run's best particle refines to the mode, within ``same_fit`` nats), and only the groups left behind where a
+    replicate group reads ``gap_sigmas`` of its own below the others (:func:`~._replay_gate.groups_behind`). Up to
+    ``max_rows`` rows the check's own value decides; past them the search runs on ``search_rows`` of the stored
+    rows, its modes are valued on all of them, the best and the best particle are refined there, and ``gate_draws``
+    importance draws value the mode (a few hundredths of a nat at such sizes, well under the run's own error, at a
+    cost that grows with the rows seen like the replay it may save). ``gate_draws=0`` turns the gate off (every
+    periodic restart replays).
     """
 
     max_rows: int = 5000
