@@ -84,7 +84,7 @@ def gate_mode_evidence(model, rows, rng, settings, particles):
     if len(X) <= settings.max_rows:
         evidence = rows_mode_evidence(model, X, y, rng, settings)
     else:
-        evidence = _subsample_mode_evidence(model, rows, rng, settings, (objective, best_particle, particle_mode))
+        evidence = _subsample_mode_evidence(model, rows, rng, settings, objective, best_particle, particle_mode)
     if evidence is None:
         return None
     # A mode of unknown objective leaves the particles off it: the gate then replays as it would without the test.
@@ -92,13 +92,13 @@ def gate_mode_evidence(model, rows, rng, settings, particles):
     return GateValue(evidence, not at_mode)
 
 
-def _subsample_mode_evidence(model, rows, rng, settings, found):
-    """Past the check's rows: the lower of the subsample search's mode refined on ``rows`` and the best particle's
-    minimum there, valued with ``settings.gate_draws`` importance draws (None where no finite value was found);
-    ``found`` is ``(objective, best particle, its (minimum, value) or None)``."""
-    objective, best_particle, particle_mode = found
-    subsample_mode = _searched_on_subsample(model, rows, rng, settings, (objective, best_particle))
-    mode = _lowest(_refined(objective, subsample_mode, settings.same_fit), particle_mode)
+def _subsample_mode_evidence(model, rows, rng, settings, objective, best_particle, particle_mode):
+    """Past the check's rows: the lower of the subsample search's mode refined on ``rows`` (``objective`` is the
+    negative log joint there) and ``particle_mode``, the best particle's ``(minimum, value)`` or None, valued with
+    ``settings.gate_draws`` importance draws (None where no finite value was found)."""
+    subsample_modes = _subsample_local_modes(model, rows, rng, settings, best_particle)
+    searched = _refined(objective, _best_on_all_rows(objective, subsample_modes), settings.same_fit)
+    mode = _lowest(searched, particle_mode)
     if mode is None:
         return None
     try:
@@ -115,28 +115,21 @@ def _best_particle(model, X, y, particles):
     return particles[int(np.argmax(np.where(np.isnan(log_joint), -np.inf, log_joint)))]
 
 
-def _searched_on_subsample(model, rows, rng, settings, objective_and_particle):
-    """The best on every row of the local modes that the search finds on ``settings.search_rows`` of ``rows``,
-    from the model's starts and the run's best particle; ``objective_and_particle`` is ``(objective, particle)``,
-    the negative log joint on ``rows`` and that particle."""
+def _subsample_local_modes(model, rows, rng, settings, best_particle):
+    """The local modes the search finds on ``settings.search_rows`` of ``rows`` drawn without replacement, from the
+    model's starts and the run's best particle."""
     X, y = rows
-    objective, best_particle = objective_and_particle
     chosen = np.sort(rng.choice(len(X), size=min(settings.search_rows, len(X)), replace=False))
     X_sub, y_sub = X[chosen], None if y is None else y[chosen]
     starts = np.vstack([model.mode_starts(rng, X_sub, settings.n_starts), best_particle[None]])
-    sub_objective = negative_log_joint(model, X_sub, y_sub)
-    return _best_on_all_rows(objective, local_modes(sub_objective, starts, settings.same_fit))
+    return local_modes(negative_log_joint(model, X_sub, y_sub), starts, settings.same_fit)
 
 
 def _refined(objective, start, same_fit):
     """``(mode, objective value)`` of the quasi-Newton minimum reached from ``start``, or None (no start, or no
     finite minimum)."""
-    return _valued(objective, None if start is None else best_mode(objective, [start], same_fit))
-
-
-def _valued(objective, point):
-    """``(point, objective value)``, or None without a point."""
-    return None if point is None else (point, float(objective(point)[0]))
+    mode = None if start is None else best_mode(objective, [start], same_fit)
+    return None if mode is None else (mode, float(objective(mode)[0]))
 
 
 def _lowest(*minima):
