@@ -75,8 +75,10 @@ engine adapts these choices to the particles; for each:
   estimator; pooling it (the mean of the two ``Z_g``, particles resampled from
   both) is unbiased for restart positions fixed in advance (``restart_growth``).
   Positions chosen by a surprise depend on the run (a run that did badly is
-  more likely to be averaged with a fresh one), so ``Z`` is then consistent, not
-  unbiased; so is a periodic restart of a model with a mode search, which
+  more likely to be averaged with a fresh one; where the posterior-mode check
+  covers the rows, the restart waits for the first chunk that does not
+  surprise), so ``Z`` is then consistent, not unbiased; so is a periodic
+  restart of a model with a mode search, which
   replays only where the run fell behind the posterior's best mode
   (:mod:`._replay_gate`);
 - *the past likelihood* in weights (excursions) and acceptances (global
@@ -247,20 +249,22 @@ def _update(state, X, y, model, config, check, previous, recovery=""):
     tic = time.perf_counter()
     rng = make_generator(state.rng)  # a copy: the old state's generator is never advanced
     context = chunk_context(state, X, y, model, config)
-    limits = surprise_limits(state, context)
+    settings = config.tuning.mode_check
+    limits = surprise_limits(state, context, rows_checkable(model, state.n_samples_seen + len(X), settings))
     progress = anneal_chunk(rng, context, limits, _start_particles(state))
     gate = _replay_gate(rng, state, context, limits, progress)
     groups = (progress.particles.log_evidence, progress.particles.log_evidence_variance)
-    settings = config.tuning.mode_check
     behind = None if gate is None else groups_behind(
         gate, groups, allowed_gap(gate, state.widening.mode_gap_variance, state.n_samples_seen + len(X), settings),
         settings)
-    action, skipped = closing_action(config, limits, progress.action, len(X), behind)
+    # A chunk whose evidence the caller reports (checked always) never leaves a surprise's restart waiting.
+    reported = check is True or isinstance(check, ModeEvidence)
+    closing = closing_action(config, limits, progress.action, len(X), behind, (state.restart_pending, reported))
     closed = _close_chunk(rng, state, context, progress,
-                          replayed_groups(action, progress.action, behind, len(groups[0])),
+                          replayed_groups(closing.action, progress.action, behind, len(groups[0])),
                           None if gate is None else gate.check.evidence)
     reservoir, undo = reservoir_insert(rng, state.reservoir, X, y)  # the only in-place write
-    new_state, record, causes = _chunk_result(state, context, limits, (progress, action, skipped, closed),
+    new_state, record, causes = _chunk_result(state, context, limits, (progress, closing, closed),
                                               (reservoir, rng, tic))
     if recovery:
         record = record._replace(fallback="; ".join(filter(None, (record.fallback, recovery))))
@@ -269,23 +273,25 @@ def _update(state, X, y, model, config, check, previous, recovery=""):
     if gate is not None:  # the gate's value checks the chunk's result too, whether it replayed or not
         check, evidence = True, gate.check.evidence
     new_state, record, mode_check = _posterior_mode_check(new_state, record, (model, config), check,
-                                                          state.n_samples_seen, evidence)
+                                                          (state.n_samples_seen, closing.action.surprised), evidence)
     record = with_checks(record, previous, new_state, config, causes._replace(mode_check=mode_check))
     return new_state, record, undo
 
 
 def _chunk_result(state, context, limits, outcome, carried):
-    """``(new_state, record, causes)`` of the chunk of ``context``: ``outcome`` is ``(progress, action, skipped,
-    closed)`` of its annealing and closing, ``carried`` ``(reservoir, rng, tic)``; ``causes`` are its warnings'
-    (:class:`~._checks.ChunkCauses`, the posterior-mode check still to run)."""
-    progress, action, skipped, closed = outcome
+    """``(new_state, record, causes)`` of the chunk of ``context``: ``outcome`` is ``(progress, closing,
+    closed)`` of its annealing and closing (a :class:`~._policy.Closing`), ``carried`` ``(reservoir, rng, tic)``;
+    ``causes`` are its warnings' (:class:`~._checks.ChunkCauses`, the posterior-mode check still to run)."""
+    progress, closing, closed = outcome
+    action, skipped = closing.action, closing.skipped
     reservoir, rng, tic = carried
     config = context.config
     degraded = "" if action.reason is None else degradation_text(action.reason, config, limits)
     lag = _measured_lag(context, closed.particles, reservoir) if degraded else None
     widening = degraded_widening(bool(degraded), progress.arrival_spread, len(context.X), state.n_samples_seen,
                                  state.reservoir.n_stored, lag)
-    new_state = _next_state(state, context, closed, (reservoir, rng), widening, bool(degraded))
+    new_state = _next_state(state, context, closed, (reservoir, rng), widening, bool(degraded))._replace(
+        restart_pending=closing.pending)
     blocked = limits.restart_blocked if skipped else None  # why a periodic restart due here could not run
     blocked_text = "" if blocked is None else degradation_text(blocked, config, limits)
     record = chunk_record(state, new_state, closed, time.perf_counter() - tic)._replace(
@@ -298,15 +304,17 @@ def _chunk_result(state, context, limits, outcome, carried):
     return new_state, record, causes
 
 
-def _posterior_mode_check(state, record, model_config, check, n_seen_before, evidence):
-    """The chunk's posterior-mode check (``check`` as in :func:`sgais_update`; ``evidence``, the mode's value on
-    these rows where already taken, or None): ``(state, record, mode_check)``, the state with its widening, the
-    record with the check's result and the error bar it leaves, and the :class:`~._mode_check.ModeCheck` (or
-    None where no check ran)."""
+def _posterior_mode_check(state, record, model_config, check, before, evidence):
+    """The chunk's posterior-mode check (``check`` as in :func:`sgais_update`; ``before`` is ``(n_seen_before,
+    surprised)``, the rows seen before the chunk and whether it surprised the particles; ``evidence``, the mode's
+    value on these rows where already taken, or None): ``(state, record, mode_check)``, the state with its
+    widening, the record with the check's result and the error bar it leaves, and the
+    :class:`~._mode_check.ModeCheck` (or None where no check ran)."""
     model, config = model_config
     settings = config.tuning.mode_check
+    n_seen_before, surprised = before
     if check is None:
-        surprised = record.n_replayed > 0 or record.n_reheat_steps > 0
+        surprised = surprised or record.n_replayed > 0 or record.n_reheat_steps > 0
         check = mode_check_due(n_seen_before, state.n_samples_seen, settings, surprised=surprised)
     if check is False:
         return state, record, None
@@ -558,7 +566,7 @@ def _replay_gate(rng, state, context, limits, progress):
     copy of ``rng`` draws it, so the run's own draws are those it would make without it."""
     model, config = context.model, context.config
     settings = config.tuning.mode_check
-    if not (periodic_restart_due(config, limits, progress.action, len(context.X))
+    if not (periodic_restart_due(config, limits, progress.action, len(context.X), state.restart_pending)
             and gate_applies(model, settings)):
         return None
     particles = progress.particles

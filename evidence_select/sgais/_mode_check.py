@@ -367,11 +367,11 @@ def mode_check_due(n_seen_before, n_seen, settings, *, surprised=False):
     """Whether the chunk that took the rows seen from ``n_seen_before`` to ``n_seen`` is due a check.
 
     The chunks that cross a checkpoint ``floor(settings.unit *
-    settings.growth**j)`` and the chunks that ``surprised`` the particles (a
-    restart or an excursion ran): a chunk whose rows the particles did not
+    settings.growth**j)`` and the chunks that ``surprised`` the particles or
+    restarted: a chunk whose rows the particles did not
     foresee, such as a cluster arriving late, is where they most likely settle
     in a poorer configuration, and the check costs little next to the replay
-    it follows. (The engine also checks the last chunk of every call, see
+    a surprise asks for. (The engine also checks the last chunk of every call, see
     :func:`~._engine.sgais_update`.)
     """
     return surprised or crossed_checkpoint(n_seen_before, n_seen, settings.unit, settings.growth)

@@ -11,6 +11,8 @@ step, the model's global moves, optionally a finer ESS target), and then either
 - a *restart* (``restart_on_surprise``, while the reservoir holds every row seen)
   replays all rows from the prior in a random order (:func:`replay_from_prior`)
   and pools that run with the in-order one (:func:`merge_independent_runs`).
+  Where the posterior-mode check covers the rows, the restart waits while the
+  chunks after it keep surprising (:func:`closing_action`).
 
 With ``restart_growth`` a restart also comes each time the rows seen grow by
 that factor, at positions fixed in advance; past the rows the posterior-mode
@@ -49,8 +51,9 @@ from ._state import (OVERSHOOT_STD, Particles, StepCounts, group_left_behind, in
                      standing_groups)
 from ._steps import choose_increment, tempering_step
 
-__all__ = ["ActionKind", "ChunkAction", "ChunkMode", "Degradation", "Replay", "SurpriseLimits", "arrival_action",
-           "closing_action", "cure_of", "degradation_text", "initial_mode", "steps_action", "surprise_limits",
+__all__ = ["DEFERRAL_GROWTH", "ActionKind", "ChunkAction", "ChunkMode", "Closing", "Degradation", "Replay",
+           "SurpriseLimits", "arrival_action", "closing_action", "cure_of", "degradation_text", "initial_mode",
+           "steps_action", "surprise_limits",
            "surprised_on_arrival", "shift_detected", "excursion", "replay_from_prior", "merge_independent_runs",
            "pooled_mode_gap", "pooled_shares", "pooled_increment_variance", "per_row_spread", "crossed_checkpoint",
            "periodic_restart_due", "replayed_groups"]
@@ -80,6 +83,7 @@ class ActionKind(enum.Enum):
     CONTINUE = "continue"  # anneal on (in the surprise mode if the action says so)
     EXCURSION = "excursion"  # temper the past down and back, then anneal on
     RESTART = "restart"  # anneal on, then replay every row from the prior and pool the two runs
+    DEFER = "defer"  # anneal on in the surprise mode; the surprise's restart waits (closing_action)
     DEGRADED = "degraded"  # anneal on without the cure the chunk needed; the record says why
 
 
@@ -103,6 +107,7 @@ class SurpriseLimits(NamedTuple):
     has_past: bool  # more rows seen than one chunk: a surprise is possible
     past_exact: bool  # the reservoir holds every row seen
     can_restart: bool  # restarts are on, the reservoir holds every row seen and the budget allows a replay
+    can_defer: bool  # a surprise's restart may wait: it can run, and the posterior-mode check covers the rows
     can_excurse: bool  # the reservoir holds every row seen and the budget allows a pass over them
     restart_on_shift: bool  # a shift in a run with no surprise trigger restarts
     watch_shifts: bool  # consult shift_detected: beyond the reservoir, or SGHMC moves with no surprise trigger
@@ -121,9 +126,10 @@ def initial_mode(config, n_seen, move_factor=1):
     return ChunkMode(config.n_mcmc_steps * factor, config.target_ess, False)
 
 
-def surprise_limits(state, context):
+def surprise_limits(state, context, checkable=False):
     """The :class:`SurpriseLimits` of the chunk of ``context`` (a :class:`~._moves.ChunkContext`) after the
-    rows of ``state``.
+    rows of ``state``; ``checkable``: the posterior-mode check covers the rows seen after the chunk
+    (:func:`~._mode_check.rows_checkable`), so a surprise's restart may wait (:func:`closing_action`).
 
     The cures of a surprise (restart, excursion, global moves) evaluate the
     likelihood of every past row inside weights or Metropolis-Hastings
@@ -167,7 +173,8 @@ def surprise_limits(state, context):
         degradation, watch_shifts, already_degraded = None, False, False
     return SurpriseLimits(
         n_seen=n_seen, capacity=reservoir.capacity, has_past=n_seen > n_chunk, past_exact=past_exact,
-        can_restart=can_restart, can_excurse=can_excurse, restart_on_shift=restart_on_shift,
+        can_restart=can_restart, can_defer=can_restart and checkable, can_excurse=can_excurse,
+        restart_on_shift=restart_on_shift,
         watch_shifts=watch_shifts, already_degraded=already_degraded,
         log_z_per_row=float(log_mean_exp(state.log_evidence)) / n_seen if n_seen else None,
         mode=_surprise_mode(config, past_exact), degradation=degradation, restart_blocked=restart_blocked)
@@ -259,12 +266,13 @@ def arrival_action(limits, surprised, shifted):
     (:func:`surprised_on_arrival`) or ``shifted`` (:func:`shift_detected`, or an earlier degraded chunk beyond
     the reservoir, after which every chunk is degraded).
 
-    A surprise restarts where the limits allow; otherwise the chunk anneals on in the surprise mode, degraded
-    when its cure cannot run. A shift restarts where ``restart_on_shift`` allows, degraded either way.
+    A surprise restarts where the limits allow (after the chunk, or later where it may wait: :func:`_restart`);
+    otherwise the chunk anneals on in the surprise mode, degraded when its cure cannot run. A shift restarts
+    where ``restart_on_shift`` allows, degraded either way.
     """
     if surprised:
         if limits.can_restart:
-            return ChunkAction(kind=ActionKind.RESTART, surprised=True)
+            return _restart(limits)
         kind = ActionKind.DEGRADED if limits.degradation is not None else ActionKind.CONTINUE
         return ChunkAction(kind=kind, reason=limits.degradation, surprised=True)
     if shifted:
@@ -277,19 +285,25 @@ def steps_action(config, limits, action, n_steps, excursed):
     """The :class:`ChunkAction` after a chunk's ``n_steps``-th annealing step, or None when nothing changes.
 
     A chunk that has needed ``reheat_after_steps`` steps surprised the particles (once per chunk: ``excursed``
-    says it already did; a chunk that will restart anyway is left alone): it restarts where the limits allow,
-    else takes an excursion where they allow, else anneals on degraded.
+    says it already did; a chunk that will restart anyway is left alone): it restarts where the limits allow
+    (:func:`_restart`), else takes an excursion where they allow, else anneals on degraded.
     """
-    due = (not excursed and action.kind is not ActionKind.RESTART and config.reheat_after_steps is not None
-           and limits.has_past and n_steps >= config.reheat_after_steps)
+    due = (not excursed and action.kind not in (ActionKind.RESTART, ActionKind.DEFER)
+           and config.reheat_after_steps is not None and limits.has_past and n_steps >= config.reheat_after_steps)
     if not due:
         return None
-    if limits.can_restart:  # the replay after the chunk takes the excursion's place
-        return action._replace(kind=ActionKind.RESTART, surprised=True)
+    if limits.can_restart:  # the replay after the chunk (or later) takes the excursion's place
+        return _restart(limits, action)
     if not limits.can_excurse:
         kind = ActionKind.DEGRADED if limits.degradation is not None else ActionKind.CONTINUE
         return ChunkAction(kind=kind, reason=limits.degradation, surprised=True)
     return action._replace(kind=ActionKind.EXCURSION, surprised=True)
+
+
+def _restart(limits, action=ChunkAction()):
+    """The action of a surprise whose restart can run: a restart after the chunk, or a deferred one
+    (:attr:`ActionKind.DEFER`) where ``limits.can_defer``."""
+    return action._replace(kind=ActionKind.DEFER if limits.can_defer else ActionKind.RESTART, surprised=True)
 
 
 def _periodic_checkpoint(config, limits, n_chunk):
@@ -300,16 +314,28 @@ def _periodic_checkpoint(config, limits, n_chunk):
                                    config.restart_growth))
 
 
-def periodic_restart_due(config, limits, action, n_chunk):
-    """Whether a periodic restart comes after the chunk unless its gate passes it (:func:`closing_action`)."""
-    return (action.kind is not ActionKind.RESTART and limits.can_restart
+def periodic_restart_due(config, limits, action, n_chunk, pending=0):
+    """Whether a periodic restart comes after the chunk unless its gate passes it (:func:`closing_action`):
+    not where a surprise's restart runs or waits (the chunk's ``action``, or ``pending``)."""
+    return (action.kind not in (ActionKind.RESTART, ActionKind.DEFER) and not pending and limits.can_restart
             and _periodic_checkpoint(config, limits, n_chunk))
 
 
-def closing_action(config, limits, action, n_chunk, behind=None):
-    """``(action, skipped)`` at the chunk's end: a restart where the rows seen crossed a periodic checkpoint
-    (:func:`periodic_restart_due`), the limits allow one and no ``gate`` passed it, and whether such a
-    checkpoint's restart was skipped because the limits do not allow it.
+#: A surprise's restart waits at most until the rows seen have grown by this factor (:func:`closing_action`).
+DEFERRAL_GROWTH = 2.0
+
+
+class Closing(NamedTuple):
+    """What :func:`closing_action` decides at the end of a chunk."""
+
+    action: ChunkAction  # the chunk's final action
+    skipped: bool  # a periodic checkpoint's restart was skipped because the limits do not allow one
+    pending: int  # rows seen when a surprise's restart began to wait (SGAISState.restart_pending), 0 for none
+
+
+def closing_action(config, limits, action, n_chunk, behind=None, waiting=(0, False)):
+    """The chunk's :class:`Closing`: a surprise's restart where it is due, else a restart where the rows seen
+    crossed a periodic checkpoint (:func:`periodic_restart_due`), the limits allow one and no gate passed it.
 
     Particles that settled in a poorer mode find every later chunk easy to
     anneal, so no surprise reveals them, while the evidence falls behind at a
@@ -320,18 +346,56 @@ def closing_action(config, limits, action, n_chunk, behind=None):
     search: a boolean mask of the groups that fell behind,
     :func:`~._replay_gate.groups_behind`), else None: a run none of whose
     groups fell behind the posterior's best mode is not replayed. A surprise's
-    restart (the chunk's action) is not gated: its replay also renews a
-    population the surprise carried far, from which the chunks after it anneal,
-    and a check of the chunk cannot see that.
+    restart is not gated: its replay also renews a population the surprise
+    carried far, from which the chunks after it anneal, and a check of the
+    chunk cannot see that. It runs after its chunk (``action`` a restart), or,
+    deferred (``action`` :attr:`ActionKind.DEFER`), after the first chunk that
+    does not surprise: :func:`_deferred_closing`. ``waiting`` is ``(pending,
+    reported)``: the rows seen when a surprise's restart began to wait
+    (``SGAISState.restart_pending``, 0 for none) and whether the caller reports
+    the chunk's evidence (the last chunk of a call), which no restart waits past.
     """
     if action.kind is ActionKind.RESTART:
-        return action, False
+        return Closing(action, False, 0)
     checkpoint = _periodic_checkpoint(config, limits, n_chunk)
+    pending, reported = waiting
+    if pending or action.kind is ActionKind.DEFER:
+        return _deferred_closing(limits, action, (n_chunk, pending, reported), checkpoint)
     if checkpoint and limits.can_restart:
         if behind is not None and not np.any(behind):
-            return action, False
-        return action._replace(kind=ActionKind.RESTART), False
-    return action, checkpoint
+            return Closing(action, False, 0)
+        return Closing(action._replace(kind=ActionKind.RESTART), False, 0)
+    return Closing(action, checkpoint, 0)
+
+
+def _deferred_closing(limits, action, chunk, checkpoint):
+    """The :class:`Closing` of a chunk while a surprise's restart waits (``pending``, or the chunk's own deferred
+    surprise); ``chunk`` is ``(n_chunk, pending, reported)`` (see :func:`closing_action`), ``checkpoint``: the
+    chunk crossed a periodic restart's checkpoint.
+
+    While chunk after chunk surprises, the posterior is still moving to where
+    the new rows put it: a replay now would renew a population that the next
+    chunk surprises again, and cost a pass over every row seen each time. The
+    restart therefore waits for the first chunk that does not surprise, at most
+    until the rows seen have grown by :data:`DEFERRAL_GROWTH` (so restarts stay
+    ``O(1)`` per row where every chunk surprises), never past a chunk whose
+    evidence the caller reports, and only while the posterior-mode check covers
+    the rows (``limits.can_defer``): the chunks that surprise while it waits are
+    checked against the posterior's best mode (:func:`~._mode_check.mode_check_due`),
+    which vouches for or flags the estimates they record. The periodic restarts
+    wait with it. A restart that can no longer run leaves the chunk degraded:
+    the surprise went without its cure.
+    """
+    n_chunk, pending, reported = chunk
+    n_after = limits.n_seen + n_chunk
+    since = pending or n_after
+    if (action.kind is ActionKind.DEFER and limits.can_defer and not reported
+            and n_after < DEFERRAL_GROWTH * since):
+        return Closing(action._replace(kind=ActionKind.CONTINUE), False, since)
+    if limits.can_restart:
+        return Closing(ChunkAction(kind=ActionKind.RESTART, surprised=True), False, 0)
+    return Closing(ChunkAction(kind=ActionKind.DEGRADED, reason=limits.restart_blocked, surprised=True),
+                   checkpoint, 0)
 
 
 def replayed_groups(action, chunk_action, behind, n_groups):

@@ -136,6 +136,7 @@ class SGAISState(NamedTuple):
     increment_variance: float = 0.0  # sum over chunks of the groups' mean log-evidence increment's variance
     widening: ErrorWidening = ErrorWidening()  # what log_evidence_std adds for degraded chunks and failed checks
     past_statistics: np.ndarray = None  # summed gradient_statistics of every row seen, where the model draws from them
+    restart_pending: int = 0  # rows seen when a surprise's restart began to wait (_policy.closing_action), 0 for none
 
 
 class ChunkRecord(NamedTuple):
