@@ -260,6 +260,22 @@ def test_a_surprise_restart_waits_for_the_surprises_then_replays_whatever_the_ga
     assert abs(final.log_evidence - final.mode_log_evidence) <= 2 * final.log_evidence_std
 
 
+def test_no_call_returns_while_a_surprise_restart_waits():
+    # The same rows in two calls, split after 400 rows: the restart that the surprise at 300 rows defers runs
+    # after the first call's last chunk, whose evidence the call returns, and nothing waits after either call;
+    # the second call's surprises (500, 600) defer theirs to its own last chunk. Checked broken: with the
+    # restart allowed to wait past a call's end, the first call returns with one waiting and no replay.
+    X = _clusters_in_order(200, 1)
+    estimator = _Gated(3, batch_size=100, n_particles=10, random_state=1, shuffle=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        estimator.partial_fit(X[:400])
+        assert estimator.sgais_state_.restart_pending == 0
+        estimator.partial_fit(X[400:])
+    assert estimator.sgais_state_.restart_pending == 0
+    assert [r.n_samples_seen for r in estimator.evidence_history_ if r.n_replayed] == [400, 600]
+
+
 def test_a_run_left_behind_by_the_gate_keeps_the_gap_in_its_error_bar():
     # The pooled run after a replay is checked against the gate's value like any posterior-mode check: an estimate
     # that still reads low by more than gap_sigmas combined errors keeps the gap as a variance.
