@@ -195,10 +195,13 @@ def sgais_update(state, X, y, model, config, *, check=None, previous=None):
         Whether the posterior-mode check runs after the chunk
         (:func:`~._mode_check.apply_mode_check`, where the model and the rows
         allow it): None when due (:func:`~._mode_check.mode_check_due`: at row
-        checkpoints and after a restart or an excursion), True always (the
-        last chunk of a call, whose evidence its caller reports), False never;
-        a :class:`~._mode_check.ModeEvidence` always, against that value of the
-        rows seen (a restart's replays share the restart's).
+        checkpoints and after a chunk that surprised the particles or
+        restarted), True always (the last chunk of a call, whose evidence its
+        caller reports), False never; a :class:`~._mode_check.ModeEvidence`
+        always, against that value of the rows seen (a restart's replays share
+        the restart's). With True or a value the caller reports the chunk's
+        evidence, so no surprise's restart waits past it
+        (:func:`~._policy.closing_action`).
     previous : ChunkRecord or None, default=None
         The stream's record of the chunk before, None before the first: the
         checks that describe chunks stay failed from it
