@@ -262,7 +262,7 @@ def _update(state, X, y, model, config, check, previous, recovery=""):
         settings)
     # A chunk whose evidence the caller reports (checked always) never leaves a surprise's restart waiting.
     reported = check is True or isinstance(check, ModeEvidence)
-    closing = closing_action(config, limits, progress.action, len(X), behind, (state.restart_pending, reported))
+    closing = closing_action(config, limits, progress.action, len(X), behind, state.restart_pending, reported)
     closed = _close_chunk(rng, state, context, progress,
                           replayed_groups(closing.action, progress.action, behind, len(groups[0])),
                           None if gate is None else gate.check.evidence)
@@ -276,7 +276,8 @@ def _update(state, X, y, model, config, check, previous, recovery=""):
     if gate is not None:  # the gate's value checks the chunk's result too, whether it replayed or not
         check, evidence = True, gate.check.evidence
     new_state, record, mode_check = _posterior_mode_check(new_state, record, (model, config), check,
-                                                          (state.n_samples_seen, closing.action.surprised), evidence)
+                                                          state.n_samples_seen, evidence,
+                                                          surprised=closing.action.surprised)
     record = with_checks(record, previous, new_state, config, causes._replace(mode_check=mode_check))
     return new_state, record, undo
 
@@ -307,18 +308,16 @@ def _chunk_result(state, context, limits, outcome, carried):
     return new_state, record, causes
 
 
-def _posterior_mode_check(state, record, model_config, check, before, evidence):
-    """The chunk's posterior-mode check (``check`` as in :func:`sgais_update`; ``before`` is ``(n_seen_before,
-    surprised)``, the rows seen before the chunk and whether it surprised the particles; ``evidence``, the mode's
-    value on these rows where already taken, or None): ``(state, record, mode_check)``, the state with its
-    widening, the record with the check's result and the error bar it leaves, and the
-    :class:`~._mode_check.ModeCheck` (or None where no check ran)."""
+def _posterior_mode_check(state, record, model_config, check, n_seen_before, evidence, *, surprised=False):
+    """The chunk's posterior-mode check (``check`` as in :func:`sgais_update`; ``evidence``, the mode's value on
+    these rows where already taken, or None; ``surprised``: the chunk surprised the particles, whatever its cure):
+    ``(state, record, mode_check)``, the state with its widening, the record with the check's result and the error
+    bar it leaves, and the :class:`~._mode_check.ModeCheck` (or None where no check ran)."""
     model, config = model_config
     settings = config.tuning.mode_check
-    n_seen_before, surprised = before
-    if check is None:
-        surprised = surprised or record.n_replayed > 0 or record.n_reheat_steps > 0
-        check = mode_check_due(n_seen_before, state.n_samples_seen, settings, surprised=surprised)
+    if check is None:  # an excursion only follows a surprise; a periodic restart need not
+        check = mode_check_due(n_seen_before, state.n_samples_seen, settings,
+                               surprised=surprised or record.n_replayed > 0)
     if check is False:
         return state, record, None
     state, result = apply_mode_check(state, model, settings, evidence)

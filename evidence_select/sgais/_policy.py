@@ -333,7 +333,7 @@ class Closing(NamedTuple):
     pending: int  # rows seen when a surprise's restart began to wait (SGAISState.restart_pending), 0 for none
 
 
-def closing_action(config, limits, action, n_chunk, behind=None, waiting=(0, False)):
+def closing_action(config, limits, action, n_chunk, behind=None, pending=0, reported=False):
     """The chunk's :class:`Closing`: a surprise's restart where it is due, else a restart where the rows seen
     crossed a periodic checkpoint (:func:`periodic_restart_due`), the limits allow one and no gate passed it.
 
@@ -350,17 +350,16 @@ def closing_action(config, limits, action, n_chunk, behind=None, waiting=(0, Fal
     carried far, from which the chunks after it anneal, and a check of the
     chunk cannot see that. It runs after its chunk (``action`` a restart), or,
     deferred (``action`` :attr:`ActionKind.DEFER`), after the first chunk that
-    does not surprise: :func:`_deferred_closing`. ``waiting`` is ``(pending,
-    reported)``: the rows seen when a surprise's restart began to wait
-    (``SGAISState.restart_pending``, 0 for none) and whether the caller reports
-    the chunk's evidence (the last chunk of a call), which no restart waits past.
+    does not surprise: :func:`_deferred_closing`. ``pending`` is the rows seen
+    when a surprise's restart began to wait (``SGAISState.restart_pending``, 0
+    for none); ``reported``, whether the caller reports the chunk's evidence
+    (the last chunk of a call), which no restart waits past.
     """
     if action.kind is ActionKind.RESTART:
         return Closing(action, False, 0)
     checkpoint = _periodic_checkpoint(config, limits, n_chunk)
-    pending, reported = waiting
     if pending or action.kind is ActionKind.DEFER:
-        return _deferred_closing(limits, action, (n_chunk, pending, reported), checkpoint)
+        return _deferred_closing(limits, action, n_chunk, pending, reported, checkpoint)
     if checkpoint and limits.can_restart:
         if behind is not None and not np.any(behind):
             return Closing(action, False, 0)
@@ -368,9 +367,9 @@ def closing_action(config, limits, action, n_chunk, behind=None, waiting=(0, Fal
     return Closing(action, checkpoint, 0)
 
 
-def _deferred_closing(limits, action, chunk, checkpoint):
-    """The :class:`Closing` of a chunk while a surprise's restart waits (``pending``, or the chunk's own deferred
-    surprise); ``chunk`` is ``(n_chunk, pending, reported)`` (see :func:`closing_action`), ``checkpoint``: the
+def _deferred_closing(limits, action, n_chunk, pending, reported, checkpoint):
+    """The :class:`Closing` of a chunk of ``n_chunk`` rows while a surprise's restart waits (``pending``, or the
+    chunk's own deferred surprise; ``pending`` and ``reported`` as in :func:`closing_action`); ``checkpoint``: the
     chunk crossed a periodic restart's checkpoint.
 
     While chunk after chunk surprises, the posterior is still moving to where
@@ -386,7 +385,6 @@ def _deferred_closing(limits, action, chunk, checkpoint):
     wait with it. A restart that can no longer run leaves the chunk degraded:
     the surprise went without its cure.
     """
-    n_chunk, pending, reported = chunk
     n_after = limits.n_seen + n_chunk
     since = pending or n_after
     if (action.kind is ActionKind.DEFER and limits.can_defer and not reported

@@ -34,9 +34,9 @@ def test_a_surprise_restarts_or_defers_its_restart_where_the_check_covers_the_ro
 def test_a_deferred_restart_waits_while_chunks_surprise_and_runs_after_the_first_calm_one():
     waiting = closing_action(CONFIG, _limits(500), DEFERRED, 100)
     assert waiting.action.kind is ActionKind.CONTINUE and waiting.action.surprised and waiting.pending == 600
-    still = closing_action(CONFIG, _limits(600), DEFERRED, 100, waiting=(waiting.pending, False))
+    still = closing_action(CONFIG, _limits(600), DEFERRED, 100, pending=waiting.pending)
     assert still.action.kind is ActionKind.CONTINUE and still.pending == 600  # since the first surprise
-    ran = closing_action(CONFIG, _limits(700), CALM, 100, waiting=(still.pending, False))
+    ran = closing_action(CONFIG, _limits(700), CALM, 100, pending=still.pending)
     assert ran.action == ChunkAction(kind=ActionKind.RESTART, surprised=True) and ran.pending == 0
 
 
@@ -45,15 +45,16 @@ def test_a_deferred_restart_waits_while_chunks_surprise_and_runs_after_the_first
                                                          (800, False, False)])  # the check no longer covers them
 def test_a_deferred_restart_waits_no_longer_than_it_may(n_seen, reported, can_defer):
     assert n_seen + 100 >= DEFERRAL_GROWTH * 600 or reported or not can_defer
-    closing = closing_action(CONFIG, _limits(n_seen, can_defer=can_defer), DEFERRED, 100, waiting=(600, reported))
+    closing = closing_action(CONFIG, _limits(n_seen, can_defer=can_defer), DEFERRED, 100, pending=600,
+                             reported=reported)
     assert closing.action == ChunkAction(kind=ActionKind.RESTART, surprised=True) and closing.pending == 0
     # A chunk's own surprise whose evidence is reported restarts at once.
-    assert closing_action(CONFIG, _limits(800), DEFERRED, 100, waiting=(0, True)).action.kind is ActionKind.RESTART
+    assert closing_action(CONFIG, _limits(800), DEFERRED, 100, reported=True).action.kind is ActionKind.RESTART
 
 
 def test_a_deferred_restart_that_can_no_longer_run_degrades_the_chunk():
     limits = _limits(900, can_restart=False, blocked=Degradation.BUDGET_SPENT)
-    closing = closing_action(CONFIG, limits, CALM, 100, waiting=(600, False))
+    closing = closing_action(CONFIG, limits, CALM, 100, pending=600)
     assert closing.action.kind is ActionKind.DEGRADED and closing.action.reason is Degradation.BUDGET_SPENT
     assert closing.pending == 0
 
@@ -63,7 +64,7 @@ def test_the_periodic_restarts_wait_with_a_deferred_one():
     assert periodic_restart_due(CONFIG, _limits(700), CALM, 100)
     assert not periodic_restart_due(CONFIG, _limits(700), CALM, 100, pending=600)
     assert not periodic_restart_due(CONFIG, _limits(700), DEFERRED, 100)
-    waiting = closing_action(CONFIG, _limits(700), DEFERRED, 100, waiting=(600, False))
+    waiting = closing_action(CONFIG, _limits(700), DEFERRED, 100, pending=600)
     assert waiting.action.kind is ActionKind.CONTINUE and not waiting.skipped
     # Without a restart waiting, the checkpoint's gate decides as before.
     assert closing_action(CONFIG, _limits(700), CALM, 100).action.kind is ActionKind.RESTART
