@@ -44,11 +44,12 @@ result carries convergence checks (``EvidenceResult.diagnostics``).
 
 import logging
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 
 import numpy as np
 
-from ..kernels._hmc import adapt_step_size, held_out_preconditioners, hmc_init, hmc_step, start_correlation
+from ..kernels._hmc import (adapt_step_size, held_out_preconditioners, hmc_init, hmc_step, jittered_leapfrog_count,
+                            start_correlation)
 from ..kernels._resampling import systematic_resample
 from ..kernels._schedule import conditional_ess_fraction, next_tempering_increment
 from ..kernels._tempered import TemperedTarget
@@ -134,6 +135,13 @@ def next_tempering(tempering, log_weights, log_lik, target_ess, n_rounds=10):
 
 
 # -- settings --------------------------------------------------------------------------
+#: Leapfrog steps per trajectory at most, by default (:attr:`AISConfig.max_leapfrog`): about nine times the count
+#: at the initial step, where the step has shrunk on a thin curved ridge.
+MAX_LEAPFROG = 40
+#: The same where mode jumps run: trajectories that only need to mix within one configuration of the clusters.
+JUMPING_MAX_LEAPFROG = 7
+
+
 @dataclass(frozen=True)
 class AISConfig:
     """Settings of :func:`ais_log_evidence`, validated on construction.
@@ -175,9 +183,22 @@ class AISConfig:
         None: plain importance sampling along the path, no moves).
     max_correlation : float, default=0.1
         The correlation with the start that counts as forgotten.
-    n_leapfrog : int, default=5
-        Mean leapfrog steps per HMC trajectory; each transition draws its length
-        uniformly in ``[n_leapfrog // 2, n_leapfrog + n_leapfrog // 2]``.
+    trajectory_length : float, default=2.0
+        Mean integration time of an HMC trajectory in whitened units: each
+        transition makes ``ceil(trajectory_length * U(0.5, 1.5) / step_size)``
+        leapfrog steps of the adapted step (at most ``max_leapfrog``), about 4.5
+        at the initial step. Where the adapted step is small, a thin curved ridge
+        that the population's mass cannot whiten, the trajectories still travel
+        along it rather than diffuse, and the population keeps up with the path
+        (a fixed count of steps there leaves it behind, and ``log Z`` reads low
+        by nats to tens of nats).
+    max_leapfrog : int or None, default=None
+        Most leapfrog steps per trajectory: bounds a transition's cost where the
+        step size collapses. None means ``MAX_LEAPFROG`` (40), or
+        ``JUMPING_MAX_LEAPFROG`` (7) where mode jumps run (``mode_jumps``):
+        there the population spans several configurations of the clusters, its
+        whitened units are far longer than one configuration's extent, and the
+        jumps, not the trajectories, carry particles between configurations.
     step_size : float, default=0.5
         Initial leapfrog step in whitened units; adapted between temperatures.
     target_accept : float, default=0.75
@@ -211,7 +232,8 @@ class AISConfig:
     n_mcmc_steps: int = 3
     max_mcmc_steps: int = 12
     max_correlation: float = 0.1
-    n_leapfrog: int = 5
+    trajectory_length: float = 2.0
+    max_leapfrog: int = None
     step_size: float = 0.5
     target_accept: float = 0.75
     mass: str = "dense"
@@ -240,10 +262,19 @@ class AISConfig:
         set_("n_mcmc_steps", check_positive_int(self.n_mcmc_steps, "n_mcmc_steps", minimum=0))
         set_("max_mcmc_steps", max(self.n_mcmc_steps, 0 if self.max_mcmc_steps is None
                                    else check_positive_int(self.max_mcmc_steps, "max_mcmc_steps", minimum=0)))
-        set_("n_leapfrog", check_positive_int(self.n_leapfrog, "n_leapfrog"))
+        set_("trajectory_length", check_fraction(self.trajectory_length, "trajectory_length", high=np.inf))
+        if self.max_leapfrog is not None:
+            set_("max_leapfrog", check_positive_int(self.max_leapfrog, "max_leapfrog"))
         set_("n_temperatures", check_positive_int(self.n_temperatures, "n_temperatures"))
         set_("max_temperatures", check_positive_int(self.max_temperatures, "max_temperatures"))
         set_("mode_jumps", check_positive_int(self.mode_jumps, "mode_jumps", minimum=0))
+
+    def resolved(self, jumping):
+        """A copy with ``max_leapfrog`` filled in where it is None, for a run that makes mode jumps (``jumping``)
+        or not."""
+        if self.max_leapfrog is not None:
+            return self
+        return replace(self, max_leapfrog=JUMPING_MAX_LEAPFROG if jumping else MAX_LEAPFROG)
 
     @property
     def n_group(self):
@@ -333,12 +364,15 @@ def ais_move(rng, state, target, log_weights, n_folds, step_size, config, n_tran
     equal contiguous blocks of particles, the AIS groups) comes from the other
     folds' weighted particles, never from the particle it moves, and the step
     size comes from the previous temperature. Each transition has a random
-    trajectory length and a per-particle step size, log-uniform between 0.1 and
-    1.2 times ``step_size``, drawn independently of the state: a fixed length
-    near a half or whole period of the whitened target maps ``x`` to about ``-x``
-    or ``x`` and leaves ``log L`` stuck, and the small steps let some
-    trajectories into regions whose scale is far below the population's (a
-    funnel's neck), where a single step size is rejected.
+    number of leapfrog steps, for an integration time of ``trajectory_length``
+    jittered by ``U(0.5, 1.5)`` at ``step_size``
+    (:func:`~evidence_select.kernels._hmc.jittered_leapfrog_count`), and a
+    per-particle step size, log-uniform between 0.1 and 1.2 times
+    ``step_size``, all drawn independently of the state: a fixed length near a
+    half or whole period of the whitened target maps ``x`` to about ``-x`` or
+    ``x`` and leaves ``log L`` stuck, and the small steps let some trajectories
+    into regions whose scale is far below the population's (a funnel's neck),
+    where a single step size is rejected.
 
     Parameters
     ----------
@@ -373,10 +407,9 @@ def ais_move(rng, state, target, log_weights, n_folds, step_size, config, n_tran
         factor = held_out_preconditioners(state.position, log_weights, n_folds, dense=config.mass == "dense")
     rates, correlations = [], []
     start, start_log_lik = state.position, state.aux[:, 1] if state.aux is not None else None
-    n_leapfrog = config.n_leapfrog
     for _ in range(n_transitions):
         jitter = np.exp(rng.uniform(np.log(0.1), np.log(1.2), size=n_chains))  # see the docstring
-        length = int(rng.integers(max(1, n_leapfrog // 2), n_leapfrog + n_leapfrog // 2 + 1))
+        length = int(jittered_leapfrog_count(rng, step_size, config.trajectory_length, config.max_leapfrog))
         state, info = hmc_step(rng, state, target, step_size * jitter, length, factor)
         rates.append(float(np.mean(info.acceptance_rate)))
         correlations.append(max(start_correlation(start, state.position),
@@ -455,8 +488,9 @@ def _jumps(rng, state, target, jumps, tempering, config, trace):
     return state
 
 
-def _ais_run(rng, model, X, y, config, bar):
-    """``n_repeats`` independent populations of ``n_group`` particles, annealed side by side.
+def _ais_run(rng, model, X, y, config, bar, jumps=None):
+    """``n_repeats`` independent populations of ``n_group`` particles, annealed side by side, with ``jumps``
+    (:func:`~._ais_jumps.mode_jumps`, or None for none) before each temperature's moves.
 
     Each group is an SMC sampler (AIS with resampling): its log-weights are
     reset after systematic resampling within the group, and the log-mean of its
@@ -469,7 +503,6 @@ def _ais_run(rng, model, X, y, config, bar):
     from the other groups.
     """
     n_groups, n_group = config.n_repeats, config.n_group
-    jumps = mode_jumps(rng.spawn(1)[0], model, X, y) if config.mode_jumps else None
     target = TemperedTarget(model, X, y, 0.0)
     state = hmc_init(np.asarray(model.sample_prior(rng, config.n_chains), dtype=float), target)
     log_weights = np.zeros((n_groups, n_group))
@@ -738,11 +771,11 @@ def ais_log_evidence(model, X, y=None, *, config=None, random_state=None, verbos
       (:func:`drift_under_longer_moves`), at most 3 standard errors either way. A
       lag too slow for any one temperature's moves to show (a funnel's neck that
       the moves enter rarely) still shows over a longer stretch; ``Z`` then reads
-      low by up to nats while the groups agree. More ``n_mcmc_steps`` and
-      ``n_leapfrog`` shrink the lag; for a funnel-shaped posterior use NS. The
-      probe costs ``PROBE_LENGTH`` times one temperature's moves (counted in
-      ``n_likelihood_calls``) and has its own random stream, so the estimate and
-      its error are those of the run alone.
+      low by up to nats while the groups agree. More ``n_mcmc_steps`` and a
+      longer ``trajectory_length`` shrink the lag; for a funnel-shaped
+      posterior use NS. The probe costs ``PROBE_LENGTH`` times one
+      temperature's moves (counted in ``n_likelihood_calls``) and has its own
+      random stream, so the estimate and its error are those of the run alone.
 
     Neal, "Annealed importance sampling" (2001); the thesis "Evidence
     Estimation Using Stochastic Likelihood Approximations", Sec. 3.3,
@@ -772,7 +805,10 @@ def ais_log_evidence(model, X, y=None, *, config=None, random_state=None, verbos
     probe_rng = rng.spawn(1)[0]
     bar = progress_bar(verbose, total=1.0, desc="AIS", leave=False)
     with single_threaded_blas():
-        state, log_weights_groups, log_z_groups, n_calls, trace, final_step = _ais_run(rng, model, X, y, config, bar)
+        jumps = mode_jumps(rng.spawn(1)[0], model, X, y) if config.mode_jumps else None
+        config = config.resolved(jumping=jumps is not None)
+        state, log_weights_groups, log_z_groups, n_calls, trace, final_step = _ais_run(rng, model, X, y, config, bar,
+                                                                                       jumps)
         probe_z, probe_change, probe_calls = drift_under_longer_moves(probe_rng, model, X, y, state,
                                                                       log_weights_groups, final_step, config)
     n_calls += probe_calls

@@ -37,6 +37,9 @@ __all__ = ["ChainStarts", "prior_starts", "tempered_starts"]
 
 _N_GROUPS = 4  # groups of the tempered run: each group's mass matrix comes from the other groups' particles
 _N_MOVES = 4  # HMC transitions per temperature: enough to follow the path, the warm-up does the rest
+# Leapfrog steps per transition at most (about 4.5 at the initial step): where the step collapses on a thin ridge,
+# AIS's longer trajectories would multiply the start's cost, and the chains' own warm-up does the rest.
+_MAX_LEAPFROG = 7
 
 
 class ChainStarts(NamedTuple):
@@ -75,7 +78,7 @@ def tempered_starts(rng, model, X, y, n_chains, n_particles):
         particles with weight above ``1 / n_chains`` of the total).
     """
     config = AISConfig(n_chains=n_particles, n_repeats=_N_GROUPS, n_mcmc_steps=_N_MOVES, max_mcmc_steps=_N_MOVES,
-                       mode_jumps=0)
+                       max_leapfrog=_MAX_LEAPFROG, mode_jumps=0)
     state, log_weights, _, n_evaluations, trace, _ = _ais_run(rng, model, X, y, config, None)
     pooled = normalize_log_weights(log_weights, axis=1).ravel()
     chosen = systematic_resample(rng, pooled[None], n_chains)[0]

@@ -54,7 +54,7 @@ def test_chains_that_diverge_in_a_ridges_tips_adapt_again_with_shorter_steps():
     from evidence_select.testing import calibration_cases
 
     case = calibration_cases(2, families=["banana"], dims=(2,))[0]
-    for seed in (0, 1):
+    for seed in (0, 3):
         res = bridge_log_evidence(case.model, random_state=seed, step_jitter=1.0, **FAST)
         assert res.info["target_accept"] > 0.8 and res.diagnostics["divergent_transitions"]["passed"]
         assert abs(res.log_evidence - case.exact) < K_SIGMA * res.log_evidence_std

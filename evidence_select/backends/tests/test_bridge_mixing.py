@@ -53,13 +53,13 @@ FAST_MANY_MODES = dict(n_chains=4, n_warmup=200, n_draws=500, max_modes=2)
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("seed", [2, 11])
+@pytest.mark.parametrize("seed", [0, 11])
 def test_chains_in_more_modes_than_max_modes_are_connected(monkeypatch, seed):
     # 256 modes, 4 chains each in its own. In these seeds every chain sits in the same peak of some coordinate
-    # (asserted below; seed 2: two of them), so a proposal fitted to their draws alone puts no mass on that
-    # coordinate's other peak, and the rounds must reach it through their broad part: the error must stay small
-    # for the check to see a miss. Without the mixing rounds the chains stay alone in their modes, which the mode
-    # census flags. The connected run's halves bridge with the last round's proposal and fit none of their own.
+    # (asserted below), so a proposal fitted to their draws alone puts no mass on that coordinate's other peak,
+    # and the rounds must reach it through their broad part: the error must stay small for the check to see a
+    # miss. Without the mixing rounds the chains stay alone in their modes, which the mode census flags.
+    # The connected run's halves bridge with the last round's proposal and fit none of their own.
     target = ProductTarget(TwoPeakFactor(), 8)
     exact = target.exact_log_evidence()
     fits, chain_draws = [], []
@@ -209,7 +209,7 @@ def _rounds_that_leave_the_chains_where_they_were(monkeypatch):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("seed", [0, 2, 4])
+@pytest.mark.parametrize("seed", [0, 3, 4])
 def test_unconnected_chains_report_the_rounds_importance_estimate(monkeypatch, seed):
     # 4 chains alone in 4 of 256 modes: the bridge over their draws sees those modes only. In these seeds the
     # rounds' importance draws are enough (asserted; where they are not, the next test's branch runs). The

@@ -28,6 +28,9 @@ from evidence_select.models import Model
 P_MIN = 1e-3
 Z_MAX = 4.0
 STEP_SIZE = 0.2  # near the step AIS adapts to here (acceptance ~0.75)
+# 3-7 leapfrog steps at STEP_SIZE: trajectories short enough that 20 populations show a kernel whose mass comes
+# from the particles it moves (the default's 5-15 steps carry them further and blur that kernel's distortion).
+TRAJECTORY_LENGTH = 0.9
 PEAK, SCALE, PRIOR_SCALE = 3.0, 0.3, 5.0
 
 
@@ -90,7 +93,7 @@ def _ais_move_check(n_params=32, n_particles=64, n_populations=20, tempering=0.3
     model = TwoPeakProduct(n_params)
     grid, cdf = _tempered_cdf(tempering)
     rng = np.random.default_rng(0)
-    config = AISConfig()
+    config = AISConfig(trajectory_length=TRAJECTORY_LENGTH)
     X = np.zeros((1, 1))
     drift, positions = [], []
     for _ in range(n_populations):
