@@ -220,9 +220,9 @@ def test_transitions_per_temperature_follow_how_fast_the_particles_forget_their_
 @pytest.mark.parametrize("step_size, low, high", [(0.5, 3.5, 5.5), (1e-3, 40, 40)])
 def test_trajectories_keep_their_integration_time_up_to_the_leapfrog_cap(step_size, low, high):
     # Each transition integrates for trajectory_length * U(0.5, 1.5) = 1..3 whitened units: at a step of 0.5 that is
-    # ceil(U(2, 6)) leapfrog steps, 4.5 on average (20 transitions: a mean within 3.5-5.5 is 5 of its standard
-    # errors either way); at a step far below the target's scale, max_leapfrog (40) each, not a count fixed
-    # whatever the step (where no mode jumps run).
+    # ceil(U(2, 6)) leapfrog steps, 4.5 on average (one count per transition, sd 1.1: over 20 transitions 3.5-5.5
+    # is about 4 standard errors either way); at a step far below the target's scale, max_leapfrog (40) each, not a
+    # count fixed whatever the step (where no mode jumps run).
     target = TemperedTarget(GaussianTarget(np.zeros(3), cov=0.1), X_DUMMY, None, 0.5)
     rng = np.random.default_rng(0)
     state = hmc_init(0.3 * rng.standard_normal((40, 3)), target)
