@@ -388,6 +388,7 @@ def ais_move(rng, state, target, log_weights, n_folds, step_size, config, n_tran
     step_size : float
         Leapfrog step in whitened units.
     config : AISConfig
+        With ``max_leapfrog`` set (:meth:`AISConfig.resolved`); None there leaves the trajectories uncapped.
     n_transitions : int
         HMC transitions to make, fixed before the first (see :func:`next_transitions`).
 
@@ -490,7 +491,8 @@ def _jumps(rng, state, target, jumps, tempering, config, trace):
 
 def _ais_run(rng, model, X, y, config, bar, jumps=None):
     """``n_repeats`` independent populations of ``n_group`` particles, annealed side by side, with ``jumps``
-    (:func:`~._ais_jumps.mode_jumps`, or None for none) before each temperature's moves.
+    (:func:`~._ais_jumps.mode_jumps`, or None for none) before each temperature's moves and ``config`` resolved
+    for them (:meth:`AISConfig.resolved`, or an explicit ``max_leapfrog``).
 
     Each group is an SMC sampler (AIS with resampling): its log-weights are
     reset after systematic resampling within the group, and the log-mean of its
@@ -587,6 +589,7 @@ def drift_under_longer_moves(rng, model, X, y, state, log_weights, step_size, co
     step_size : float
         The run's final step size.
     config : AISConfig
+        The run's, resolved (:meth:`AISConfig.resolved`).
 
     Returns
     -------

@@ -93,7 +93,7 @@ def _ais_move_check(n_params=32, n_particles=64, n_populations=20, tempering=0.3
     model = TwoPeakProduct(n_params)
     grid, cdf = _tempered_cdf(tempering)
     rng = np.random.default_rng(0)
-    config = AISConfig(trajectory_length=TRAJECTORY_LENGTH)
+    config = AISConfig(trajectory_length=TRAJECTORY_LENGTH).resolved(jumping=False)
     X = np.zeros((1, 1))
     drift, positions = [], []
     for _ in range(n_populations):
