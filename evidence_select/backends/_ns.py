@@ -513,8 +513,11 @@ def nested_sampling_log_evidence(model, X, y=None, *, config=None, random_state=
     def log_lik_and_grad_fn(theta):
         return log_lik_and_grad(model, theta, X, y)
 
+    def reflected_log_lik_fn(theta):  # a Galilean reflection far out may overflow: outside, not an error
+        return log_lik_sum(model, theta, X, y, allow_nan=True)
+
     bar = progress_bar(verbose, total=None, desc="NS", leave=False)
-    likelihood = (log_lik_fn, log_lik_and_grad_fn)
+    likelihood = (log_lik_fn, log_lik_and_grad_fn, reflected_log_lik_fn)
     # The probe draws from its own generator (spawning leaves rng's state alone): the runs' estimates and errors
     # are the same with it as without.
     probe_rng = rng.spawn(1)[0]
@@ -892,7 +895,8 @@ def _replace_points(rng, model, likelihood, config, start, log_lik_min, frame, s
     if len(outside):
         outside_length = OUTSIDE_LENGTH if len(frame.ellipsoid.ellipsoids) == 1 else SPLIT_OUTSIDE_LENGTH
         kept_out = (_outside_of(frame.ellipsoid, likelihood[0], False),
-                    _outside_of(frame.ellipsoid, likelihood[1], True))
+                    _outside_of(frame.ellipsoid, likelihood[1], True),
+                    _outside_of(frame.ellipsoid, likelihood[2], False))
         moved, sliced, galilean = _markov_moves(rng, model, kept_out, config,
                                                 ConstrainedPoints(*(a[outside] for a in points)), log_lik_min,
                                                 frame.factor, scales, _move_counts(config, outside_length))
@@ -960,14 +964,15 @@ def _outside_of(ellipsoid, log_lik_fn, with_gradient):
 def _markov_moves(rng, model, likelihood, config, points, log_lik_min, factor, scales, counts):
     """``counts = (n_galilean, n_slice)`` Galilean steps then slice moves of ``config`` (see :class:`NSConfig`)
     with ``scales``; returns the points and the moves' infos."""
-    log_lik_fn, log_lik_and_grad_fn = likelihood
+    log_lik_fn, log_lik_and_grad_fn, reflected_log_lik_fn = likelihood
     (n_galilean, n_slice), galilean = counts, GalileanInfo(0, 0, 0, 0)
     axis_fraction = 1.0 if config.moves == "galilean" else config.axis_fraction
     if n_galilean:
         dense = factor if factor.ndim == 2 else np.diag(factor)
         points, galilean = galilean_sample(
             rng, points, LikelihoodConstraint(log_lik_min, model.log_prior, log_lik_and_grad_fn),
-            GalileanSettings(dense, scales.step_size, n_galilean, config.trajectory_length))
+            GalileanSettings(dense, scales.step_size, n_galilean, config.trajectory_length),
+            log_lik_only=reflected_log_lik_fn)
     points, sliced = constrained_slice_sample(
         rng, points, LikelihoodConstraint(log_lik_min, model.log_prior, log_lik_fn),
         SliceSettings(factor, width=scales.width, max_step_out=config.max_step_out, axis_fraction=axis_fraction),
@@ -1037,7 +1042,8 @@ def memory_removed_by_longer_moves(rng, model, likelihood, config, run):
 def _ns_run(rng, model, likelihood, config, bar, verbose):
     """One nested-sampling run with ``config.n_live`` live points (see :func:`nested_sampling_log_evidence`).
 
-    ``likelihood`` is the pair ``(log_lik_fn, log_lik_and_grad_fn)`` of full-data functions.
+    ``likelihood`` is the triple ``(log_lik_fn, log_lik_and_grad_fn, reflected_log_lik_fn)`` of full-data
+    functions (the last one the Galilean reflections' likelihood, a NaN there being outside the constraint).
     """
     n_live, n_replace = config.n_live, config.n_replace
     live = np.asarray(model.sample_prior(rng, n_live), dtype=float)

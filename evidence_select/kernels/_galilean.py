@@ -28,7 +28,8 @@ diffusively and ever more slowly as ``d`` grows. A Galilean trajectory moves
 every coordinate at once and keeps going the same way between reflections.
 
 Every chain moves at once: one batched likelihood-and-gradient call for the
-straight proposals, one for the reflected ones.
+straight proposals, one likelihood call for the reflected ones (whose gradient
+no step uses) where a likelihood-only function is given.
 """
 
 from typing import NamedTuple
@@ -54,8 +55,12 @@ class GalileanInfo(NamedTuple):
     n_reversed: int
 
 
-def _evaluate(points, log_prior_fn, log_lik_and_grad_fn):
-    """Log prior, log-likelihood and its gradient at ``points`` (likelihood only where the prior is finite)."""
+def _evaluate(points, log_prior_fn, log_lik_fn, with_grad=True):
+    """Log prior, log-likelihood and its gradient at ``points`` (likelihood only where the prior is finite).
+
+    ``log_lik_fn`` returns ``(log_lik, grad)`` with ``with_grad``, else the log-likelihood alone (the gradient
+    returned is then zeros).
+    """
     log_prior = np.asarray(log_prior_fn(points), dtype=float)
     if np.any(np.isnan(log_prior)):
         raise ValueError("log_prior returned NaN during Galilean Monte Carlo")
@@ -64,10 +69,13 @@ def _evaluate(points, log_prior_fn, log_lik_and_grad_fn):
     finite = np.isfinite(log_prior)
     if np.any(finite):
         with np.errstate(over="ignore", invalid="ignore"):
-            values, gradients = log_lik_and_grad_fn(points[finite])
-        values = np.asarray(values, dtype=float)
+            if with_grad:
+                values, grad[finite] = log_lik_fn(points[finite])
+            else:
+                values = log_lik_fn(points[finite])
+        values = np.array(values, dtype=float)
         values[np.isnan(values)] = -np.inf  # an overflow far out is outside the constraint, not an error
-        log_lik[finite], grad[finite] = values, gradients
+        log_lik[finite] = values
     return log_prior, log_lik, grad, int(finite.sum())
 
 
@@ -105,6 +113,7 @@ class _Problem(NamedTuple):
     log_lik_min: float
     log_prior_fn: object
     log_lik_and_grad_fn: object
+    log_lik_only_fn: object  # the log-likelihood alone, or None (then the gradient is computed and not used)
     factor: np.ndarray
     step_size: float
 
@@ -115,7 +124,7 @@ def _step(rng, state, problem):
     Returns the new state and the counts ``(calls, straight, reflected, reversed)``.
     """
     position, log_prior, log_lik, velocity = state
-    log_lik_min, log_prior_fn, log_lik_and_grad_fn, factor, step_size = problem
+    log_lik_min, log_prior_fn, log_lik_and_grad_fn, log_lik_only_fn, factor, step_size = problem
     first = position + step_size * (velocity @ factor.T)
     prior1, lik1, grad1, calls = _evaluate(first, log_prior_fn, log_lik_and_grad_fn)
     inside1 = lik1 > log_lik_min
@@ -127,7 +136,9 @@ def _step(rng, state, problem):
         bounced, ok = _reflect(velocity[outside], grad1[outside], factor)
         outside, bounced = outside[ok], bounced[ok]
         second = first[outside] + step_size * (bounced @ factor.T)
-        prior2, lik2, _, calls2 = _evaluate(second, log_prior_fn, log_lik_and_grad_fn)
+        # The reflected point's gradient is never used: where the likelihood alone is cheaper, take only that.
+        prior2, lik2, _, calls2 = (_evaluate(second, log_prior_fn, log_lik_and_grad_fn) if log_lik_only_fn is None
+                                   else _evaluate(second, log_prior_fn, log_lik_only_fn, with_grad=False))
         calls += calls2
         inside2 = lik2 > log_lik_min
         hit = outside[inside2]
@@ -147,7 +158,7 @@ def _step(rng, state, problem):
     return (out_position, out_prior, out_lik, out_velocity), counts
 
 
-def galilean_sample(rng, points, constraint, settings):
+def galilean_sample(rng, points, constraint, settings, log_lik_only=None):
     """Galilean Monte Carlo moves of every chain under ``log L > constraint.log_lik_min`` (see the module docstring).
 
     Parameters
@@ -159,6 +170,11 @@ def galilean_sample(rng, points, constraint, settings):
         With a float ``log_lik_min`` and a ``log_lik_fn`` that returns the
         log-likelihood and its gradient.
     settings : GalileanSettings
+    log_lik_only : callable or None, default=None
+        The log-likelihood alone, ``(n, n_params) -> (n,)``, the same values as
+        ``constraint.log_lik_fn``'s first output: the reflected proposals take
+        it, since no step uses their gradient. None: they take
+        ``constraint.log_lik_fn`` and drop the gradient.
 
     Returns
     -------
@@ -178,7 +194,7 @@ def galilean_sample(rng, points, constraint, settings):
     >>> bool(np.all(new.log_lik > -1.0)) and info.n_likelihood_calls > 0
     True
     """
-    problem = _Problem(constraint.log_lik_min, constraint.log_prior_fn, constraint.log_lik_fn,
+    problem = _Problem(constraint.log_lik_min, constraint.log_prior_fn, constraint.log_lik_fn, log_lik_only,
                        np.asarray(settings.direction_factor, dtype=float), float(settings.step_size))
     position = np.array(points.position, dtype=float)
     state = (position, np.array(points.log_prior, dtype=float), np.array(points.log_lik, dtype=float), None)

@@ -1,4 +1,4 @@
-"""Compiled (numba) kernels of the Gaussian mixture: its gradient and its per-row log-likelihood.
+"""Compiled (numba) kernels of the Gaussian mixture: its gradient, its per-row log-likelihood and its log prior.
 
 Imported only on a gradient's first call (``GaussianMixtureModel`` imports it lazily), so importing
 ``evidence_select`` neither imports numba nor compiles anything; ``cache=True`` keeps the machine code on disk
@@ -12,7 +12,9 @@ Here one pass per particle keeps the block in cache and the small maps are plain
 polynomials the compiler vectorises (libm's scalar ``exp`` would cost as much as all the numpy passes):
 :func:`~._compiled_exp.exp_accurate` for the log-likelihood, which feeds the evidence;
 :func:`~._compiled_exp.exp_coarse` for EM's moments; :func:`~._compiled_exp.exp_single` for SGHMC's gradient,
-whose rows' terms are single precision (eight vector lanes, not four).
+whose rows' terms are single precision (eight vector lanes, not four). The log prior is compiled for its many
+points: nested sampling weighs thousands of candidate points per chain by it, where numpy's dozen passes over the
+parameters cost as much as the likelihood's calls.
 """
 
 import numba
@@ -24,7 +26,8 @@ from ._compiled_exp import exp_accurate as _exp
 from ._compiled_exp import exp_coarse as _exp_coarse
 from ._compiled_exp import exp_single as _exp_single
 
-__all__ = ["mixture_gradient", "mixture_log_likelihood", "mixture_log_likelihood_and_gradient", "mixture_moments"]
+__all__ = ["mixture_gradient", "mixture_log_likelihood", "mixture_log_likelihood_and_gradient", "mixture_log_prior",
+           "mixture_moments", "mixture_prior_gradient"]
 
 _LOG_2PI = float(np.log(2.0 * np.pi))
 #: The largest float32: the single-precision gradient's precisions and log-densities are clamped to it.
@@ -190,6 +193,38 @@ def _add_prior_gradient(log_weights, mu, tau, prior, mean_start, var_start, out_
             out_row[mean_start + k * d + i] = -centred * t / c + out_row[mean_start + k * d + i]
             out_row[var_start + k * d + i] = ((-a + b * t - 0.5 + 0.5 * centred * centred * t / c)
                                               + out_row[var_start + k * d + i])
+
+
+@numba.njit(cache=True)
+def mixture_log_prior(theta, n_components, n_features, prior, normalisers, out):
+    """The log prior per particle into ``out`` ``(n_particles,)`` (no fast-math flags: NaN and inf propagate).
+
+    The density of ``theta``: the Dirichlet on the weights times the log-ratio map's Jacobian ``prod_k beta_k``,
+    the inverse gamma on each variance times its Jacobian ``sigma2``, and the normal on each mean given its
+    variance. ``prior`` is ``(alpha, a, b, c, m0)`` (see :func:`mixture_gradient`), ``normalisers``
+    ``(gammaln(K alpha) - K gammaln(alpha), a log b - gammaln(a))``.
+    """
+    alpha, a, b, c, m0 = prior[0], prior[1], prior[2], prior[3], prior[4]
+    weight_normaliser, variance_normaliser = normalisers[0], normalisers[1]
+    K, d = n_components, n_features
+    log_weights, const = np.empty(K), np.empty(K)
+    mu, tau = np.empty((K, d)), np.empty((K, d))
+    mean_normaliser = np.log(c) + _LOG_2PI
+    var_start = K - 1 + K * d
+    for m in range(theta.shape[0]):
+        _unpack_particle(theta[m], K, d, log_weights, mu, tau, const)
+        log_weight_sum = 0.0
+        for k in range(K):
+            log_weight_sum += log_weights[k]
+        total = weight_normaliser + alpha * log_weight_sum
+        for k in range(K):
+            for i in range(d):
+                s = theta[m, var_start + k * d + i]
+                t = tau[k, i]
+                centred = mu[k, i] - m0
+                total += (variance_normaliser - a * s - b * t) - 0.5 * (mean_normaliser + s + centred * centred * t / c)
+        out[m] = total
+    return out
 
 
 @numba.njit(cache=True)

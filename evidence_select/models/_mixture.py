@@ -190,16 +190,12 @@ class GaussianMixtureModel(Model):
         return self.pack(weights, means, variances)
 
     def log_prior(self, theta):
-        log_weights, means, log_variances = self.unpack(theta)
-        alpha, K = self.weight_concentration, self.n_components
-        a, b, c = self.variance_shape, self.variance_scale, self.mean_variance_factor
-        # Dirichlet density of beta times the ALR Jacobian prod_k beta_k.
-        log_p_weights = gammaln(K * alpha) - K * gammaln(alpha) + alpha * log_weights.sum(axis=1)
-        # Inverse gamma on sigma2 times the Jacobian sigma2: density of s = log sigma2.
-        log_p_var = a * np.log(b) - gammaln(a) - a * log_variances - b * np.exp(-log_variances)
-        log_p_mean = -0.5 * (np.log(c) + _LOG_2PI + log_variances
-                             + (means - self.mean_prior_loc) ** 2 * np.exp(-log_variances) / c)
-        return log_p_weights + np.sum(log_p_var + log_p_mean, axis=(1, 2))
+        # Compiled (:func:`~evidence_select.models._compiled_mixture.mixture_log_prior`; the numpy form is kept in
+        # the tests): the Dirichlet on the weights times the log-ratio map's Jacobian, the inverse gamma on each
+        # variance times its Jacobian, and the normal on each mean given its variance.
+        theta = kernel_array(theta)
+        return _kernels().mixture_log_prior(theta, self.n_components, self.n_features, self._prior_constants(),
+                                            self._prior_normalisers(), np.empty(len(theta)))
 
     def prior_transform(self, u):
         """Parameters of unit-cube points ``u`` ``(n, n_params)``: stick breaking for the weights, each
@@ -346,6 +342,11 @@ class GaussianMixtureModel(Model):
         """``(alpha, a, b, c, m0)`` for :mod:`~evidence_select.models._compiled_mixture`'s kernels."""
         return (self.weight_concentration, self.variance_shape, self.variance_scale, self.mean_variance_factor,
                 self.mean_prior_loc)
+
+    def _prior_normalisers(self):
+        """``(gammaln(K alpha) - K gammaln(alpha), a log b - gammaln(a))``, the log prior's constants."""
+        alpha, K, a, b = self.weight_concentration, self.n_components, self.variance_shape, self.variance_scale
+        return float(gammaln(K * alpha) - K * gammaln(alpha)), float(a * np.log(b) - gammaln(a))
 
     def _compiled_moments(self, theta, X, weights):
         """The responsibilities' weighted moments ``(M, K)``, ``(M, K, d)``, ``(M, K, d)`` (``sum_j w_j r_kj``,

@@ -483,7 +483,8 @@ def _gaussian_starts_and_a_small_ellipsoid():
     start = (x, target.log_prior(x), target.log_likelihood_sum(x, X_DUMMY))
     frame = _ns._Frame(np.eye(2), np.zeros(2), ellipsoid_union([Ellipsoid(np.zeros(2), 1.5 * np.eye(2))]))
     likelihood = (lambda t: target.log_likelihood_sum(t, X_DUMMY),
-                  lambda t: (target.log_likelihood_sum(t, X_DUMMY), -t))
+                  lambda t: (target.log_likelihood_sum(t, X_DUMMY), -t),
+                  lambda t: target.log_likelihood_sum(t, X_DUMMY))
     return target, start, frame, likelihood
 
 

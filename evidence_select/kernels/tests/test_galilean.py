@@ -48,3 +48,31 @@ def test_step_adaptation():
     assert adapt_galilean_step(1.0, GalileanInfo(0, 10, 0, 90)) < 1.0
     assert adapt_galilean_step(1.0, GalileanInfo(0, 90, 10, 0)) > 1.0
     assert adapt_galilean_step(1.0, GalileanInfo(0, 0, 0, 0)) == 1.0
+
+
+def test_reflected_proposals_take_the_likelihood_alone():
+    """Given a likelihood-only function, the reflected proposals call it instead of the gradient's (whose gradient
+    no step uses) and the moves are the same bits; a straight proposal still takes the gradient."""
+    calls = {"with_grad": 0, "alone": 0}
+
+    def counted_with_grad(x):
+        calls["with_grad"] += len(x)
+        return log_lik_and_grad(x)
+
+    def counted_alone(x):
+        calls["alone"] += len(x)
+        return log_lik(x)
+
+    x = exact_constrained(np.random.default_rng(2), 500)
+    points = ConstrainedPoints(x, log_prior(x), log_lik(x))
+    settings = GalileanSettings(np.eye(D), step_size=1.0, n_steps=10)
+    plain, plain_info = galilean_sample(np.random.default_rng(3), points,
+                                        LikelihoodConstraint(-R2, log_prior, log_lik_and_grad), settings)
+    split, split_info = galilean_sample(np.random.default_rng(3), points,
+                                        LikelihoodConstraint(-R2, log_prior, counted_with_grad), settings,
+                                        log_lik_only=counted_alone)
+    for a, b in zip(plain, split):
+        np.testing.assert_array_equal(a, b)
+    assert plain_info == split_info
+    assert calls["with_grad"] == 10 * len(x)  # every straight proposal, nothing more
+    assert calls["alone"] == split_info.n_likelihood_calls - calls["with_grad"] > 0

@@ -112,6 +112,21 @@ def reference_prior_gradient(theta, K, d, weight_concentration, variance_shape, 
     return np.hstack([grad_eta, grad_means.reshape(M, -1), grad_log_var.reshape(M, -1)])
 
 
+def reference_log_prior(theta, K, d, weight_concentration, variance_shape, variance_scale, mean_prior_loc,
+                        mean_variance_factor):
+    """The Dirichlet density of the weights times the log-ratio map's Jacobian ``prod_k beta_k``, the inverse gamma
+    density of each variance times its Jacobian ``sigma2``, and the normal density of each mean given its variance."""
+    from scipy.special import gammaln
+
+    log_weights, means, log_variances = reference_params(theta, K, d)
+    alpha, a, b, c = weight_concentration, variance_shape, variance_scale, mean_variance_factor
+    log_p_weights = gammaln(K * alpha) - K * gammaln(alpha) + alpha * log_weights.sum(axis=1)
+    log_p_var = a * np.log(b) - gammaln(a) - a * log_variances - b * np.exp(-log_variances)
+    log_p_mean = -0.5 * (np.log(c) + LOG_2PI + log_variances
+                         + (means - mean_prior_loc) ** 2 * np.exp(-log_variances) / c)
+    return log_p_weights + np.sum(log_p_var + log_p_mean, axis=(1, 2))
+
+
 def _case(shape, seed=0):
     M, n, K, d = shape
     rng = np.random.default_rng(seed)
@@ -218,6 +233,32 @@ def test_prior_and_joint_gradients_match_the_numpy_reference(shape):
     weights = rng.uniform(0.1, 2.0, size=len(X))
     expected = expected_prior + reference_likelihood_gradient(theta, X, weights, K)
     assert_single_gradient_close(model.grad_log_joint(theta, X, None, weights), theta, X, weights, K, expected)
+
+
+@pytest.mark.parametrize("shape", SHAPES, ids=SHAPE_IDS)
+def test_log_prior_matches_the_numpy_reference(shape):
+    from evidence_select.models import _compiled_mixture as kernels
+
+    model, theta, _, rng = _case(shape, seed=4)
+    theta = np.vstack([theta, rng.normal(scale=5.0, size=theta.shape)])  # and far into the prior's tails
+    K, d = shape[2:]
+    expected = reference_log_prior(theta, K, d, **PRIOR)
+    np.testing.assert_allclose(model.log_prior(theta), expected, rtol=1e-13, atol=1e-12)
+    # Straight into the kernel, from a Fortran-ordered strided view.
+    view = np.asfortranarray(np.repeat(theta, 2, axis=0))[::2]
+    assert not view.flags.c_contiguous
+    out = kernels.mixture_log_prior(view, K, d, model._prior_constants(), model._prior_normalisers(),
+                                    np.empty(len(view)))
+    np.testing.assert_allclose(out, expected, rtol=1e-13, atol=1e-12)
+
+
+def test_log_prior_keeps_nan_and_zero_density():
+    model, theta, _, _ = _case((4, 1, 3, 2))
+    theta[1, 4] = np.nan
+    theta[2, -1] = -800.0  # a variance of exp(-800): the inverse gamma's density underflows to zero
+    log_prior = model.log_prior(theta)
+    assert np.isnan(log_prior[1]) and log_prior[2] == -np.inf
+    assert np.all(np.isfinite(log_prior[[0, 3]]))
 
 
 def test_single_precision_gradient_keeps_narrow_components_far_from_the_origin():
