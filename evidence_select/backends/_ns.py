@@ -270,9 +270,10 @@ class NSConfig:
         ``log Z`` comes out high.
     n_galilean_steps : int or None, default=None
         Galilean steps per replacement (``moves="galilean"``); None means
-        ``4 * n_slice_steps``. A step costs one or two likelihood-and-gradient
-        evaluations; its length adapts between iterations towards a quarter of
-        the steps reversing at the constraint.
+        ``4 * n_slice_steps``. A step costs one likelihood-and-gradient
+        evaluation, and one likelihood evaluation more where it reflects off
+        the constraint; its length adapts between iterations towards a quarter
+        of the steps reversing at the constraint.
     trajectory_length : int, default=3
         Galilean steps between fresh velocities.
     max_step_out : int, default=10
@@ -323,9 +324,9 @@ class NSConfig:
         ``n_slice_steps``), the candidates drawn leave at most 3% of the
         chains at their start, and at most 10% of the replacements' starts lie
         outside the ellipsoids (a running share: :func:`ellipsoid_pays`), it
-        replaces the Markov chain moves (chains that start outside the
-        ellipsoids take those moves instead, kept outside them: a quarter of
-        them outside one ellipsoid, all of them outside split ones); below,
+        replaces the Markov chain moves (chains outside the ellipsoids after
+        it take those moves instead, kept outside them: a quarter of them
+        outside one ellipsoid, all of them outside split ones); below,
         each chain tries one candidate (which keeps both shares measured) and
         the Markov chain moves follow. On a constrained prior that a few
         ellipsoids cover (one mode or a few, straight or curved) in up to ~16
@@ -876,22 +877,25 @@ def _replace_points(rng, model, likelihood, config, start, log_lik_min, frame, s
     """Move copies of the ``start`` points ``(position, log_prior, log_lik)`` under ``log L > log_lik_min``.
 
     Returns the new points, the slice, Galilean and ellipsoid totals and the scales adapted from them.
-    While the ellipsoid move replaces the Markov chain moves, the chains that start outside the ellipsoid
-    (which that move leaves where they are) take the Markov chain moves instead, kept outside it: each of
-    the two kernels leaves the constrained prior restricted to its side invariant, so together they leave
-    the whole of it invariant, and no replacement is a copy of its start for want of a move.
+    While an independent move replaces the Markov chain moves, the chains that lie outside the ellipsoid
+    after it take the Markov chain moves instead, kept outside it: the ellipsoid move leaves a chain that
+    starts outside where it is, and the prior's candidates may land anywhere. Each of the two kernels leaves
+    the constrained prior restricted to its side invariant, so together they leave the whole of it
+    invariant, and no replacement is a copy of its start for want of a move. (A chain inside the ellipsoid
+    moved by kept-outside moves could only leave it, never enter it again: the replacements would lean to
+    the outside, where the likelihood is lower, and ``log Z`` would read low.)
     """
     points, ellipsoid, scales, enough = _ellipsoid_stage(rng, model, likelihood[0], config, ConstrainedPoints(*start),
                                                          log_lik_min, frame, scales)
-    outside = []
     if frame.ellipsoid is not None:
-        outside = np.flatnonzero(~frame.ellipsoid.contains(start[0]))
-        scales = scales._replace(outside_share=_running_mean(scales.outside_share, len(outside) / len(start[0])))
+        starts_outside = np.mean(~frame.ellipsoid.contains(start[0]))
+        scales = scales._replace(outside_share=_running_mean(scales.outside_share, starts_outside))
     if not enough:
         points, sliced, galilean, scales = _markov_halves(rng, model, likelihood, config, points, log_lik_min,
                                                           frame, scales)
         return tuple(points), sliced, galilean, ellipsoid, scales
     sliced, galilean = SliceInfo(0, 0, 0, 0), GalileanInfo(0, 0, 0, 0)
+    outside = np.flatnonzero(~frame.ellipsoid.contains(points.position))
     if len(outside):
         outside_length = OUTSIDE_LENGTH if len(frame.ellipsoid.ellipsoids) == 1 else SPLIT_OUTSIDE_LENGTH
         kept_out = (_outside_of(frame.ellipsoid, likelihood[0], False),
