@@ -13,8 +13,9 @@ polynomials the compiler vectorises (libm's scalar ``exp`` would cost as much as
 :func:`~._compiled_exp.exp_accurate` for the log-likelihood, which feeds the evidence;
 :func:`~._compiled_exp.exp_coarse` for EM's moments; :func:`~._compiled_exp.exp_single` for SGHMC's gradient,
 whose rows' terms are single precision (eight vector lanes, not four). The log prior is compiled for its many
-points: nested sampling weighs thousands of candidate points per chain by it, where numpy's dozen passes over the
-parameters cost as much as the likelihood's calls.
+calls: nested sampling weighs thousands of candidate points per chain by it and evaluates it on a few points at a
+time in its moves, where numpy's dozen passes over the parameters, and its overhead per call, take a sizeable share
+of a run.
 """
 
 import numba
