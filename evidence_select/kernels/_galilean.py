@@ -113,7 +113,7 @@ class _Problem(NamedTuple):
     log_lik_min: float
     log_prior_fn: object
     log_lik_and_grad_fn: object
-    log_lik_only_fn: object  # the log-likelihood alone, or None (then the gradient is computed and not used)
+    log_lik_only_fn: object  # the log-likelihood alone, for the reflected proposals
     factor: np.ndarray
     step_size: float
 
@@ -136,9 +136,8 @@ def _step(rng, state, problem):
         bounced, ok = _reflect(velocity[outside], grad1[outside], factor)
         outside, bounced = outside[ok], bounced[ok]
         second = first[outside] + step_size * (bounced @ factor.T)
-        # The reflected point's gradient is never used: where the likelihood alone is cheaper, take only that.
-        prior2, lik2, _, calls2 = (_evaluate(second, log_prior_fn, log_lik_and_grad_fn) if log_lik_only_fn is None
-                                   else _evaluate(second, log_prior_fn, log_lik_only_fn, with_grad=False))
+        # The reflected point's gradient is never used: the likelihood alone.
+        prior2, lik2, _, calls2 = _evaluate(second, log_prior_fn, log_lik_only_fn, with_grad=False)
         calls += calls2
         inside2 = lik2 > log_lik_min
         hit = outside[inside2]
@@ -194,6 +193,9 @@ def galilean_sample(rng, points, constraint, settings, log_lik_only=None):
     >>> bool(np.all(new.log_lik > -1.0)) and info.n_likelihood_calls > 0
     True
     """
+    if log_lik_only is None:
+        def log_lik_only(points):
+            return constraint.log_lik_fn(points)[0]
     problem = _Problem(constraint.log_lik_min, constraint.log_prior_fn, constraint.log_lik_fn, log_lik_only,
                        np.asarray(settings.direction_factor, dtype=float), float(settings.step_size))
     position = np.array(points.position, dtype=float)
