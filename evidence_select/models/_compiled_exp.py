@@ -1,13 +1,15 @@
-"""Shared pieces of the compiled (numba) model kernels: a vectorisable exponential and the fast-math flags.
+"""Shared pieces of the compiled (numba) model kernels: vectorisable exponentials and logarithm, and the
+fast-math flags.
 
 Imported by the kernel modules only (``_compiled_mixture``, ``_compiled_softmax``), which the models import on
 their first kernel call: importing ``evidence_select`` imports no numba.
 
-The exponentials are inlined into each kernel by numba (``inline="always"``), so that a kernel's machine code
-follows from its own source alone: a separately compiled function is linked into its callers as the process first
-compiled it, which would make a kernel's bits depend on which model a fresh cache compiled first. numba invalidates
-a cached kernel when its own file changes, not when this module does: after editing it, delete the ``*.nbi`` and
-``*.nbc`` files in the models' ``__pycache__`` (or ``NUMBA_CACHE_DIR``) before comparing results.
+The exponentials and the logarithm are inlined into each kernel by numba (``inline="always"``), so that a
+kernel's machine code follows from its own source alone: a separately compiled function is linked into its callers
+as the process first compiled it, which would make a kernel's bits depend on which model a fresh cache compiled
+first. numba invalidates a cached kernel when its own file changes, not when this module does: after editing it,
+delete the ``*.nbi`` and ``*.nbc`` files in the models' ``__pycache__`` (or ``NUMBA_CACHE_DIR``) before comparing
+results.
 """
 
 import math
@@ -18,7 +20,8 @@ from llvmlite import ir
 from numba.core import types
 from numba.extending import intrinsic, overload
 
-__all__ = ["EXP_FLOOR", "FASTMATH", "exp_accurate", "exp_coarse", "exp_of_precision", "exp_single"]
+__all__ = ["EXP_FLOOR", "FASTMATH", "exp_accurate", "exp_coarse", "exp_of_precision", "exp_single",
+           "log_accurate", "quotient"]
 
 #: Floor of log-ratios before their exponential, as the numpy code's (exp(-80) = 2e-35 of the largest term).
 EXP_FLOOR = -80.0
@@ -34,6 +37,26 @@ def _float_from_bits(typingctx, bits):
     def codegen(context, builder, signature, args):
         return builder.bitcast(args[0], ir.DoubleType())
     return numba.float64(numba.int64), codegen
+
+
+@intrinsic
+def _bits_from_float(typingctx, x):
+    """The int64 holding the IEEE bits of the float64 ``x`` (a bit cast, which vectorises)."""
+    def codegen(context, builder, signature, args):
+        return builder.bitcast(args[0], ir.IntType(64))
+    return numba.int64(numba.float64), codegen
+
+
+@intrinsic
+def quotient(typingctx, numerator, denominator):
+    """``numerator / denominator`` of two floats of one precision as IEEE division (a zero denominator gives inf or
+    NaN): numba's ``/`` checks for zero to raise ZeroDivisionError, and that branch keeps a loop from vectorising."""
+    if not (isinstance(numerator, types.Float) and numerator == denominator):
+        return None
+
+    def codegen(context, builder, signature, args):
+        return builder.fdiv(args[0], args[1])
+    return numerator(numerator, denominator), codegen
 
 
 @intrinsic
@@ -115,3 +138,56 @@ def _exp_of_precision(x):
     if isinstance(x, types.Float) and x.bitwidth == 32:
         return lambda x: exp_single(x)
     return lambda x: exp_accurate(x)
+
+
+# log(x) for a float64: x = 2^e m with m in [sqrt(1/2), sqrt(2)) from its exponent and mantissa bits; with
+# f = m - 1 (exact) and s = f / (2 + f), log(m) = 2 atanh(s) = f - (f^2/2 - s (f^2/2 + R)), R = sum_k 2 s^2k /
+# (2k + 1) for k = 1..10 (Taylor coefficients; |s| <= 0.172, so the next term is below 1e-18 of the result), and
+# e ln 2 split in two (the first part's product with e is exact). The leading f is exact and the rest a small
+# correction, so the result is within an ulp of the correctly rounded one. Pure arithmetic and selects, so loops
+# over it vectorise, where libm's log is a scalar call per row that costs several vectorised exponentials.
+_LOG_SERIES = tuple(2.0 / (2 * k + 1) for k in range(10, 0, -1))  # highest power first, for Horner
+_LN2_HIGH = math.ldexp(math.floor(math.ldexp(_LN2, 32)), -32)  # ln 2's leading 32 bits: times an exponent, exact
+_LN2_LOW = _LN2 - _LN2_HIGH
+_SQRT2 = math.sqrt(2.0)
+_MANTISSA = (1 << 52) - 1
+_ONE_BITS = 1023 << 52
+_SMALLEST_NORMAL = 2.0 ** -1022
+_SUBNORMAL_SCALE = 2.0 ** 54
+_TWO_52 = 2.0 ** 52
+_TWO_52_BITS = 0x433 << 52  # the bits of 2^52
+
+
+@numba.njit(cache=True, inline="always")
+def _series(z, coefficients):
+    """``sum_k c_k z^k`` for ``k >= 1``, coefficients highest power first (a tuple argument, which numba unrolls:
+    iterated as a global, the loop stays a loop and the caller's loop does not vectorise)."""
+    r = 0.0
+    for coefficient in coefficients:
+        r = (r + coefficient) * z
+    return r
+
+
+@numba.njit(cache=True, inline="always")
+def log_accurate(x):
+    """``log(x)`` of a float64 to about an ulp (the log-likelihoods' ``log sum exp``): ``-inf`` at 0, NaN below 0
+    or at NaN, ``inf`` at ``inf``; subnormal ``x`` scaled into the normal range first."""
+    subnormal = x < _SMALLEST_NORMAL
+    bits = _bits_from_float(x * _SUBNORMAL_SCALE if subnormal else x)
+    m = _float_from_bits((bits & _MANTISSA) | _ONE_BITS)
+    high = m > _SQRT2
+    m = 0.5 * m if high else m
+    # The biased exponent as a float by its bits (2^52 + k, minus 2^52): no integer-to-float conversion, which
+    # has no vector instruction below AVX-512.
+    biased = _float_from_bits((bits >> 52) | _TWO_52_BITS) - _TWO_52
+    e = biased - (1023.0 - (1.0 if high else 0.0) + (54.0 if subnormal else 0.0))
+    f = m - 1.0
+    s = quotient(f, 2.0 + f)
+    z = s * s
+    r = _series(z, _LOG_SERIES)
+    half_square = 0.5 * f * f
+    result = e * _LN2_HIGH + ((f - (half_square - s * (half_square + r))) + e * _LN2_LOW)
+    # Selects, not branches, so that the loops vectorise: 0 gives -inf, inf itself, NaN and negatives NaN.
+    result = result if x < np.inf else x
+    result = -np.inf if x == 0.0 else result
+    return result if x >= 0.0 else np.nan

@@ -26,6 +26,8 @@ from ._compiled_exp import FASTMATH as _FASTMATH
 from ._compiled_exp import exp_accurate as _exp
 from ._compiled_exp import exp_coarse as _exp_coarse
 from ._compiled_exp import exp_single as _exp_single
+from ._compiled_exp import log_accurate as _log
+from ._compiled_exp import quotient as _quotient
 
 __all__ = ["mixture_gradient", "mixture_log_likelihood", "mixture_log_likelihood_and_gradient", "mixture_log_prior",
            "mixture_moments", "mixture_prior_gradient"]
@@ -154,10 +156,11 @@ def _exponentials(dens, top, totals, n_block, accurate):
 def mixture_log_likelihood(theta, X, n_components, out):
     """``log p(x_j | theta_m)`` per particle and row into ``out`` ``(n_particles, n_rows)``.
 
-    ``top + log sum_k exp(log-density_k - top)`` with ``top`` the largest component log-density and the
-    exponentials to 3e-15 relative (:func:`~._compiled_exp.exp_accurate`): each entry is within about 1e-14 (absolute, plus its own
-    rounding) of numpy's log-sum-exp. Log-ratios below -80 are floored there (their terms are below 2e-35 of the
-    largest, under a rounding of the sum).
+    ``top + log sum_k exp(log-density_k - top)`` with ``top`` the largest component log-density, the exponentials
+    to 3e-15 relative (:func:`~._compiled_exp.exp_accurate`) and the logarithm to an ulp
+    (:func:`~._compiled_exp.log_accurate`): each entry is within about 1e-14 (absolute, plus its own rounding) of
+    numpy's log-sum-exp. Log-ratios below -80 are floored there (their terms are below 2e-35 of the largest, under
+    a rounding of the sum).
     """
     n_particles = theta.shape[0]
     n_rows, d = X.shape
@@ -171,7 +174,7 @@ def mixture_log_likelihood(theta, X, n_components, out):
             _particle_log_densities(theta[m], xt, x2, n_block, params, dens, top, total)
             _exponentials(dens, top, total, n_block, True)
             for j in range(n_block):
-                out[m, start + j] = top[j] + np.log(total[j])
+                out[m, start + j] = top[j] + _log(total[j])
     return out
 
 
@@ -382,7 +385,7 @@ def _centred_moments_single(theta, X, row_weights, n_components):
                     scale[j] += e
             weight_row = row_weights[0] if shared else row_weights[m]
             for j in range(n_block):
-                scale[j] = np.float32(weight_row[start + j]) / scale[j]
+                scale[j] = _quotient(np.float32(weight_row[start + j]), scale[j])
             for k in range(K):
                 row = dens[k]
                 acc = zero
@@ -478,10 +481,10 @@ def _weighted_moments(theta, X, row_weights, n_components, log_lik):
             _exponentials(dens, top, scale, n_block, with_log_lik)
             if with_log_lik:
                 for j in range(n_block):
-                    log_lik[m, start + j] = top[j] + np.log(scale[j])
+                    log_lik[m, start + j] = top[j] + _log(scale[j])
             weight_row = row_weights[0] if shared else row_weights[m]
             for j in range(n_block):
-                scale[j] = weight_row[start + j] / scale[j]
+                scale[j] = _quotient(weight_row[start + j], scale[j])
             for k in range(K):
                 row = dens[k]
                 acc = 0.0

@@ -25,6 +25,8 @@ import numpy as np
 
 from ._compiled_exp import EXP_FLOOR as _EXP_FLOOR
 from ._compiled_exp import exp_of_precision as _exp
+from ._compiled_exp import log_accurate as _log
+from ._compiled_exp import quotient as _quotient
 
 __all__ = ["softmax_class_spread", "softmax_gradient", "softmax_log_likelihood",
            "softmax_log_likelihood_and_gradient"]
@@ -194,7 +196,7 @@ def _block_weights(weight_row, y, start, n_block, weights, onehot):
 def _residuals(z, total, weights, onehot, n_block):
     """``z[k, j] <- w_j (p_jk - onehot_jk)`` from the exponentials and their totals (``total`` is overwritten)."""
     for j in range(n_block):
-        total[j] = weights[j] / total[j]
+        total[j] = _quotient(weights[j], total[j])
     for k in range(z.shape[0]):
         row, hit = z[k], onehot[k]
         for j in range(n_block):
@@ -331,7 +333,7 @@ def _softmax_pass(theta, X, y, row_weights, n_classes, fit_intercept, dtype, log
             _exponentials(z, top, total, n_block, _logits_are_safe(coefficients, bounds))
             if with_log_lik:
                 for j in range(n_block):
-                    log_lik[m, start + j] = (observed[j] - top[j]) - np.log(total[j])
+                    log_lik[m, start + j] = (observed[j] - top[j]) - _log(total[j])
             if with_grad:
                 if not shared:
                     _block_weights(row_weights[m], y, start, n_block, weights, onehot)
@@ -345,7 +347,8 @@ def _softmax_pass(theta, X, y, row_weights, n_classes, fit_intercept, dtype, log
 @numba.njit(cache=True)
 def softmax_log_likelihood(theta, X, y, n_classes, fit_intercept, out):
     """``log p(y_j | x_j, theta_m)`` per particle and row into ``out`` ``(n_particles, n_rows)``, in double precision
-    with exponentials to 3e-15 relative (:func:`~._compiled_exp.exp_accurate`).
+    with exponentials to 3e-15 relative (:func:`~._compiled_exp.exp_accurate`) and the logarithm to an ulp
+    (:func:`~._compiled_exp.log_accurate`).
 
     Parameters
     ----------
