@@ -380,7 +380,8 @@ def ais_move(rng, state, target, log_weights, n_folds, step_size, config, n_tran
     state : HMCState
         Positions with ``target``'s density at the current tempering.
     target : callable
-        ``position -> (log_density, grad, aux)``, e.g. a :class:`TemperedTarget`.
+        ``position -> (log_density, grad, aux)``, e.g. a :class:`TemperedTarget` or its
+        :meth:`~TemperedTarget.kicked` form.
     log_weights : ndarray of shape (n_particles,)
         The particles' (normalised per group) log-weights, for the mass matrix.
     n_folds : int
@@ -535,8 +536,8 @@ def _ais_run(rng, model, X, y, config, bar, jumps=None):
             state = _jumps(rng, state, target, jumps, tempering, config, trace)
         pooled = normalize_log_weights(log_weights, axis=1).ravel()
         before = state.aux[:, 1]
-        state, rates, correlations = ais_move(rng, state, target, pooled, max(n_groups, 2), step_size, config,
-                                              n_transitions)
+        state, rates, correlations = ais_move(rng, state, target.kicked(), pooled, max(n_groups, 2), step_size,
+                                              config, n_transitions)
         n_transitions = next_transitions(n_transitions, correlations, config)
         trace.drift.append(_drift(before, state.aux[:, 1], pooled))
         trace.n_steps.append(len(rates))
@@ -605,7 +606,7 @@ def drift_under_longer_moves(rng, model, X, y, state, log_weights, step_size, co
     target = TemperedTarget(model, X, y, 1.0)
     pooled = normalize_log_weights(log_weights, axis=1).ravel()
     before = state.aux[:, 1]
-    moved, *_ = ais_move(rng, state, target, pooled, max(config.n_repeats, 2), step_size, config, length)
+    moved, *_ = ais_move(rng, state, target.kicked(), pooled, max(config.n_repeats, 2), step_size, config, length)
     change, z = _weighted_change(before, moved.aux[:, 1], pooled)
     return z, change, target.n_evaluations
 

@@ -119,9 +119,11 @@ from scipy.special import expit
 from scipy.stats import beta
 
 from ..kernels._adaptive_hmc import SamplerSettings, sample_chains
+from ..kernels._hmc import KickedTarget
 from ..models._mixture import mixture_relabel_maps
 from ..utils._diagnostics import ess_bulk, integrated_autocorrelation_time, split_rhat
 from ._gaussianize import GaussianizationSettings, fit_gaussianization, settled_settings
+from ..utils._likelihood import grad_lik_sum
 from ..utils._logspace import log_mean_exp, logsumexp
 from ..utils._random import make_generator
 from ..utils._threads import single_threaded_blas
@@ -504,11 +506,31 @@ def _overlap_draws(l1, l2, log_r, tau=1.0):
 
 # -- the unnormalised posterior, with an evaluation counter ---------------------------------
 class _Posterior:
-    """``log p(theta) = log prior + full-data log-likelihood``; NaN (overflow far out) counts as ``-inf``."""
+    """``log p(theta) = log prior + full-data log-likelihood``; NaN (overflow far out) counts as ``-inf``.
+
+    :meth:`kicked` is the target of the HMC chains: for a model with a ``fast_gradient``, trajectories that kick
+    with that gradient and read the exact density at their ends (exact, see
+    :class:`~evidence_select.kernels._hmc.KickedTarget`).
+    """
 
     def __init__(self, model, X, y):
         self.model, self.X, self.y = model, X, y
         self.n_calls = 0
+
+    def kicked(self):
+        """``with_grad``, or with a ``fast_gradient`` a KickedTarget on it (one call per leapfrog step either way)."""
+        if not getattr(self.model, "fast_gradient", False):
+            return self.with_grad
+        return KickedTarget(self.with_grad, self._kick_gradient, self._density_at_kick)
+
+    def _kick_gradient(self, theta):
+        self.n_calls += len(theta)
+        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+            return (np.asarray(self.model.grad_log_prior(theta), dtype=float)
+                    + grad_lik_sum(self.model, theta, self.X, self.y))
+
+    def _density_at_kick(self, theta):
+        return self._log_density(theta), None  # counted with the kick at the same position
 
     def with_grad(self, theta):
         self.n_calls += len(theta)
@@ -520,6 +542,9 @@ class _Posterior:
 
     def value(self, theta):
         self.n_calls += len(theta)
+        return self._log_density(theta)
+
+    def _log_density(self, theta):
         with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
             value = (np.asarray(self.model.log_prior(theta), dtype=float)
                      + _log_lik_sum(self.model, theta, self.X, self.y, allow_nan=True))
@@ -808,7 +833,7 @@ def _chains_without_divergences(rng, posterior, positions, settings):
         sampler = SamplerSettings(n_warmup=settings.n_warmup, n_draws=settings.n_draws, target_accept=target,
                                   trajectory_length=settings.trajectory_length, max_leapfrog=settings.max_leapfrog,
                                   dense_mass=settings.dense_mass, step_jitter=settings.step_jitter)
-        out = sample_chains(rng, posterior.with_grad, positions, sampler)
+        out = sample_chains(rng, posterior.kicked(), positions, sampler)
         if _divergent_share(out) <= MAX_DIVERGENT_SHARE:
             break
         positions = out.draws[:, -1]

@@ -5,11 +5,18 @@ prior, the full-data log-likelihood and both gradients once per position and
 keeps them in ``aux`` (shape ``(n, 2 + 2 n_params)``: ``[log_prior, log_lik,
 grad_prior, grad_lik]``), so a change of ``lambda`` needs no new model evaluation
 (:meth:`TemperedTarget.combine`).
+
+For a model whose gradient alone costs well under its likelihood and gradient together (``fast_gradient``),
+:meth:`TemperedTarget.kicked` gives HMC a :class:`~._hmc.KickedTarget`: the leapfrog steps inside a trajectory
+take that gradient alone and the log-likelihood is read at the trajectory's end. Every gradient the target gives,
+cached ones included, is then that one function of the position, so each trajectory stays reversible and volume
+preserving and the Metropolis correction, with the exact densities, keeps the target exactly invariant.
 """
 
 import numpy as np
 
-from ..utils._likelihood import log_lik_and_grad
+from ..utils._likelihood import grad_lik_sum, log_lik_and_grad, log_lik_sum
+from ._hmc import KickedTarget
 
 __all__ = ["TemperedTarget"]
 
@@ -28,7 +35,8 @@ class TemperedTarget:
     Attributes
     ----------
     n_evaluations : int
-        Particle evaluations so far (each one likelihood plus gradient).
+        Particle evaluations so far (each a full-data likelihood and gradient, or a kick's gradient and the
+        likelihood at a trajectory's end).
 
     Examples
     --------
@@ -43,18 +51,51 @@ class TemperedTarget:
     def __init__(self, model, X, y, tempering):
         self.model, self.X, self.y, self.tempering = model, X, y, tempering
         self.n_evaluations = 0
+        self._kicks = bool(getattr(model, "fast_gradient", False))
+        self._last_kick = None  # (position, grad_prior, grad_lik) of the last kick, for the density at its end
 
     def __call__(self, theta):
-        model = self.model
         # Leapfrog trajectories may diverge to extreme positions where the model
         # overflows; a non-finite density there is a divergence, rejected by HMC.
         with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-            log_prior = np.asarray(model.log_prior(theta), dtype=float)
-            grad_prior = np.asarray(model.grad_log_prior(theta), dtype=float)
-            log_lik, grad_lik = log_lik_and_grad(model, theta, self.X, self.y)
+            if self._kicks:  # the kicks' gradient here too: one gradient function throughout
+                grad_prior, grad_lik = self._gradients(theta)
+                log_prior, log_lik = self._log_terms(theta)
+            else:
+                log_prior = np.asarray(self.model.log_prior(theta), dtype=float)
+                grad_prior = np.asarray(self.model.grad_log_prior(theta), dtype=float)
+                log_lik, grad_lik = log_lik_and_grad(self.model, theta, self.X, self.y)
         self.n_evaluations += len(theta)
-        aux = np.column_stack([log_prior, log_lik, grad_prior, grad_lik])
-        return self.combine(aux)
+        return self.combine(np.column_stack([log_prior, log_lik, grad_prior, grad_lik]))
+
+    def kicked(self):
+        """The target HMC's kernel should take: a :class:`~._hmc.KickedTarget` on this one where the model has a
+        ``fast_gradient`` (see the module's notes), else this target itself."""
+        return KickedTarget(self, self._kick_gradient, self._density) if self._kicks else self
+
+    def _log_terms(self, theta):
+        return (np.asarray(self.model.log_prior(theta), dtype=float),
+                log_lik_sum(self.model, theta, self.X, self.y, allow_nan=True))
+
+    def _gradients(self, theta):
+        return (np.asarray(self.model.grad_log_prior(theta), dtype=float),
+                grad_lik_sum(self.model, theta, self.X, self.y))
+
+    def _kick_gradient(self, theta):
+        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+            grad_prior, grad_lik = self._gradients(theta)
+        self._last_kick = (theta, grad_prior, grad_lik)
+        self.n_evaluations += len(theta)
+        return grad_prior + np.reshape(self.tempering, (-1, 1)) * grad_lik
+
+    def _density(self, theta):
+        """``(log_density, aux)`` at a trajectory's end, where the last kick was (its gradients are reused)."""
+        last = self._last_kick
+        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+            grad_prior, grad_lik = last[1:] if last is not None and last[0] is theta else self._gradients(theta)
+            log_prior, log_lik = self._log_terms(theta)
+        log_density, _, aux = self.combine(np.column_stack([log_prior, log_lik, grad_prior, grad_lik]))
+        return log_density, aux
 
     def combine(self, aux):
         """``(log_density, grad, aux)`` at the current ``tempering`` from cached pieces."""

@@ -17,7 +17,7 @@ from scipy.special import expit, log_ndtr, logit
 
 from ..models._protocol import Model, gaussian_prior_cdf, gaussian_prior_transform
 
-__all__ = ["GaussianTarget", "BoxGaussianTarget", "BimodalTarget", "correlated_gaussian_target"]
+__all__ = ["GaussianTarget", "BoxGaussianTarget", "BimodalTarget", "SkewedKickTarget", "correlated_gaussian_target"]
 
 _LOG_2PI = np.log(2.0 * np.pi)
 
@@ -127,6 +127,37 @@ class GaussianTarget(_GaussianPriorMixin, Model):
         """Exact posterior mean and covariance of ``theta``."""
         post_cov = np.linalg.inv(self._precision + np.eye(self.n_params) / self.prior_scale**2)
         return post_cov @ self._precision @ self.mean, post_cov
+
+
+class SkewedKickTarget(GaussianTarget):
+    """:class:`GaussianTarget` whose gradient alone is deliberately wrong (``factor`` times the exact one, plus
+    ``offset`` in every coordinate) and declared a ``fast_gradient``; ``log_likelihood_and_grad`` keeps the exact
+    gradient.
+
+    A sampler that kicks its trajectories with the fast gradient and corrects them with the exact density must
+    still read the exact evidence: the kicks only steer (see :class:`~evidence_select.kernels._hmc.KickedTarget`).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> target = SkewedKickTarget(np.zeros(2))
+    >>> X = np.zeros((1, 1))
+    >>> target.grad_log_likelihood(np.ones((1, 2)), X, None, 1.0)
+    array([[-0.1, -0.1]])
+    """
+
+    fast_gradient = True
+
+    def __init__(self, mean, cov=1.0, *, prior_scale=1.0, factor=0.6, offset=0.5):
+        super().__init__(mean, cov, prior_scale=prior_scale)
+        self.factor, self.offset = float(factor), float(offset)
+
+    def grad_log_likelihood(self, theta, X, y, weights):
+        return self.factor * super().grad_log_likelihood(theta, X, y, weights) + self.offset
+
+    def log_likelihood_and_grad(self, theta, X, y, weights):
+        return (np.sum(self.log_likelihood(theta, X, y), axis=1),
+                super().grad_log_likelihood(theta, X, y, weights))
 
 
 def correlated_gaussian_target(n_params, *, correlation=0.9, scale=0.1, offset=0.5, prior_scale=1.0):

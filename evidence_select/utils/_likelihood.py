@@ -10,7 +10,8 @@ import numbers
 
 import numpy as np
 
-__all__ = ["MAX_CELLS", "check_data", "check_fraction", "check_positive_int", "log_lik_and_grad", "log_lik_sum"]
+__all__ = ["MAX_CELLS", "check_data", "check_fraction", "check_positive_int", "grad_lik_sum", "log_lik_and_grad",
+           "log_lik_sum"]
 
 MAX_CELLS = 2**20
 
@@ -75,6 +76,16 @@ def log_lik_sum(model, theta, X, y, *, allow_nan=False, max_cells=MAX_CELLS):
         raise ValueError(f"log_likelihood of {type(model).__name__} returned NaN for "
                          f"{int(np.isnan(out).sum())} of {len(out)} particles")
     return out
+
+
+def grad_lik_sum(model, theta, X, y):
+    """Full-data log-likelihood's gradient per particle, ``(n, n_params)``, from ``grad_log_likelihood`` alone, in
+    memory-bounded chunks (as :func:`log_lik_sum`)."""
+    theta = np.asarray(theta, dtype=float)
+    grad = np.empty_like(theta)
+    for part in _chunks(len(theta), len(X)):
+        grad[part] = model.grad_log_likelihood(theta[part], X, y, 1.0)
+    return grad
 
 
 def log_lik_and_grad(model, theta, X, y):

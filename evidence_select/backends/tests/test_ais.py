@@ -26,7 +26,7 @@ from evidence_select.kernels._hmc import hmc_init
 from evidence_select.kernels._tempered import TemperedTarget
 from evidence_select.testing import BoxBananaTarget, FunnelTarget
 from evidence_select.utils._logspace import log_mean_exp
-from evidence_select.testing._targets import (BimodalTarget, BoxGaussianTarget, GaussianTarget,
+from evidence_select.testing._targets import (BimodalTarget, BoxGaussianTarget, GaussianTarget, SkewedKickTarget,
                                              correlated_gaussian_target)
 
 K_SIGMA = 4.0
@@ -289,3 +289,35 @@ def test_result_does_not_depend_on_blas_threads():
         with threadpool_limits(limits=threads, user_api="blas"):
             results.append(ais_log_evidence(model, data.X, data.y, n_chains=32, random_state=0).log_evidence)
     assert results[0] == results[1]
+
+
+def test_kicked_tempered_target_gives_one_gradient_function_and_exact_densities():
+    """With a fast gradient every gradient the target gives, called or kicked, is the kicks' (so trajectories stay
+    reversible), the densities are exact, and a trajectory's end counts one evaluation, not two."""
+    from evidence_select.kernels._hmc import KickedTarget
+
+    model = SkewedKickTarget(np.full(3, 0.3), cov=0.04)
+    theta = np.random.default_rng(0).normal(size=(5, 3))
+    target = TemperedTarget(model, X_DUMMY, None, np.full(5, 0.4))
+    kicked = target.kicked()
+    assert isinstance(kicked, KickedTarget)
+    expected_grad = model.grad_log_prior(theta) + 0.4 * model.grad_log_likelihood(theta, X_DUMMY, None, 1.0)
+    expected_density = model.log_prior(theta) + 0.4 * model.log_likelihood(theta, X_DUMMY).sum(axis=1)
+    log_density, grad, aux = target(theta)
+    np.testing.assert_allclose(grad, expected_grad, rtol=1e-12)
+    np.testing.assert_allclose(log_density, expected_density, rtol=1e-12)
+    np.testing.assert_allclose(kicked.kick_gradient_fn(theta), expected_grad, rtol=1e-12)
+    density, kicked_aux = kicked.density_fn(theta)
+    np.testing.assert_allclose(density, expected_density, rtol=1e-12)
+    np.testing.assert_array_equal(kicked_aux, aux)  # the pieces a change of tempering recombines
+    assert target.n_evaluations == 2 * len(theta)  # the call, then the kick; its density counted with it
+    plain = TemperedTarget(GaussianTarget(np.full(3, 0.3), cov=0.04), X_DUMMY, None, 0.4)
+    assert plain.kicked() is plain
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_wrong_kicks_only_steer_the_trajectories(seed):
+    model = SkewedKickTarget(np.full(4, 0.3), cov=0.01)
+    res = ais_log_evidence(model, X_DUMMY, n_chains=160, random_state=seed)
+    assert res.converged and 0 < res.log_evidence_std < MAX_STD
+    assert abs(res.log_evidence - model.exact_log_evidence()) < K_SIGMA * res.log_evidence_std
