@@ -37,7 +37,8 @@ from ..kernels._galilean import GalileanInfo, GalileanSettings, adapt_galilean_s
 from ..kernels._hmc import preconditioner_from_samples
 from ..kernels._slice import SliceInfo, SliceSettings, adapt_slice_width, constrained_slice_sample
 from ..kernels._symmetric import symmetric_bounding_ellipsoids
-from ..utils._likelihood import check_data, check_fraction, check_positive_int, log_lik_and_grad, log_lik_sum
+from ..utils._likelihood import (check_data, check_fraction, check_positive_int, grad_lik_sum, log_lik_and_grad,
+                                 log_lik_sum)
 from ..utils._logspace import log1mexp, logsumexp
 from ..utils._progress import progress_bar
 from ..utils._settings import merge_settings
@@ -508,17 +509,8 @@ def nested_sampling_log_evidence(model, X, y=None, *, config=None, random_state=
     config = merge_settings(NSConfig, config, settings, "NS").resolved(model.n_params)
     rng = make_generator(random_state)
 
-    def log_lik_fn(theta):
-        return log_lik_sum(model, theta, X, y)
-
-    def log_lik_and_grad_fn(theta):
-        return log_lik_and_grad(model, theta, X, y)
-
-    def reflected_log_lik_fn(theta):  # a Galilean reflection far out may overflow: outside, not an error
-        return log_lik_sum(model, theta, X, y, allow_nan=True)
-
     bar = progress_bar(verbose, total=None, desc="NS", leave=False)
-    likelihood = (log_lik_fn, log_lik_and_grad_fn, reflected_log_lik_fn)
+    likelihood = _Likelihood.of(model, X, y)
     # The probe draws from its own generator (spawning leaves rng's state alone): the runs' estimates and errors
     # are the same with it as without.
     probe_rng = rng.spawn(1)[0]
@@ -885,7 +877,7 @@ def _replace_points(rng, model, likelihood, config, start, log_lik_min, frame, s
     moved by kept-outside moves could only leave it, never enter it again: the replacements would lean to
     the outside, where the likelihood is lower, and ``log Z`` would read low.)
     """
-    points, ellipsoid, scales, enough = _ellipsoid_stage(rng, model, likelihood[0], config, ConstrainedPoints(*start),
+    points, ellipsoid, scales, enough = _ellipsoid_stage(rng, model, likelihood.log_lik, config, ConstrainedPoints(*start),
                                                          log_lik_min, frame, scales)
     if frame.ellipsoid is not None:
         starts_outside = np.mean(~frame.ellipsoid.contains(start[0]))
@@ -898,9 +890,7 @@ def _replace_points(rng, model, likelihood, config, start, log_lik_min, frame, s
     outside = np.flatnonzero(~frame.ellipsoid.contains(points.position))
     if len(outside):
         outside_length = OUTSIDE_LENGTH if len(frame.ellipsoid.ellipsoids) == 1 else SPLIT_OUTSIDE_LENGTH
-        kept_out = (_outside_of(frame.ellipsoid, likelihood[0], False),
-                    _outside_of(frame.ellipsoid, likelihood[1], True),
-                    _outside_of(frame.ellipsoid, likelihood[2], False))
+        kept_out = likelihood.outside_of(frame.ellipsoid)
         moved, sliced, galilean = _markov_moves(rng, model, kept_out, config,
                                                 ConstrainedPoints(*(a[outside] for a in points)), log_lik_min,
                                                 frame.factor, scales, _move_counts(config, outside_length))
@@ -946,39 +936,81 @@ def _n_steps(steps):
     return max(1, int(round(steps))) if steps > 0 else 0
 
 
-def _outside_of(ellipsoid, log_lik_fn, with_gradient):
-    """``log_lik_fn`` with ``-inf`` inside ``ellipsoid`` (evaluated only outside); the gradient, with
-    ``with_gradient``, is the likelihood's (the Galilean move reflects off the combined constraint along any
-    normal: its reflection stays an involution)."""
-    def fn(theta):
+class _Likelihood(NamedTuple):
+    """The full-data functions of a run's moves (each ``(n, n_params) -> ...``).
+
+    ``log_lik``: the log-likelihood; ``log_lik_and_grad``: it and its gradient (the Galilean straight proposals');
+    ``reflected_log_lik``: the log-likelihood with a NaN allowed, outside the constraint (a Galilean reflection
+    far out may overflow); ``gradient``: the gradient alone, for a model whose gradient alone is cheap
+    (``fast_gradient``: the straight proposals then take the likelihood alone and this gradient only where they
+    land outside), else None.
+    """
+
+    log_lik: object
+    log_lik_and_grad: object
+    reflected_log_lik: object
+    gradient: object = None
+
+    @classmethod
+    def of(cls, model, X, y):
+        """The functions of ``model`` on the rows ``(X, y)``."""
+        def log_lik(theta):
+            return log_lik_sum(model, theta, X, y)
+
+        def log_lik_and_grad_fn(theta):
+            return log_lik_and_grad(model, theta, X, y)
+
+        def reflected_log_lik(theta):
+            return log_lik_sum(model, theta, X, y, allow_nan=True)
+
+        def gradient(theta):
+            return grad_lik_sum(model, theta, X, y)
+
+        fast = bool(getattr(model, "fast_gradient", False))
+        return cls(log_lik, log_lik_and_grad_fn, reflected_log_lik, gradient if fast else None)
+
+    def outside_of(self, ellipsoid):
+        """The same functions with ``-inf`` (and a zero gradient) inside ``ellipsoid``, for the moves kept outside
+        it: each evaluated only outside. The gradient stays the likelihood's there (the Galilean move reflects off
+        the combined constraint along any normal: its reflection stays an involution)."""
+        return _Likelihood(*(None if fn is None else _outside_of(ellipsoid, fn, kind)
+                             for fn, kind in zip(self, ("values", "pair", "values", "gradient"))))
+
+
+def _outside_of(ellipsoid, fn, kind):
+    """``fn`` evaluated only outside ``ellipsoid``: inside, ``-inf`` for a log-likelihood (``kind`` ``"values"``),
+    a zero gradient (``"gradient"``), or both (``"pair"``, a log-likelihood and its gradient)."""
+    def wrapped(theta):
         outside = ~ellipsoid.contains(theta)
-        values = np.full(len(theta), -np.inf)
-        out = log_lik_fn(theta[outside]) if np.any(outside) else None
-        if not with_gradient:
+        out = fn(theta[outside]) if np.any(outside) else None
+        values, grad = np.full(len(theta), -np.inf), np.zeros_like(theta)
+        if kind == "values":
             if out is not None:
                 values[outside] = out
             return values
-        grad = np.zeros_like(theta)
+        if kind == "gradient":
+            if out is not None:
+                grad[outside] = out
+            return grad
         if out is not None:
             values[outside], grad[outside] = out
         return values, grad
-    return fn
+    return wrapped
 
 
 def _markov_moves(rng, model, likelihood, config, points, log_lik_min, factor, scales, counts):
     """``counts = (n_galilean, n_slice)`` Galilean steps then slice moves of ``config`` (see :class:`NSConfig`)
     with ``scales``; returns the points and the moves' infos."""
-    log_lik_fn, log_lik_and_grad_fn, reflected_log_lik_fn = likelihood
     (n_galilean, n_slice), galilean = counts, GalileanInfo(0, 0, 0, 0)
     axis_fraction = 1.0 if config.moves == "galilean" else config.axis_fraction
     if n_galilean:
         dense = factor if factor.ndim == 2 else np.diag(factor)
         points, galilean = galilean_sample(
-            rng, points, LikelihoodConstraint(log_lik_min, model.log_prior, log_lik_and_grad_fn),
+            rng, points, LikelihoodConstraint(log_lik_min, model.log_prior, likelihood.log_lik_and_grad),
             GalileanSettings(dense, scales.step_size, n_galilean, config.trajectory_length),
-            log_lik_only=reflected_log_lik_fn)
+            log_lik_only=likelihood.reflected_log_lik, gradient=likelihood.gradient)
     points, sliced = constrained_slice_sample(
-        rng, points, LikelihoodConstraint(log_lik_min, model.log_prior, log_lik_fn),
+        rng, points, LikelihoodConstraint(log_lik_min, model.log_prior, likelihood.log_lik),
         SliceSettings(factor, width=scales.width, max_step_out=config.max_step_out, axis_fraction=axis_fraction),
         n_steps=n_slice)
     return points, sliced, galilean
@@ -1046,13 +1078,12 @@ def memory_removed_by_longer_moves(rng, model, likelihood, config, run):
 def _ns_run(rng, model, likelihood, config, bar, verbose):
     """One nested-sampling run with ``config.n_live`` live points (see :func:`nested_sampling_log_evidence`).
 
-    ``likelihood`` is the triple ``(log_lik_fn, log_lik_and_grad_fn, reflected_log_lik_fn)`` of full-data
-    functions (the last one the Galilean reflections' likelihood, a NaN there being outside the constraint).
+    ``likelihood`` holds the moves' full-data functions (:class:`_Likelihood`).
     """
     n_live, n_replace = config.n_live, config.n_replace
     live = np.asarray(model.sample_prior(rng, n_live), dtype=float)
     live_log_prior = np.asarray(model.log_prior(live), dtype=float)
-    live_log_lik = likelihood[0](live)
+    live_log_lik = likelihood.log_lik(live)
     n_calls = n_live
     dead_points, dead_log_lik, dead_n_live, ranks, start_corr, memories = [], [], [], [], [], []
     log_volume, log_z = 0.0, -np.inf

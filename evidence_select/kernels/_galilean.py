@@ -29,7 +29,11 @@ every coordinate at once and keeps going the same way between reflections.
 
 Every chain moves at once: one batched likelihood-and-gradient call for the
 straight proposals, one likelihood call for the reflected ones (whose gradient
-no step uses) where a likelihood-only function is given.
+no step uses) where a likelihood-only function is given. Where a gradient
+function is given too (a model whose gradient alone is cheap), the straight
+proposals take the likelihood alone and the gradient only where they land
+outside, the one place a step uses it; any gradient that is a fixed function of
+the position keeps the reflection an involution.
 """
 
 from typing import NamedTuple
@@ -116,6 +120,7 @@ class _Problem(NamedTuple):
     log_lik_only_fn: object  # the log-likelihood alone, for the reflected proposals
     factor: np.ndarray
     step_size: float
+    gradient_fn: object = None  # the gradient alone: the straight proposals then take the likelihood alone
 
 
 def _step(rng, state, problem):
@@ -124,10 +129,18 @@ def _step(rng, state, problem):
     Returns the new state and the counts ``(calls, straight, reflected, reversed)``.
     """
     position, log_prior, log_lik, velocity = state
-    log_lik_min, log_prior_fn, log_lik_and_grad_fn, log_lik_only_fn, factor, step_size = problem
+    log_lik_min, log_prior_fn, log_lik_and_grad_fn, log_lik_only_fn, factor, step_size, gradient_fn = problem
     first = position + step_size * (velocity @ factor.T)
-    prior1, lik1, grad1, calls = _evaluate(first, log_prior_fn, log_lik_and_grad_fn)
-    inside1 = lik1 > log_lik_min
+    if gradient_fn is None:
+        prior1, lik1, grad1, calls = _evaluate(first, log_prior_fn, log_lik_and_grad_fn)
+        inside1 = lik1 > log_lik_min
+    else:
+        prior1, lik1, grad1, calls = _evaluate(first, log_prior_fn, log_lik_only_fn, with_grad=False)
+        inside1 = lik1 > log_lik_min
+        needed = ~inside1 & np.isfinite(prior1)  # the reflections' normals; the same points' call, counted once
+        if np.any(needed):
+            with np.errstate(over="ignore", invalid="ignore"):
+                grad1[needed] = gradient_fn(first[needed])
     new_position, new_velocity = first, velocity.copy()
     new_prior, new_lik, proposed = prior1, lik1, inside1.copy()
     outside = np.flatnonzero(~inside1)
@@ -157,7 +170,7 @@ def _step(rng, state, problem):
     return (out_position, out_prior, out_lik, out_velocity), counts
 
 
-def galilean_sample(rng, points, constraint, settings, log_lik_only=None):
+def galilean_sample(rng, points, constraint, settings, log_lik_only=None, gradient=None):
     """Galilean Monte Carlo moves of every chain under ``log L > constraint.log_lik_min`` (see the module docstring).
 
     Parameters
@@ -174,6 +187,11 @@ def galilean_sample(rng, points, constraint, settings, log_lik_only=None):
         ``constraint.log_lik_fn``'s first output: the reflected proposals take
         it, since no step uses their gradient. None: they take
         ``constraint.log_lik_fn`` and drop the gradient.
+    gradient : callable or None, default=None
+        The log-likelihood's gradient alone, ``(n, n_params) -> (n, n_params)``,
+        a fixed function of the position (e.g. a single-precision one): the
+        straight proposals then take ``log_lik_only`` and this gradient only
+        where they land outside the constraint. Only with ``log_lik_only``.
 
     Returns
     -------
@@ -194,10 +212,13 @@ def galilean_sample(rng, points, constraint, settings, log_lik_only=None):
     True
     """
     if log_lik_only is None:
+        if gradient is not None:
+            raise ValueError("galilean_sample takes a gradient function only with a log_lik_only function")
+
         def log_lik_only(points):
             return constraint.log_lik_fn(points)[0]
     problem = _Problem(constraint.log_lik_min, constraint.log_prior_fn, constraint.log_lik_fn, log_lik_only,
-                       np.asarray(settings.direction_factor, dtype=float), float(settings.step_size))
+                       np.asarray(settings.direction_factor, dtype=float), float(settings.step_size), gradient)
     position = np.array(points.position, dtype=float)
     state = (position, np.array(points.log_prior, dtype=float), np.array(points.log_lik, dtype=float), None)
     totals = np.zeros(4, dtype=np.int64)

@@ -20,7 +20,8 @@ from evidence_select.exceptions import EvidenceConvergenceWarning
 from evidence_select.models import LinearGaussianModel
 from evidence_select.testing._calibration import BananaTarget, ProductTarget, TwoPeakFactor
 from evidence_select.testing._calibration_cases import calibration_cases
-from evidence_select.testing._targets import BoxGaussianTarget, GaussianTarget, correlated_gaussian_target
+from evidence_select.testing._targets import (BoxGaussianTarget, GaussianTarget, SkewedKickTarget,
+                                             correlated_gaussian_target)
 
 K_SIGMA = 4.0
 MAX_STD = 0.45
@@ -474,7 +475,7 @@ def test_cube_ellipsoids_keep_steep_priors_cheap(name, max_calls):
 
 def _gaussian_starts_and_a_small_ellipsoid():
     """200 draws of a 2-d standard Gaussian as replacement starts, the frame of an ellipsoid of radius 1.5 about
-    its centre (about a third of them outside), and the likelihood pair."""
+    its centre (about a third of them outside), and the likelihood's functions."""
     from evidence_select.backends import _ns
     from evidence_select.kernels._ellipsoid import Ellipsoid, ellipsoid_union
 
@@ -482,9 +483,9 @@ def _gaussian_starts_and_a_small_ellipsoid():
     x = np.random.default_rng(0).normal(size=(200, 2))
     start = (x, target.log_prior(x), target.log_likelihood_sum(x, X_DUMMY))
     frame = _ns._Frame(np.eye(2), np.zeros(2), ellipsoid_union([Ellipsoid(np.zeros(2), 1.5 * np.eye(2))]))
-    likelihood = (lambda t: target.log_likelihood_sum(t, X_DUMMY),
-                  lambda t: (target.log_likelihood_sum(t, X_DUMMY), -t),
-                  lambda t: target.log_likelihood_sum(t, X_DUMMY))
+    likelihood = _ns._Likelihood(lambda t: target.log_likelihood_sum(t, X_DUMMY),
+                                 lambda t: (target.log_likelihood_sum(t, X_DUMMY), -t),
+                                 lambda t: target.log_likelihood_sum(t, X_DUMMY))
     return target, start, frame, likelihood
 
 
@@ -591,3 +592,14 @@ def test_a_mixtures_relabelled_copies_are_bounded_together_and_the_evidence_is_e
         res = nested_sampling_log_evidence(model, X, n_live=50, random_state=seed)
         assert_error_bar_sized(res)
         assert abs(res.log_evidence - exact) < K_SIGMA * res.log_evidence_std, seed
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_galilean_reflections_off_a_wrong_fast_gradient_keep_the_evidence(seed):
+    # A model's fast gradient (here a deliberately wrong one) gives the Galilean reflections their normals: any
+    # normal keeps a reflection an involution, so the constrained prior, and log Z, stay exact.
+    target = SkewedKickTarget(np.full(4, 0.3), cov=0.01)
+    res = nested_sampling_log_evidence(target, X_DUMMY, n_live=100, ellipsoid=False, random_state=seed)
+    assert res.info["galilean"]["n_reflected"] > 0
+    assert_error_bar_sized(res)
+    assert abs(res.log_evidence - target.exact_log_evidence()) < K_SIGMA * res.log_evidence_std

@@ -76,3 +76,39 @@ def test_reflected_proposals_take_the_likelihood_alone():
     assert plain_info == split_info
     assert calls["with_grad"] == 10 * len(x)  # every straight proposal, nothing more
     assert calls["alone"] == split_info.n_likelihood_calls - calls["with_grad"] > 0
+
+
+def test_with_a_gradient_function_only_the_proposals_outside_take_a_gradient():
+    """With a gradient function the straight proposals take the likelihood alone and the gradient only where they
+    land outside (the reflections' normals): the same moves, bits and counts as the fused call's."""
+    calls = {"with_grad": 0, "alone": 0, "gradient": 0}
+
+    def counted_with_grad(x):
+        calls["with_grad"] += len(x)
+        return log_lik_and_grad(x)
+
+    def counted_alone(x):
+        calls["alone"] += len(x)
+        return log_lik(x)
+
+    def counted_gradient(x):
+        assert np.all(log_lik(x) <= -R2)  # only points outside the constraint
+        calls["gradient"] += len(x)
+        return -2.0 * x
+
+    x = exact_constrained(np.random.default_rng(2), 500)
+    points = ConstrainedPoints(x, log_prior(x), log_lik(x))
+    settings = GalileanSettings(np.eye(D), step_size=1.0, n_steps=10)
+    fused, fused_info = galilean_sample(np.random.default_rng(3), points,
+                                        LikelihoodConstraint(-R2, log_prior, log_lik_and_grad), settings)
+    lazy, lazy_info = galilean_sample(np.random.default_rng(3), points,
+                                      LikelihoodConstraint(-R2, log_prior, counted_with_grad), settings,
+                                      log_lik_only=counted_alone, gradient=counted_gradient)
+    for a, b in zip(fused, lazy):
+        np.testing.assert_array_equal(a, b)
+    assert fused_info == lazy_info
+    assert calls["with_grad"] == 0 and 0 < calls["gradient"] < 10 * len(x)
+    assert calls["alone"] == lazy_info.n_likelihood_calls  # one call per point evaluated, its gradient with it
+    with pytest.raises(ValueError, match="only with a log_lik_only"):
+        galilean_sample(np.random.default_rng(3), points, LikelihoodConstraint(-R2, log_prior, log_lik_and_grad),
+                        settings, gradient=counted_gradient)
