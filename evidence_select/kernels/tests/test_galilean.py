@@ -50,19 +50,19 @@ def test_step_adaptation():
     assert adapt_galilean_step(1.0, GalileanInfo(0, 0, 0, 0)) == 1.0
 
 
+def _counted(calls, key, fn):
+    """``fn`` that adds the points it is called on to ``calls[key]``."""
+    def counted(x):
+        calls[key] += len(x)
+        return fn(x)
+    return counted
+
+
 def test_reflected_proposals_take_the_likelihood_alone():
     """Given a likelihood-only function, the reflected proposals call it instead of the gradient's (whose gradient
     no step uses) and the moves are the same bits; a straight proposal still takes the gradient."""
     calls = {"with_grad": 0, "alone": 0}
-
-    def counted_with_grad(x):
-        calls["with_grad"] += len(x)
-        return log_lik_and_grad(x)
-
-    def counted_alone(x):
-        calls["alone"] += len(x)
-        return log_lik(x)
-
+    counted_with_grad, counted_alone = _counted(calls, "with_grad", log_lik_and_grad), _counted(calls, "alone", log_lik)
     x = exact_constrained(np.random.default_rng(2), 500)
     points = ConstrainedPoints(x, log_prior(x), log_lik(x))
     settings = GalileanSettings(np.eye(D), step_size=1.0, n_steps=10)
@@ -82,20 +82,13 @@ def test_with_a_gradient_function_only_the_proposals_outside_take_a_gradient():
     """With a gradient function the straight proposals take the likelihood alone and the gradient only where they
     land outside (the reflections' normals): the same moves, bits and counts as the fused call's."""
     calls = {"with_grad": 0, "alone": 0, "gradient": 0}
+    counted_with_grad, counted_alone = _counted(calls, "with_grad", log_lik_and_grad), _counted(calls, "alone", log_lik)
 
-    def counted_with_grad(x):
-        calls["with_grad"] += len(x)
-        return log_lik_and_grad(x)
-
-    def counted_alone(x):
-        calls["alone"] += len(x)
-        return log_lik(x)
-
-    def counted_gradient(x):
+    def outside_only(x):
         assert np.all(log_lik(x) <= -R2)  # only points outside the constraint
-        calls["gradient"] += len(x)
         return -2.0 * x
 
+    counted_gradient = _counted(calls, "gradient", outside_only)
     x = exact_constrained(np.random.default_rng(2), 500)
     points = ConstrainedPoints(x, log_prior(x), log_lik(x))
     settings = GalileanSettings(np.eye(D), step_size=1.0, n_steps=10)
