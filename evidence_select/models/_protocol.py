@@ -157,7 +157,11 @@ class Model(ABC):
         True for models of ``p(X)`` (no target ``y``), False for ``p(y | X)``.
     fast_gradient : bool
         True when ``grad_log_likelihood`` alone costs well under
-        ``log_likelihood_and_grad`` (default False).
+        ``log_likelihood_and_grad`` (default False). The Metropolis-corrected
+        samplers (SGAIS's exact moves, AIS, the bridge's chains) then kick their
+        trajectories with it and NS's Galilean moves reflect along it; the
+        results stay exact for any approximation (single precision, say) that
+        is a fixed function of ``theta`` for given rows.
 
     See Also
     --------
