@@ -877,8 +877,8 @@ def _replace_points(rng, model, likelihood, config, start, log_lik_min, frame, s
     moved by kept-outside moves could only leave it, never enter it again: the replacements would lean to
     the outside, where the likelihood is lower, and ``log Z`` would read low.)
     """
-    points, ellipsoid, scales, enough = _ellipsoid_stage(rng, model, likelihood.log_lik, config, ConstrainedPoints(*start),
-                                                         log_lik_min, frame, scales)
+    points, ellipsoid, scales, enough = _ellipsoid_stage(rng, model, likelihood.log_lik, config,
+                                                         ConstrainedPoints(*start), log_lik_min, frame, scales)
     if frame.ellipsoid is not None:
         starts_outside = np.mean(~frame.ellipsoid.contains(start[0]))
         scales = scales._replace(outside_share=_running_mean(scales.outside_share, starts_outside))
@@ -984,17 +984,11 @@ def _outside_of(ellipsoid, fn, kind):
         outside = ~ellipsoid.contains(theta)
         out = fn(theta[outside]) if np.any(outside) else None
         values, grad = np.full(len(theta), -np.inf), np.zeros_like(theta)
-        if kind == "values":
-            if out is not None:
-                values[outside] = out
-            return values
-        if kind == "gradient":
-            if out is not None:
-                grad[outside] = out
-            return grad
-        if out is not None:
+        if out is not None and kind == "pair":
             values[outside], grad[outside] = out
-        return values, grad
+        elif out is not None:
+            (values if kind == "values" else grad)[outside] = out
+        return {"values": values, "gradient": grad}.get(kind, (values, grad))
     return wrapped
 
 

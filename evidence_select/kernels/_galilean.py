@@ -133,14 +133,13 @@ def _step(rng, state, problem):
     first = position + step_size * (velocity @ factor.T)
     if gradient_fn is None:
         prior1, lik1, grad1, calls = _evaluate(first, log_prior_fn, log_lik_and_grad_fn)
-        inside1 = lik1 > log_lik_min
     else:
         prior1, lik1, grad1, calls = _evaluate(first, log_prior_fn, log_lik_only_fn, with_grad=False)
-        inside1 = lik1 > log_lik_min
-        needed = ~inside1 & np.isfinite(prior1)  # the reflections' normals; the same points' call, counted once
-        if np.any(needed):
-            with np.errstate(over="ignore", invalid="ignore"):
-                grad1[needed] = gradient_fn(first[needed])
+    inside1 = lik1 > log_lik_min
+    needed = ~inside1 & np.isfinite(prior1) if gradient_fn is not None else None
+    if needed is not None and np.any(needed):  # the reflections' normals; the same points' call, counted once
+        with np.errstate(over="ignore", invalid="ignore"):
+            grad1[needed] = gradient_fn(first[needed])
     new_position, new_velocity = first, velocity.copy()
     new_prior, new_lik, proposed = prior1, lik1, inside1.copy()
     outside = np.flatnonzero(~inside1)

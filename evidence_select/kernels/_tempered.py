@@ -89,10 +89,12 @@ class TemperedTarget:
         return grad_prior + np.reshape(self.tempering, (-1, 1)) * grad_lik
 
     def _density(self, theta):
-        """``(log_density, aux)`` at a trajectory's end, where the last kick was (its gradients are reused)."""
-        last = self._last_kick
+        """``(log_density, aux)`` at a trajectory's end, where the last kick was (its gradients are reused, and the
+        call counted with it; elsewhere the kick's gradients are taken, and counted, first)."""
+        if self._last_kick is None or self._last_kick[0] is not theta:
+            self._kick_gradient(theta)
+        _, grad_prior, grad_lik = self._last_kick
         with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-            grad_prior, grad_lik = last[1:] if last is not None and last[0] is theta else self._gradients(theta)
             log_prior, log_lik = self._log_terms(theta)
         log_density, _, aux = self.combine(np.column_stack([log_prior, log_lik, grad_prior, grad_lik]))
         return log_density, aux
