@@ -272,9 +272,11 @@ class NSConfig:
     n_galilean_steps : int or None, default=None
         Galilean steps per replacement (``moves="galilean"``); None means
         ``4 * n_slice_steps``. A step costs one likelihood-and-gradient
-        evaluation, and one likelihood evaluation more where it reflects off
-        the constraint; its length adapts between iterations towards a quarter
-        of the steps reversing at the constraint.
+        evaluation (for a model with a ``fast_gradient``, the likelihood, and
+        that gradient alone where the step lands outside), and one likelihood
+        evaluation more where it reflects off the constraint; its length adapts
+        between iterations towards a quarter of the steps reversing at the
+        constraint.
     trajectory_length : int, default=3
         Galilean steps between fresh velocities.
     max_step_out : int, default=10
