@@ -1,5 +1,7 @@
 """The compiled kernels' shared logarithm and IEEE quotient (``models/_compiled_exp.py``) against numpy."""
 
+import math
+
 import numba
 import numpy as np
 import pytest
@@ -34,14 +36,23 @@ def _log_test_points():
         [np.finfo(float).max, np.finfo(float).tiny, 5e-324]])
 
 
-def test_log_is_within_an_ulp_of_numpy_over_the_whole_range():
+def _correctly_rounded_log(points):
+    """``log`` of ``points`` rounded once to double precision, and how far that may be from the correctly rounded
+    value in ulps: from extended precision where the platform has it (numpy's own float64 log may be 2 ulps off,
+    numpy 1.25's vectorised one on this project's CI machine is), else the C library's, within about half an ulp."""
+    if np.finfo(np.longdouble).eps < np.finfo(np.float64).eps:
+        return np.log(points.astype(np.longdouble)).astype(np.float64), 0.0
+    return np.array([math.log(v) if v > 0 else np.log(v) for v in points]), 0.5
+
+
+def test_log_is_within_an_ulp_over_the_whole_range():
     points = _log_test_points()
-    expected = np.log(points)
+    expected, reference_error = _correctly_rounded_log(points)
     got = _logs(points, np.empty_like(points))
     # In units of the last place of the correctly rounded result (log 1 = 0 has no ulp: exact there).
     ulps = np.abs(got - expected) / np.spacing(np.abs(expected))
     assert np.all(got[expected == 0.0] == 0.0)
-    assert np.max(ulps[expected != 0.0]) <= 1.0
+    assert np.max(ulps[expected != 0.0]) <= 1.0 + reference_error
     assert np.mean(got == expected) > 0.8  # mostly the correctly rounded value itself
 
 
