@@ -58,50 +58,50 @@ def _counted(calls, key, fn):
     return counted
 
 
+def _split_against_fused(**split_functions):
+    """``(x, info)``: Galilean moves of 500 constrained draws with the likelihood split as ``split_functions`` say
+    (``constraint_fn`` for the constraint, the rest passed on), checked to be the fused call's moves, bits and
+    counts on the same seed."""
+    x = exact_constrained(np.random.default_rng(2), 500)
+    points = ConstrainedPoints(x, log_prior(x), log_lik(x))
+    settings = GalileanSettings(np.eye(D), step_size=1.0, n_steps=10)
+    fused, fused_info = galilean_sample(np.random.default_rng(3), points,
+                                        LikelihoodConstraint(-R2, log_prior, log_lik_and_grad), settings)
+    constraint_fn = split_functions.pop("constraint_fn")
+    split, split_info = galilean_sample(np.random.default_rng(3), points,
+                                        LikelihoodConstraint(-R2, log_prior, constraint_fn), settings,
+                                        **split_functions)
+    for a, b in zip(fused, split):
+        np.testing.assert_array_equal(a, b)
+    assert fused_info == split_info
+    return x, split_info
+
+
 def test_reflected_proposals_take_the_likelihood_alone():
     """Given a likelihood-only function, the reflected proposals call it instead of the gradient's (whose gradient
     no step uses) and the moves are the same bits; a straight proposal still takes the gradient."""
     calls = {"with_grad": 0, "alone": 0}
-    counted_with_grad, counted_alone = _counted(calls, "with_grad", log_lik_and_grad), _counted(calls, "alone", log_lik)
-    x = exact_constrained(np.random.default_rng(2), 500)
-    points = ConstrainedPoints(x, log_prior(x), log_lik(x))
-    settings = GalileanSettings(np.eye(D), step_size=1.0, n_steps=10)
-    plain, plain_info = galilean_sample(np.random.default_rng(3), points,
-                                        LikelihoodConstraint(-R2, log_prior, log_lik_and_grad), settings)
-    split, split_info = galilean_sample(np.random.default_rng(3), points,
-                                        LikelihoodConstraint(-R2, log_prior, counted_with_grad), settings,
-                                        log_lik_only=counted_alone)
-    for a, b in zip(plain, split):
-        np.testing.assert_array_equal(a, b)
-    assert plain_info == split_info
+    x, info = _split_against_fused(constraint_fn=_counted(calls, "with_grad", log_lik_and_grad),
+                                   log_lik_only=_counted(calls, "alone", log_lik))
     assert calls["with_grad"] == 10 * len(x)  # every straight proposal, nothing more
-    assert calls["alone"] == split_info.n_likelihood_calls - calls["with_grad"] > 0
+    assert calls["alone"] == info.n_likelihood_calls - calls["with_grad"] > 0
 
 
 def test_with_a_gradient_function_only_the_proposals_outside_take_a_gradient():
     """With a gradient function the straight proposals take the likelihood alone and the gradient only where they
     land outside (the reflections' normals): the same moves, bits and counts as the fused call's."""
     calls = {"with_grad": 0, "alone": 0, "gradient": 0}
-    counted_with_grad, counted_alone = _counted(calls, "with_grad", log_lik_and_grad), _counted(calls, "alone", log_lik)
 
     def outside_only(x):
         assert np.all(log_lik(x) <= -R2)  # only points outside the constraint
         return -2.0 * x
 
-    counted_gradient = _counted(calls, "gradient", outside_only)
-    x = exact_constrained(np.random.default_rng(2), 500)
-    points = ConstrainedPoints(x, log_prior(x), log_lik(x))
-    settings = GalileanSettings(np.eye(D), step_size=1.0, n_steps=10)
-    fused, fused_info = galilean_sample(np.random.default_rng(3), points,
-                                        LikelihoodConstraint(-R2, log_prior, log_lik_and_grad), settings)
-    lazy, lazy_info = galilean_sample(np.random.default_rng(3), points,
-                                      LikelihoodConstraint(-R2, log_prior, counted_with_grad), settings,
-                                      log_lik_only=counted_alone, gradient=counted_gradient)
-    for a, b in zip(fused, lazy):
-        np.testing.assert_array_equal(a, b)
-    assert fused_info == lazy_info
+    x, info = _split_against_fused(constraint_fn=_counted(calls, "with_grad", log_lik_and_grad),
+                                   log_lik_only=_counted(calls, "alone", log_lik),
+                                   gradient=_counted(calls, "gradient", outside_only))
     assert calls["with_grad"] == 0 and 0 < calls["gradient"] < 10 * len(x)
-    assert calls["alone"] == lazy_info.n_likelihood_calls  # one call per point evaluated, its gradient with it
+    assert calls["alone"] == info.n_likelihood_calls  # one call per point evaluated, its gradient with it
+    points = ConstrainedPoints(x, log_prior(x), log_lik(x))
     with pytest.raises(ValueError, match="only with a log_lik_only"):
         galilean_sample(np.random.default_rng(3), points, LikelihoodConstraint(-R2, log_prior, log_lik_and_grad),
-                        settings, gradient=counted_gradient)
+                        GalileanSettings(np.eye(D)), gradient=outside_only)
