@@ -159,13 +159,16 @@ class BayesianMixture(DensityMixin, BaseSGAISEstimator):
         Re-estimate the evidence of everything seen so far at a surprising chunk
         (``reheat_after_steps``, ``surprise_threshold``) and each time the rows
         seen double, while ``reservoir_size`` still holds them all: each
-        replicate group is run again from the prior over all rows seen, in its
-        own random order, and pooled with its online run (their mean ``Z``,
-        particles resampled from both). Particles that settled in a poorer mode
-        find every later chunk easy, so no surprise reveals them; the periodic
-        restarts re-estimate the evidence all the same. Since each group
-        replays its own order, ``log_evidence_std_`` also shows how much the
-        evidence depends on the order of the rows. The cost is amortised
+        replicate group re-estimates the evidence of all rows seen and is
+        pooled with its online run (particles resampled from both). Where the
+        posterior-mode check's proposal at the best mode fits the posterior,
+        the group's run is replaced by importance draws from it; otherwise it
+        is run again from the prior, in its own random order (their
+        mean ``Z``; the groups' spread, in ``log_evidence_std_``, then also shows
+        how much the evidence depends on the order of the rows). Particles that
+        settled in a poorer mode find every later chunk easy, so no surprise
+        reveals them; the periodic restarts re-estimate the evidence all the
+        same. The cost is amortised
         ``O(1)`` per row and flat once the stream outgrows the reservoir.
         False uses the excursion. Restarts, excursions and global moves need
         every past row, so they stop once the stream outgrows

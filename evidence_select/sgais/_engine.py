@@ -72,7 +72,9 @@ engine adapts these choices to the particles; for each:
   between the same two distributions, its increments multiplying to 1 in
   expectation. Both are adaptive choices of the path: consistent;
 - *restarts*: a replay from the prior is an independent run of the same
-  estimator; pooling it (the mean of the two ``Z_g``, particles resampled from
+  estimator, and fresh importance draws at the posterior's best mode
+  (:mod:`._mode_restart`) an independent unbiased estimate of the same ``Z``;
+  pooling either (a fixed mix of the two ``Z_g``, particles resampled from
   both) is unbiased for restart positions fixed in advance (``restart_growth``).
   Positions chosen by a surprise depend on the run (a run that did badly is
   more likely to be averaged with a fresh one; where the posterior-mode check
@@ -139,6 +141,7 @@ from ._checks import ChunkCauses, with_checks
 from ._lag import posterior_lag
 from ._mode_check import (ModeEvidence, apply_mode_check, compare_with_mode, mode_check_due, rows_checkable,
                           rows_mode_evidence)
+from ._mode_restart import mode_population, restarts_at_mode
 from ._replay_gate import GateCheck, allowed_gap, gate_applies, gate_mode_evidence, groups_behind
 from ._moves import MoveTarget, SGHMCDivergence, chunk_context, exact_recovery, pooled_step_scales
 from ._policy import (ActionKind, ChunkMode, arrival_action, closing_action, degradation_text, excursion,
@@ -509,13 +512,16 @@ def _close_chunk(rng, state, context, progress, replayed_groups, gate_evidence=N
     """Re-centre the references, then restart if asked: a :class:`ClosedChunk`.
 
     A restart (``replayed_groups``, a boolean mask of the groups to replay, or
-    None for no restart) runs every row seen again from the prior, one random
-    order per group replayed, and pools those runs with this one group by group
-    (the evidence keeps the better of the two up to ``log 2`` and stays unbiased
-    for fixed restart decisions).
+    None for no restart) runs an independent estimate of every row seen for
+    each group replayed and pools it with this run group by group at the
+    restart's share (unbiased for fixed restart decisions): importance draws at
+    the posterior's best mode where the check's proposal there fits the
+    posterior, which replace the group's run (:mod:`._mode_restart`), else a
+    fresh run from the prior in a random order of the rows, pooled at half (the
+    evidence keeps the better of the two up to ``log 2``).
     ``gate_evidence`` is the replay gate's value of the mode, where one ran:
     while the rows can be checked it is the posterior-mode check's value on
-    them, which the replays then share instead of taking it again.
+    them, which the restart then shares instead of taking it again.
     """
     model, config, X, y = context.model, context.config, context.X, context.y
     particles, counts = progress.particles, progress.counts
@@ -527,20 +533,25 @@ def _close_chunk(rng, state, context, progress, replayed_groups, gate_evidence=N
         return ClosedChunk(particles=particles, n_reference=n_reference, counts=counts, n_replayed=0,
                            mode_gap_variance=state.widening.mode_gap_variance)
     evidence = _rows_evidence(rng, state.reservoir, (X, y), model, config.tuning.mode_check, gate_evidence)
-    replay = replay_from_prior(rng, state.reservoir, (X, y), model, config,
-                               functools.partial(replay_stream, check=True if evidence is None else evidence),
-                               replayed_groups)
+    # Past the check's rows only the gate values the mode (on a subsample's best modes, its draws on every row).
+    mode_value = gate_evidence if evidence is None else evidence
+    if restarts_at_mode(mode_value, config.tuning.mode_check):
+        replay = mode_population(rng, _rows_seen(state.reservoir, (X, y)), model, config, mode_value,
+                                 replayed_groups)
+    else:
+        replay = replay_from_prior(rng, state.reservoir, (X, y), model, config, functools.partial(
+            replay_stream, check=True if evidence is None else evidence.without_proposal()), replayed_groups)
     replay_counts = StepCounts(n_evaluations=replay.n_datum_evaluations,
                                n_surprise_evaluations=replay.n_datum_evaluations)
     mode_gap = pooled_mode_gap(particles, replay.particles, state.widening.mode_gap_variance, replay.mode_gap_variance,
-                               replayed_groups)
-    merged = merge_independent_runs(rng, particles, replay.particles, replayed_groups)
+                               replayed_groups, replay.share)
+    merged = merge_independent_runs(rng, particles, replay.particles, replayed_groups, replay.share)
     return ClosedChunk(particles=merged, n_reference=min(n_reference, replay.n_reference),
                        counts=counts.plus(replay_counts), n_replayed=state.n_samples_seen + len(X),
                        mode_gap_variance=mode_gap, mode_evidence=evidence,
                        increment_variance=pooled_increment_variance(
                            particles, merged, _summed_increment_variance(state, particles.log_evidence),
-                           config.tuning.mode_check.gap_sigmas, replayed_groups),
+                           config.tuning.mode_check.gap_sigmas, replayed_groups, replay.share),
                        every_group_replayed=bool(np.all(replayed_groups)))
 
 

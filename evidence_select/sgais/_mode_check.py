@@ -14,6 +14,7 @@ likelihood evaluation per row and draw, so it runs only while the rows are few
 (``ModeCheckSettings.max_rows``; its numbers are a :class:`~._settings.ModeCheckSettings`).
 """
 
+import dataclasses
 import math
 from typing import NamedTuple
 
@@ -31,6 +32,7 @@ from ._settings import ModeCheckSettings
 from ._state import evidence_estimate, standing_groups
 
 __all__ = ["ModeCheck", "central_hessian", "checked_widening", "compare_with_mode", "importance_at_mode",
+           "importance_estimate", "importance_log_weights",
            "negative_log_joint", "best_mode", "local_modes", "ModeEvidence", "mode_importance_log_evidence",
            "mode_check_due", "apply_mode_check", "model_checkable", "mode_proposal", "rows_checkable",
            "rows_mode_evidence", "finite_evidence", "DEGENERATE_MODE_ERRORS", "symmetrised_draws",
@@ -45,12 +47,40 @@ _MAPS_PER_CALL = 16  # draws moved by their symmetries at once
 DEGENERATE_MODE_ERRORS = (np.linalg.LinAlgError, ValueError)
 
 
-class ModeEvidence(NamedTuple):
-    """Importance-sampling ``log Z`` at the best posterior mode found, and its standard error."""
+@dataclasses.dataclass(frozen=True)
+class ModeEvidence:
+    """Importance-sampling ``log Z`` at the best posterior mode found, and its standard error.
+
+    ``proposal`` is the :class:`SymmetrisedT` the draws came from, where the value was just taken (a restart
+    draws from it again, :mod:`._mode_restart`); it takes no part in comparisons and is never pickled with
+    the value.
+    """
 
     log_evidence: float
     std: float
     mode_objective: float = math.nan  # the negative log joint at the mode on the same rows (NaN: not known)
+    n_draws: int = 0  # the importance draws behind the value (0: not known)
+    proposal: object = dataclasses.field(default=None, compare=False, repr=False)
+
+    @property
+    def weight_spread(self):
+        """The importance weights' relative standard deviation, ``sd(w) / mean(w)``: how far the proposal is
+        from the posterior, whatever the number of draws (NaN where that is not known)."""
+        return self.std * math.sqrt(self.n_draws) if self.n_draws else math.nan
+
+    def _replace(self, **changes):
+        """A copy with ``changes`` (as a named tuple's ``_replace``)."""
+        return dataclasses.replace(self, **changes)
+
+    def without_proposal(self):
+        """The same value without its proposal (what travels to a worker process or into a pickle)."""
+        return dataclasses.replace(self, proposal=None)
+
+    def __getstate__(self):
+        return {**self.__dict__, "proposal": None}
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
 
 
 class ModeCheck(NamedTuple):
@@ -194,23 +224,23 @@ def importance_at_mode(model, rows, rng, objective_and_mode, settings, n_draws=N
     for size in np.diff(np.r_[0:n_draws:settings.draw_block, n_draws]):
         log_weights = np.concatenate([log_weights, _block_log_weights(model, X, y, rng, proposal, size)])
         if adaptive and settings.min_draws <= len(log_weights) < n_draws:
-            estimate = _importance_estimate(log_weights)
+            estimate = importance_estimate(log_weights)
             if estimate.std <= settings.target_std:
-                return estimate._replace(mode_objective=mode_objective)
-    return _importance_estimate(log_weights)._replace(mode_objective=mode_objective)
+                return estimate._replace(mode_objective=mode_objective, proposal=proposal)
+    return importance_estimate(log_weights)._replace(mode_objective=mode_objective, proposal=proposal)
 
 
-def _importance_estimate(log_weights):
+def importance_estimate(log_weights):
     """The :class:`ModeEvidence` of importance ``log_weights``: ``log mean w`` and its delta-method error."""
     top = float(np.max(log_weights))
     if not np.isfinite(top):
-        return ModeEvidence(top, float("nan"))
+        return ModeEvidence(top, float("nan"), n_draws=len(log_weights))
     # Exactly rounded sums: numpy's vectorised reductions can differ in the last bit with the array's memory
     # alignment, and a check's numbers must be the same whichever thread or worker ran it.
     ratios = np.exp(log_weights - top)
     mean = math.fsum(ratios) / len(ratios)
     std = math.sqrt(math.fsum((ratios - mean) ** 2) / len(ratios))
-    return ModeEvidence(top + math.log(mean), std / mean / math.sqrt(len(ratios)))
+    return ModeEvidence(top + math.log(mean), std / mean / math.sqrt(len(ratios)), n_draws=len(ratios))
 
 
 def mode_proposal(model, mode, shape, settings):
@@ -318,7 +348,13 @@ def symmetrised_draws(proposal, rng, size):
 
 def _block_log_weights(model, X, y, rng, proposal, size):
     """Importance log-weights of ``size`` draws of the proposal (:func:`symmetrised_draws`)."""
-    theta = symmetrised_draws(proposal, rng, size)
+    return importance_log_weights(model, (X, y), proposal, symmetrised_draws(proposal, rng, size))
+
+
+def importance_log_weights(model, rows, proposal, theta):
+    """``log p(theta, rows) - log q(theta)`` of draws ``theta`` of the :class:`SymmetrisedT` ``proposal`` on the
+    rows ``(X, y)`` (``-inf`` where the joint is not finite)."""
+    X, y = rows
     # q(theta) = mean over the maps A of t(A theta): the set of maps is closed under inversion, |det A| = 1 (the
     # listed maps' sum over all symmetries' number, where mode_proposal left out the far ones).
     log_q = symmetrised_log_density(proposal, theta)

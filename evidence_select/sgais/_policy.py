@@ -160,9 +160,9 @@ def surprise_limits(state, context, checkable=False):
     uncured = (config.reheat_after_steps is None and config.surprise_threshold is None
                and not config.restart_on_surprise and not context.exact_moves)
     # Such a shift restarts when it can: a replay in random order sees no shift, and the pooled evidence loses
-    # at most log 2 to the in-order run that did not follow it. The chunk is degraded either way: after the
-    # restart the posterior may keep moving (a model the shift made misspecified), the in-order SGHMC chunks
-    # may lag it by nats, and no test on the rows sees that.
+    # at most log 2 to the in-order run that did not follow it (draws at the mode replace that run). The chunk is
+    # degraded either way: after the restart the posterior may keep moving (a model the shift made
+    # misspecified), the in-order SGHMC chunks may lag it by nats, and no test on the rows sees that.
     restart_on_shift = uncured and past_exact and config.restart_on_shift and replay_affordable
     degradation, restart_blocked = _uncured_reasons(config, past_exact, uncured, restart_on_shift,
                                                     can_restart or can_excurse, can_restart)
@@ -547,13 +547,14 @@ def replay_from_prior(rng, reservoir, rows, model, config, stream_fn, groups=Non
 
 
 class Replay(NamedTuple):
-    """A restart's replay (:func:`replay_from_prior`): the runs of the groups replayed, stacked as in
-    :class:`SGAISState`."""
+    """A restart's independent run (:func:`replay_from_prior`, or draws at the mode,
+    :func:`~._mode_restart.mode_population`): the runs of the groups replayed, stacked as in :class:`SGAISState`."""
 
     particles: Particles
     n_datum_evaluations: int
     n_reference: int  # the smallest of the runs'
     mode_gap_variance: np.ndarray  # one per group replayed: the squared gap of its failed final mode check, or 0
+    share: float = 0.5  # its share of each pooled group's Z (merge_independent_runs)
 
 
 class _ReplayRun(NamedTuple):
@@ -582,25 +583,27 @@ def _replay_group(stream_fn, seed, model, config, X, y):
                       n_datum_evaluations=run.n_datum_evaluations, n_reference=run.n_reference, warnings=relayed)
 
 
-def merge_independent_runs(rng, first, second, groups=None):
+def merge_independent_runs(rng, first, second, groups=None, share=0.5):
     """Pool two independent particle systems over the same rows, group by group.
 
     ``first`` and ``second`` are :class:`Particles`. Group ``g``'s evidence
-    becomes the mean of the two runs' ``Z_g`` (unbiased, as the mean over groups
-    is), and its particles are drawn by systematic resampling from both runs'
-    particles, each weighted by its run's ``Z_g`` times its own weight: the
-    importance sampler of the two runs as one. A run stuck in a poor mode thus
-    costs at most ``log 2`` nats, and the groups stay independent. ``groups``
-    (a boolean mask over ``first``'s groups, None for all) names the groups
-    ``second`` holds, in order; the others keep ``first``'s particles, weights
-    and evidence. Returns the merged :class:`Particles`, uniform weights in the
-    pooled groups.
+    becomes ``(1 - share) Z_a,g + share Z_b,g`` of the two runs' (unbiased for a
+    ``share`` fixed apart from their values, as the mean over groups is), and its
+    particles are drawn by systematic resampling from both runs' particles, each
+    weighted by its run's term times its own weight: the importance sampler of
+    the two runs as one. A run stuck in a poor mode thus costs at most
+    ``-log`` of the other's share (``log 2`` for the mean of two replays), and the
+    groups stay independent. ``groups`` (a boolean mask over ``first``'s groups,
+    None for all) names the groups ``second`` holds, in order; the others keep
+    ``first``'s particles, weights and evidence. Returns the merged
+    :class:`Particles`, uniform weights in the pooled groups.
     """
     if groups is not None and not np.all(groups):
-        return _merge_some_groups(rng, first, second, groups)
+        return _merge_some_groups(rng, first, second, groups, share)
     n_groups, n_particles = first.log_weights.shape
     n_total = n_groups * n_particles
-    log_z_a, log_z_b = first.log_evidence, second.log_evidence
+    log_first, log_second = _log_shares(share)
+    log_z_a, log_z_b = first.log_evidence + log_first, second.log_evidence + log_second
     log_z_sum = np.logaddexp(log_z_a, log_z_b)
     pooled = np.concatenate([first.log_weights + (log_z_a - log_z_sum)[:, None],
                              second.log_weights + (log_z_b - log_z_sum)[:, None]], axis=1)
@@ -610,14 +613,20 @@ def merge_independent_runs(rng, first, second, groups=None):
     theta, reference, reference_grad = (np.concatenate([a, b])[flat] if a is not None else None for a, b in
                                         ((first.theta, second.theta), (first.reference, second.reference),
                                          (first.reference_grad, second.reference_grad)))
-    # Var((Z_a + Z_b) / 2) / mean^2 = (v_a Z_a^2 + v_b Z_b^2) / (Z_a + Z_b)^2, v = expm1(log-variance) the
-    # relative variances; in log space, since a degraded replay's log-variance can exceed exp's range.
+    # Var(Z_a + Z_b) / (Z_a + Z_b)^2 = (v_a Z_a^2 + v_b Z_b^2) / (Z_a + Z_b)^2 with each run's term as its Z and
+    # v = expm1(log-variance) their relative variances; in log space, since a degraded replay's log-variance can
+    # exceed exp's range.
     log_relative_variance = np.logaddexp(log_expm1(first.log_evidence_variance) + 2 * (log_z_a - log_z_sum),
                                          log_expm1(second.log_evidence_variance) + 2 * (log_z_b - log_z_sum))
     log_weights = np.full((n_groups, n_particles), -math.log(n_particles))
-    return first._replace(theta=theta, log_weights=log_weights, log_evidence=log_z_sum - math.log(2),
+    return first._replace(theta=theta, log_weights=log_weights, log_evidence=log_z_sum,
                           log_evidence_variance=np.logaddexp(0.0, log_relative_variance), reference=reference,
                           reference_grad=reference_grad, origins=None)
+
+
+def _log_shares(share):
+    """``(log(1 - share), log(share))``: the two runs' shares of a pooled ``Z``, ``-inf`` for a share of 0."""
+    return (-math.inf if share >= 1.0 else math.log1p(-share)), (-math.inf if share <= 0.0 else math.log(share))
 
 
 #: Fields of :class:`Particles` with a row per particle, and with an entry per group.
@@ -625,14 +634,14 @@ _PER_PARTICLE = ("theta", "reference", "reference_grad")
 _PER_GROUP = ("log_weights", "log_evidence", "log_evidence_variance")
 
 
-def _merge_some_groups(rng, first, second, groups):
-    """:func:`merge_independent_runs` of the ``groups`` (a boolean mask) of ``first`` with ``second``, the other
-    groups of ``first`` kept as they are."""
+def _merge_some_groups(rng, first, second, groups, share):
+    """:func:`merge_independent_runs` of the ``groups`` (a boolean mask) of ``first`` with ``second`` (its
+    ``share``), the other groups of ``first`` kept as they are."""
     rows = np.repeat(groups, first.log_weights.shape[1])  # the pooled groups' particles
     picked = first._replace(origins=None, **{name: getattr(first, name)[rows] for name in _PER_PARTICLE
                                              if getattr(first, name) is not None},
                             **{name: getattr(first, name)[groups] for name in _PER_GROUP})
-    merged = merge_independent_runs(rng, picked, second)
+    merged = merge_independent_runs(rng, picked, second, share=share)
     spliced = {}
     for name, where in [(name, rows) for name in _PER_PARTICLE] + [(name, groups) for name in _PER_GROUP]:
         if getattr(first, name) is not None:
@@ -641,43 +650,43 @@ def _merge_some_groups(rng, first, second, groups):
     return first._replace(origins=None, **spliced)
 
 
-def pooled_mode_gap(first, second, mode_gap_variance, replay_gaps, groups=None):
+def pooled_mode_gap(first, second, mode_gap_variance, replay_gaps, groups=None, share=0.5):
     """The squared mode gap of a pooled run (:func:`merge_independent_runs` of ``first`` and ``second``), from
     the in-order run's ``mode_gap_variance`` and the replay groups' ``replay_gaps`` (one per group replayed;
-    ``groups`` as in :func:`merge_independent_runs`).
+    ``groups`` and ``share`` as in :func:`merge_independent_runs`).
 
     A gap is a possible error of the log evidence it was measured on. The pooled
-    log evidence ``log sum_g (Z_a,g + Z_b,g) - log 2G`` moves by ``s_a`` times a
+    log evidence ``log sum_g ((1 - share) Z_a,g + share Z_b,g) - log G`` moves by ``s_a`` times a
     shift of the whole in-order run and by ``s_b,g`` times one of replay group
     ``g``, ``s`` the runs' shares of the pooled ``Z``: the delta method weighs
     each squared gap by its share squared. A run the pooled evidence barely
     rests on (a replay far below the in-order run, or the reverse) passes on
     little of its gap.
     """
-    share_first, shares_second = pooled_shares(first, second, groups)
+    share_first, shares_second = pooled_shares(first, second, groups, share)
     return share_first**2 * mode_gap_variance + float(np.sum(shares_second**2 * replay_gaps))
 
 
-def _in_order_share_logs(first, groups):
-    """The in-order groups' ``log Z_g`` on the pooled scale: a group not replayed counts whole, where a pooled
-    group's ``Z_g`` enters the mean with its replay's, each at half (``groups`` None: every group pooled)."""
-    if groups is None:
-        return first.log_evidence
-    return first.log_evidence + np.where(groups, 0.0, math.log(2))
+def _in_order_share_logs(first, groups, share):
+    """The in-order groups' terms of the pooled ``Z_g``, in logs: a group not replayed counts whole, where a
+    pooled group's ``Z_g`` enters at ``1 - share`` (``groups`` None: every group pooled)."""
+    pooled = np.ones(len(first.log_evidence), dtype=bool) if groups is None else groups
+    return first.log_evidence + np.where(pooled, _log_shares(share)[0], 0.0)
 
 
-def pooled_shares(first, second, groups=None):
+def pooled_shares(first, second, groups=None, share=0.5):
     """``(s_a, s_b)``: the in-order run ``first``'s share of the pooled ``Z`` (a float) and each replay group's of
-    ``second`` (one per group replayed, ``groups`` as in :func:`merge_independent_runs`), as
+    ``second`` (one per group replayed, ``groups`` and ``share`` as in :func:`merge_independent_runs`), as
     :func:`pooled_mode_gap` weighs them."""
-    in_order = _in_order_share_logs(first, groups)
-    log_total = float(logsumexp(np.concatenate([in_order, second.log_evidence])))
-    return math.exp(float(logsumexp(in_order)) - log_total), np.exp(second.log_evidence - log_total)
+    in_order = _in_order_share_logs(first, groups, share)
+    replays = second.log_evidence + _log_shares(share)[1]
+    log_total = float(logsumexp(np.concatenate([in_order, replays])))
+    return math.exp(float(logsumexp(in_order)) - log_total), np.exp(replays - log_total)
 
 
-def pooled_increment_variance(first, merged, increment_variance, split_sigmas, groups=None):
+def pooled_increment_variance(first, merged, increment_variance, split_sigmas, groups=None, share=0.5):
     """``SGAISState.increment_variance`` after a restart pooled the in-order run ``first`` with its replays into
-    ``merged`` (:func:`merge_independent_runs`, the ``groups`` it pooled).
+    ``merged`` (:func:`merge_independent_runs`, the ``groups`` it pooled at ``share``).
 
     The groups' jump from the in-order run to the pooled one measures the in-order run's error, not the pooled
     estimate's, so it does not enter the sum. The in-order run's summed increment spread passes on by its share of
@@ -696,8 +705,8 @@ def pooled_increment_variance(first, merged, increment_variance, split_sigmas, g
                max(initial_increment_variance(merged.log_evidence, standing), OVERSHOOT_STD**2))
     if group_left_behind(first.log_evidence, first.log_evidence_variance, split_sigmas):
         return kept
-    in_order = _in_order_share_logs(first, groups)
-    share_first = math.exp(float(logsumexp(in_order) - logsumexp(merged.log_evidence)) - math.log(2))
+    in_order = _in_order_share_logs(first, groups, share)
+    share_first = math.exp(float(logsumexp(in_order) - logsumexp(merged.log_evidence)))
     return max(share_first**2 * increment_variance, kept)
 
 

@@ -96,6 +96,15 @@ class ModeCheckSettings(NamedTuple):
     importance draws value the mode (a few hundredths of a nat at such sizes, well under the run's own error, at a
     cost that grows with the rows seen like the replay it may save). ``gate_draws=0`` turns the gate off (every
     periodic restart replays).
+
+    A restart after such a value (a gated periodic one, or one on a surprise or shift while the rows can be
+    checked) draws fresh points per replicate group from the check's proposal instead of replaying the stream
+    from the prior (:mod:`._mode_restart`), where the check's importance weights spread by at most
+    ``restart_spread`` (their relative standard deviation: 1 to 2 where the t fits the posterior; 3 where a tenth
+    of the draws count). Those draws take ``restart_share`` of each pooled group's evidence (1: they replace the
+    group's run, which a stuck run then costs nothing, where an even mean costs up to ``log 2``); a group draws
+    enough of them to value the rows to ``target_std`` at the check's spread (within ``min_draws`` and
+    ``n_draws``). ``restart_share=0`` always replays.
     """
 
     max_rows: int = 5000
@@ -118,6 +127,8 @@ class ModeCheckSettings(NamedTuple):
     max_listed_symmetries: int = 5040
     copy_radius: float = 6.0
     max_listed_entries: int = 2**23
+    restart_share: float = 1.0
+    restart_spread: float = 3.0
 
 
 class CheckSettings(NamedTuple):

@@ -166,7 +166,9 @@ class ChunkRecord(NamedTuple):
     n_jumps_accepted : int
         Accepted global Metropolis-Hastings moves (models with ``propose_jump``).
     n_replayed : int
-        Rows that a restart re-annealed from the prior (``restart_on_surprise``,
+        Rows that a restart re-estimated the evidence of, by annealing them
+        again from the prior or by importance draws at the posterior's best
+        mode (:mod:`._mode_restart`) (``restart_on_surprise``,
         ``restart_growth``, or a shift in a run with no surprise trigger:
         ``restart_on_shift``); 0 when the chunk did not restart.
     n_surprise_evaluations : int

@@ -18,6 +18,7 @@ from evidence_select import BayesianLinearRegressor, BayesianMixture, EvidenceMo
 from evidence_select.datasets import make_linear_regression, make_mixture
 from evidence_select.estimators import FeatureScaleWarning
 from evidence_select.selection import _distributed
+from evidence_select.sgais import EngineTuning, ModeCheckSettings
 from evidence_select.utils import _nested
 
 distributed = pytest.importorskip("distributed")
@@ -193,10 +194,17 @@ def test_dask_resident_candidates_match_n_jobs_1(backend, client, data, one_proc
     _assert_same_results(one_process(backend), resident)
 
 
+class PriorReplayMixture(BayesianMixture):
+    """A mixture whose restarts replay from the prior (none draws at the posterior's mode): the replays' groups are
+    what runs on the workers here (a module-level class, so workers import it)."""
+
+    _engine_tuning = EngineTuning(mode_check=ModeCheckSettings(restart_share=0.0))
+
+
 def _mixture_selector(n_jobs_each, **params):
     # Restarts each time the rows seen double from batch_size, so every candidate replays three times.
     small = dict(n_particles=8, n_mcmc_steps=3, initial_mcmc_factor=2, batch_size=100)
-    candidates = [(f"K={k}", BayesianMixture(k, n_jobs=n_jobs_each, **small)) for k in (1, 2)]
+    candidates = [(f"K={k}", PriorReplayMixture(k, n_jobs=n_jobs_each, **small)) for k in (1, 2)]
     return EvidenceModelSelector(candidates, random_state=0, **params)
 
 

@@ -29,10 +29,10 @@ SMALL = dict(n_particles=8, n_mcmc_steps=3, initial_mcmc_factor=2, batch_size=10
 
 
 class _ReplayingMixture(BayesianMixture):
-    """A mixture whose restarts replay whatever the posterior-mode check says (no replay gate): the replays are
-    what this module runs in parallel."""
+    """A mixture whose restarts replay from the prior whatever the posterior-mode check says (no replay gate, no
+    draws at the mode): the replays are what this module runs in parallel."""
 
-    _engine_tuning = EngineTuning(mode_check=ModeCheckSettings(gate_draws=0))
+    _engine_tuning = EngineTuning(mode_check=ModeCheckSettings(gate_draws=0, restart_share=0.0))
 
 
 N_ROWS, CHUNK = 400, 200

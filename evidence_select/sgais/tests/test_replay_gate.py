@@ -293,8 +293,8 @@ def test_the_gate_replays_when_one_group_fell_behind(seed, monkeypatch):
     # only that group replays: the other keeps what the chunk's annealing gave it.
     pooled = []
 
-    def merge_and_record(rng, first, second, groups=None):
-        pooled.append((first, second, groups, merge_independent_runs(rng, first, second, groups)))
+    def merge_and_record(rng, first, second, groups=None, share=0.5):
+        pooled.append((first, second, groups, merge_independent_runs(rng, first, second, groups, share)))
         return pooled[-1][-1]
 
     monkeypatch.setattr(engine, "merge_independent_runs", merge_and_record)

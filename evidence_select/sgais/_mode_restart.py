@@ -1,0 +1,102 @@
+"""Restarts at the posterior's best mode: importance draws there as the independent run a restart pools with.
+
+A restart re-estimates the evidence of every row seen by an independent run and pools it with the in-order
+run (:func:`~._policy.merge_independent_runs`: a fixed mix of the two ``Z``, particles drawn from both by
+weight). Replaying the whole stream from the prior (:func:`~._policy.replay_from_prior`) is one such run, pooled
+at half. Where the posterior-mode check has just valued the rows (:mod:`._mode_check`), its proposal at the best
+mode gives another at a small share of the cost: each replicate group draws points from it, its ``Z`` is
+their importance-sampling mean (unbiased, as the proposal, a heavy-tailed t symmetrised over the
+label symmetries, is positive everywhere) and its particles are drawn from them by weight. The draws are fresh,
+not those that valued the mode, so the value that decided the restart does not select the estimate pooled.
+
+The draws take ``restart_share`` of each pooled group's ``Z``: by default all of it, so that they replace the
+group's run (its particles and evidence). A restart runs because the in-order run fell behind the mode's value
+or a surprise carried it far; a fixed mix with such a run stays unbiased, but reads ``-log restart_share`` low
+where the run sat in a poorer mode (``log 2`` for an even mean), which no error bar holds, while the draws'
+value is unbiased for every row seen whatever decided the restart. Mass that the proposal misses (a second
+configuration the in-order run may have held) is lost, as the check's own value loses it; the draws hold at
+least the best mode's. Each group draws enough points to value the rows to the check's ``target_std`` at the
+check's spread of weights (not the fresh draws', whose value the number would then select).
+"""
+
+import math
+
+import numpy as np
+
+from ..kernels._resampling import systematic_resample
+from ..utils import make_generator
+from ._mode_check import importance_estimate, importance_log_weights, symmetrised_draws
+from ._policy import Replay
+from ._reference import grad_sum
+from ._state import Particles
+
+__all__ = ["restarts_at_mode", "mode_population", "restart_draws"]
+
+
+def restarts_at_mode(evidence, settings):
+    """Whether a restart draws at the mode (:func:`mode_population`) rather than replaying from the prior: the
+    check's value ``evidence`` (a :class:`~._mode_check.ModeEvidence` or None) carries the proposal it drew
+    from, its weights spread by at most ``settings.restart_spread``, and ``settings.restart_share`` is positive."""
+    return (settings.restart_share > 0 and evidence is not None and evidence.proposal is not None
+            and evidence.weight_spread <= settings.restart_spread)
+
+
+def mode_population(rng, rows, model, config, evidence, groups):
+    """Importance draws at the mode as a restart's independent run over every row seen: a :class:`~._policy.Replay`.
+
+    ``rows`` ``(X, y)`` are every row seen, ``evidence`` the check's :class:`~._mode_check.ModeEvidence` (with
+    its proposal), ``groups`` a boolean mask over the replicate groups (as for
+    :func:`~._policy.replay_from_prior`). Its ``share`` of the pooled ``Z`` is ``restart_share``; the draws per
+    group, :func:`restart_draws`. Each group
+    draws from a generator of its own, drawn from ``rng`` for every group whether it runs or not, so a group's
+    run is the same whichever others run. With control variates each particle is its own reference, its gradient
+    summed exactly over the rows. The mode gap of such a run is 0: it is the mode's value.
+    """
+    settings = config.tuning.mode_check
+    n_particles = config.n_particles
+    n_draws = restart_draws(evidence, settings)
+    seeds = [make_generator(int(rng.integers(2**63))) for _ in groups]
+    runs = [_group_population(seed, model, rows, evidence.proposal, n_draws, n_particles)
+            for seed, run in zip(seeds, groups) if run]
+    theta = np.concatenate([run[0] for run in runs])
+    values = [run[1] for run in runs]
+    X, y = rows
+    reference = reference_grad = None
+    n_evaluations = len(runs) * n_draws * len(X)
+    if config.control_variates:
+        reference, reference_grad = theta.copy(), grad_sum(model, theta, X, y)
+        n_evaluations += len(theta) * len(X)
+    particles = Particles(
+        theta=theta, log_weights=np.full((len(runs), n_particles), -math.log(n_particles)),
+        log_evidence=np.array([value.log_evidence for value in values]),
+        log_evidence_variance=np.array([_log_variance(value) for value in values]),
+        reference=reference, reference_grad=reference_grad)
+    return Replay(particles=particles, n_datum_evaluations=n_evaluations, n_reference=len(X),
+                  mode_gap_variance=np.zeros(len(runs)), share=settings.restart_share)
+
+
+def restart_draws(evidence, settings):
+    """Draws per group: enough that the group's value has a standard error of ``target_std`` at the check's spread
+    of weights (``(spread / target_std)**2``), within ``[min_draws, n_draws]`` (``n_draws`` where ``target_std``
+    is 0)."""
+    if settings.target_std <= 0:
+        return settings.n_draws
+    wanted = math.ceil((evidence.weight_spread / settings.target_std)**2)
+    return int(min(settings.n_draws, max(settings.min_draws, wanted)))
+
+
+def _group_population(rng, model, rows, proposal, n_draws, n_particles):
+    """One group's ``(theta (n_particles, n_params), ModeEvidence)``: ``n_draws`` importance draws, their value,
+    and ``n_particles`` of them drawn by weight (systematic). Where no draw has a finite weight, the value is
+    ``-inf`` and the particles (the first draws) carry no weight in the pooled run."""
+    theta = symmetrised_draws(proposal, rng, n_draws)
+    log_weights = importance_log_weights(model, rows, proposal, theta)
+    value = importance_estimate(log_weights)
+    if not np.isfinite(value.log_evidence):
+        return theta[np.arange(n_particles) % n_draws], value
+    return theta[systematic_resample(rng, log_weights[None], n_particles)[0]], value
+
+
+def _log_variance(value):
+    """``log(1 + relative variance)`` of an importance estimate's ``Z`` (0 where it has no finite value)."""
+    return math.log1p(value.std**2) if np.isfinite(value.std) else 0.0

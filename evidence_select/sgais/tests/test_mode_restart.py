@@ -1,0 +1,148 @@
+"""Restarts at the posterior's best mode: importance draws there as the run a restart pools with."""
+
+import pickle
+import warnings
+
+import numpy as np
+import pytest
+
+from evidence_select import BayesianMixture
+from evidence_select.models import GaussianMixtureModel
+from evidence_select.sgais import _engine as engine
+from evidence_select.sgais._mode_check import ModeEvidence, mode_importance_log_evidence
+from evidence_select.sgais._mode_restart import mode_population, restart_draws, restarts_at_mode
+from evidence_select.sgais._reference import grad_sum
+from evidence_select.sgais._settings import EngineTuning, ModeCheckSettings
+from evidence_select.sgais._state import SGAISConfig
+
+#: The heavy AIS reference of three components on iris sorted by sepal length (the posterior-mode check's tests).
+SORTED_IRIS_K3_REFERENCE = -568.8
+
+
+def _one_component_check(seed, n_rows=60):
+    """A one-component model (exact evidence), its rows, and the check's value with the proposal it drew from."""
+    X = np.random.default_rng(seed).normal(loc=[0.5, -1.0], scale=[1.0, 2.0], size=(n_rows, 2))
+    model = GaussianMixtureModel(1, 2)
+    evidence = mode_importance_log_evidence(model, X, None, np.random.default_rng(100 + seed), ModeCheckSettings())
+    return model, X, evidence
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_each_groups_value_is_the_evidence_within_its_own_error(seed):
+    """Four groups of draws on the exact one-component evidence: every group's log Z within 4 of its own
+    standard deviations, and those standardised errors' root mean square under 2 (the error bars are the
+    errors'), each about the check's 0.05 nats. A log Z from the mean of the log weights (not of the weights)
+    reads low by half their log-variance, several of these standard deviations."""
+    model, X, evidence = _one_component_check(seed)
+    config = SGAISConfig(n_particles=20, n_replicates=4)
+    run = mode_population(np.random.default_rng(seed), (X, None), model, config, evidence,
+                          np.ones(4, dtype=bool)).particles
+    std = np.sqrt(np.expm1(run.log_evidence_variance))
+    z = (run.log_evidence - model.exact_log_evidence(X)) / std
+    assert np.all(np.abs(z) < 4.0) and np.sqrt(np.mean(z**2)) < 2.0
+    assert np.all((std > 0.02) & (std < 0.1))
+    assert run.theta.shape == (80, model.n_params) and np.all(run.log_weights == -np.log(20))
+
+
+def test_the_particles_are_their_own_references_with_exact_gradient_sums():
+    model, X, evidence = _one_component_check(0)
+    run = mode_population(np.random.default_rng(0), (X, None), model, SGAISConfig(n_particles=10),
+                          evidence, np.ones(2, dtype=bool))
+    particles = run.particles
+    np.testing.assert_array_equal(particles.reference, particles.theta)
+    np.testing.assert_allclose(particles.reference_grad, grad_sum(model, particles.theta, X, None), rtol=1e-12)
+    assert run.n_reference == len(X) and np.all(run.mode_gap_variance == 0.0)
+    n_draws = restart_draws(evidence, ModeCheckSettings())
+    assert run.n_datum_evaluations == 2 * n_draws * len(X) + 20 * len(X) and run.share == 1.0
+    without = mode_population(np.random.default_rng(0), (X, None), model,
+                              SGAISConfig(n_particles=10, control_variates=False), evidence,
+                              np.ones(2, dtype=bool)).particles
+    assert without.reference is None and without.reference_grad is None
+
+
+def test_a_groups_run_is_the_same_whichever_others_run():
+    model, X, evidence = _one_component_check(1)
+    config = SGAISConfig(n_particles=10, n_replicates=3)
+
+    def run(groups):
+        return mode_population(np.random.default_rng(5), (X, None), model, config, evidence,
+                               np.array(groups)).particles
+
+    every, some = run([True, True, True]), run([True, False, True])
+    np.testing.assert_array_equal(some.log_evidence, every.log_evidence[[0, 2]])
+    np.testing.assert_array_equal(some.theta, np.concatenate([every.theta[:10], every.theta[20:]]))
+
+
+def test_restarts_draw_at_the_mode_only_where_its_proposal_fits():
+    settings = ModeCheckSettings()
+    model, X, fitted = _one_component_check(0)
+    assert fitted.n_draws >= settings.min_draws and fitted.weight_spread <= settings.restart_spread
+    assert restarts_at_mode(fitted, settings)
+    assert not restarts_at_mode(None, settings)
+    assert not restarts_at_mode(fitted.without_proposal(), settings)  # a value that travelled: nothing to draw from
+    assert not restarts_at_mode(fitted, settings._replace(restart_share=0.0))
+    spread = fitted._replace(std=3.0 * settings.restart_spread / np.sqrt(fitted.n_draws))
+    assert not restarts_at_mode(spread, settings)
+
+
+def test_a_mode_value_pickles_and_compares_without_its_proposal():
+    _, _, evidence = _one_component_check(0)
+    travelled = pickle.loads(pickle.dumps(evidence))
+    assert travelled.proposal is None and evidence.proposal is not None
+    assert travelled == evidence and travelled.log_evidence == evidence.log_evidence
+    assert ModeEvidence(0.0, 0.05).weight_spread != ModeEvidence(0.0, 0.05).weight_spread  # NaN: draws unknown
+
+
+class _PriorReplayMixture(BayesianMixture):
+    """Restarts that always replay from the prior."""
+
+    _engine_tuning = EngineTuning(mode_check=ModeCheckSettings(restart_share=0.0))
+
+
+def _fit(estimator, X, seed):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return estimator(3, batch_size=100, random_state=seed, shuffle=False).fit(X)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", [0, 1, 2, 3])
+def test_a_run_stuck_in_a_poorer_configuration_is_restarted_at_the_mode(sorted_iris, seed):
+    """Sorted iris, three components: the first 100 rows leave the particles in poorer configurations, several
+    nats below the evidence (seed 2 by 9 nats, where its restart replays from the prior). The restart at 150
+    rows draws at the mode instead: every seed's evidence then lies within 3 of its standard deviations of the
+    heavy AIS reference, at a fraction of the replay's datum evaluations."""
+    est = _fit(BayesianMixture, sorted_iris, seed)
+    restarted = [r for r in est.evidence_history_ if r.n_replayed]
+    assert [r.n_samples_seen for r in restarted] == [150]
+    assert abs(est.log_evidence_ - SORTED_IRIS_K3_REFERENCE) < 3.0 * est.log_evidence_std_
+    replayed = _fit(_PriorReplayMixture, sorted_iris, seed)
+    assert restarted[0].n_surprise_evaluations < 0.5 * replayed.evidence_history_[-1].n_surprise_evaluations
+
+
+@pytest.mark.slow
+def test_the_prior_replay_takes_over_where_the_proposal_does_not_fit(sorted_iris, monkeypatch):
+    """With the weights' spread allowed to be 0, no proposal fits: the restart replays from the prior, as it
+    did before restarts drew at the mode (the same stream as with draws at the mode turned off)."""
+    calls = []
+    original = engine.mode_population
+    monkeypatch.setattr(engine, "mode_population", lambda *args: calls.append(args) or original(*args))
+
+    class _NoFit(BayesianMixture):
+        _engine_tuning = EngineTuning(mode_check=ModeCheckSettings(restart_spread=0.0))
+
+    unfit = _fit(_NoFit, sorted_iris, 2)
+    assert calls == []
+    replayed = _fit(_PriorReplayMixture, sorted_iris, 2)
+    assert unfit.log_evidence_ == replayed.log_evidence_
+    _fit(BayesianMixture, sorted_iris, 2)
+    assert len(calls) == 1
+
+
+def test_each_group_draws_enough_to_know_its_value_to_the_checks_precision():
+    """``(spread / target_std)**2`` draws at the check's spread of weights, within the check's bounds."""
+    settings = ModeCheckSettings()
+    assert restart_draws(ModeEvidence(0.0, 2.0 / 20.0, n_draws=400), settings) == 1600  # a spread of 2
+    assert restart_draws(ModeEvidence(0.0, 0.5 / 20.0, n_draws=400), settings) == settings.min_draws
+    assert restart_draws(ModeEvidence(0.0, 4.0 / 20.0, n_draws=400), settings) == settings.n_draws
+    assert restart_draws(ModeEvidence(0.0, 0.05, n_draws=400), settings._replace(target_std=0.0)) == settings.n_draws
