@@ -9,7 +9,8 @@ import pytest
 from evidence_select import BayesianMixture
 from evidence_select.models import GaussianMixtureModel
 from evidence_select.sgais import _engine as engine
-from evidence_select.sgais._mode_check import ModeEvidence, mode_importance_log_evidence
+from evidence_select.sgais._mode_check import (ModeEvidence, importance_log_weights, mode_importance_log_evidence,
+                                                symmetrised_draws)
 from evidence_select.sgais._mode_restart import mode_population, restart_draws, restarts_at_mode
 from evidence_select.sgais._reference import grad_sum
 from evidence_select.sgais._settings import EngineTuning, ModeCheckSettings
@@ -111,11 +112,13 @@ def test_a_run_stuck_in_a_poorer_configuration_is_restarted_at_the_mode(sorted_i
     """Sorted iris, three components: the first 100 rows leave the particles in poorer configurations, several
     nats below the evidence (seed 2 by 9 nats, where its restart replays from the prior). The restart at 150
     rows draws at the mode instead: every seed's evidence then lies within 3 of its standard deviations of the
-    heavy AIS reference, at a fraction of the replay's datum evaluations."""
+    heavy AIS reference and passes the check that follows (pooled with the stuck run at half, as a replay is,
+    it would read about log 2 low and fail it), at a fraction of the replay's datum evaluations."""
     est = _fit(BayesianMixture, sorted_iris, seed)
     restarted = [r for r in est.evidence_history_ if r.n_replayed]
     assert [r.n_samples_seen for r in restarted] == [150]
     assert abs(est.log_evidence_ - SORTED_IRIS_K3_REFERENCE) < 3.0 * est.log_evidence_std_
+    assert "posterior_mode" not in est.evidence_checks_
     replayed = _fit(_PriorReplayMixture, sorted_iris, seed)
     assert restarted[0].n_surprise_evaluations < 0.5 * replayed.evidence_history_[-1].n_surprise_evaluations
 
@@ -146,3 +149,22 @@ def test_each_group_draws_enough_to_know_its_value_to_the_checks_precision():
     assert restart_draws(ModeEvidence(0.0, 0.5 / 20.0, n_draws=400), settings) == settings.min_draws
     assert restart_draws(ModeEvidence(0.0, 4.0 / 20.0, n_draws=400), settings) == settings.n_draws
     assert restart_draws(ModeEvidence(0.0, 0.05, n_draws=400), settings._replace(target_std=0.0)) == settings.n_draws
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_the_particles_are_drawn_from_the_posterior(seed):
+    """Six rows, one component: the posterior of the log-variance is skewed, its mean 9 of these standard errors
+    from the proposal's centre (where particles drawn without their weights would sit). The mean of 20 groups of
+    20 particles lies within 4 standard errors of the posterior mean (self-normalised importance sampling with
+    200 000 draws)."""
+    X = np.random.default_rng(0).normal(size=(6, 1))
+    model = GaussianMixtureModel(1, 1)
+    evidence = mode_importance_log_evidence(model, X, None, np.random.default_rng(1), ModeCheckSettings())
+    many = symmetrised_draws(evidence.proposal, np.random.default_rng(2), 200_000)
+    weights = np.exp(importance_log_weights(model, (X, None), evidence.proposal, many))
+    mean = np.average(many, axis=0, weights=weights)
+    standard_error = np.sqrt(np.average((many - mean)**2, axis=0, weights=weights) / 400)
+    run = mode_population(np.random.default_rng(seed), (X, None), model, SGAISConfig(n_particles=20, n_replicates=20),
+                          evidence, np.ones(20, dtype=bool)).particles
+    assert np.all(np.abs(run.theta.mean(axis=0) - mean) < 4.0 * standard_error)
+    assert np.abs(evidence.proposal.distribution.loc - mean).max() > 8.0 * standard_error.max()
