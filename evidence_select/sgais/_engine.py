@@ -549,9 +549,9 @@ def _close_chunk(rng, state, context, progress, replayed_groups, gate_evidence=N
     return ClosedChunk(particles=merged, n_reference=min(n_reference, replay.n_reference),
                        counts=counts.plus(replay_counts), n_replayed=state.n_samples_seen + len(X),
                        mode_gap_variance=mode_gap, mode_evidence=evidence,
-                       increment_variance=pooled_increment_variance(
+                       increment_variance=max(replay.floor_variance, pooled_increment_variance(
                            particles, merged, _summed_increment_variance(state, particles.log_evidence),
-                           config.tuning.mode_check.gap_sigmas, replayed_groups, replay.share),
+                           config.tuning.mode_check.gap_sigmas, replayed_groups, replay.share)),
                        every_group_replayed=bool(np.all(replayed_groups)))
 
 

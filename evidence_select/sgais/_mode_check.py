@@ -60,6 +60,7 @@ class ModeEvidence:
     std: float
     mode_objective: float = math.nan  # the negative log joint at the mode on the same rows (NaN: not known)
     n_draws: int = 0  # the importance draws behind the value (0: not known)
+    laplace_log_evidence: float = math.nan  # the Laplace approximation at the same mode, symmetrised (NaN: none)
     proposal: object = dataclasses.field(default=None, compare=False, repr=False)
 
     @property
@@ -220,14 +221,24 @@ def importance_at_mode(model, rows, rng, objective_and_mode, settings, n_draws=N
     adaptive = n_draws is None and settings.target_std > 0
     n_draws = settings.n_draws if n_draws is None else n_draws
     mode_objective = float(objective(mode)[0])
+    known = dict(mode_objective=mode_objective, proposal=proposal,
+                 laplace_log_evidence=_laplace_log_evidence(mode_objective, scale, proposal.n_symmetries))
     log_weights = np.empty(0)
     for size in np.diff(np.r_[0:n_draws:settings.draw_block, n_draws]):
         log_weights = np.concatenate([log_weights, _block_log_weights(model, X, y, rng, proposal, size)])
         if adaptive and settings.min_draws <= len(log_weights) < n_draws:
             estimate = importance_estimate(log_weights)
             if estimate.std <= settings.target_std:
-                return estimate._replace(mode_objective=mode_objective, proposal=proposal)
-    return importance_estimate(log_weights)._replace(mode_objective=mode_objective, proposal=proposal)
+                return estimate._replace(**known)
+    return importance_estimate(log_weights)._replace(**known)
+
+
+def _laplace_log_evidence(mode_objective, scale, n_symmetries):
+    """The Laplace approximation of ``log Z`` at a mode (``scale`` the inverse Hessian there), times its
+    ``n_symmetries`` copies: what the evidence would be if the posterior were Gaussian around each copy."""
+    n_params = len(scale)
+    return (-mode_objective + 0.5 * n_params * math.log(2 * math.pi) + 0.5 * np.linalg.slogdet(scale)[1]
+            + math.log(n_symmetries))
 
 
 def importance_estimate(log_weights):

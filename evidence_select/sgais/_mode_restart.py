@@ -17,6 +17,18 @@ value is unbiased for every row seen whatever decided the restart. Mass that the
 configuration the in-order run may have held) is lost, as the check's own value loses it; the draws hold at
 least the best mode's. Each group draws enough points to value the rows to the check's ``target_std`` at the
 check's spread of weights (not the fresh draws', whose value the number would then select).
+
+It takes the replay's place where the proposal fits the posterior: where the check's importance weights spread
+by at most ``restart_spread`` (their relative standard deviation, :attr:`~._mode_check.ModeEvidence.weight_spread`).
+A posterior far from the t's shape (few rows, a component that holds hardly any) spreads them more, and the
+restart replays from the prior. Even where they spread little, importance sampling cannot see mass its draws
+never reach, and no statistic of the draws measures it: a weakly determined component stretches the posterior
+into tails that the t's draws under-sample, reading low by tenths of a nat with an error of hundredths. How far
+the posterior is from Gaussian around the mode bounds that: the draws' value against the Laplace approximation
+at the same mode (:attr:`~._mode_check.ModeEvidence.laplace_log_evidence`). Their distance, squared, is the
+least variance the restarted run's error keeps (``SGAISState.increment_variance``, the run's own, which every
+group shares: each group's draws miss the same tails), so a posterior that is Gaussian there keeps the draws'
+hundredths and a stretched one an error of its stretch.
 """
 
 import math
@@ -71,8 +83,11 @@ def mode_population(rng, rows, model, config, evidence, groups):
         log_evidence=np.array([value.log_evidence for value in values]),
         log_evidence_variance=np.array([_log_variance(value) for value in values]),
         reference=reference, reference_grad=reference_grad)
+    # Run-level, not per group: the draws of every group under-sample the same tails.
+    floor_variance = (evidence.log_evidence - evidence.laplace_log_evidence)**2
     return Replay(particles=particles, n_datum_evaluations=n_evaluations, n_reference=len(X),
-                  mode_gap_variance=np.zeros(len(runs)), share=settings.restart_share)
+                  mode_gap_variance=np.zeros(len(runs)), share=settings.restart_share,
+                  floor_variance=floor_variance if np.isfinite(floor_variance) else 0.0)
 
 
 def restart_draws(evidence, settings):

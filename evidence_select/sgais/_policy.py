@@ -555,6 +555,7 @@ class Replay(NamedTuple):
     n_reference: int  # the smallest of the runs'
     mode_gap_variance: np.ndarray  # one per group replayed: the squared gap of its failed final mode check, or 0
     share: float = 0.5  # its share of each pooled group's Z (merge_independent_runs)
+    floor_variance: float = 0.0  # the least variance the pooled run's error keeps (see _mode_restart)
 
 
 class _ReplayRun(NamedTuple):

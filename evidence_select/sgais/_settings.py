@@ -104,7 +104,8 @@ class ModeCheckSettings(NamedTuple):
     of the draws count). Those draws take ``restart_share`` of each pooled group's evidence (1: they replace the
     group's run, which a stuck run then costs nothing, where an even mean costs up to ``log 2``); a group draws
     enough of them to value the rows to ``target_std`` at the check's spread (within ``min_draws`` and
-    ``n_draws``). ``restart_share=0`` always replays.
+    ``n_draws``), and the run's error keeps at least the distance between their value and the Laplace
+    approximation at the mode (tails the draws may under-sample). ``restart_share=0`` always replays.
     """
 
     max_rows: int = 5000

@@ -5,6 +5,7 @@ import warnings
 
 import numpy as np
 import pytest
+from sklearn import datasets
 
 from evidence_select import BayesianMixture
 from evidence_select.models import GaussianMixtureModel
@@ -168,3 +169,37 @@ def test_the_particles_are_drawn_from_the_posterior(seed):
                           evidence, np.ones(20, dtype=bool)).particles
     assert np.all(np.abs(run.theta.mean(axis=0) - mean) < 4.0 * standard_error)
     assert np.abs(evidence.proposal.distribution.loc - mean).max() > 8.0 * standard_error.max()
+
+
+def test_the_error_keeps_the_distance_to_the_laplace_value():
+    model, X, evidence = _one_component_check(0)
+    run = mode_population(np.random.default_rng(0), (X, None), model, SGAISConfig(n_particles=10), evidence,
+                          np.ones(2, dtype=bool))
+    assert np.isfinite(evidence.laplace_log_evidence)
+    assert run.floor_variance == (evidence.log_evidence - evidence.laplace_log_evidence)**2
+
+
+@pytest.fixture(scope="module")
+def sorted_diabetes_target():
+    X = datasets.load_diabetes().target[:, None].astype(float)
+    X = (X - X.mean()) / X.std()
+    return X[np.argsort(X[:, 0], kind="stable")]
+
+
+#: Heavy AIS on three components of the sorted diabetes target (``bench_real``'s cached reference).
+DIABETES_K3_REFERENCE = -596.86
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", [0, 1])
+def test_a_stretched_posterior_keeps_an_error_that_holds_its_tails(sorted_diabetes_target, seed, monkeypatch):
+    """Three components on one feature: the third is weakly determined, and the draws at the mode read 0.2-0.35
+    nats below heavy AIS with an importance error of 0.05-0.09, where their value lies 0.2-0.4 nats above the
+    Laplace value. With that distance in the error bar the restarted runs (these seeds restart at the mode) lie
+    within 2 of their standard deviations of the reference; without it, 2.5 and 4."""
+    calls = []
+    original = engine.mode_population
+    monkeypatch.setattr(engine, "mode_population", lambda *args: calls.append(args) or original(*args))
+    est = _fit(BayesianMixture, sorted_diabetes_target, seed)
+    assert [r.n_samples_seen for r in est.evidence_history_ if r.n_replayed] == [442] and len(calls) == 1
+    assert abs(est.log_evidence_ - DIABETES_K3_REFERENCE) < 2.0 * est.log_evidence_std_
