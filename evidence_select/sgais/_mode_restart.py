@@ -58,11 +58,11 @@ def mode_population(rng, rows, model, config, evidence, groups):
 
     ``rows`` ``(X, y)`` are every row seen, ``evidence`` the check's :class:`~._mode_check.ModeEvidence` (with
     its proposal), ``groups`` a boolean mask over the replicate groups (as for
-    :func:`~._policy.replay_from_prior`). Its ``share`` of the pooled ``Z`` is ``restart_share``; the draws per
-    group, :func:`restart_draws`. Each group
-    draws from a generator of its own, drawn from ``rng`` for every group whether it runs or not, so a group's
-    run is the same whichever others run. With control variates each particle is its own reference, its gradient
-    summed exactly over the rows. The mode gap of such a run is 0: it is the mode's value.
+    :func:`~._policy.replay_from_prior`). Its ``share`` of the pooled ``Z`` is ``restart_share``, its draws per
+    group :func:`restart_draws`, its ``floor_variance`` the check's value's squared distance from the Laplace
+    value. Each group draws from a generator of its own, drawn from ``rng`` for every group whether it runs or
+    not, so a group's run is the same whichever others run. With control variates each particle is its own
+    reference, its gradient summed exactly over the rows. The mode gap of such a run is 0: it is the mode's value.
     """
     settings = config.tuning.mode_check
     n_particles = config.n_particles
