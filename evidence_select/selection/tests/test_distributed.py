@@ -14,11 +14,11 @@ import pytest
 from joblib import parallel_config
 from threadpoolctl import threadpool_info, threadpool_limits
 
-from evidence_select import BayesianLinearRegressor, BayesianMixture, EvidenceModelSelector
+from evidence_select import BayesianLinearRegressor, EvidenceModelSelector
 from evidence_select.datasets import make_linear_regression, make_mixture
 from evidence_select.estimators import FeatureScaleWarning
 from evidence_select.selection import _distributed
-from evidence_select.sgais import EngineTuning, ModeCheckSettings
+from evidence_select.sgais.tests._mixtures import PriorReplayMixture
 from evidence_select.utils import _nested
 
 distributed = pytest.importorskip("distributed")
@@ -192,13 +192,6 @@ def test_longest_first_orders_by_the_last_chunk_time():
 def test_dask_resident_candidates_match_n_jobs_1(backend, client, data, one_process):
     resident = _stream(_selector(backend, parallel="dask"), data)
     _assert_same_results(one_process(backend), resident)
-
-
-class PriorReplayMixture(BayesianMixture):
-    """A mixture whose restarts replay from the prior (none draws at the posterior's mode): the replays' groups are
-    what runs on the workers here (a module-level class, so workers import it)."""
-
-    _engine_tuning = EngineTuning(mode_check=ModeCheckSettings(restart_share=0.0))
 
 
 def _mixture_selector(n_jobs_each, **params):

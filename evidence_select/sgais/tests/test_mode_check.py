@@ -16,6 +16,7 @@ from evidence_select.sgais._mode_check import mode_importance_log_evidence, symm
 from evidence_select.sgais._policy import crossed_checkpoint
 from evidence_select.sgais._settings import EngineTuning, ModeCheckSettings
 from evidence_select.sgais._state import SGAISConfig
+from evidence_select.sgais.tests._mixtures import PriorReplayMixture
 from evidence_select.models import GaussianMixtureModel
 from evidence_select.utils import log_mean_exp, logsumexp
 
@@ -177,14 +178,6 @@ def test_mixtures_up_to_seven_components_are_checked_within_the_maps_memory():
     assert not _mode_check.model_checkable(GaussianMixtureModel(8, 1), settings)
 
 
-class _PriorReplayMixture(BayesianMixture):
-    """The mixture estimator whose restarts always replay from the prior (none draws at the mode,
-    :mod:`~evidence_select.sgais._mode_restart`): a run stuck in a poorer configuration stays there, for the tests
-    of what the check does with it."""
-
-    _engine_tuning = EngineTuning(mode_check=ModeCheckSettings(restart_share=0.0))
-
-
 def _fit(X, seed, estimator=BayesianMixture, **settings):
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -200,7 +193,7 @@ def test_a_mixture_stuck_in_a_poorer_configuration_is_flagged_and_widened(sorted
     mass (which heavy AIS confirms: -568.8) with both groups agreeing at +/- 1, where its restart replays from
     the prior. The check must flag the run and widen its error so that the mode's value lies within one standard
     deviation."""
-    est, flagged = _fit(sorted_iris, 2, _PriorReplayMixture)
+    est, flagged = _fit(sorted_iris, 2, PriorReplayMixture)
     record = est.evidence_history_[-1]
     assert len(flagged) == 1 and "Cure" in str(flagged[0].message)
     gap = record.mode_log_evidence - est.log_evidence_
@@ -389,7 +382,7 @@ def test_log_evidence_of_a_model_checks_its_chunks_as_the_estimators_do(sorted_i
 
 class _CheckedUpTo150(BayesianMixture):
     """The mixture estimator whose posterior-mode checks stop after 150 rows, and whose restarts replay from the
-    prior (as :class:`_PriorReplayMixture`'s)."""
+    prior (as :class:`PriorReplayMixture`'s)."""
 
     _engine_tuning = EngineTuning(mode_check=ModeCheckSettings(max_rows=150, restart_share=0.0))
 

@@ -16,6 +16,7 @@ from evidence_select.sgais._mode_restart import mode_population, restart_draws, 
 from evidence_select.sgais._reference import grad_sum
 from evidence_select.sgais._settings import EngineTuning, ModeCheckSettings
 from evidence_select.sgais._state import SGAISConfig
+from evidence_select.sgais.tests._mixtures import PriorReplayMixture
 
 #: The heavy AIS reference of three components on iris sorted by sepal length (the posterior-mode check's tests).
 SORTED_IRIS_K3_REFERENCE = -568.8
@@ -95,12 +96,6 @@ def test_a_mode_value_pickles_and_compares_without_its_proposal():
     assert ModeEvidence(0.0, 0.05).weight_spread != ModeEvidence(0.0, 0.05).weight_spread  # NaN: draws unknown
 
 
-class _PriorReplayMixture(BayesianMixture):
-    """Restarts that always replay from the prior."""
-
-    _engine_tuning = EngineTuning(mode_check=ModeCheckSettings(restart_share=0.0))
-
-
 def _fit(estimator, X, seed):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -120,7 +115,7 @@ def test_a_run_stuck_in_a_poorer_configuration_is_restarted_at_the_mode(sorted_i
     assert [r.n_samples_seen for r in restarted] == [150]
     assert abs(est.log_evidence_ - SORTED_IRIS_K3_REFERENCE) < 3.0 * est.log_evidence_std_
     assert "posterior_mode" not in est.evidence_checks_
-    replayed = _fit(_PriorReplayMixture, sorted_iris, seed)
+    replayed = _fit(PriorReplayMixture, sorted_iris, seed)
     assert restarted[0].n_surprise_evaluations < 0.5 * replayed.evidence_history_[-1].n_surprise_evaluations
 
 
@@ -137,7 +132,7 @@ def test_the_prior_replay_takes_over_where_the_proposal_does_not_fit(sorted_iris
 
     unfit = _fit(_NoFit, sorted_iris, 2)
     assert calls == []
-    replayed = _fit(_PriorReplayMixture, sorted_iris, 2)
+    replayed = _fit(PriorReplayMixture, sorted_iris, 2)
     assert unfit.log_evidence_ == replayed.log_evidence_
     _fit(BayesianMixture, sorted_iris, 2)
     assert len(calls) == 1
