@@ -16,7 +16,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ._demo import DEMO_COMPONENTS, DEMO_PHASES, run_demo
+from ._demo import DEMO_PHASES, run_demo
 from ._terminal import held_warnings, progress_bar_rows, show_warning_line
 from .exceptions import FeatureScaleWarning, StreamOrderWarning
 from .utils._order import OrderTest
@@ -318,9 +318,9 @@ def _build_parser():
     demo.add_argument("--n-replicates", type=int, default=2,
                       help="replicate particle groups per candidate (their spread gives the errors)")
     demo.add_argument("--shuffled", action="store_true", help="also run the shuffled (stationary) control")
-    demo.add_argument("--n-jobs", type=int, default=len(DEMO_COMPONENTS),
-                      help="candidates in parallel (joblib; -1: all cores). The default, one worker per candidate, "
-                           "lets the system balance the candidates' unequal chunks on fewer cores")
+    demo.add_argument("--n-jobs", type=int, default=-1,
+                      help="candidates in parallel (joblib; default -1: a worker per core, at most one per "
+                           "candidate)")
     demo.add_argument("--random-state", type=int, default=0)
     demo.add_argument("--n-lines", type=int, default=8, help="rows of the printed table per stream")
     demo.add_argument("--plot", default="evidence_select_demo.png", help="figure path (needs matplotlib)")

@@ -155,6 +155,7 @@ class JoblibPayoff(NamedTuple):
     overhead: float = None  # seconds a call on the workers took beyond its updates' parallel time; None: untried
     calls_since_workers: int = 0  # calls run in this process since the workers' last call
     last_seconds: tuple = ()  # the candidates' update times in the last call
+    workers_started: bool = False  # a call of this selector ran on the workers (they may have started for it)
 
 
 #: Calls in this process after which the workers are tried again whatever the prediction: their overhead can
@@ -191,11 +192,17 @@ def use_joblib_workers(payoff, n_workers):
 
 
 def after_joblib_call(payoff, on_workers, wall, seconds, n_workers):
-    """The :class:`JoblibPayoff` after a call of ``wall`` seconds whose updates took ``seconds``."""
+    """The :class:`JoblibPayoff` after a call of ``wall`` seconds whose updates took ``seconds``.
+
+    The first call on the workers may have waited for them to start and import
+    the package, a cost paid once per process pool, so its overhead is not
+    kept: the next call goes to the workers too and measures a warm pool's.
+    """
     seconds = tuple(float(t) for t in seconds)
     if not on_workers:
         return payoff._replace(calls_since_workers=payoff.calls_since_workers + 1, last_seconds=seconds)
-    return JoblibPayoff(max(wall - parallel_seconds(seconds, n_workers), 0.0), 0, seconds)
+    overhead = max(wall - parallel_seconds(seconds, n_workers), 0.0) if payoff.workers_started else None
+    return JoblibPayoff(overhead, 0, seconds, workers_started=True)
 
 
 def advance_candidates(candidates, task, backend_seeds, history_lengths, *, parallel, n_jobs, names,

@@ -142,9 +142,10 @@ def test_dispatch_order_does_not_change_results(monkeypatch, data, n_jobs, alway
 
 
 def test_cheap_calls_run_in_process_and_the_workers_are_tried_again(monkeypatch):
-    # Workers whose overhead never pays (a call's wall time injected at 1 s): the first call goes to the
-    # workers, the next 64 run here, then the workers are tried again; results as with n_jobs=1, bit for bit.
-    data = make_linear_regression(67 * 10, n_features=2, random_state=3)
+    # Workers whose overhead never pays (a call's wall time injected at 1 s): the first two calls go to the
+    # workers (the first may have started them, so its overhead is not kept), the next 64 run here, then the
+    # workers are tried again; results as with n_jobs=1, bit for bit.
+    data = make_linear_regression(68 * 10, n_features=2, random_state=3)
     real_parallel, worker_calls, calls = _nested.Parallel, [], [0]
 
     def counting_parallel(*args, **kwargs):
@@ -156,11 +157,11 @@ def test_cheap_calls_run_in_process_and_the_workers_are_tried_again(monkeypatch)
     monkeypatch.setattr(_distributed, "after_joblib_call",
                         lambda payoff, on_workers, wall, seconds, n: real_after(payoff, on_workers, 1.0, seconds, n))
     sequential, parallel = _selector(n_jobs=1), _selector(n_jobs=2)
-    for start in range(0, 670, 10):
+    for start in range(0, 680, 10):
         calls[0] += 1
         sequential.partial_fit(data.X[start:start + 10], data.y[start:start + 10])
         parallel.partial_fit(data.X[start:start + 10], data.y[start:start + 10])
-    assert worker_calls == [1, 66]
+    assert worker_calls == [1, 2, 67]
     assert parallel._joblib_payoff.calls_since_workers == 1
     _assert_same_results(sequential, parallel)
 
@@ -173,9 +174,13 @@ def test_joblib_workers_are_used_when_they_are_predicted_to_pay():
     assert not _distributed.use_joblib_workers(payoff(0.5, 5, (0.4, 0.4)), 2)
     assert not _distributed.use_joblib_workers(payoff(0.3, 5, (0.7, 0.1)), 2)  # the longest update bounds the wall
     assert _distributed.use_joblib_workers(payoff(0.5, 64, (0.4, 0.4)), 2)  # tried again after 64 calls here
-    after = _distributed.after_joblib_call(payoff(0.5, 3, ()), True, wall=1.0, seconds=[0.6, 0.2, 0.4], n_workers=2)
-    assert after == payoff(pytest.approx(0.4), 0, (0.6, 0.2, 0.4))  # 1.0 s against max(1.2 / 2, 0.6)
-    assert _distributed.after_joblib_call(after, False, 9.0, [0.1], 2) == payoff(after.overhead, 1, (0.1,))
+    # The first call on the workers may have started them: its overhead is not kept, and the next goes there too.
+    first = _distributed.after_joblib_call(payoff(), True, wall=3.0, seconds=[0.6, 0.2, 0.4], n_workers=2)
+    assert first == payoff(None, 0, (0.6, 0.2, 0.4), workers_started=True)
+    assert _distributed.use_joblib_workers(first, 2)
+    after = _distributed.after_joblib_call(first, True, wall=1.0, seconds=[0.6, 0.2, 0.4], n_workers=2)
+    assert after == payoff(pytest.approx(0.4), 0, (0.6, 0.2, 0.4), True)  # 1.0 s against max(1.2 / 2, 0.6)
+    assert _distributed.after_joblib_call(after, False, 9.0, [0.1], 2) == payoff(after.overhead, 1, (0.1,), True)
 
 
 def test_longest_first_orders_by_the_last_chunk_time():
