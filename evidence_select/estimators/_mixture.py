@@ -165,7 +165,10 @@ class BayesianMixture(DensityMixin, BaseSGAISEstimator):
         the group's run is replaced by importance draws from it; otherwise it
         is run again from the prior, in its own random order (their
         mean ``Z``; the groups' spread, in ``log_evidence_std_``, then also shows
-        how much the evidence depends on the order of the rows). Particles that
+        how much the evidence depends on the order of the rows). Where that
+        proposal fits, a chunk whose check finds the run below the mode's
+        value, or resting on a few annealing paths (``lineages``), also
+        restarts every group at the mode. Particles that
         settled in a poorer mode find every later chunk easy, so no surprise
         reveals them; the periodic restarts re-estimate the evidence all the
         same. The cost is amortised

@@ -17,7 +17,9 @@ estimator's ``evidence_checks_``, a selector's ``checks`` column):
     nats, a bias that ``log_evidence_std`` does not include.
 ``lineages``
     The first chunk's resampling left fewer lineages than
-    :func:`~._settings.lineage_threshold` (``ChunkRecord.n_lineages``).
+    :func:`~._settings.lineage_threshold` (``ChunkRecord.n_lineages``), and no
+    restart at the posterior's best mode has since replaced every group's run
+    (:mod:`._mode_restart`).
 ``fallback``
     A periodic restart was skipped or a chunk's annealing hit its step cap
     (``ChunkRecord.fallback``).
@@ -31,7 +33,8 @@ estimator's ``evidence_checks_``, a selector's ``checks`` column):
     (:func:`reported_estimate`; the records keep the number).
 
 ``degraded``, ``lineages`` and ``fallback`` describe chunks, and stay once
-raised; the others describe the current state, and clear when it recovers.
+raised (``lineages`` until such a restart); the others describe the current
+state, and clear when it recovers.
 
 Every chunk's :class:`~._state.ChunkRecord` carries the checks that fail after
 it (``failed_checks``, :func:`with_checks`) and the warnings it gives
@@ -51,7 +54,7 @@ from ._settings import lineage_threshold
 from ._state import SamplerDegeneracyWarning, evidence_estimate, population_log_variance
 
 __all__ = ["CHUNK_CHECKS", "CHECK_NAMES", "ChunkCauses", "Notice", "evidence_diagnostics", "failed_evidence_checks",
-           "raise_notices", "reported_estimate", "with_checks", "with_chunk_checks"]
+           "lineages_fail", "raise_notices", "reported_estimate", "with_checks", "with_chunk_checks"]
 
 #: Every check, in the order results list them.
 CHECK_NAMES = ("degraded", "posterior_mode", "population_bias", "lineages", "fallback", "collapsed_weights",
@@ -78,6 +81,7 @@ class ChunkCauses(NamedTuple):
     capabilities: object  # the model's ModelCapabilities (the cures name only what it offers)
     n_seen_before: int  # rows seen before the chunk
     recovery: str = ""  # why SGHMC's chunk was annealed again with exact moves (sgais_update), or ""
+    restarted_at_mode: bool = False  # every group's run was replaced by draws at the posterior's best mode
 
 
 def with_checks(record, previous, state, config, causes):
@@ -93,22 +97,32 @@ def with_checks(record, previous, state, config, causes):
     collapsed = ((0 if previous is None else previous.n_collapsed_chunks) + 1 if record.ess < checks.degenerate_ess
                  else 0)
     bias = -record.population_bias
-    first = causes.n_seen_before == 0
     failing = {
         "degraded": bool(record.degraded),
         "posterior_mode": state.widening.mode_gap_variance > 0,
         "population_bias": bias >= checks.population_bias,
-        "lineages": first and record.n_lineages < lineage_threshold(config.n_particles, checks),
+        "lineages": lineages_fail(record, None, config, causes.n_seen_before),
         "fallback": bool(record.fallback),
         "collapsed_weights": collapsed >= checks.degenerate_chunks,
     }
     before = () if previous is None else previous.failed_checks
+    if causes.restarted_at_mode:  # the evidence no longer rests on the first chunk's annealing paths
+        failing["lineages"], before = False, tuple(name for name in before if name != "lineages")
     flagged = [name for name in failing if failing[name] or (name in CHUNK_CHECKS and name in before)]
     failing["unusable"] = bool(flagged) and record.log_evidence_std > checks.unusable_std
     failed = tuple(name for name in CHECK_NAMES if failing[name] or (name in CHUNK_CHECKS and name in before))
     record = record._replace(n_collapsed_chunks=collapsed, failed_checks=failed)
     started = {name for name in failed if name not in before}
     return record._replace(notices=_notices(record, started, causes, config))
+
+
+def lineages_fail(record, previous, config, n_seen_before):
+    """Whether the ``lineages`` check fails after the chunk of ``record``: its first chunk's resampling left
+    fewer lineages than :func:`~._settings.lineage_threshold` (``n_seen_before`` 0), or the stream's ``previous``
+    record (None: not asked) carries the failure."""
+    if previous is not None and "lineages" in previous.failed_checks:
+        return True
+    return n_seen_before == 0 and record.n_lineages < lineage_threshold(config.n_particles, config.tuning.checks)
 
 
 def _notices(record, started, causes, config):

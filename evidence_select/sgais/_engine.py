@@ -82,7 +82,10 @@ engine adapts these choices to the particles; for each:
   surprise), so ``Z`` is then consistent, not unbiased; so is a periodic
   restart of a model with a mode search, which
   replays only where the run fell behind the posterior's best mode
-  (:mod:`._replay_gate`);
+  (:mod:`._replay_gate`). Draws at the mode that replace a run (a restart at
+  the mode, also the one a chunk's failed check or few lineages ask for,
+  :func:`~._mode_restart.mends_at_mode`) are unbiased for the rows seen
+  whatever decided them: nothing of the run they replace stays;
 - *the past likelihood* in weights (excursions) and acceptances (global
   moves) is always exact: those steps run only while the reservoir holds every
   row seen (a subsample's scaled log-likelihood in an exponent would not be an
@@ -137,17 +140,16 @@ import numpy as np
 
 from ._reservoir import reservoir_data, reservoir_insert
 from ..utils import ess_from_log_weights, log_mean_exp, make_generator
-from ._checks import ChunkCauses, with_checks
+from ._checks import ChunkCauses, lineages_fail, with_checks
 from ._lag import posterior_lag
 from ._mode_check import (ModeEvidence, apply_mode_check, compare_with_mode, mode_check_due, rows_checkable,
                           rows_mode_evidence)
-from ._mode_restart import mode_population, restarts_at_mode
+from ._mode_restart import mends_at_mode, mode_population, restarted_state, restarts_at_mode
 from ._replay_gate import GateCheck, allowed_gap, gate_applies, gate_mode_evidence, groups_behind
 from ._moves import MoveTarget, SGHMCDivergence, chunk_context, exact_recovery, pooled_step_scales
 from ._policy import (ActionKind, ChunkMode, arrival_action, closing_action, degradation_text, excursion,
-                      initial_mode, merge_independent_runs, per_row_spread, pooled_increment_variance,
-                      pooled_mode_gap, periodic_restart_due, replay_from_prior, replayed_groups, shift_detected,
-                      steps_action, surprise_limits, surprised_on_arrival)
+                      initial_mode, per_row_spread, periodic_restart_due, pooled_restart, replay_from_prior,
+                      replayed_groups, shift_detected, steps_action, surprise_limits, surprised_on_arrival)
 from ._reference import refresh_reference
 from ._state import (PAPER_SETTINGS, ChunkRecord, Particles, SamplerDegeneracyWarning, SGAISConfig, SGAISState,
                      StepCounts, combine_replicates, evidence_estimate, increment_spread, particle_log_weights,
@@ -182,6 +184,7 @@ class ClosedChunk(NamedTuple):
     mode_evidence: ModeEvidence = None  # the posterior-mode check's value on every row seen, where a restart took it
     increment_variance: float = None  # the pooled run's (pooled_increment_variance), after a restart
     every_group_replayed: bool = True  # a restart replayed every group (a gated one may replay those behind only)
+    restarted_at_mode: bool = False  # every group's run was replaced by draws at the posterior's best mode
 
 
 def sgais_update(state, X, y, model, config, *, check=None, previous=None):
@@ -276,13 +279,37 @@ def _update(state, X, y, model, config, check, previous, recovery=""):
         record = record._replace(fallback="; ".join(filter(None, (record.fallback, recovery))))
         causes = causes._replace(recovery=recovery)
     evidence = check if isinstance(check, ModeEvidence) else closed.mode_evidence
+    # Checks due by the rows alone (checkpoints, surprises, restarts, the gate), not by where a call ends: only
+    # those may restart the run, so that a stream's result does not depend on how it was split into calls.
+    scheduled = gate is not None or mode_check_due(state.n_samples_seen, new_state.n_samples_seen, settings,
+                                                   surprised=closing.action.surprised or record.n_replayed > 0)
     if gate is not None:  # the gate's value checks the chunk's result too, whether it replayed or not
         check, evidence = True, gate.check.evidence
-    new_state, record, mode_check = _posterior_mode_check(new_state, record, (model, config), check,
-                                                          state.n_samples_seen, evidence,
-                                                          surprised=closing.action.surprised)
-    record = with_checks(record, previous, new_state, config, causes._replace(mode_check=mode_check))
+    new_state, record, mode_check = _posterior_mode_check(new_state, record, (model, config),
+                                                          scheduled if check is None else check, evidence)
+    restarted_at_mode = closed.restarted_at_mode
+    if scheduled and config.restart_on_surprise and mends_at_mode(
+            mode_check, lineages_fail(record, previous, config, state.n_samples_seen), settings):
+        new_state, record, mode_check = _restart_after_check(rng, state, new_state, record, mode_check,
+                                                             (model, config))
+        restarted_at_mode = True
+    record = with_checks(record, previous, new_state, config,
+                         causes._replace(mode_check=mode_check, restarted_at_mode=restarted_at_mode))
     return new_state, record, undo
+
+
+def _restart_after_check(rng, state, new_state, record, mode_check, model_config):
+    """``(new_state, record, mode_check)`` after the restart of every group at the posterior's best mode that the
+    chunk's failed ``mode_check`` (or its few lineages) asked for (:func:`~._mode_restart.mends_at_mode`): the
+    state restarted (:func:`~._mode_restart.restarted_state`), the record's estimates read from it, and the
+    check's value compared with the restarted run."""
+    model, config = model_config
+    restarted, n_evaluations = restarted_state(rng, new_state, model, config, mode_check.evidence)
+    restarted, mode_check = apply_mode_check(restarted, model, config.tuning.mode_check, mode_check.evidence)
+    record = record._replace(n_replayed=restarted.n_samples_seen,
+                             n_surprise_evaluations=record.n_surprise_evaluations + n_evaluations,
+                             **_estimate_fields(state, restarted))
+    return restarted, record, mode_check
 
 
 def _chunk_result(state, context, limits, outcome, carried):
@@ -311,16 +338,14 @@ def _chunk_result(state, context, limits, outcome, carried):
     return new_state, record, causes
 
 
-def _posterior_mode_check(state, record, model_config, check, n_seen_before, evidence, *, surprised=False):
-    """The chunk's posterior-mode check (``check`` as in :func:`sgais_update`; ``evidence``, the mode's value on
-    these rows where already taken, or None; ``surprised``: the chunk surprised the particles, whatever its cure):
-    ``(state, record, mode_check)``, the state with its widening, the record with the check's result and the error
-    bar it leaves, and the :class:`~._mode_check.ModeCheck` (or None where no check ran)."""
+def _posterior_mode_check(state, record, model_config, check, evidence):
+    """The chunk's posterior-mode check (``check``: whether it runs, True, False or a
+    :class:`~._mode_check.ModeEvidence` as in :func:`sgais_update`; ``evidence``, the mode's value on these rows
+    where already taken, or None): ``(state, record, mode_check)``, the state with its widening, the record with
+    the check's result and the error bar it leaves, and the :class:`~._mode_check.ModeCheck` (or None where no
+    check ran)."""
     model, config = model_config
     settings = config.tuning.mode_check
-    if check is None:  # an excursion only follows a surprise; a periodic restart need not
-        check = mode_check_due(n_seen_before, state.n_samples_seen, settings,
-                               surprised=surprised or record.n_replayed > 0)
     if check is False:
         return state, record, None
     state, result = apply_mode_check(state, model, settings, evidence)
@@ -535,7 +560,8 @@ def _close_chunk(rng, state, context, progress, replayed_groups, gate_evidence=N
     evidence = _rows_evidence(rng, state.reservoir, (X, y), model, config.tuning.mode_check, gate_evidence)
     # Past the check's rows only the gate values the mode (on a subsample's best modes, its draws on every row).
     mode_value = gate_evidence if evidence is None else evidence
-    if restarts_at_mode(mode_value, config.tuning.mode_check):
+    at_mode = restarts_at_mode(mode_value, config.tuning.mode_check)
+    if at_mode:
         replay = mode_population(rng, _rows_seen(state.reservoir, (X, y)), model, config, mode_value,
                                  replayed_groups)
     else:
@@ -543,16 +569,15 @@ def _close_chunk(rng, state, context, progress, replayed_groups, gate_evidence=N
             replay_stream, check=True if evidence is None else evidence.without_proposal()), replayed_groups)
     replay_counts = StepCounts(n_evaluations=replay.n_datum_evaluations,
                                n_surprise_evaluations=replay.n_datum_evaluations)
-    mode_gap = pooled_mode_gap(particles, replay.particles, state.widening.mode_gap_variance, replay.mode_gap_variance,
-                               replayed_groups, replay.share)
-    merged = merge_independent_runs(rng, particles, replay.particles, replayed_groups, replay.share)
-    return ClosedChunk(particles=merged, n_reference=min(n_reference, replay.n_reference),
+    pooled = pooled_restart(rng, particles, replay, replayed_groups, (state.widening.mode_gap_variance,
+                            _summed_increment_variance(state, particles.log_evidence)),
+                            config.tuning.mode_check.gap_sigmas)
+    every_group = bool(np.all(replayed_groups))
+    return ClosedChunk(particles=pooled.particles, n_reference=min(n_reference, replay.n_reference),
                        counts=counts.plus(replay_counts), n_replayed=state.n_samples_seen + len(X),
-                       mode_gap_variance=mode_gap, mode_evidence=evidence,
-                       increment_variance=max(replay.floor_variance, pooled_increment_variance(
-                           particles, merged, _summed_increment_variance(state, particles.log_evidence),
-                           config.tuning.mode_check.gap_sigmas, replayed_groups, replay.share)),
-                       every_group_replayed=bool(np.all(replayed_groups)))
+                       mode_gap_variance=pooled.mode_gap_variance, mode_evidence=evidence,
+                       increment_variance=pooled.increment_variance, every_group_replayed=every_group,
+                       restarted_at_mode=every_group and replay.share >= 1.0 and at_mode)
 
 
 def _rows_evidence(rng, reservoir, rows, model, settings, gate_evidence=None):
@@ -597,18 +622,23 @@ def _replay_gate(rng, state, context, limits, progress):
 
 def chunk_record(state, new_state, closed, seconds):
     """The :class:`ChunkRecord` of the update ``state -> new_state`` (its policy fields left at their defaults)."""
-    log_z_before = float(log_mean_exp(state.log_evidence))
-    log_z, log_z_std = evidence_estimate(new_state)
-    n_chunk = new_state.n_samples_seen - state.n_samples_seen
     counts = closed.counts
     return ChunkRecord(
-        n_samples_seen=new_state.n_samples_seen, log_evidence=log_z, log_evidence_std=log_z_std,
-        n_annealing_steps=counts.n_steps, ess=float(np.min(ess_from_log_weights(new_state.log_weights, axis=1))),
-        log_predictive_per_datum=(log_z - log_z_before) / n_chunk, n_resampled=counts.n_resampled,
+        n_samples_seen=new_state.n_samples_seen, n_annealing_steps=counts.n_steps, n_resampled=counts.n_resampled,
         seconds=seconds, n_reheat_steps=counts.n_reheat_steps, n_jumps_accepted=counts.n_jumps,
         n_replayed=closed.n_replayed, n_surprise_evaluations=counts.n_surprise_evaluations,
-        n_correlated_moves=counts.n_correlated_moves,
-        population_bias=-0.5 * population_log_variance(new_state.log_evidence_variance))
+        n_correlated_moves=counts.n_correlated_moves, **_estimate_fields(state, new_state))
+
+
+def _estimate_fields(state, new_state):
+    """The :class:`ChunkRecord` fields read from the state after the chunk (``new_state``; ``state`` before it):
+    the evidence, its error, the lowest ESS, the log predictive per row, the population bias."""
+    log_z, log_z_std = evidence_estimate(new_state)
+    n_chunk = new_state.n_samples_seen - state.n_samples_seen
+    return dict(log_evidence=log_z, log_evidence_std=log_z_std,
+                ess=float(np.min(ess_from_log_weights(new_state.log_weights, axis=1))),
+                log_predictive_per_datum=(log_z - float(log_mean_exp(state.log_evidence))) / n_chunk,
+                population_bias=-0.5 * population_log_variance(new_state.log_evidence_variance))
 
 
 def _check_finite_log_lik(chunk_log_lik, rows, tempering, n_seen):

@@ -38,11 +38,12 @@ import numpy as np
 from ..kernels._resampling import systematic_resample
 from ..utils import make_generator
 from ._mode_check import importance_estimate, importance_log_weights, symmetrised_draws
-from ._policy import Replay
+from ._policy import Replay, pooled_restart
+from ._reservoir import reservoir_data
 from ._reference import grad_sum
 from ._state import Particles
 
-__all__ = ["restarts_at_mode", "mode_population", "restart_draws"]
+__all__ = ["restarts_at_mode", "mends_at_mode", "restarted_state", "mode_population", "restart_draws"]
 
 
 def restarts_at_mode(evidence, settings):
@@ -51,6 +52,52 @@ def restarts_at_mode(evidence, settings):
     from, its weights spread by at most ``settings.restart_spread``, and ``settings.restart_share`` is positive."""
     return (settings.restart_share > 0 and evidence is not None and evidence.proposal is not None
             and evidence.weight_spread <= settings.restart_spread)
+
+
+def mends_at_mode(check, lineages_failing, settings):
+    """Whether a chunk's posterior-mode ``check`` (a :class:`~._mode_check.ModeCheck`, or None where none ran)
+    asks for a restart of every group at the mode after the chunk closed.
+
+    Where the check's proposal fits (:func:`restarts_at_mode`), draws there give an error bar the run cannot:
+    the restart runs where the run failed the check (it missed mass at the mode; its error bar would otherwise
+    carry the gap) or where its evidence rests on a few annealing paths (``lineages_failing``: the first
+    chunk's resampling left few lineages, an error no spread measures), unless the run then reads above the
+    mode's value by more than ``settings.gap_sigmas`` combined standard deviations: it holds mass the proposal
+    misses (another configuration), which the draws would lose. ``settings.restart_after_check=False`` never
+    restarts after a check.
+    """
+    if not settings.restart_after_check or check is None or not restarts_at_mode(check.evidence, settings):
+        return False
+    if check.failed:
+        return True
+    return lineages_failing and -check.gap <= settings.gap_sigmas * math.hypot(check.std, check.evidence.std)
+
+
+def restarted_state(rng, state, model, config, evidence):
+    """``state`` (a chunk closed, every row seen stored) after a restart of every group at the mode of the
+    check's value ``evidence`` (:func:`mode_population` on every row seen, pooled as a restart's run is in
+    :func:`~._engine.sgais_update`), and the datum evaluations the draws cost.
+
+    The draws replace the run, so nothing the chunks before left in its error bar stays but the floor of the
+    draws and their groups' spread: no mode gap, no degraded chunks' widening, no checked groups.
+    """
+    groups = np.ones(len(state.log_evidence), dtype=bool)
+    replay = mode_population(rng, reservoir_data(state.reservoir), model, config, evidence, groups)
+    run = Particles(theta=state.particles, log_weights=state.log_weights, log_evidence=state.log_evidence,
+                    log_evidence_variance=state.log_evidence_variance, reference=state.reference,
+                    reference_grad=state.reference_grad)
+    pooled = pooled_restart(rng, run, replay, groups, (state.widening.mode_gap_variance, state.increment_variance),
+                            config.tuning.mode_check.gap_sigmas)
+    merged, n_evaluations = pooled.particles, replay.n_datum_evaluations
+    widening = state.widening._replace(mode_gap_variance=pooled.mode_gap_variance, degraded_variance=0.0,
+                                       checked_groups=(), checked_variance=0.0)
+    return state._replace(
+        particles=merged.theta, log_weights=merged.log_weights, log_evidence=merged.log_evidence,
+        log_evidence_variance=merged.log_evidence_variance, reference=merged.reference,
+        reference_grad=merged.reference_grad, n_reference=min(state.n_reference, replay.n_reference),
+        n_datum_evaluations=state.n_datum_evaluations + n_evaluations,
+        n_surprise_evaluations=state.n_surprise_evaluations + n_evaluations,
+        increment_variance=pooled.increment_variance, widening=widening), n_evaluations
 
 
 def mode_population(rng, rows, model, config, evidence, groups):

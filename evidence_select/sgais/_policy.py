@@ -55,8 +55,8 @@ __all__ = ["DEFERRAL_GROWTH", "ActionKind", "ChunkAction", "ChunkMode", "Closing
            "SurpriseLimits", "arrival_action", "closing_action", "cure_of", "degradation_text", "initial_mode",
            "steps_action", "surprise_limits",
            "surprised_on_arrival", "shift_detected", "excursion", "replay_from_prior", "merge_independent_runs",
-           "pooled_mode_gap", "pooled_shares", "pooled_increment_variance", "per_row_spread", "crossed_checkpoint",
-           "periodic_restart_due", "replayed_groups"]
+           "PooledRestart", "pooled_restart", "pooled_mode_gap", "pooled_shares", "pooled_increment_variance",
+           "per_row_spread", "crossed_checkpoint", "periodic_restart_due", "replayed_groups"]
 
 
 class ChunkMode(NamedTuple):
@@ -649,6 +649,27 @@ def _merge_some_groups(rng, first, second, groups, share):
             spliced[name] = getattr(first, name).copy()
             spliced[name][where] = getattr(merged, name)
     return first._replace(origins=None, **spliced)
+
+
+class PooledRestart(NamedTuple):
+    """A run pooled with a restart's :class:`Replay` (:func:`pooled_restart`)."""
+
+    particles: Particles  # merged (merge_independent_runs)
+    mode_gap_variance: float  # pooled_mode_gap
+    increment_variance: float  # pooled_increment_variance, at least the replay's floor_variance
+
+
+def pooled_restart(rng, particles, replay, groups, widening_and_increments, split_sigmas):
+    """The run of ``particles`` pooled group by group with a restart's ``replay`` over the ``groups`` it ran (a
+    boolean mask), at the replay's share: a :class:`PooledRestart`. ``widening_and_increments`` is ``(mode gap
+    variance, summed increment variance)`` of the run before pooling; ``split_sigmas`` as in
+    :func:`pooled_increment_variance`."""
+    mode_gap_variance, increment_variance = widening_and_increments
+    mode_gap = pooled_mode_gap(particles, replay.particles, mode_gap_variance, replay.mode_gap_variance, groups,
+                               replay.share)
+    merged = merge_independent_runs(rng, particles, replay.particles, groups, replay.share)
+    increments = pooled_increment_variance(particles, merged, increment_variance, split_sigmas, groups, replay.share)
+    return PooledRestart(merged, mode_gap, max(replay.floor_variance, increments))
 
 
 def pooled_mode_gap(first, second, mode_gap_variance, replay_gaps, groups=None, share=0.5):

@@ -106,6 +106,12 @@ class ModeCheckSettings(NamedTuple):
     enough of them to value the rows to ``target_std`` at the check's spread (within ``min_draws`` and
     ``n_draws``), and the run's error keeps at least the distance between their value and the Laplace
     approximation at the mode (tails the draws may under-sample). ``restart_share=0`` always replays.
+
+    With ``restart_after_check``, a chunk's check whose proposal fits that way (one due by the rows seen, not by
+    a call's end) also restarts every group at the mode after the chunk where the run failed it, or where the
+    run's evidence rests on a few annealing paths (the ``lineages`` check) and reads no more than ``gap_sigmas``
+    combined standard deviations above the mode's value (:func:`~._mode_restart.mends_at_mode`): the draws give
+    the run an error bar it can trust instead of a warning.
     """
 
     max_rows: int = 5000
@@ -130,6 +136,7 @@ class ModeCheckSettings(NamedTuple):
     max_listed_entries: int = 2**23
     restart_share: float = 1.0
     restart_spread: float = 3.0
+    restart_after_check: bool = True
 
 
 class CheckSettings(NamedTuple):

@@ -1,5 +1,6 @@
 """Restarts at the posterior's best mode: importance draws there as the run a restart pools with."""
 
+import math
 import pickle
 import warnings
 
@@ -8,11 +9,12 @@ import pytest
 from sklearn import datasets
 
 from evidence_select import BayesianMixture
+from evidence_select.datasets import make_mixture
 from evidence_select.models import GaussianMixtureModel
 from evidence_select.sgais import _engine as engine
-from evidence_select.sgais._mode_check import (ModeEvidence, importance_log_weights, mode_importance_log_evidence,
-                                                symmetrised_draws)
-from evidence_select.sgais._mode_restart import mode_population, restart_draws, restarts_at_mode
+from evidence_select.sgais._mode_check import (ModeCheck, ModeEvidence, importance_log_weights,
+                                                mode_importance_log_evidence, symmetrised_draws)
+from evidence_select.sgais._mode_restart import mends_at_mode, mode_population, restart_draws, restarts_at_mode
 from evidence_select.sgais._reference import grad_sum
 from evidence_select.sgais._settings import EngineTuning, ModeCheckSettings
 from evidence_select.sgais._state import SGAISConfig
@@ -198,3 +200,49 @@ def test_a_stretched_posterior_keeps_an_error_that_holds_its_tails(sorted_diabet
     est = _fit(BayesianMixture, sorted_diabetes_target, seed)
     assert [r.n_samples_seen for r in est.evidence_history_ if r.n_replayed] == [442] and len(calls) == 1
     assert abs(est.log_evidence_ - DIABETES_K3_REFERENCE) < 2.0 * est.log_evidence_std_
+
+
+def test_a_check_restarts_every_group_where_the_run_failed_it_or_rests_on_few_lineages():
+    settings = ModeCheckSettings()
+    _, _, fitted = _one_component_check(0)
+    z = fitted.log_evidence
+    failed = ModeCheck(fitted, log_evidence=z - 1.0, std=0.1, gap=1.0, failed=True)
+    passed = ModeCheck(fitted, log_evidence=z - 0.1, std=0.1, gap=0.1, failed=False)
+    above = ModeCheck(fitted, log_evidence=z + 1.0, std=0.1, gap=-1.0, failed=False)
+    assert mends_at_mode(failed, False, settings)
+    assert not mends_at_mode(passed, False, settings)
+    assert mends_at_mode(passed, True, settings)  # few lineages: the run's error bar cannot be trusted
+    assert not mends_at_mode(above, True, settings)  # the run holds mass the draws at the mode would lose
+    assert not mends_at_mode(failed, True, settings._replace(restart_after_check=False))
+    assert not mends_at_mode(failed._replace(evidence=fitted.without_proposal()), True, settings)
+    assert not mends_at_mode(None, True, settings)
+
+
+#: Heavy AIS on the paper mixture's first 1000 rows (``benchmarks/saved/paper_mixture_reference.json``).
+PAPER_MIXTURE_REFERENCE = (-4023.105, 0.157)
+
+
+def _paper_fit(seed, **params):
+    """BayesianMixture(5) on the paper mixture's 1000 rows in two chunks, and the checks its warnings named."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        est = BayesianMixture(5, random_state=seed, shuffle=False, **params).fit(make_mixture(1000, random_state=0).X)
+    return est, " ".join(str(w.message) for w in caught)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", [0, 4, 9])
+def test_a_run_on_few_lineages_is_restarted_at_the_mode_after_its_check(seed):
+    """On these seeds the first chunk's resampling leaves every group one or two lineages and, restarts after
+    the check off, the run reads 5-6.5 nats below heavy AIS with both checks flagged. The first chunk's check
+    restarts every group at the mode: the run is not flagged, warns of nothing, and lies within 3 combined
+    standard deviations of the reference. ``restarts=False`` restarts nothing."""
+    est, warned = _paper_fit(seed)
+    first = est.evidence_history_[0]
+    assert first.n_lineages < 3 and first.n_replayed == 500
+    assert est.evidence_checks_ == () and warned == ""
+    value, std = PAPER_MIXTURE_REFERENCE
+    assert abs(est.log_evidence_ - value) < 3.0 * math.hypot(est.log_evidence_std_, std)
+    off, warned = _paper_fit(seed, restarts=False)
+    assert all(r.n_replayed == 0 for r in off.evidence_history_)
+    assert "lineages" in off.evidence_checks_ and "starting particles" in warned

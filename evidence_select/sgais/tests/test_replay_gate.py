@@ -12,7 +12,7 @@ from evidence_select.models import GaussianMixtureModel
 from evidence_select.sgais import _engine as engine
 from evidence_select.sgais._mode_check import ModeCheck, ModeEvidence, compare_with_mode, rows_mode_evidence
 from evidence_select.sgais._replay_gate import GateCheck, allowed_gap, gate_applies, gate_mode_evidence, groups_behind
-from evidence_select.sgais._policy import merge_independent_runs
+from evidence_select.sgais._policy import pooled_restart
 from evidence_select.sgais._settings import EngineTuning, ModeCheckSettings
 
 
@@ -161,26 +161,31 @@ def test_the_gates_search_keeps_the_subsamples_mode_that_is_best_on_every_row():
     assert max(values) - min(values) < 1.0
 
 
+# The gate's tests leave out the restarts after a chunk's check (test_mode_restart): they study which periodic
+# restarts replay.
 class _GatedEarly(BayesianMixture):
     """Posterior-mode checks up to 400 rows, the gate's own search past them (periodic restarts at 800 and 1600)."""
 
-    _engine_tuning = EngineTuning(mode_check=ModeCheckSettings(max_rows=400, search_rows=400, n_draws=1000))
+    _engine_tuning = EngineTuning(mode_check=ModeCheckSettings(max_rows=400, search_rows=400, n_draws=1000,
+                                                               restart_after_check=False))
 
 
 class _Gated(BayesianMixture):
     """Posterior-mode checks, and the gate, on every row seen up to the default 5000."""
 
-    _engine_tuning = EngineTuning(mode_check=ModeCheckSettings(n_draws=1000))
+    _engine_tuning = EngineTuning(mode_check=ModeCheckSettings(n_draws=1000, restart_after_check=False))
 
 
 class _Ungated(BayesianMixture):
-    _engine_tuning = EngineTuning(mode_check=ModeCheckSettings(max_rows=400, n_draws=1000, gate_draws=0))
+    _engine_tuning = EngineTuning(mode_check=ModeCheckSettings(max_rows=400, n_draws=1000, gate_draws=0,
+                                                               restart_after_check=False))
 
 
 class _AlwaysBehind(BayesianMixture):
     """A gate that finds every run behind (a negative gap threshold): every restart due replays."""
 
-    _engine_tuning = EngineTuning(mode_check=ModeCheckSettings(n_draws=1000, gap_sigmas=-1e6))
+    _engine_tuning = EngineTuning(mode_check=ModeCheckSettings(n_draws=1000, gap_sigmas=-1e6,
+                                                               restart_after_check=False))
 
 
 def _replayed_at(estimator_class, X, seed, shuffle=True):
@@ -293,11 +298,12 @@ def test_the_gate_replays_when_one_group_fell_behind(seed, monkeypatch):
     # only that group replays: the other keeps what the chunk's annealing gave it.
     pooled = []
 
-    def merge_and_record(rng, first, second, groups=None, share=0.5):
-        pooled.append((first, second, groups, merge_independent_runs(rng, first, second, groups, share)))
-        return pooled[-1][-1]
+    def pool_and_record(rng, first, replay, groups, widening_and_increments, split_sigmas):
+        result = pooled_restart(rng, first, replay, groups, widening_and_increments, split_sigmas)
+        pooled.append((first, replay.particles, groups, result.particles))
+        return result
 
-    monkeypatch.setattr(engine, "merge_independent_runs", merge_and_record)
+    monkeypatch.setattr(engine, "pooled_restart", pool_and_record)
     X = _three_clusters(800, seed)
     estimator = _GatedEarly(3, batch_size=100, n_particles=10, random_state=seed)
     with warnings.catch_warnings():
@@ -311,6 +317,7 @@ def test_the_gate_replays_when_one_group_fell_behind(seed, monkeypatch):
     assert record.n_samples_seen == 800 and record.n_replayed == 800
     low, high = np.sort(estimator.sgais_state_.log_evidence)
     assert high - low < 1000.0
+    print("POOLED", [(g, len(a.log_evidence), len(b.log_evidence)) for a, b, g, m in pooled])
     [(in_order, replay, groups, merged)] = pooled
     assert groups.tolist() == [False, True] and len(replay.log_evidence) == 1
     assert merged.log_evidence[0] == in_order.log_evidence[0]
