@@ -279,16 +279,14 @@ def _update(state, X, y, model, config, check, previous, recovery=""):
         record = record._replace(fallback="; ".join(filter(None, (record.fallback, recovery))))
         causes = causes._replace(recovery=recovery)
     evidence = check if isinstance(check, ModeEvidence) else closed.mode_evidence
-    # Checks due by the rows alone (checkpoints, surprises, restarts, the gate), not by where a call ends: only
-    # those may restart the run, so that a stream's result does not depend on how it was split into calls.
-    scheduled = gate is not None or mode_check_due(state.n_samples_seen, new_state.n_samples_seen, settings,
-                                                   surprised=closing.action.surprised or record.n_replayed > 0)
     if gate is not None:  # the gate's value checks the chunk's result too, whether it replayed or not
         check, evidence = True, gate.check.evidence
-    new_state, record, mode_check = _posterior_mode_check(new_state, record, (model, config),
-                                                          scheduled if check is None else check, evidence)
+    elif check is None:  # an excursion only follows a surprise; a periodic restart need not
+        check = mode_check_due(state.n_samples_seen, new_state.n_samples_seen, settings,
+                               surprised=closing.action.surprised or record.n_replayed > 0)
+    new_state, record, mode_check = _posterior_mode_check(new_state, record, (model, config), check, evidence)
     restarted_at_mode = closed.restarted_at_mode
-    if scheduled and config.restart_on_surprise and mends_at_mode(
+    if config.restart_on_surprise and mends_at_mode(
             mode_check, lineages_fail(record, previous, config, state.n_samples_seen), settings):
         new_state, record, mode_check = _restart_after_check(rng, state, new_state, record, mode_check,
                                                              (model, config))

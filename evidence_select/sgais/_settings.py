@@ -107,11 +107,11 @@ class ModeCheckSettings(NamedTuple):
     ``n_draws``), and the run's error keeps at least the distance between their value and the Laplace
     approximation at the mode (tails the draws may under-sample). ``restart_share=0`` always replays.
 
-    With ``restart_after_check``, a chunk's check whose proposal fits that way (one due by the rows seen, not by
-    a call's end) also restarts every group at the mode after the chunk where the run failed it, or where the
-    run's evidence rests on a few annealing paths (the ``lineages`` check) and reads no more than ``gap_sigmas``
-    combined standard deviations above the mode's value (:func:`~._mode_restart.mends_at_mode`): the draws give
-    the run an error bar it can trust instead of a warning.
+    With ``restart_after_check``, a chunk's check whose proposal fits that way also restarts every group at the
+    mode after the chunk where the run failed it, or where the run's evidence rests on a few annealing paths (the
+    ``lineages`` check) and reads no more than ``gap_sigmas`` combined standard deviations above the mode's value
+    (:func:`~._mode_restart.mends_at_mode`): the draws give the run an error bar it can trust instead of a
+    warning.
     """
 
     max_rows: int = 5000
