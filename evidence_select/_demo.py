@@ -173,9 +173,10 @@ def call_bounds(n_rows, chunk_size, report_rows, phase_ends):
     """``(start, stop)`` rows of the selector's calls: one per printed line, also split where a phase ends.
 
     A call of several chunks gives the same records as one call per chunk (the
-    candidates split it into the same chunks; only the posterior-mode check of
-    a call's last chunk, and a restart at the mode it may ask for, are the
-    call's own), but its candidates' updates run
+    candidates split it into the same chunks) up to the first restart at the
+    mode that the posterior-mode check of a call's last chunk asks for (a
+    call's own; the demo's results thus depend on its printed lines), but its
+    candidates' updates run
     as one task per candidate: fewer waits for the slowest candidate, and
     chunks of unequal cost even out within a task. The bounds stay on the chunk
     grid (a phase ending inside a chunk is reported after that chunk, as the

@@ -32,9 +32,9 @@ estimator's ``evidence_checks_``, a selector's ``checks`` column):
     estimators and :func:`~evidence_select.log_evidence` report NaN
     (:func:`reported_estimate`; the records keep the number).
 
-``degraded``, ``lineages`` and ``fallback`` describe chunks, and stay once
-raised (``lineages`` until such a restart); the others describe the current
-state, and clear when it recovers.
+``degraded`` and ``fallback`` describe chunks, and stay once raised;
+``lineages`` describes the first chunk and stays until such a restart; the
+others describe the current state, and clear when it recovers.
 
 Every chunk's :class:`~._state.ChunkRecord` carries the checks that fail after
 it (``failed_checks``, :func:`with_checks`) and the warnings it gives
@@ -60,7 +60,7 @@ __all__ = ["CHUNK_CHECKS", "CHECK_NAMES", "ChunkCauses", "Notice", "evidence_dia
 CHECK_NAMES = ("degraded", "posterior_mode", "population_bias", "lineages", "fallback", "collapsed_weights",
                "unusable")
 #: The checks that describe a chunk, which a later chunk cannot undo.
-CHUNK_CHECKS = ("degraded", "lineages", "fallback")
+CHUNK_CHECKS = ("degraded", "fallback")
 
 
 class Notice(NamedTuple):
@@ -101,13 +101,12 @@ def with_checks(record, previous, state, config, causes):
         "degraded": bool(record.degraded),
         "posterior_mode": state.widening.mode_gap_variance > 0,
         "population_bias": bias >= checks.population_bias,
-        "lineages": lineages_fail(record, None, config, causes.n_seen_before),
+        # The first chunk's few lineages stay failed until a restart at the mode replaced every group's run.
+        "lineages": not causes.restarted_at_mode and lineages_fail(record, previous, config, causes.n_seen_before),
         "fallback": bool(record.fallback),
         "collapsed_weights": collapsed >= checks.degenerate_chunks,
     }
     before = () if previous is None else previous.failed_checks
-    if causes.restarted_at_mode:  # the evidence no longer rests on the first chunk's annealing paths
-        failing["lineages"], before = False, tuple(name for name in before if name != "lineages")
     flagged = [name for name in failing if failing[name] or (name in CHUNK_CHECKS and name in before)]
     failing["unusable"] = bool(flagged) and record.log_evidence_std > checks.unusable_std
     failed = tuple(name for name in CHECK_NAMES if failing[name] or (name in CHUNK_CHECKS and name in before))
@@ -119,7 +118,7 @@ def with_checks(record, previous, state, config, causes):
 def lineages_fail(record, previous, config, n_seen_before):
     """Whether the ``lineages`` check fails after the chunk of ``record``: its first chunk's resampling left
     fewer lineages than :func:`~._settings.lineage_threshold` (``n_seen_before`` 0), or the stream's ``previous``
-    record (None: not asked) carries the failure."""
+    record (None: the first chunk) carries the failure."""
     if previous is not None and "lineages" in previous.failed_checks:
         return True
     return n_seen_before == 0 and record.n_lineages < lineage_threshold(config.n_particles, config.tuning.checks)
@@ -224,7 +223,8 @@ def raise_notices(records):
 
     A chunk check's cause raises its first notice of the call (a degraded run's first degraded chunk, say); a
     state check's cause raises its last, and only while the check still fails after the call's last chunk (a
-    population bias that crossed its threshold twice in the call warns once, with the latest numbers).
+    population bias that crossed its threshold twice in the call warns once, with the latest numbers). The
+    ``lineages`` check is raised as a state check: a restart at the mode later in the call may have cleared it.
     """
     if not records:
         return
@@ -285,11 +285,12 @@ def failed_evidence_checks(history):
 def with_chunk_checks(current, earlier):
     """``current`` failed checks with the chunk checks among ``earlier`` ones added (they cannot clear); names
     the engine does not know (an estimator's own, such as ``feature_scale``) follow as ``current`` has them.
+    (``lineages`` can clear, and travels with the records themselves.)
 
     Examples
     --------
-    >>> with_chunk_checks(("population_bias",), ("lineages", "posterior_mode"))
-    ('population_bias', 'lineages')
+    >>> with_chunk_checks(("population_bias",), ("degraded", "lineages", "posterior_mode"))
+    ('degraded', 'population_bias')
     """
     return (tuple(name for name in CHECK_NAMES if name in current or (name in CHUNK_CHECKS and name in earlier))
             + tuple(name for name in current if name not in CHECK_NAMES))

@@ -285,9 +285,9 @@ def _update(state, X, y, model, config, check, previous, recovery=""):
         check = mode_check_due(state.n_samples_seen, new_state.n_samples_seen, settings,
                                surprised=closing.action.surprised or record.n_replayed > 0)
     new_state, record, mode_check = _posterior_mode_check(new_state, record, (model, config), check, evidence)
-    restarted_at_mode = closed.restarted_at_mode
-    if config.restart_on_surprise and mends_at_mode(
-            mode_check, lineages_fail(record, previous, config, state.n_samples_seen), settings):
+    restarted_at_mode = closed.restarted_at_mode  # every group restarted at the mode: its lineages are gone
+    few_lineages = not restarted_at_mode and lineages_fail(record, previous, config, state.n_samples_seen)
+    if limits.can_restart and mends_at_mode(mode_check, few_lineages, settings):
         new_state, record, mode_check = _restart_after_check(rng, state, new_state, record, mode_check,
                                                              (model, config))
         restarted_at_mode = True

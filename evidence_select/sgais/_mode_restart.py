@@ -64,9 +64,11 @@ def mends_at_mode(check, lineages_failing, settings):
     chunk's resampling left few lineages, an error no spread measures), unless the run then reads above the
     mode's value by more than ``settings.gap_sigmas`` combined standard deviations: it holds mass the proposal
     misses (another configuration), which the draws would lose. ``settings.restart_after_check=False`` never
-    restarts after a check.
+    restarts after a check, nor does a ``restart_share`` below 1 (which would pool the draws with the run the
+    check found wanting).
     """
-    if not settings.restart_after_check or check is None or not restarts_at_mode(check.evidence, settings):
+    if (not settings.restart_after_check or settings.restart_share < 1.0 or check is None
+            or not restarts_at_mode(check.evidence, settings)):
         return False
     if check.failed:
         return True
@@ -78,8 +80,9 @@ def restarted_state(rng, state, model, config, evidence):
     check's value ``evidence`` (:func:`mode_population` on every row seen, pooled as a restart's run is in
     :func:`~._engine.sgais_update`), and the datum evaluations the draws cost.
 
-    The draws replace the run, so nothing the chunks before left in its error bar stays but the floor of the
-    draws and their groups' spread: no mode gap, no degraded chunks' widening, no checked groups.
+    The draws replace the run (``restart_share`` 1, :func:`mends_at_mode`), so nothing the chunks before left in
+    its error bar stays but the floor of the draws and their groups' spread: no mode gap, no degraded chunks'
+    widening, no checked groups, and no restart waiting.
     """
     groups = np.ones(len(state.log_evidence), dtype=bool)
     replay = mode_population(rng, reservoir_data(state.reservoir), model, config, evidence, groups)
@@ -97,7 +100,7 @@ def restarted_state(rng, state, model, config, evidence):
         reference_grad=merged.reference_grad, n_reference=min(state.n_reference, replay.n_reference),
         n_datum_evaluations=state.n_datum_evaluations + n_evaluations,
         n_surprise_evaluations=state.n_surprise_evaluations + n_evaluations,
-        increment_variance=pooled.increment_variance, widening=widening), n_evaluations
+        increment_variance=pooled.increment_variance, widening=widening, restart_pending=0), n_evaluations
 
 
 def mode_population(rng, rows, model, config, evidence, groups):

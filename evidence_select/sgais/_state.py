@@ -170,7 +170,9 @@ class ChunkRecord(NamedTuple):
         again from the prior or by importance draws at the posterior's best
         mode (:mod:`._mode_restart`) (``restart_on_surprise``,
         ``restart_growth``, or a shift in a run with no surprise trigger:
-        ``restart_on_shift``); 0 when the chunk did not restart.
+        ``restart_on_shift``; or, at the mode, the chunk's posterior-mode check
+        finding the run below the mode's value or resting on few lineages,
+        :func:`~._mode_restart.mends_at_mode`); 0 when the chunk did not restart.
     n_surprise_evaluations : int
         Per-datum likelihood and gradient evaluations of this chunk's restart
         and excursion, charged to the budget (``surprise_budget``).

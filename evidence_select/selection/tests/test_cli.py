@@ -42,7 +42,7 @@ def test_demo_calls_of_several_chunks_give_the_records_of_one_call_per_chunk():
     X = make_mixture(300, random_state=0).X
 
     def selector():
-        return EvidenceModelSelector([(f"K={k}", _NoRestartAfterCheck(k, batch_size=50, n_particles=6))
+        return EvidenceModelSelector([(f"K={k}", NoRestartAfterCheckMixture(k, batch_size=50, n_particles=6))
                                       for k in (1, 2)], random_state=0)
 
     per_chunk, per_line = selector(), selector()
@@ -157,17 +157,11 @@ def test_header_only_file_gives_one_line(capsys, tmp_path):
 # -- reading, shuffling and the row-order check -----------------------------------------------------
 import warnings  # noqa: E402
 
-from evidence_select import (BayesianLinearRegressor, BayesianLogisticClassifier, BayesianMixture,  # noqa: E402
+from evidence_select import (BayesianLinearRegressor, BayesianLogisticClassifier,  # noqa: E402
                              EvidenceModelSelector)
 from evidence_select import _demo, cli  # noqa: E402
 from evidence_select.utils._order import StreamOrderWarning  # noqa: E402
-from evidence_select.sgais._settings import EngineTuning, ModeCheckSettings  # noqa: E402
-
-
-class _NoRestartAfterCheck(BayesianMixture):
-    """A mixture whose checks never restart the run at the mode (``ModeCheckSettings.restart_after_check``)."""
-
-    _engine_tuning = EngineTuning(mode_check=ModeCheckSettings(restart_after_check=False))
+from evidence_select.sgais.tests._mixtures import NoRestartAfterCheckMixture  # noqa: E402
 
 
 FAST = {"n_particles": 5, "n_replicates": 2, "n_mcmc_steps": 2}

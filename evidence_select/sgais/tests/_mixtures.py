@@ -10,3 +10,10 @@ class PriorReplayMixture(BayesianMixture):
     replays' groups are what runs on parallel workers."""
 
     _engine_tuning = EngineTuning(mode_check=ModeCheckSettings(restart_share=0.0))
+
+
+class NoRestartAfterCheckMixture(BayesianMixture):
+    """The mixture estimator whose posterior-mode checks never restart the run at the mode themselves
+    (``ModeCheckSettings.restart_after_check``); its other restarts are as the estimator's."""
+
+    _engine_tuning = EngineTuning(mode_check=ModeCheckSettings(restart_after_check=False))

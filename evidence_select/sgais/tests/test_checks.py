@@ -15,7 +15,7 @@ from evidence_select.sgais._policy import Degradation
 from evidence_select.sgais._engine import SGAISConfig
 from evidence_select.sgais._state import ChunkRecord
 from evidence_select.sgais._settings import CheckSettings
-from evidence_select.sgais.tests._mixtures import PriorReplayMixture
+from evidence_select.sgais.tests._mixtures import NoRestartAfterCheckMixture, PriorReplayMixture
 
 #: The opening words of each check's warning.
 WARNING_OF_CHECK = {"population_bias": "finite particle population", "lineages": "starting particles",
@@ -137,6 +137,37 @@ def test_a_call_raises_one_warning_per_cause():
         warnings.simplefilter("always")
         raise_notices(records[:2])  # the bias no longer fails after the call: its notice is stale
     assert [str(w.message) for w in caught] == ["degraded BUDGET_SPENT 0"]
+
+
+def test_a_lineage_warning_is_raised_only_while_the_check_still_fails():
+    # A restart at the mode later in the call replaces every group's run, and the lineages check clears.
+    lineages = Notice("lineages", "", EvidenceConvergenceWarning, "few lineages")
+    for last_failed, expected in (((), []), (("lineages",), ["few lineages"])):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            raise_notices([_record(100, ("lineages",), lineages), _record(200, last_failed)])
+        assert [str(w.message) for w in caught] == expected
+
+
+@pytest.mark.slow
+def test_a_restart_at_the_mode_clears_the_lineages_for_the_estimator_and_the_selector():
+    # The paper mixture's first 500 rows leave seed 0 one or two lineages per group; with the checks' own restarts
+    # off, the periodic restart at 2000 rows draws at the mode, and every group's run is replaced: the check
+    # clears for the candidate and for the selector (which carries only chunk checks from its earlier calls), and
+    # the call that cleared it warns of nothing.
+    X = make_mixture(2000, random_state=0).X
+    selector = EvidenceModelSelector([("K=5", NoRestartAfterCheckMixture(5, random_state=0))], shuffle=False)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        selector.partial_fit(X[:1000])
+    assert "lineages" in selector.evidence_checks_[0] and "starting particles" in " ".join(map(str, caught))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        selector.partial_fit(X[1000:])
+    candidate = selector.estimators_[0]
+    assert [r.n_samples_seen for r in candidate.evidence_history_ if r.n_replayed][-1] == 2000
+    assert candidate.evidence_checks_ == () and selector.evidence_checks_[0] == ()
+    assert "starting particles" not in " ".join(map(str, caught))
 
 
 @pytest.mark.parametrize("reason", [Degradation.SHIFT_RESTARTED, Degradation.SHIFT_RESTARTS_OFF,

@@ -317,7 +317,6 @@ def test_the_gate_replays_when_one_group_fell_behind(seed, monkeypatch):
     assert record.n_samples_seen == 800 and record.n_replayed == 800
     low, high = np.sort(estimator.sgais_state_.log_evidence)
     assert high - low < 1000.0
-    print("POOLED", [(g, len(a.log_evidence), len(b.log_evidence)) for a, b, g, m in pooled])
     [(in_order, replay, groups, merged)] = pooled
     assert groups.tolist() == [False, True] and len(replay.log_evidence) == 1
     assert merged.log_evidence[0] == in_order.log_evidence[0]
