@@ -78,9 +78,9 @@ def warm_workers(n_jobs, n_candidates=len(DEMO_COMPONENTS)):
     """
     from joblib import delayed
 
-    from .utils._nested import inner_pool
+    from .selection._distributed import candidate_pool
 
-    pool = inner_pool(n_candidates, n_jobs, threads_take_turns=True)  # as the selector's calls will ask
+    pool = candidate_pool(n_candidates, n_jobs)  # the selector's calls' own
     if pool.n_jobs > 1:
         pool.run([delayed(speed_probe)(1, 1) for _ in range(n_candidates)])
 

@@ -49,8 +49,9 @@ from ..utils._threads import single_threaded_blas
 from ..utils._warnings import recorded_warnings, warn
 
 __all__ = ["CandidateSummary", "JoblibPayoff", "ResidentCandidates", "ResidentNamedCandidates", "advance_candidates",
-           "after_joblib_call", "aligned", "longest_first", "longest_first_resident", "parallel_seconds",
-           "planned_homes", "relay_warnings", "use_joblib_workers", "dask_client", "PARALLEL_OPTIONS"]
+           "candidate_pool", "after_joblib_call", "aligned", "longest_first", "longest_first_resident",
+           "parallel_seconds", "planned_homes", "relay_warnings", "use_joblib_workers", "dask_client",
+           "PARALLEL_OPTIONS"]
 
 PARALLEL_OPTIONS = ("joblib", "dask")
 
@@ -205,6 +206,12 @@ def after_joblib_call(payoff, on_workers, wall, seconds, n_workers):
     return JoblibPayoff(overhead, 0, seconds, workers_started=True)
 
 
+def candidate_pool(n_candidates, n_jobs):
+    """Where a call's ``n_candidates`` candidate updates run on joblib (an :class:`~..utils._nested.InnerPool`):
+    the candidates' updates serialise their warning recording (recorded_warnings), so threads may run them."""
+    return inner_pool(n_candidates, n_jobs, threads_take_turns=True)
+
+
 def advance_candidates(candidates, task, backend_seeds, history_lengths, *, parallel, n_jobs, names,
                        payoff=JoblibPayoff()):
     """Advance every candidate by ``task``; return ``(fitted, summaries, payoff)``.
@@ -222,8 +229,7 @@ def advance_candidates(candidates, task, backend_seeds, history_lengths, *, para
     order = longest_first(candidates)
     shipped = [_with_recent_history(est, start) for est, start in zip(candidates, history_lengths)]
     jobs = [delayed(_advance)(shipped[i][0], task, backend_seeds[i], shipped[i][1]) for i in order]
-    # The candidates' updates serialise their warning recording (recorded_warnings), so threads may run them.
-    pool = inner_pool(len(candidates), n_jobs, threads_take_turns=True)
+    pool = candidate_pool(len(candidates), n_jobs)
     n_workers = pool.n_jobs
     on_workers = n_workers > 1 and use_joblib_workers(payoff, n_workers)
     tic = time.perf_counter()

@@ -152,8 +152,8 @@ from ._policy import (ActionKind, ChunkMode, arrival_action, closing_action, deg
                       replayed_groups, shift_detected, steps_action, surprise_limits, surprised_on_arrival)
 from ._reference import refresh_reference
 from ._state import (PAPER_SETTINGS, ChunkRecord, Particles, SamplerDegeneracyWarning, SGAISConfig, SGAISState,
-                     StepCounts, combine_replicates, evidence_estimate, increment_spread, particle_log_weights,
-                     population_log_variance, sgais_init)
+                     StepCounts, combine_replicates, evidence_estimate, increment_spread, particle_fields,
+                     particle_log_weights, population_log_variance, sgais_init, state_particles)
 from ._steps import choose_increment, count_lineages, tempering_step
 
 __all__ = ["SGAISConfig", "SGAISState", "ChunkRecord", "sgais_init", "sgais_update", "sgais_stream",
@@ -356,9 +356,7 @@ def _posterior_mode_check(state, record, model_config, check, evidence):
 
 def _start_particles(state):
     """The chunk's starting :class:`Particles`, each its own lineage's origin."""
-    return Particles(theta=state.particles, log_weights=state.log_weights, log_evidence=state.log_evidence,
-                     log_evidence_variance=state.log_evidence_variance, reference=state.reference,
-                     reference_grad=state.reference_grad, origins=np.arange(len(state.particles)))
+    return state_particles(state, origins=np.arange(len(state.particles)))
 
 
 def _next_state(state, context, closed, carried, widening, degraded):
@@ -369,9 +367,7 @@ def _next_state(state, context, closed, carried, widening, degraded):
     past_statistics = (None if context.past_statistics is None
                        else context.past_statistics + context.chunk_statistics)
     return SGAISState(
-        particles=particles.theta, log_weights=particles.log_weights, log_evidence=particles.log_evidence,
-        log_evidence_variance=particles.log_evidence_variance, reference=particles.reference,
-        reference_grad=particles.reference_grad, n_reference=closed.n_reference, reservoir=reservoir, rng=rng,
+        **particle_fields(particles), n_reference=closed.n_reference, reservoir=reservoir, rng=rng,
         n_samples_seen=n_seen + n_chunk, n_chunks=state.n_chunks + 1,
         n_datum_evaluations=state.n_datum_evaluations + counts.n_evaluations,
         step_scales=pooled_step_scales(context.scales.past, n_seen, context.scales.chunk, n_chunk),

@@ -41,7 +41,7 @@ from ._mode_check import importance_estimate, importance_log_weights, symmetrise
 from ._policy import Replay, pooled_restart
 from ._reservoir import reservoir_data
 from ._reference import grad_sum
-from ._state import Particles
+from ._state import Particles, particle_fields, state_particles
 
 __all__ = ["restarts_at_mode", "mends_at_mode", "restarted_state", "mode_population", "restart_draws"]
 
@@ -86,18 +86,14 @@ def restarted_state(rng, state, model, config, evidence):
     """
     groups = np.ones(len(state.log_evidence), dtype=bool)
     replay = mode_population(rng, reservoir_data(state.reservoir), model, config, evidence, groups)
-    run = Particles(theta=state.particles, log_weights=state.log_weights, log_evidence=state.log_evidence,
-                    log_evidence_variance=state.log_evidence_variance, reference=state.reference,
-                    reference_grad=state.reference_grad)
-    pooled = pooled_restart(rng, run, replay, groups, (state.widening.mode_gap_variance, state.increment_variance),
+    pooled = pooled_restart(rng, state_particles(state), replay, groups,
+                            (state.widening.mode_gap_variance, state.increment_variance),
                             config.tuning.mode_check.gap_sigmas)
-    merged, n_evaluations = pooled.particles, replay.n_datum_evaluations
+    n_evaluations = replay.n_datum_evaluations
     widening = state.widening._replace(mode_gap_variance=pooled.mode_gap_variance, degraded_variance=0.0,
                                        checked_groups=(), checked_variance=0.0)
     return state._replace(
-        particles=merged.theta, log_weights=merged.log_weights, log_evidence=merged.log_evidence,
-        log_evidence_variance=merged.log_evidence_variance, reference=merged.reference,
-        reference_grad=merged.reference_grad, n_reference=min(state.n_reference, replay.n_reference),
+        **particle_fields(pooled.particles), n_reference=min(state.n_reference, replay.n_reference),
         n_datum_evaluations=state.n_datum_evaluations + n_evaluations,
         n_surprise_evaluations=state.n_surprise_evaluations + n_evaluations,
         increment_variance=pooled.increment_variance, widening=widening, restart_pending=0), n_evaluations

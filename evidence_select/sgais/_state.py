@@ -18,6 +18,7 @@ from ..utils._diagnostics import mean_and_squared_error
 from ..utils._logspace import log_expm1
 
 __all__ = ["SGAISConfig", "SGAISState", "ErrorWidening", "ChunkRecord", "Particles", "StepCounts", "sgais_init",
+           "state_particles", "particle_fields",
            "combine_replicates", "evidence_estimate", "increment_spread", "initial_increment_variance",
            "group_left_behind", "standing_groups", "checked_groups_lead", "OVERSHOOT_STD",
            "population_log_variance", "particle_log_weights", "SamplerDegeneracyWarning", "PAPER_SETTINGS"]
@@ -316,6 +317,21 @@ class Particles(NamedTuple):
     reference_grad: np.ndarray
     origins: np.ndarray = None
     exact_step: np.ndarray = None  # (n_groups,) exact HMC's adapted leapfrog steps, carried between a chunk's moves
+
+
+def state_particles(state, origins=None):
+    """The particle system an :class:`SGAISState` holds, as :class:`Particles` (with ``origins`` as given)."""
+    return Particles(theta=state.particles, log_weights=state.log_weights, log_evidence=state.log_evidence,
+                     log_evidence_variance=state.log_evidence_variance, reference=state.reference,
+                     reference_grad=state.reference_grad, origins=origins)
+
+
+def particle_fields(particles):
+    """The :class:`SGAISState` fields that hold the :class:`Particles` ``particles`` (for ``SGAISState(...)`` or
+    ``_replace``): the inverse of :func:`state_particles`."""
+    return dict(particles=particles.theta, log_weights=particles.log_weights, log_evidence=particles.log_evidence,
+                log_evidence_variance=particles.log_evidence_variance, reference=particles.reference,
+                reference_grad=particles.reference_grad)
 
 
 class StepCounts(NamedTuple):
