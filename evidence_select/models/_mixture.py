@@ -43,6 +43,9 @@ _REFIT_EM_STARTS = 3
 _REFIT_PAST_ROWS = 500
 # EM iterations behind each start of the posterior-mode search (refined by a quasi-Newton search afterwards).
 _MODE_EM_ITERATIONS = 100
+# A start whose EM iteration moves no parameter by more than this has converged (the quasi-Newton search refines
+# it to its minimum; its objective then lies far within the search's same_fit of the converged fit's).
+_MODE_EM_TOLERANCE = 1e-6
 
 
 class GaussianMixtureModel(Model):
@@ -360,7 +363,7 @@ class GaussianMixtureModel(Model):
         theta, X, row_weights = self._kernel_inputs(theta, X, weights)
         return _kernels().mixture_moments(theta, X, row_weights, self.n_components)
 
-    def fit_em(self, rng, X, sample_weight, *, n_init=4, n_iter=20):
+    def fit_em(self, rng, X, sample_weight, *, n_init=4, n_iter=20, tol=0.0):
         """Maximum-likelihood fits by EM to weighted rows, from ``n_init`` k-means++ starts (vectorised).
 
         The global refit move's candidates (:meth:`refit_proposal`) and the
@@ -376,6 +379,10 @@ class GaussianMixtureModel(Model):
             Non-negative row weights (tempered counts); their sum is the data size.
         n_init, n_iter : int
             Starts, fitted side by side, and EM iterations.
+        tol : float, default=0.0
+            A start whose iteration moved no parameter by more than ``tol`` (means in units of the rows'
+            standard deviation, weights and variances relative) has converged and iterates no further; 0 runs
+            every start ``n_iter`` times.
 
         Returns
         -------
@@ -387,14 +394,16 @@ class GaussianMixtureModel(Model):
         K = self.n_components
         means, scale = kmeans_plus_plus_centres(rng, X, w, K, n_init)
         floor = 1e-6 * scale  # a component on one row must not reach zero variance
-        weights, variances = np.full((n_init, K), 1.0 / K), np.broadcast_to(scale / K, means.shape)
+        weights, variances = np.full((n_init, K), 1.0 / K), np.full(means.shape, scale / K)
+        active = np.arange(n_init)
         for _ in range(n_iter):
-            mass, first, second = self._compiled_moments(self.pack(weights, means, variances), X, w)
-            mass = np.maximum(mass, 1e-300)
-            means = first / mass[..., None]
-            variances = np.maximum(second / mass[..., None] - means**2, floor)
-            weights = np.maximum(mass / w.sum(), 1e-12)
-            weights /= weights.sum(axis=1, keepdims=True)
+            fit = (weights[active], means[active], variances[active])
+            step = _em_step(self._compiled_moments(self.pack(*fit), X, w), w.sum(), floor)
+            weights[active], means[active], variances[active] = step
+            if tol > 0:
+                active = active[_em_moved(fit, step, np.sqrt(scale)) > tol]
+                if not len(active):
+                    break
         return weights, means, variances
 
     # -- posterior-mode check ----------------------------------------------------------
@@ -409,7 +418,8 @@ class GaussianMixtureModel(Model):
         theta : ndarray of shape (n_starts, n_params)
         """
         X = np.asarray(X, dtype=float)
-        weights, means, variances = self.fit_em(rng, X, np.ones(len(X)), n_init=n_starts, n_iter=_MODE_EM_ITERATIONS)
+        weights, means, variances = self.fit_em(rng, X, np.ones(len(X)), n_init=n_starts, n_iter=_MODE_EM_ITERATIONS,
+                                                tol=_MODE_EM_TOLERANCE)
         return self.pack(weights, means, variances)
 
     @property
@@ -622,3 +632,24 @@ def _relabel_maps(K, d):
         maps[which, dst, src] = 1.0
     maps.flags.writeable = False
     return maps
+
+
+def _em_step(moments, total_weight, floor):
+    """One M-step from the responsibilities' weighted ``moments`` ``(mass, first, second)`` (shapes ``(M, K)``,
+    ``(M, K, d)``, ``(M, K, d)``): ``(weights, means, variances)``, the variances at least ``floor``."""
+    mass, first, second = moments
+    mass = np.maximum(mass, 1e-300)
+    means = first / mass[..., None]
+    variances = np.maximum(second / mass[..., None] - means**2, floor)
+    weights = np.maximum(mass / total_weight, 1e-12)
+    weights /= weights.sum(axis=1, keepdims=True)
+    return weights, means, variances
+
+
+def _em_moved(before, after, row_std):
+    """Per fit, the largest change of an EM iteration from ``before`` to ``after`` (each ``(weights, means,
+    variances)``): the means' in units of ``row_std``, the weights' and variances' relative (log)."""
+    (w0, m0, v0), (w1, m1, v1) = before, after
+    return np.maximum.reduce([np.max(np.abs(m1 - m0) / row_std, axis=(1, 2)),
+                              np.max(np.abs(np.log(v1 / v0)), axis=(1, 2)),
+                              np.max(np.abs(np.log(w1 / w0)), axis=1)])

@@ -142,8 +142,8 @@ from ._reservoir import reservoir_data, reservoir_insert
 from ..utils import ess_from_log_weights, log_mean_exp, make_generator
 from ._checks import ChunkCauses, lineages_fail, with_checks
 from ._lag import posterior_lag
-from ._mode_check import (ModeEvidence, apply_mode_check, compare_with_mode, mode_check_due, rows_checkable,
-                          rows_mode_evidence)
+from ._mode_check import (ModeEvidence, apply_mode_check, compare_with_mode, mode_check_due, remembered_modes,
+                          rows_checkable, rows_mode_evidence)
 from ._mode_restart import mends_at_mode, mode_population, restarted_state, restarts_at_mode
 from ._replay_gate import GateCheck, allowed_gap, gate_applies, gate_mode_evidence, groups_behind
 from ._moves import MoveTarget, SGHMCDivergence, chunk_context, exact_recovery, pooled_step_scales
@@ -279,11 +279,13 @@ def _update(state, X, y, model, config, check, previous, recovery=""):
         record = record._replace(fallback="; ".join(filter(None, (record.fallback, recovery))))
         causes = causes._replace(recovery=recovery)
     evidence = check if isinstance(check, ModeEvidence) else closed.mode_evidence
+    # An excursion only follows a surprise; a periodic restart need not.
+    due = gate is not None or mode_check_due(state.n_samples_seen, new_state.n_samples_seen, settings,
+                                             surprised=closing.action.surprised or record.n_replayed > 0)
     if gate is not None:  # the gate's value checks the chunk's result too, whether it replayed or not
         check, evidence = True, gate.check.evidence
-    elif check is None:  # an excursion only follows a surprise; a periodic restart need not
-        check = mode_check_due(state.n_samples_seen, new_state.n_samples_seen, settings,
-                               surprised=closing.action.surprised or record.n_replayed > 0)
+    elif check is None:
+        check = due
     new_state, record, mode_check = _posterior_mode_check(new_state, record, (model, config), check, evidence)
     restarted_at_mode = closed.restarted_at_mode  # every group restarted at the mode: its lineages are gone
     few_lineages = not restarted_at_mode and lineages_fail(record, previous, config, state.n_samples_seen)
@@ -291,6 +293,8 @@ def _update(state, X, y, model, config, check, previous, recovery=""):
         new_state, record, mode_check = _restart_after_check(rng, state, new_state, record, mode_check,
                                                              (model, config))
         restarted_at_mode = True
+    if due:  # a check only a call's end asked for leaves the next search's starts as a stream in one call has them
+        new_state = remembered_modes(new_state, mode_check)
     record = with_checks(record, previous, new_state, config,
                          causes._replace(mode_check=mode_check, restarted_at_mode=restarted_at_mode))
     return new_state, record, undo
@@ -376,7 +380,7 @@ def _next_state(state, context, closed, carried, widening, degraded):
         widening=_kept_widening(state, closed)._replace(
             degraded_variance=_kept_degraded_variance(state, closed) + widening**2,
             n_degraded_chunks=state.widening.n_degraded_chunks + degraded, mode_gap_variance=closed.mode_gap_variance),
-        past_statistics=past_statistics)
+        past_statistics=past_statistics, known_modes=state.known_modes)
 
 
 def _increment_variance(state, closed):
@@ -551,7 +555,7 @@ def _close_chunk(rng, state, context, progress, replayed_groups, gate_evidence=N
     if replayed_groups is None:
         return ClosedChunk(particles=particles, n_reference=n_reference, counts=counts, n_replayed=0,
                            mode_gap_variance=state.widening.mode_gap_variance)
-    evidence = _rows_evidence(rng, state.reservoir, (X, y), model, config.tuning.mode_check, gate_evidence)
+    evidence = _rows_evidence(rng, state, (X, y), model, config.tuning.mode_check, gate_evidence)
     # Past the check's rows only the gate values the mode (on a subsample's best modes, its draws on every row).
     mode_value = gate_evidence if evidence is None else evidence
     at_mode = restarts_at_mode(mode_value, config.tuning.mode_check)
@@ -574,15 +578,16 @@ def _close_chunk(rng, state, context, progress, replayed_groups, gate_evidence=N
                        restarted_at_mode=every_group and replay.share >= 1.0 and at_mode)
 
 
-def _rows_evidence(rng, reservoir, rows, model, settings, gate_evidence=None):
-    """The posterior-mode check's value on every row seen, the chunk's ``rows`` included, where they can be
-    checked (``gate_evidence`` where the replay gate took it, else a copy of ``rng`` draws it), else None: a
-    restart's replays and the chunk's own check share it."""
+def _rows_evidence(rng, state, rows, model, settings, gate_evidence=None):
+    """The posterior-mode check's value on every row seen by ``state`` and the chunk's ``rows``, where they can
+    be checked (``gate_evidence`` where the replay gate took it, else a copy of ``rng`` draws it, its search
+    also from the state's known modes), else None: a restart's replays and the chunk's own check share it."""
+    reservoir = state.reservoir
     if not rows_checkable(model, reservoir.n_seen + len(rows[0]), settings):
         return None
     if gate_evidence is not None:
         return gate_evidence
-    return rows_mode_evidence(model, *_rows_seen(reservoir, rows), make_generator(rng), settings)
+    return rows_mode_evidence(model, *_rows_seen(reservoir, rows), make_generator(rng), settings, state.known_modes)
 
 
 def _rows_seen(reservoir, rows):
@@ -603,7 +608,7 @@ def _replay_gate(rng, state, context, limits, progress):
         return None
     particles = progress.particles
     value = gate_mode_evidence(model, _rows_seen(state.reservoir, (context.X, context.y)), make_generator(rng),
-                               settings, particles.theta)
+                               settings, particles.theta, state.known_modes)
     if value is None:
         return None
     running = state._replace(  # the run's estimate after the chunk, without a restart or a mode gap

@@ -34,7 +34,8 @@ from ._state import evidence_estimate, standing_groups
 __all__ = ["ModeCheck", "central_hessian", "checked_widening", "compare_with_mode", "importance_at_mode",
            "importance_estimate", "importance_log_weights",
            "negative_log_joint", "best_mode", "local_modes", "ModeEvidence", "mode_importance_log_evidence",
-           "mode_check_due", "apply_mode_check", "model_checkable", "mode_proposal", "rows_checkable",
+           "mode_check_due", "apply_mode_check", "search_starts", "remembered_modes", "model_checkable",
+           "mode_proposal", "rows_checkable",
            "rows_mode_evidence", "finite_evidence", "DEGENERATE_MODE_ERRORS", "symmetrised_draws",
            "symmetrised_t", "symmetrised_log_density", "SymmetrisedT"]
 
@@ -52,8 +53,9 @@ class ModeEvidence:
     """Importance-sampling ``log Z`` at the best posterior mode found, and its standard error.
 
     ``proposal`` is the :class:`SymmetrisedT` the draws came from, where the value was just taken (a restart
-    draws from it again, :mod:`._mode_restart`); it takes no part in comparisons and is never pickled with
-    the value.
+    draws from it again, :mod:`._mode_restart`), and ``modes`` the lowest distinct minima the search found,
+    ``(n, n_params)``, the best first (the run's next search starts from them, ``SGAISState.known_modes``); they
+    take no part in comparisons and are never pickled with the value.
     """
 
     log_evidence: float
@@ -61,12 +63,15 @@ class ModeEvidence:
     mode_objective: float = math.nan  # the negative log joint at the mode on the same rows (NaN: not known)
     n_draws: int = 0  # the importance draws behind the value (0: not known)
     laplace_log_evidence: float = math.nan  # the Laplace approximation at the same mode, symmetrised (NaN: none)
+    fit_spread: float = math.nan  # the truncated weights' relative standard deviation (NaN: not known)
     proposal: object = dataclasses.field(default=None, compare=False, repr=False)
+    modes: object = dataclasses.field(default=None, compare=False, repr=False)
 
     @property
     def weight_spread(self):
         """The importance weights' relative standard deviation, ``sd(w) / mean(w)``: how far the proposal is
-        from the posterior, whatever the number of draws (NaN where that is not known)."""
+        from the posterior, whatever the number of draws (NaN where that is not known). Heavy-tailed weights make
+        it swing with a few heavy draws; ``fit_spread`` is the same measure robust to them."""
         return self.std * math.sqrt(self.n_draws) if self.n_draws else math.nan
 
     def _replace(self, **changes):
@@ -74,11 +79,12 @@ class ModeEvidence:
         return dataclasses.replace(self, **changes)
 
     def without_proposal(self):
-        """The same value without its proposal (what travels to a worker process or into a pickle)."""
-        return dataclasses.replace(self, proposal=None)
+        """The same value without its proposal and the search's modes (what travels to a worker process or into
+        a pickle)."""
+        return dataclasses.replace(self, proposal=None, modes=None)
 
     def __getstate__(self):
-        return {**self.__dict__, "proposal": None}
+        return {**self.__dict__, "proposal": None, "modes": None}
 
     def __setstate__(self, state):
         self.__dict__.update(state)
@@ -121,8 +127,8 @@ def _distinct_starts(objective, starts, same_fit):
 
 
 def local_modes(objective, starts, same_fit):
-    """The finite quasi-Newton minima reached from the distinct ``starts``, lowest first (in the starts' order
-    where they tie)."""
+    """The distinct finite quasi-Newton minima reached from the distinct ``starts``, lowest first (in the starts'
+    order where they tie); minima whose values lie within ``same_fit`` nats of a lower one kept are one."""
     minima = []
     for start in _distinct_starts(objective, starts, same_fit):
         with np.errstate(all="ignore"):
@@ -130,7 +136,20 @@ def local_modes(objective, starts, same_fit):
                                        options={"maxiter": 2000, "gtol": 1e-8})
         if np.isfinite(result.fun):
             minima.append(result)
-    return [result.x for result in sorted(minima, key=lambda result: result.fun)]
+    distinct = []
+    for result in sorted(minima, key=lambda result: result.fun):
+        if not distinct or result.fun - distinct[-1].fun > same_fit:
+            distinct.append(result)
+    return [result.x for result in distinct]
+
+
+def search_starts(model, X, rng, settings, known_modes=None):
+    """A mode search's starts on the rows ``X``: the ``known_modes`` an earlier search of the run found (None:
+    none), then the model's ``settings.n_fresh_starts`` k-means++ starts where there are known modes, else
+    ``settings.n_starts``."""
+    if known_modes is None or len(known_modes) == 0:
+        return model.mode_starts(rng, X, settings.n_starts)
+    return np.vstack([known_modes, model.mode_starts(rng, X, settings.n_fresh_starts)])
 
 
 def best_mode(objective, starts, same_fit):
@@ -159,7 +178,7 @@ def _scale_at(objective, mode, hessian_step):
     return np.linalg.inv(hessian)
 
 
-def mode_importance_log_evidence(model, X, y, rng, settings=ModeCheckSettings()):
+def mode_importance_log_evidence(model, X, y, rng, settings=ModeCheckSettings(), known_modes=None):
     """``log Z`` by importance sampling at the best posterior mode found, symmetrised over label symmetries.
 
     The model supplies ``mode_starts(rng, X, n_starts)`` (points to refine into
@@ -181,11 +200,15 @@ def mode_importance_log_evidence(model, X, y, rng, settings=ModeCheckSettings())
     rng : numpy.random.Generator
     settings : ModeCheckSettings, default=ModeCheckSettings()
         Importance draws, starting points of the mode search, the proposal's shape.
+    known_modes : ndarray of shape (n_modes, n_params), optional
+        Minima an earlier search found (on fewer rows): the search starts from them and from
+        ``settings.n_fresh_starts`` new points (:func:`search_starts`).
 
     Returns
     -------
     ModeEvidence or None
-        None when no mode with a positive-definite Hessian was found.
+        None when no mode with a positive-definite Hessian was found; its ``modes`` are the search's lowest
+        ``settings.n_known_modes`` distinct minima.
 
     Examples
     --------
@@ -198,8 +221,9 @@ def mode_importance_log_evidence(model, X, y, rng, settings=ModeCheckSettings())
     True
     """
     objective = negative_log_joint(model, X, y)
-    mode = best_mode(objective, model.mode_starts(rng, X, settings.n_starts), settings.same_fit)
-    return importance_at_mode(model, (X, y), rng, (objective, mode), settings)
+    modes = local_modes(objective, search_starts(model, X, rng, settings, known_modes), settings.same_fit)
+    evidence = importance_at_mode(model, (X, y), rng, (objective, modes[0] if modes else None), settings)
+    return None if evidence is None else evidence._replace(modes=np.array(modes[:settings.n_known_modes]))
 
 
 def importance_at_mode(model, rows, rng, objective_and_mode, settings, n_draws=None):
@@ -242,16 +266,30 @@ def _laplace_log_evidence(mode_objective, scale, n_symmetries):
 
 
 def importance_estimate(log_weights):
-    """The :class:`ModeEvidence` of importance ``log_weights``: ``log mean w`` and its delta-method error."""
+    """The :class:`ModeEvidence` of importance ``log_weights``: ``log mean w``, its delta-method error, and the
+    proposal's fit (``fit_spread``: the relative standard deviation of the weights truncated at ``sqrt(S)``
+    times their mean, ``S`` draws, as in truncated importance sampling; Ionides 2008).
+
+    Where the weights are heavy-tailed, a single heavy draw among thousands moves their plain spread from 2 to 4
+    and back between draw sets; truncated, it stays within a few tenths, so a decision on the proposal's fit
+    (:func:`~._mode_restart.restarts_at_mode`) does not turn on one draw. The estimate keeps every weight whole.
+    """
     top = float(np.max(log_weights))
     if not np.isfinite(top):
         return ModeEvidence(top, float("nan"), n_draws=len(log_weights))
-    # Exactly rounded sums: numpy's vectorised reductions can differ in the last bit with the array's memory
-    # alignment, and a check's numbers must be the same whichever thread or worker ran it.
     ratios = np.exp(log_weights - top)
-    mean = math.fsum(ratios) / len(ratios)
-    std = math.sqrt(math.fsum((ratios - mean) ** 2) / len(ratios))
-    return ModeEvidence(top + math.log(mean), std / mean / math.sqrt(len(ratios)), n_draws=len(ratios))
+    mean, std = _mean_and_std(ratios)
+    truncated_mean, truncated_std = _mean_and_std(np.minimum(ratios, mean * math.sqrt(len(ratios))))
+    return ModeEvidence(top + math.log(mean), std / mean / math.sqrt(len(ratios)), n_draws=len(ratios),
+                        fit_spread=truncated_std / truncated_mean)
+
+
+def _mean_and_std(values):
+    """``(mean, standard deviation)`` of ``values`` by exactly rounded sums: numpy's vectorised reductions can
+    differ in the last bit with the array's memory alignment, and a check's numbers must be the same whichever
+    thread or worker ran it."""
+    mean = math.fsum(values) / len(values)
+    return mean, math.sqrt(math.fsum((values - mean) ** 2) / len(values))
 
 
 def mode_proposal(model, mode, shape, settings):
@@ -393,11 +431,12 @@ def rows_checkable(model, n_rows, settings):
     return n_rows <= settings.max_rows and model_checkable(model, settings)
 
 
-def rows_mode_evidence(model, X, y, rng, settings):
-    """The check's value on the rows ``(X, y)``: :func:`mode_importance_log_evidence`, or None where no finite
-    value was found (no mode with a positive-definite Hessian, or a degenerate one)."""
+def rows_mode_evidence(model, X, y, rng, settings, known_modes=None):
+    """The check's value on the rows ``(X, y)``: :func:`mode_importance_log_evidence` (its search also from
+    ``known_modes``), or None where no finite value was found (no mode with a positive-definite Hessian, or a
+    degenerate one)."""
     try:
-        evidence = mode_importance_log_evidence(model, X, y, rng, settings)
+        evidence = mode_importance_log_evidence(model, X, y, rng, settings, known_modes)
     except DEGENERATE_MODE_ERRORS:
         return None
     return finite_evidence(evidence)
@@ -454,7 +493,8 @@ def apply_mode_check(state, model, settings, evidence=None):
         return state, None
     check = evidence
     if check is None and rows_checkable(model, n_seen, settings):
-        check = rows_mode_evidence(model, *reservoir_data(state.reservoir), make_generator(state.rng), settings)
+        check = rows_mode_evidence(model, *reservoir_data(state.reservoir), make_generator(state.rng), settings,
+                                   state.known_modes)
     if check is None:
         return state, None
     unchecked = state._replace(widening=state.widening._replace(
@@ -503,3 +543,10 @@ def checked_widening(widening, check):
     checked_variance = max(gap, 0.0)**2 + check.evidence.std**2 if widening.checked_groups else 0.0
     return widening._replace(mode_gap_variance=0.0, degraded_variance=min(widening.degraded_variance, gap**2),
                              checked_variance=checked_variance)
+
+
+def remembered_modes(state, check):
+    """``state`` with the modes the posterior-mode ``check`` (a :class:`ModeCheck`, or None) found as its
+    ``known_modes``, the next search's starts (the state unchanged where the check took no search)."""
+    modes = None if check is None else check.evidence.modes
+    return state if modes is None or len(modes) == 0 else state._replace(known_modes=modes)

@@ -19,7 +19,8 @@ least the best mode's. Each group draws enough points to value the rows to the c
 check's spread of weights (not the fresh draws', whose value the number would then select).
 
 It takes the replay's place where the proposal fits the posterior: where the check's importance weights spread
-by at most ``restart_spread`` (their relative standard deviation, :attr:`~._mode_check.ModeEvidence.weight_spread`).
+by at most ``restart_spread`` (the relative standard deviation of the weights truncated at ``sqrt(S)`` times
+their mean, :attr:`~._mode_check.ModeEvidence.fit_spread`, which a single heavy draw does not swing).
 A posterior far from the t's shape (few rows, a component that holds hardly any) spreads them more, and the
 restart replays from the prior. Even where they spread little, importance sampling cannot see mass its draws
 never reach, and no statistic of the draws measures it: a weakly determined component stretches the posterior
@@ -49,9 +50,10 @@ __all__ = ["restarts_at_mode", "mends_at_mode", "restarted_state", "mode_populat
 def restarts_at_mode(evidence, settings):
     """Whether a restart draws at the mode (:func:`mode_population`) rather than replaying from the prior: the
     check's value ``evidence`` (a :class:`~._mode_check.ModeEvidence` or None) carries the proposal it drew
-    from, its weights spread by at most ``settings.restart_spread``, and ``settings.restart_share`` is positive."""
+    from, its truncated weights spread by at most ``settings.restart_spread``
+    (:attr:`~._mode_check.ModeEvidence.fit_spread`), and ``settings.restart_share`` is positive."""
     return (settings.restart_share > 0 and evidence is not None and evidence.proposal is not None
-            and evidence.weight_spread <= settings.restart_spread)
+            and evidence.fit_spread <= settings.restart_spread)
 
 
 def mends_at_mode(check, lineages_failing, settings):

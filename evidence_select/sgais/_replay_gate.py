@@ -37,7 +37,8 @@ import numpy as np
 
 from ..utils._likelihood import log_lik_sum
 from ._mode_check import (DEGENERATE_MODE_ERRORS, ModeCheck, ModeEvidence, best_mode, finite_evidence,
-                          importance_at_mode, local_modes, model_checkable, negative_log_joint, rows_mode_evidence)
+                          importance_at_mode, local_modes, model_checkable, negative_log_joint, rows_mode_evidence,
+                          search_starts)
 from ._state import standing_groups
 
 __all__ = ["GateCheck", "GateValue", "gate_applies", "gate_mode_evidence", "groups_behind", "allowed_gap"]
@@ -64,27 +65,29 @@ class GateCheck(NamedTuple):
     particles_off_mode: bool
 
 
-def gate_mode_evidence(model, rows, rng, settings, particles):
+def gate_mode_evidence(model, rows, rng, settings, particles, known_modes=None):
     """The posterior's best mode on ``rows`` ``(X, y)``, its importance-sampling value and whether ``particles``
     sit in a poorer basin (a :class:`GateValue`), or None where no finite value was found.
 
     The particle with the highest log joint on all rows (the best particle) is refined on all of them. Up to
     ``settings.max_rows`` rows the mode and its value are the posterior-mode check's
-    (:func:`~._mode_check.rows_mode_evidence`, the same search and draws). Past them the k-means++/EM starts and
-    the best particle are refined on ``settings.search_rows`` rows drawn without replacement, the subsample's
+    (:func:`~._mode_check.rows_mode_evidence`, the same search and draws). Past them the search's starts
+    (:func:`~._mode_check.search_starts`: the run's ``known_modes`` and k-means++/EM starts) and the best
+    particle are refined on ``settings.search_rows`` rows drawn without replacement, the subsample's
     local modes are valued on every row (:func:`_best_on_all_rows`), the best of them is refined there, and the
     lower of its minimum and the best particle's is the mode (the search never returns a mode poorer than the
     run's own). The particles sit off the mode when the best particle's minimum is poorer than the mode's by more
-    than ``settings.same_fit`` nats.
+    than ``settings.same_fit`` nats. The value's ``modes`` are the mode and the subsample's lowest minima.
     """
     X, y = rows
     objective = negative_log_joint(model, X, y)
     best_particle = _best_particle(model, X, y, particles)
     particle_mode = _refined(objective, best_particle, settings.same_fit)
     if len(X) <= settings.max_rows:
-        evidence = rows_mode_evidence(model, X, y, rng, settings)
+        evidence = rows_mode_evidence(model, X, y, rng, settings, known_modes)
     else:
-        evidence = _subsample_mode_evidence(model, rows, rng, settings, objective, best_particle, particle_mode)
+        evidence = _subsample_mode_evidence(model, rows, rng, settings, objective, (best_particle, particle_mode),
+                                            known_modes)
     if evidence is None:
         return None
     # A mode of unknown objective leaves the particles off it: the gate then replays as it would without the test.
@@ -92,11 +95,13 @@ def gate_mode_evidence(model, rows, rng, settings, particles):
     return GateValue(evidence, not at_mode)
 
 
-def _subsample_mode_evidence(model, rows, rng, settings, objective, best_particle, particle_mode):
+def _subsample_mode_evidence(model, rows, rng, settings, objective, particle, known_modes):
     """Past the check's rows: the lower of the subsample search's mode refined on ``rows`` (``objective`` is the
-    negative log joint there) and ``particle_mode``, the best particle's ``(minimum, value)`` or None, valued with
-    ``settings.gate_draws`` importance draws (None where no finite value was found)."""
-    subsample_modes = _subsample_local_modes(model, rows, rng, settings, best_particle)
+    negative log joint there) and the best particle's ``(minimum, value)`` or None (``particle`` is the best
+    particle and that pair), valued with ``settings.gate_draws`` importance draws (None where no finite value was
+    found)."""
+    best_particle, particle_mode = particle
+    subsample_modes = _subsample_local_modes(model, rows, rng, settings, best_particle, known_modes)
     searched = _refined(objective, _best_on_all_rows(objective, subsample_modes), settings.same_fit)
     mode = _lowest(searched, particle_mode)
     if mode is None:
@@ -105,7 +110,10 @@ def _subsample_mode_evidence(model, rows, rng, settings, objective, best_particl
         evidence = importance_at_mode(model, rows, rng, (objective, mode[0]), settings, settings.gate_draws)
     except DEGENERATE_MODE_ERRORS:  # a degenerate mode (a scale that is not positive definite)
         return None
-    return finite_evidence(evidence)
+    evidence = finite_evidence(evidence)
+    if evidence is None:
+        return None
+    return evidence._replace(modes=np.array([mode[0], *subsample_modes][:settings.n_known_modes]))
 
 
 def _best_particle(model, X, y, particles):
@@ -115,13 +123,13 @@ def _best_particle(model, X, y, particles):
     return particles[int(np.argmax(np.where(np.isnan(log_joint), -np.inf, log_joint)))]
 
 
-def _subsample_local_modes(model, rows, rng, settings, best_particle):
+def _subsample_local_modes(model, rows, rng, settings, best_particle, known_modes):
     """The local modes the search finds on ``settings.search_rows`` of ``rows`` drawn without replacement, from the
-    model's starts and the run's best particle."""
+    search's starts (:func:`~._mode_check.search_starts`) and the run's best particle."""
     X, y = rows
     chosen = np.sort(rng.choice(len(X), size=min(settings.search_rows, len(X)), replace=False))
     X_sub, y_sub = X[chosen], None if y is None else y[chosen]
-    starts = np.vstack([model.mode_starts(rng, X_sub, settings.n_starts), best_particle[None]])
+    starts = np.vstack([search_starts(model, X_sub, rng, settings, known_modes), best_particle[None]])
     return local_modes(negative_log_joint(model, X_sub, y_sub), starts, settings.same_fit)
 
 

@@ -100,7 +100,8 @@ class ModeCheckSettings(NamedTuple):
     A restart after such a value (a gated periodic one, or one on a surprise or shift while the rows can be
     checked) draws fresh points per replicate group from the check's proposal instead of replaying the stream
     from the prior (:mod:`._mode_restart`), where the check's importance weights spread by at most
-    ``restart_spread`` (their relative standard deviation: 1 to 2 where the t fits the posterior; 3 where a tenth
+    ``restart_spread`` (the relative standard deviation of the weights truncated at ``sqrt(S)`` times their mean
+    over ``S`` draws, which one heavy draw does not swing: 1 to 2 where the t fits the posterior; 3 where a tenth
     of the draws count). Those draws take ``restart_share`` of each pooled group's evidence (1: they replace the
     group's run, which a stuck run then costs nothing, where an even mean costs up to ``log 2``); a group draws
     enough of them to value the rows to ``target_std`` at the check's spread (within ``min_draws`` and
@@ -112,6 +113,14 @@ class ModeCheckSettings(NamedTuple):
     ``lineages`` check) and reads no more than ``gap_sigmas`` combined standard deviations above the mode's value
     (:func:`~._mode_restart.mends_at_mode`): the draws give the run an error bar it can trust instead of a
     warning.
+
+    A run's searches remember what they found: a check due by the rows (not one a caller asked for at a call's
+    last chunk, so that a stream's result does not depend on how it is split into calls) keeps the lowest
+    ``n_known_modes`` of its distinct minima (``SGAISState.known_modes``), and the next search starts from them
+    and from ``n_fresh_starts`` new k-means++ points instead of ``n_starts``. A mode moves little between
+    checks a factor ``growth`` of rows apart, so its refinement takes a few steps; the fresh starts look for a
+    better configuration, and the best one found so far stays among the starts, so the searches of a run
+    together try more configurations than one cold search.
     """
 
     max_rows: int = 5000
@@ -137,6 +146,8 @@ class ModeCheckSettings(NamedTuple):
     restart_share: float = 1.0
     restart_spread: float = 3.0
     restart_after_check: bool = True
+    n_fresh_starts: int = 4
+    n_known_modes: int = 4
 
 
 class CheckSettings(NamedTuple):

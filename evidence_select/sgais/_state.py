@@ -138,6 +138,9 @@ class SGAISState(NamedTuple):
     widening: ErrorWidening = ErrorWidening()  # what log_evidence_std adds for degraded chunks and failed checks
     past_statistics: np.ndarray = None  # summed gradient_statistics of every row seen, where the model draws from them
     restart_pending: int = 0  # rows seen when a surprise's restart began to wait (_policy.closing_action), 0 for none
+    # The lowest distinct minima of the last posterior-mode search due by the rows, (n, n_params) (the next
+    # search's starts, ModeCheckSettings.n_known_modes), or None before one.
+    known_modes: np.ndarray = None
 
 
 class ChunkRecord(NamedTuple):

@@ -42,6 +42,28 @@ def test_fit_em_finds_separated_clusters_and_honours_row_weights():
         np.testing.assert_allclose(sd[:, 1], 1.0, atol=0.15)
 
 
+def test_fit_em_stops_each_start_once_it_has_converged():
+    """With a tolerance, a start whose iteration moves no parameter by more than it stops iterating: its fit is
+    the fit of every iteration to within 1e-4 (EM converges linearly: at a rate r per iteration, a step of tol
+    leaves tol r / (1 - r) to go, 1e-4 at r = 0.99), the starts that have not converged iterate on, and a
+    tolerance of 0 iterates every start ``n_iter`` times. One component converges in one step."""
+    X = np.vstack([np.random.default_rng(0).normal(c, 0.6, (200, 2)) for c in (-3.0, 0.0, 3.0)])
+    model = GaussianMixtureModel(3, 2)
+    full = model.fit_em(np.random.default_rng(1), X, np.ones(len(X)), n_init=6, n_iter=400)
+    early = model.fit_em(np.random.default_rng(1), X, np.ones(len(X)), n_init=6, n_iter=400, tol=1e-6)
+    for got, want in zip(early, full):
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+    capped = model.fit_em(np.random.default_rng(1), X, np.ones(len(X)), n_init=6, n_iter=3, tol=1e-6)
+    for got, want in zip(capped, model.fit_em(np.random.default_rng(1), X, np.ones(len(X)), n_init=6, n_iter=3)):
+        np.testing.assert_array_equal(got, want)  # none converged within 3 iterations
+    calls = []
+    one = GaussianMixtureModel(1, 2)
+    original = one._compiled_moments
+    one._compiled_moments = lambda *args: calls.append(1) or original(*args)
+    one.fit_em(np.random.default_rng(1), X, np.ones(len(X)), n_init=4, n_iter=100, tol=1e-6)
+    assert len(calls) <= 3
+
+
 def test_configuration_density_is_the_label_symmetrised_dirichlet_gaussian_product():
     # Computed here with scipy: (1/K!) sum over labellings of Dirichlet(w) prod N(mu) N(log v), times the
     # Jacobian prod_k w_k of the additive log-ratio map, for each candidate.

@@ -8,7 +8,7 @@ import pytest
 from scipy import stats
 
 from evidence_select import BayesianLinearRegressor, BayesianMixture, EvidenceConvergenceWarning
-from evidence_select.datasets import make_linear_regression
+from evidence_select.datasets import make_linear_regression, make_mixture
 from evidence_select.sgais import _engine as engine
 from evidence_select.sgais import _mode_check
 from evidence_select.sgais._engine import sgais_init, sgais_update
@@ -234,10 +234,12 @@ def test_a_mixture_near_the_mode_value_is_not_flagged(sorted_iris):
 
 
 class _UngatedMixture(BayesianMixture):
-    """The mixture estimator with its periodic restarts ungated (they replay wherever they are due), and no
-    restart after a check (test_mode_restart)."""
+    """The mixture estimator with its periodic restarts ungated (they replay wherever they are due), no restart
+    after a check (test_mode_restart), and searches that keep no modes for the next (n_known_modes=0): no check's
+    value or search enters a later decision."""
 
-    _engine_tuning = EngineTuning(mode_check=ModeCheckSettings(gate_draws=0, restart_after_check=False))
+    _engine_tuning = EngineTuning(mode_check=ModeCheckSettings(gate_draws=0, restart_after_check=False,
+                                                               n_known_modes=0))
 
 
 @pytest.mark.slow
@@ -246,7 +248,8 @@ def test_checks_run_where_due_and_leave_the_estimates_alone(monkeypatch):
     crosses none, but it surprised the particles (it needed reheat_after_steps annealing steps; its restart waits
     for the stream's last chunk, whose evidence the call reports), so it is checked too; every other chunk crosses
     one. The estimates equal those of the same run with the check's computation removed (the check draws from a
-    copy of the state's generator; the restarts are ungated in both, so no check value enters a decision). Where
+    copy of the state's generator; the restarts are ungated in both and no search keeps its modes for the next,
+    so no check enters a decision). Where
     checks run and the bit-identity need no accurate evidence: 8 particles per group and 3 moves per step."""
     X = np.random.default_rng(0).normal(size=(2400, 1)) + np.repeat([[-2.0], [2.0]], 1200, axis=0)
 
@@ -290,8 +293,8 @@ def test_log_evidence_of_a_model_checks_the_final_state(sorted_iris, monkeypatch
 
     original = _mode_check.mode_importance_log_evidence
 
-    def far_above(model, X, y, rng, settings):
-        found = original(model, X, y, rng, settings)
+    def far_above(model, X, y, rng, settings, known_modes=None):
+        found = original(model, X, y, rng, settings, known_modes)
         return found._replace(log_evidence=found.log_evidence + 100.0).without_proposal()
 
     monkeypatch.setattr(_mode_check, "mode_importance_log_evidence", far_above)
@@ -333,9 +336,9 @@ def counted_checks(monkeypatch):
     """The row counts of the posterior-mode checks that run (the engine's importance sampler, counted)."""
     calls, original = [], _mode_check.mode_importance_log_evidence
 
-    def counted(model, X, y, rng, settings):
+    def counted(model, X, y, rng, settings, known_modes=None):
         calls.append(len(X))
-        return original(model, X, y, rng, settings)
+        return original(model, X, y, rng, settings, known_modes)
 
     monkeypatch.setattr(_mode_check, "mode_importance_log_evidence", counted)
     return calls
@@ -351,7 +354,7 @@ def test_each_replay_checks_its_last_chunk(monkeypatch):
     check would leave no gap."""
     values = []
 
-    def far_above(model, X, y, rng, settings):
+    def far_above(model, X, y, rng, settings, known_modes=None):
         values.append(len(X))
         return _mode_check.ModeEvidence(0.0, 0.01)
 
@@ -405,3 +408,70 @@ def test_a_failed_check_stays_until_a_later_check_passes(sorted_iris):
     assert last.n_replayed == 0 and np.isnan(last.mode_log_evidence) and "posterior_mode" in last.failed_checks
     assert "posterior_mode" in est.evidence_checks_ and est.log_evidence_std_ >= 5.0
     assert est.sgais_state_.widening.mode_gap_variance == pytest.approx(gap**2)
+
+
+def test_a_search_starts_from_the_known_modes_and_a_few_fresh_points():
+    """Without known modes the search takes ``n_starts`` k-means++ starts; with them, the known modes first
+    (the tie order keeps the known mode where a fresh start finds the same minimum) and ``n_fresh_starts``."""
+    X = make_mixture(300, random_state=0).X
+    model = GaussianMixtureModel(3, 2)
+    settings = ModeCheckSettings()
+    cold = _mode_check.search_starts(model, X, np.random.default_rng(0), settings)
+    assert cold.shape == (settings.n_starts, model.n_params)
+    known = cold[:2]
+    warm = _mode_check.search_starts(model, X, np.random.default_rng(0), settings, known)
+    assert warm.shape == (2 + settings.n_fresh_starts, model.n_params)
+    np.testing.assert_array_equal(warm[:2], known)
+
+
+def test_a_search_from_the_modes_of_fewer_rows_keeps_what_they_found():
+    """Seven components on the paper's five clusters (many near-equal configurations): the modes a search found
+    on 1000 rows, as starts on 1414 rows beside ``n_fresh_starts`` fresh points, reach a minimum at least as low
+    as the best of them refined there, on every seed; on some seeds the fresh points alone reach a poorer one."""
+    settings = ModeCheckSettings()
+    model = GaussianMixtureModel(7, 2)
+    n_poorer_alone = 0
+    for seed in range(4):
+        X = make_mixture(1414, random_state=seed).X
+        objective = _mode_check.negative_log_joint(model, X, None)
+        earlier = _mode_check.rows_mode_evidence(model, X[:1000], None, np.random.default_rng(seed), settings)
+        assert 1 <= len(earlier.modes) <= settings.n_known_modes
+
+        def lowest(starts):
+            return float(objective(_mode_check.best_mode(objective, starts, settings.same_fit))[0])
+
+        fresh = model.mode_starts(np.random.default_rng(10 + seed), X, settings.n_fresh_starts)
+        warm = lowest(_mode_check.search_starts(model, X, np.random.default_rng(10 + seed), settings,
+                                                earlier.modes))
+        assert warm <= lowest(earlier.modes[:1]) + settings.same_fit
+        n_poorer_alone += lowest(fresh) > warm + settings.same_fit
+    assert n_poorer_alone >= 1
+
+
+def test_a_run_keeps_the_modes_of_its_due_checks_only():
+    """The state's ``known_modes`` are those of the last check due by the rows: a check a call's last chunk
+    asked for (not due) leaves them, so a stream split into calls differently searches from the same starts;
+    the next due check starts from them (``n_fresh_starts`` fresh points)."""
+    X = make_mixture(400, random_state=0).X
+    fresh = []
+    original = GaussianMixtureModel.mode_starts
+
+    def spy(self, rng, rows, n_starts):
+        fresh.append(n_starts)
+        return original(self, rng, rows, n_starts)
+
+    settings = ModeCheckSettings()
+    with warnings.catch_warnings(), pytest.MonkeyPatch.context() as patch:
+        warnings.simplefilter("ignore")
+        patch.setattr(GaussianMixtureModel, "mode_starts", spy)
+        est = BayesianMixture(2, batch_size=100, n_particles=8, random_state=0, shuffle=False)
+        est.partial_fit(X[:100])  # crosses the checkpoint 100: due
+        assert fresh == [settings.n_starts]
+        after_due = est.sgais_state_.known_modes
+        assert after_due is not None and after_due.shape[1] == est.model_.n_params
+        est.partial_fit(X[100:130])  # 130 rows cross no checkpoint: checked because the call reports it
+        assert fresh[-1] == settings.n_fresh_starts and not np.isnan(est.evidence_history_[-1].mode_log_evidence)
+        assert est.sgais_state_.known_modes is after_due
+        est.partial_fit(X[130:145])  # crosses 141: due, from the known modes
+        assert fresh[-1] == settings.n_fresh_starts
+        assert est.sgais_state_.known_modes is not after_due

@@ -12,7 +12,7 @@ from evidence_select import BayesianMixture
 from evidence_select.datasets import make_mixture
 from evidence_select.models import GaussianMixtureModel
 from evidence_select.sgais import _engine as engine
-from evidence_select.sgais._mode_check import (ModeCheck, ModeEvidence, importance_log_weights,
+from evidence_select.sgais._mode_check import (ModeCheck, ModeEvidence, importance_estimate, importance_log_weights,
                                                 mode_importance_log_evidence, symmetrised_draws)
 from evidence_select.sgais._mode_restart import mends_at_mode, mode_population, restart_draws, restarts_at_mode
 from evidence_select.sgais._reference import grad_sum
@@ -81,13 +81,26 @@ def test_a_groups_run_is_the_same_whichever_others_run():
 def test_restarts_draw_at_the_mode_only_where_its_proposal_fits():
     settings = ModeCheckSettings()
     model, X, fitted = _one_component_check(0)
-    assert fitted.n_draws >= settings.min_draws and fitted.weight_spread <= settings.restart_spread
+    assert fitted.n_draws >= settings.min_draws and fitted.fit_spread <= settings.restart_spread
     assert restarts_at_mode(fitted, settings)
     assert not restarts_at_mode(None, settings)
     assert not restarts_at_mode(fitted.without_proposal(), settings)  # a value that travelled: nothing to draw from
     assert not restarts_at_mode(fitted, settings._replace(restart_share=0.0))
-    spread = fitted._replace(std=3.0 * settings.restart_spread / np.sqrt(fitted.n_draws))
-    assert not restarts_at_mode(spread, settings)
+    assert not restarts_at_mode(fitted._replace(fit_spread=1.5 * settings.restart_spread), settings)
+
+
+def test_one_heavy_draw_does_not_decide_whether_the_proposal_fits():
+    """2000 weights of a proposal that fits (lognormal, spread about 0.9) and one heavy draw at 150 times their
+    mean: the plain spread reads about 3.5, beyond restart_spread, and without that draw about 0.9; the truncated
+    weights' spread reads under 1.5 either way (the heavy draw counts as sqrt(2000), about 45, times the mean).
+    The estimate itself keeps the heavy weight whole."""
+    log_weights = np.random.default_rng(0).normal(0.0, 0.8, 2000)
+    heavy = np.append(log_weights, np.log(150.0 * np.mean(np.exp(log_weights))))
+    settings = ModeCheckSettings()
+    with_heavy, without = importance_estimate(heavy), importance_estimate(log_weights)
+    assert with_heavy.weight_spread > settings.restart_spread and without.weight_spread < 1.0
+    assert without.fit_spread < with_heavy.fit_spread < 1.5
+    assert with_heavy.log_evidence == pytest.approx(np.log(np.mean(np.exp(heavy))), abs=1e-12)
 
 
 def test_a_mode_value_pickles_and_compares_without_its_proposal():
