@@ -87,7 +87,8 @@ class ModeEvidence:
         return {**self.__dict__, "proposal": None, "modes": None}
 
     def __setstate__(self, state):
-        self.__dict__.update(state)
+        # A value pickled before a field was added takes that field's default.
+        self.__dict__.update({field.name: field.default for field in dataclasses.fields(self)}, **state)
 
 
 class ModeCheck(NamedTuple):

@@ -109,6 +109,11 @@ def test_a_mode_value_pickles_and_compares_without_its_proposal():
     assert travelled.proposal is None and evidence.proposal is not None
     assert travelled == evidence and travelled.log_evidence == evidence.log_evidence
     assert ModeEvidence(0.0, 0.05).weight_spread != ModeEvidence(0.0, 0.05).weight_spread  # NaN: draws unknown
+    assert travelled.modes is None and evidence.modes is not None and travelled.fit_spread == evidence.fit_spread
+    older = ModeEvidence.__new__(ModeEvidence)  # pickled before fit_spread and modes existed
+    older.__setstate__({"log_evidence": 1.0, "std": 0.1, "mode_objective": 2.0, "n_draws": 400,
+                        "laplace_log_evidence": 0.5, "proposal": None})
+    assert older == ModeEvidence(1.0, 0.1, 2.0, 400, 0.5) and math.isnan(older.fit_spread) and older.modes is None
 
 
 def _fit(estimator, X, seed):
