@@ -179,7 +179,7 @@ def _scale_at(objective, mode, hessian_step):
     return np.linalg.inv(hessian)
 
 
-def mode_importance_log_evidence(model, X, y, rng, settings=ModeCheckSettings(), known_modes=None):
+def mode_importance_log_evidence(model, X, y, rng, settings=ModeCheckSettings(), known_modes=None, loose_std=0.0):
     """``log Z`` by importance sampling at the best posterior mode found, symmetrised over label symmetries.
 
     The model supplies ``mode_starts(rng, X, n_starts)`` (points to refine into
@@ -204,6 +204,9 @@ def mode_importance_log_evidence(model, X, y, rng, settings=ModeCheckSettings(),
     known_modes : ndarray of shape (n_modes, n_params), optional
         Minima an earlier search found (on fewer rows): the search starts from them and from
         ``settings.n_fresh_starts`` new points (:func:`search_starts`).
+    loose_std : float, default=0.0
+        Where the proposal does not fit the posterior, the draws also stop once the value's standard error is at
+        most this (:func:`importance_at_mode`).
 
     Returns
     -------
@@ -223,19 +226,23 @@ def mode_importance_log_evidence(model, X, y, rng, settings=ModeCheckSettings(),
     """
     objective = negative_log_joint(model, X, y)
     modes = local_modes(objective, search_starts(model, X, rng, settings, known_modes), settings.same_fit)
-    evidence = importance_at_mode(model, (X, y), rng, (objective, modes[0] if modes else None), settings)
+    evidence = importance_at_mode(model, (X, y), rng, (objective, modes[0] if modes else None), settings,
+                                  loose_std=loose_std)
     return None if evidence is None else evidence._replace(modes=np.array(modes[:settings.n_known_modes]))
 
 
-def importance_at_mode(model, rows, rng, objective_and_mode, settings, n_draws=None):
+def importance_at_mode(model, rows, rng, objective_and_mode, settings, n_draws=None, loose_std=0.0):
     """The importance-sampling step of :func:`mode_importance_log_evidence` at a mode already found.
 
     ``objective_and_mode`` is ``(objective, mode)``: the negative log joint on ``rows`` ``(X, y)``
     (:func:`negative_log_joint`) and the point it is minimised at (None: no mode). With ``n_draws`` the sampler
     draws that many points; by default it draws ``settings.draw_block`` at a time until the estimate's standard
-    error is at most ``settings.target_std``, with between ``settings.min_draws`` and ``settings.n_draws`` draws.
-    Each draw costs a likelihood evaluation of every row, so the draws are most of the check's cost. Returns a
-    :class:`ModeEvidence` (with the objective at the mode), or None without a mode or a positive-definite Hessian.
+    error is at most ``settings.target_std``, with between ``settings.min_draws`` and ``settings.n_draws`` draws,
+    or at most ``loose_std`` where the proposal does not fit the posterior (its truncated weights spread by more
+    than ``settings.restart_spread``: no restart will draw from it, and the value serves a comparison whose
+    error the caller's estimate dominates). Each draw costs a likelihood evaluation of every row, so the draws
+    are most of the check's cost. Returns a :class:`ModeEvidence` (with the objective at the mode), or None
+    without a mode or a positive-definite Hessian.
     """
     objective, mode = objective_and_mode
     X, y = rows
@@ -253,7 +260,8 @@ def importance_at_mode(model, rows, rng, objective_and_mode, settings, n_draws=N
         log_weights = np.concatenate([log_weights, _block_log_weights(model, X, y, rng, proposal, size)])
         if adaptive and settings.min_draws <= len(log_weights) < n_draws:
             estimate = importance_estimate(log_weights)
-            if estimate.std <= settings.target_std:
+            if estimate.std <= max(settings.target_std,
+                                   loose_std if estimate.fit_spread > settings.restart_spread else 0.0):
                 return estimate._replace(**known)
     return importance_estimate(log_weights)._replace(**known)
 
@@ -432,12 +440,12 @@ def rows_checkable(model, n_rows, settings):
     return n_rows <= settings.max_rows and model_checkable(model, settings)
 
 
-def rows_mode_evidence(model, X, y, rng, settings, known_modes=None):
+def rows_mode_evidence(model, X, y, rng, settings, known_modes=None, loose_std=0.0):
     """The check's value on the rows ``(X, y)``: :func:`mode_importance_log_evidence` (its search also from
-    ``known_modes``), or None where no finite value was found (no mode with a positive-definite Hessian, or a
-    degenerate one)."""
+    ``known_modes``, its draws stopping at ``loose_std`` where the proposal does not fit), or None where no finite
+    value was found (no mode with a positive-definite Hessian, or a degenerate one)."""
     try:
-        evidence = mode_importance_log_evidence(model, X, y, rng, settings, known_modes)
+        evidence = mode_importance_log_evidence(model, X, y, rng, settings, known_modes, loose_std)
     except DEGENERATE_MODE_ERRORS:
         return None
     return finite_evidence(evidence)
@@ -492,15 +500,17 @@ def apply_mode_check(state, model, settings, evidence=None):
     n_seen = state.n_samples_seen
     if state.reservoir.n_stored != n_seen:
         return state, None
-    check = evidence
-    if check is None and rows_checkable(model, n_seen, settings):
-        check = rows_mode_evidence(model, *reservoir_data(state.reservoir), make_generator(state.rng), settings,
-                                   state.known_modes)
-    if check is None:
-        return state, None
     unchecked = state._replace(widening=state.widening._replace(
         mode_gap_variance=0.0, checked_groups=groups_to_check(state, settings), checked_variance=0.0))
-    result = compare_with_mode(evidence_estimate(unchecked), check, settings)
+    estimate = evidence_estimate(unchecked)
+    check = evidence
+    if check is None and rows_checkable(model, n_seen, settings):
+        loose_std = settings.relative_std * estimate[1] if np.isfinite(estimate[1]) else 0.0
+        check = rows_mode_evidence(model, *reservoir_data(state.reservoir), make_generator(state.rng), settings,
+                                   state.known_modes, loose_std)
+    if check is None:
+        return state, None
+    result = compare_with_mode(estimate, check, settings)
     return state._replace(widening=checked_widening(unchecked.widening, result)), result
 
 

@@ -76,7 +76,10 @@ class ModeCheckSettings(NamedTuple):
     has a standard error of at most ``target_std`` nats, with at least ``min_draws`` and at most ``n_draws`` draws
     (``target_std=0``: always ``n_draws``). The check compares that value with the run's estimate within their
     combined errors, and a mixture's run carries tenths of a nat or more, so a few hundred draws usually settle it;
-    a posterior far from the t's shape (few rows) spreads the weights, and the draws go on. The proposal's density
+    a posterior far from the t's shape (few rows) spreads the weights, and the draws go on, except that a chunk's
+    check whose proposal does not fit (its weights spread beyond ``restart_spread``, so no restart draws from it)
+    stops once its error is ``relative_std`` times the run's: a third widens the combined error the comparison
+    uses by at most 5.4%. The proposal's density
     sums over all ``max_symmetries`` or fewer label symmetries (``K!``: five components) for every draw; with more
     it keeps the symmetries whose copy of the mode lies within ``copy_radius * sqrt(n_params)`` whitened units of
     the mode (:func:`~._mode_check.mode_proposal`), and the mode search and the importance draws cost as before;
@@ -148,6 +151,7 @@ class ModeCheckSettings(NamedTuple):
     restart_after_check: bool = True
     n_fresh_starts: int = 4
     n_known_modes: int = 4
+    relative_std: float = 1.0 / 3.0
 
 
 class CheckSettings(NamedTuple):

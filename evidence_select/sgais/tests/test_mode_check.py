@@ -293,8 +293,8 @@ def test_log_evidence_of_a_model_checks_the_final_state(sorted_iris, monkeypatch
 
     original = _mode_check.mode_importance_log_evidence
 
-    def far_above(model, X, y, rng, settings, known_modes=None):
-        found = original(model, X, y, rng, settings, known_modes)
+    def far_above(model, X, y, rng, settings, known_modes=None, loose_std=0.0):
+        found = original(model, X, y, rng, settings, known_modes, loose_std)
         return found._replace(log_evidence=found.log_evidence + 100.0).without_proposal()
 
     monkeypatch.setattr(_mode_check, "mode_importance_log_evidence", far_above)
@@ -336,9 +336,9 @@ def counted_checks(monkeypatch):
     """The row counts of the posterior-mode checks that run (the engine's importance sampler, counted)."""
     calls, original = [], _mode_check.mode_importance_log_evidence
 
-    def counted(model, X, y, rng, settings, known_modes=None):
+    def counted(model, X, y, rng, settings, known_modes=None, loose_std=0.0):
         calls.append(len(X))
-        return original(model, X, y, rng, settings, known_modes)
+        return original(model, X, y, rng, settings, known_modes, loose_std)
 
     monkeypatch.setattr(_mode_check, "mode_importance_log_evidence", counted)
     return calls
@@ -354,7 +354,7 @@ def test_each_replay_checks_its_last_chunk(monkeypatch):
     check would leave no gap."""
     values = []
 
-    def far_above(model, X, y, rng, settings, known_modes=None):
+    def far_above(model, X, y, rng, settings, known_modes=None, loose_std=0.0):
         values.append(len(X))
         return _mode_check.ModeEvidence(0.0, 0.01)
 
@@ -475,3 +475,49 @@ def test_a_run_keeps_the_modes_of_its_due_checks_only():
         est.partial_fit(X[130:145])  # crosses 141: due, from the known modes
         assert fresh[-1] == settings.n_fresh_starts
         assert est.sgais_state_.known_modes is not after_due
+
+
+def test_draws_stop_early_only_where_the_proposal_does_not_fit():
+    """On the exact one-component evidence (weights spread about 0.5) with a ``target_std`` of 0.01: a
+    ``loose_std`` of 0.2 changes nothing where the proposal fits; where it counts as not fitting (a
+    ``restart_spread`` below its spread) the draws stop at the fewest that reach 0.2, and the value stays within
+    4 of its errors of the exact one."""
+    X = np.random.default_rng(0).normal(loc=[0.5, -1.0], scale=[1.0, 2.0], size=(40, 2))
+    model = GaussianMixtureModel(1, 2)
+    exact = model.exact_log_evidence(X)
+    fits = ModeCheckSettings(target_std=0.01)
+    unfit = fits._replace(restart_spread=0.1)
+    for seed in range(3):
+        def value(settings, loose_std):
+            return _mode_check.rows_mode_evidence(model, X, None, np.random.default_rng(seed), settings, None,
+                                                  loose_std)
+        fine = value(fits, 0.0)
+        assert fine.n_draws > fits.min_draws and value(fits, 0.2) == fine
+        assert value(unfit, 0.0).n_draws == fine.n_draws
+        loose = value(unfit, 0.2)
+        assert loose.n_draws == fits.min_draws and loose.std <= 0.2 and loose.fit_spread > unfit.restart_spread
+        assert abs(loose.log_evidence - exact) < 4 * loose.std
+
+
+def test_a_chunks_check_may_stop_its_draws_at_a_third_of_the_runs_error():
+    """A chunk's own check passes ``relative_std`` times the run's error as its ``loose_std`` (the error its
+    record reports where the check passed and nothing restarted); a restart's value passes none."""
+    looseness = {}
+    original = _mode_check.rows_mode_evidence
+
+    def spy(model, X, y, rng, settings, known_modes=None, loose_std=0.0):
+        looseness[len(X)] = loose_std
+        return original(model, X, y, rng, settings, known_modes, loose_std)
+
+    with warnings.catch_warnings(), pytest.MonkeyPatch.context() as patch:
+        warnings.simplefilter("ignore")
+        patch.setattr(_mode_check, "rows_mode_evidence", spy)
+        est = BayesianMixture(3, batch_size=100, n_particles=8, random_state=0, shuffle=False).fit(
+            make_mixture(400, random_state=0).X)
+    settings = ModeCheckSettings()
+    plain = [r for r in est.evidence_history_ if r.n_samples_seen in looseness and not r.n_replayed
+             and not r.failed_checks]
+    assert len(plain) >= 2
+    for record in plain:
+        assert looseness[record.n_samples_seen] == pytest.approx(settings.relative_std * record.log_evidence_std,
+                                                                 rel=1e-12)
