@@ -279,7 +279,7 @@ def _update(state, X, y, model, config, check, previous, recovery=""):
         record = record._replace(fallback="; ".join(filter(None, (record.fallback, recovery))))
         causes = causes._replace(recovery=recovery)
     evidence = check if isinstance(check, ModeEvidence) else closed.mode_evidence
-    # An excursion only follows a surprise; a periodic restart need not.
+    # A restart makes the chunk due whatever caused it (a periodic one need not follow a surprise).
     due = gate is not None or mode_check_due(state.n_samples_seen, new_state.n_samples_seen, settings,
                                              surprised=closing.action.surprised or record.n_replayed > 0)
     if gate is not None:  # the gate's value checks the chunk's result too, whether it replayed or not

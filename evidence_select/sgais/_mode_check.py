@@ -498,13 +498,13 @@ def apply_mode_check(state, model, settings, evidence=None):
         None when no check ran (the state cannot be checked, or no mode was found).
     """
     n_seen = state.n_samples_seen
-    if state.reservoir.n_stored != n_seen:
+    if state.reservoir.n_stored != n_seen or (evidence is None and not rows_checkable(model, n_seen, settings)):
         return state, None
     unchecked = state._replace(widening=state.widening._replace(
         mode_gap_variance=0.0, checked_groups=groups_to_check(state, settings), checked_variance=0.0))
     estimate = evidence_estimate(unchecked)
     check = evidence
-    if check is None and rows_checkable(model, n_seen, settings):
+    if check is None:
         loose_std = settings.relative_std * estimate[1] if np.isfinite(estimate[1]) else 0.0
         check = rows_mode_evidence(model, *reservoir_data(state.reservoir), make_generator(state.rng), settings,
                                    state.known_modes, loose_std)

@@ -102,7 +102,8 @@ def _subsample_mode_evidence(model, rows, rng, settings, objective, particle, kn
     found)."""
     best_particle, particle_mode = particle
     subsample_modes = _subsample_local_modes(model, rows, rng, settings, best_particle, known_modes)
-    searched = _refined(objective, _best_on_all_rows(objective, subsample_modes), settings.same_fit)
+    best_start = _best_on_all_rows(objective, subsample_modes)
+    searched = _refined(objective, best_start, settings.same_fit)
     mode = _lowest(searched, particle_mode)
     if mode is None:
         return None
@@ -113,7 +114,9 @@ def _subsample_mode_evidence(model, rows, rng, settings, objective, particle, kn
     evidence = finite_evidence(evidence)
     if evidence is None:
         return None
-    return evidence._replace(modes=np.array([mode[0], *subsample_modes][:settings.n_known_modes]))
+    # The refined start is the mode's unrefined twin: the next search would refine it again.
+    others = [start for start in subsample_modes if start is not best_start]
+    return evidence._replace(modes=np.array([mode[0], *others][:settings.n_known_modes]))
 
 
 def _best_particle(model, X, y, particles):
