@@ -272,6 +272,12 @@ class GaussianMixtureModel(Model):
         # the same bits as log_likelihood(...).sum(axis=1), which the mode check and nested sampling rely on.
         return self._compiled_log_likelihood(theta, X, self._workspace).sum(axis=1)
 
+    def approximate_log_likelihood_sum(self, theta, X, y=None):
+        # Single-precision rows (:func:`~evidence_select.models._compiled_mixture.mixture_log_likelihood_sum_single`):
+        # the importance draws at a mode, each of them on every row seen.
+        return _kernels().mixture_log_likelihood_sum_single(kernel_array(theta), kernel_array(X), self.n_components,
+                                                            np.empty(len(theta)))
+
     def _compiled_log_likelihood(self, theta, X, workspace=None):
         """:func:`~evidence_select.models._compiled_mixture.mixture_log_likelihood`, ``(n_particles, n_rows)``: a
         log-sum-exp over :meth:`component_log_density`. With a ``workspace``, in its buffer (valid until its next use).

@@ -411,14 +411,15 @@ def _block_log_weights(model, X, y, rng, proposal, size):
 
 def importance_log_weights(model, rows, proposal, theta):
     """``log p(theta, rows) - log q(theta)`` of draws ``theta`` of the :class:`SymmetrisedT` ``proposal`` on the
-    rows ``(X, y)`` (``-inf`` where the joint is not finite)."""
+    rows ``(X, y)`` (``-inf`` where the joint is not finite), the likelihood by the model's
+    :meth:`~evidence_select.models.Model.approximate_log_likelihood_sum`: each draw costs a pass over every row."""
     X, y = rows
     # q(theta) = mean over the maps A of t(A theta): the set of maps is closed under inversion, |det A| = 1 (the
     # listed maps' sum over all symmetries' number, where mode_proposal left out the far ones).
     log_q = symmetrised_log_density(proposal, theta)
     with np.errstate(all="ignore"):
         log_joint = model.log_prior(theta) + log_lik_sum(model, theta, X, y, allow_nan=True,
-                                                            max_cells=_CELLS_PER_CALL)
+                                                            max_cells=_CELLS_PER_CALL, approximate=True)
     return np.where(np.isfinite(log_joint), log_joint - log_q, -np.inf)
 
 

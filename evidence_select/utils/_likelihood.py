@@ -62,16 +62,18 @@ def _chunks(n_particles, n_rows, max_cells=MAX_CELLS):
     return [slice(i, min(i + step, n_particles)) for i in range(0, n_particles, step)]
 
 
-def log_lik_sum(model, theta, X, y, *, allow_nan=False, max_cells=MAX_CELLS):
+def log_lik_sum(model, theta, X, y, *, allow_nan=False, max_cells=MAX_CELLS, approximate=False):
     """Full-data log-likelihood per particle, ``(n_particles,)``, in memory-bounded chunks.
 
     A NaN is an error unless ``allow_nan`` (callers that treat it as zero likelihood). At most ``max_cells``
-    particle-row cells go to one model call; each particle's sum is the same whichever call computes it.
+    particle-row cells go to one model call; each particle's sum is the same whichever call computes it. With
+    ``approximate``, the model's :meth:`~evidence_select.models.Model.approximate_log_likelihood_sum`.
     """
     theta = np.asarray(theta, dtype=float)
     out = np.empty(len(theta))
+    total = model.approximate_log_likelihood_sum if approximate else model.log_likelihood_sum
     for part in _chunks(len(theta), len(X), max_cells):
-        out[part] = model.log_likelihood_sum(theta[part], X, y)
+        out[part] = total(theta[part], X, y)
     if not allow_nan and np.any(np.isnan(out)):
         raise ValueError(f"log_likelihood of {type(model).__name__} returned NaN for "
                          f"{int(np.isnan(out).sum())} of {len(out)} particles")

@@ -66,9 +66,10 @@ rng = np.random.default_rng(0)
 theta, X = model.sample_prior(rng, 4), rng.normal(size=(50, 2))
 values = [model.grad_log_joint(theta, X, None, np.full(50, 2.0)), model.log_likelihood_sum(theta, X),
           model.log_likelihood(theta, X), model.grad_log_prior(theta),
-          *model.log_likelihood_and_grad(theta, X, None, 0.5)]
+          *model.log_likelihood_and_grad(theta, X, None, 0.5), model.approximate_log_likelihood_sum(theta, X)]
 stats = [getattr(kernels, name).stats for name in ("mixture_gradient", "mixture_log_likelihood",
-                                                   "mixture_prior_gradient", "mixture_log_likelihood_and_gradient")]
+                                                   "mixture_prior_gradient", "mixture_log_likelihood_and_gradient",
+                                                   "mixture_log_likelihood_sum_single")]
 """
 # The cache statistics of the process's own model's kernels, and the bits of its values.
 _REPORT = """

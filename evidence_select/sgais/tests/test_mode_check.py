@@ -35,6 +35,35 @@ def test_mode_evidence_of_a_two_component_mixture_matches_prior_monte_carlo():
     assert abs(check.log_evidence - log_mean_exp(log_lik)) < 4 * np.hypot(check.std, monte_carlo_std)
 
 
+class _ExactDraws(GaussianMixtureModel):
+    """The mixture with its importance draws weighed by the double-precision likelihood sum."""
+
+    def approximate_log_likelihood_sum(self, theta, X, y=None):
+        return self.log_likelihood_sum(theta, X, y)
+
+
+class _OneNatAbove(GaussianMixtureModel):
+    """The mixture with an approximate likelihood sum one nat above its exact one."""
+
+    def approximate_log_likelihood_sum(self, theta, X, y=None):
+        return self.log_likelihood_sum(theta, X, y) + 1.0
+
+
+def test_the_draws_weigh_by_the_models_approximate_likelihood_sum():
+    """The check's draws take the model's approximate_log_likelihood_sum (and nothing else does: the search and
+    the number of draws stay the same): one nat added there moves the value by one nat, and the mixture's single
+    precision moves it by far less than its error, from the same draws."""
+    X = make_mixture(3000, random_state=0).X
+
+    def value(model):
+        return mode_importance_log_evidence(model, X, None, np.random.default_rng(0))
+
+    exact, above, single = value(_ExactDraws(3, 2)), value(_OneNatAbove(3, 2)), value(GaussianMixtureModel(3, 2))
+    assert exact.n_draws == above.n_draws == single.n_draws
+    assert above.log_evidence - exact.log_evidence == pytest.approx(1.0, abs=1e-9)
+    assert 0 < abs(single.log_evidence - exact.log_evidence) < 0.1 * exact.std
+
+
 def test_mode_evidence_without_symmetrising_misses_the_other_labelling():
     """The same data with the relabelling maps dropped: the proposal reaches one of the two label modes, so the
     estimate reads log 2 low (this is what the symmetrisation is for). Eight starts and all ``n_draws`` draws
