@@ -161,6 +161,12 @@ class BaseSGAISEstimator(BaseEstimator):
             reservoir_size=self.reservoir_size, integrator=self.integrator, exact_move_rows=self.exact_move_rows,
             tuning=self._engine_tuning)
 
+    def _first_fit_size(self, n_features):
+        """Particles times parameters of the model a first fit on ``n_features`` columns builds, or None where
+        building it needs the data: what a selector orders its first call's updates by (no update time is known
+        yet, and an update's cost grows with both; :func:`~evidence_select.selection._distributed.longest_first`)."""
+        return self.n_particles * self.n_replicates * self._make_model(n_features).n_params
+
     # -- streaming -----------------------------------------------------------------------
     def _partial_fit(self, X, y, classes, *, reset):
         """Validate, then stream ``X`` in ``batch_size`` chunks; commit or roll back whole."""

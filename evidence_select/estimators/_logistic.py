@@ -192,6 +192,9 @@ class BayesianLogisticClassifier(ClassifierMixin, BaseSGAISEstimator):
         return SoftmaxRegressionModel(n_features, len(self.classes_), prior_scale=self.prior_scale,
                                       intercept_scale=self.intercept_scale, fit_intercept=self.fit_intercept)
 
+    def _first_fit_size(self, n_features):
+        return None  # the model's size follows the classes, which the data fix
+
     def _validate_stream(self, X, y, classes, reset):
         return validate_classification_stream(self, X, y, classes, reset)
 

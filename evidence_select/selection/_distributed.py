@@ -49,7 +49,7 @@ from ..utils._threads import single_threaded_blas
 from ..utils._warnings import recorded_warnings, warn
 
 __all__ = ["CandidateSummary", "JoblibPayoff", "ResidentCandidates", "ResidentNamedCandidates", "advance_candidates",
-           "candidate_pool", "after_joblib_call", "aligned", "longest_first", "longest_first_resident",
+           "candidate_pool", "after_joblib_call", "aligned", "first_fit_size", "longest_first", "longest_first_resident",
            "parallel_seconds", "planned_homes", "relay_warnings", "use_joblib_workers", "dask_client",
            "PARALLEL_OPTIONS"]
 
@@ -226,7 +226,8 @@ def advance_candidates(candidates, task, backend_seeds, history_lengths, *, para
         return fitted, summaries, payoff
     if isinstance(candidates, ResidentCandidates):  # switching from dask back to joblib: fetch once
         candidates = list(candidates)
-    order = longest_first(candidates)
+    shape = getattr(task.X, "shape", ())
+    order = longest_first(candidates, shape[1] if len(shape) == 2 else None)
     shipped = [_with_recent_history(est, start) for est, start in zip(candidates, history_lengths)]
     jobs = [delayed(_advance)(shipped[i][0], task, backend_seeds[i], shipped[i][1]) for i in order]
     pool = candidate_pool(len(candidates), n_jobs)
@@ -268,20 +269,39 @@ def _with_full_history(advanced, original, shipped):
     return advanced
 
 
-def longest_first(candidates):
+def longest_first(candidates, n_features=None):
     """Indices of ``candidates``, those whose last chunk took longest first (ties in list order).
 
     Longest-processing-time scheduling: with fewer workers than candidates, the
     slowest candidate started last would run on alone while the other workers
-    idle. The order changes only when each update starts; every candidate's
-    result is its own (its seed and data do not depend on the order).
+    idle. On a first call (no candidate has a history yet; the rows have
+    ``n_features`` columns) their sizes stand in for the times
+    (:func:`first_fit_size`): candidates listed from the simplest up, as a
+    choice of K is, would otherwise start the largest last. The order changes
+    only when each update starts; every candidate's result is its own (its
+    seed and data do not depend on the order).
     """
     def last_chunk_seconds(estimator):
         history = getattr(estimator, "evidence_history_", None)
         return float(getattr(history[-1], "seconds", 0.0)) if history else 0.0
 
-    seconds = [last_chunk_seconds(estimator) for estimator in candidates]
-    return sorted(range(len(candidates)), key=lambda i: -seconds[i])
+    if n_features is not None and not any(getattr(estimator, "evidence_history_", None) for estimator in candidates):
+        cost = [first_fit_size(estimator, n_features) for estimator in candidates]
+    else:
+        cost = [last_chunk_seconds(estimator) for estimator in candidates]
+    return sorted(range(len(candidates)), key=lambda i: -cost[i])
+
+
+def first_fit_size(estimator, n_features):
+    """An unfitted candidate's expected update cost on rows of ``n_features`` columns, in its particles times its
+    model's parameters (``_first_fit_size``; 0 for an estimator that does not say, or whose model cannot be
+    built here: its own fit then reports why)."""
+    size = getattr(estimator, "_first_fit_size", None)
+    try:
+        value = None if size is None else size(n_features)
+    except Exception:  # an invalid parameter: the candidate's fit raises the error the user should see
+        value = None
+    return 0.0 if value is None else max(float(value), 0.0)
 
 
 # -- dask.distributed ----------------------------------------------------------------------

@@ -137,7 +137,8 @@ def test_results_do_not_depend_on_n_jobs(backend, data, always_workers, one_proc
 def test_dispatch_order_does_not_change_results(monkeypatch, data, n_jobs, always_workers, one_process):
     # Candidates are dispatched longest first; results must come back to their own candidates whatever the order.
     expected = one_process()
-    monkeypatch.setattr(_distributed, "longest_first", lambda candidates: list(range(len(candidates)))[::-1])
+    monkeypatch.setattr(_distributed, "longest_first",
+                        lambda candidates, n_features=None: list(range(len(candidates)))[::-1])
     _assert_same_results(expected, _stream(_selector(n_jobs=n_jobs), data))
 
 
@@ -191,6 +192,40 @@ def test_longest_first_orders_by_the_last_chunk_time():
     unfitted = BayesianLinearRegressor()
     candidates = [Fitted([9.0, 0.1]), Fitted([0.5]), unfitted, Fitted([0.5, 2.0])]
     assert _distributed.longest_first(candidates) == [3, 1, 0, 2]  # ties keep list order
+
+
+def test_a_first_call_starts_the_largest_candidates_first():
+    """Before any candidate has a history, particles times parameters order them (a choice of K listed from one
+    component up would otherwise start the slowest last); a candidate that does not say (a classifier, whose
+    model follows its classes) or whose model cannot be built counts as smallest, in list order; once every
+    candidate has a history, the last chunk's time orders them again."""
+    from evidence_select import BayesianLogisticClassifier, BayesianMixture
+
+    candidates = [BayesianMixture(1), BayesianMixture(3), BayesianLogisticClassifier(), BayesianMixture(2),
+                  BayesianMixture(2, n_particles=40), BayesianMixture(None), BayesianMixture(-1)]
+    # 20 particles x 2 groups x (K - 1 + 2 K d) parameters
+    assert [_distributed.first_fit_size(c, 2) for c in candidates] == [160.0, 560.0, 0.0, 360.0, 720.0, 0.0, 0.0]
+    assert _distributed.longest_first(candidates, n_features=2) == [4, 1, 3, 0, 2, 5, 6]
+    assert _distributed.longest_first(candidates) == [0, 1, 2, 3, 4, 5, 6]  # no rows given: list order
+    fitted = [BayesianMixture(k, n_particles=4, n_replicates=1, random_state=0).fit(make_mixture(40, random_state=0).X)
+              for k in (1, 3)]
+    fitted[0].evidence_history_[-1] = fitted[0].evidence_history_[-1]._replace(seconds=2.0)
+    fitted[1].evidence_history_[-1] = fitted[1].evidence_history_[-1]._replace(seconds=1.0)
+    assert _distributed.longest_first(fitted, n_features=2) == [0, 1]
+
+
+def test_the_first_call_dispatches_by_size(monkeypatch, data):
+    """advance_candidates passes the call's columns to the ordering, so a first call is ordered by size."""
+    seen = []
+    real = _distributed.longest_first
+
+    def recording(candidates, n_features=None):
+        seen.append(n_features)
+        return real(candidates, n_features)
+
+    monkeypatch.setattr(_distributed, "longest_first", recording)
+    _selector(n_jobs=1).partial_fit(data.X[:50], data.y[:50])
+    assert seen == [data.X.shape[1]]
 
 
 @pytest.mark.parametrize("backend", ["sgais", "ais", "ns", "bridge"])
