@@ -32,7 +32,8 @@ class ModelCapabilities(NamedTuple):
     (``global_jumps``), the posterior-mode check (``mode_search``), the model's fused gradient calls
     (``fused_joint_gradient``, ``fused_fixed_points``) in place of the protocol's sums of terms, and a reference
     evidence to name in its warnings (``exact_evidence``). Nested sampling draws in the prior's unit cube where the
-    model declares its transform (``prior_transform``).
+    model declares its transform (``prior_transform``). The posterior-mode check's importance draws take the
+    model's approximate likelihood sum where it declares one (``approximate_sum``).
 
     Examples
     --------
@@ -51,6 +52,7 @@ class ModelCapabilities(NamedTuple):
     fused_fixed_points: bool = False  # grad_log_likelihood_at, written for the model's own likelihood
     exact_evidence: bool = False  # exact_log_evidence
     prior_transform: bool = False  # prior_transform and prior_cdf
+    approximate_sum: bool = False  # approximate_log_likelihood_sum, written for the model's own likelihood
 
 
 def _definer(model_class, name):
@@ -77,7 +79,8 @@ def declared_capabilities(model):
 #: The members whose definers decide the class part of :func:`declared_capabilities`.
 _CLASS_MEMBERS = ("gradient_statistics", "log_likelihood", "sample_tempered_posterior",
                   "sample_tempered_posterior_from_statistics", "grad_log_joint", "grad_log_prior",
-                  "grad_log_likelihood", "grad_log_likelihood_at", "prior_transform", "prior_cdf", "log_prior")
+                  "grad_log_likelihood", "grad_log_likelihood_at", "prior_transform", "prior_cdf", "log_prior",
+                  "approximate_log_likelihood_sum", "log_likelihood_sum")
 
 
 # The cache holds its keys' classes alive (at most 256 sets of definers). Its answer goes stale only where a
@@ -100,7 +103,8 @@ def _class_capabilities(definers):
         gradient_statistics=statistics,
         fused_joint_gradient=defined_for("grad_log_joint", ("grad_log_prior", "grad_log_likelihood")),
         fused_fixed_points=defined_for("grad_log_likelihood_at", ("grad_log_likelihood",)),
-        prior_transform=all(defined_for(name, ("log_prior",)) for name in ("prior_transform", "prior_cdf")))
+        prior_transform=all(defined_for(name, ("log_prior",)) for name in ("prior_transform", "prior_cdf")),
+        approximate_sum=defined_for("approximate_log_likelihood_sum", ("log_likelihood", "log_likelihood_sum")))
 
 
 class Model(ABC):
@@ -345,7 +349,10 @@ class Model(ABC):
         row seen), whose weights value the evidence to hundredths of a nat: a row's rounding of about ``1e-7`` of
         its log-density adds to a total over ``n`` rows about ``1e-7 sqrt(n)`` times that (the signs vary), far
         below. Override it where single precision is cheaper (eight vector lanes instead of four); the total must
-        be a fixed function of ``theta`` for given rows. The default is :meth:`log_likelihood_sum` itself."""
+        be a fixed function of ``theta`` for given rows. The default is :meth:`log_likelihood_sum` itself, and an
+        override counts only where its class also defines :meth:`log_likelihood` and :meth:`log_likelihood_sum`
+        or subclasses their definers (``capabilities().approximate_sum``): a subclass with another likelihood
+        does not inherit its parent's approximation."""
         return self.log_likelihood_sum(theta, X, y)
 
     def log_likelihood_and_grad(self, theta, X, y, weights):

@@ -67,10 +67,12 @@ def log_lik_sum(model, theta, X, y, *, allow_nan=False, max_cells=MAX_CELLS, app
 
     A NaN is an error unless ``allow_nan`` (callers that treat it as zero likelihood). At most ``max_cells``
     particle-row cells go to one model call; each particle's sum is the same whichever call computes it. With
-    ``approximate``, the model's :meth:`~evidence_select.models.Model.approximate_log_likelihood_sum`.
+    ``approximate``, the model's :meth:`~evidence_select.models.Model.approximate_log_likelihood_sum` where it
+    declares one for its own likelihood (``capabilities().approximate_sum``).
     """
     theta = np.asarray(theta, dtype=float)
     out = np.empty(len(theta))
+    approximate = approximate and model.capabilities().approximate_sum
     total = model.approximate_log_likelihood_sum if approximate else model.log_likelihood_sum
     for part in _chunks(len(theta), len(X), max_cells):
         out[part] = total(theta[part], X, y)

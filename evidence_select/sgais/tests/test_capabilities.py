@@ -17,7 +17,8 @@ def test_the_built_in_models_declare_their_moves():
                                        exact_evidence=True, prior_transform=True)
     assert softmax == ModelCapabilities(prior_transform=True)
     assert mixture == ModelCapabilities(global_jumps=True, mode_search=True, fused_joint_gradient=True,
-                                        fused_fixed_points=True, exact_evidence=True, prior_transform=True)
+                                        fused_fixed_points=True, exact_evidence=True, prior_transform=True,
+                                        approximate_sum=True)
 
 
 class _OtherPrior(LinearGaussianModel):

@@ -49,6 +49,16 @@ class _OneNatAbove(GaussianMixtureModel):
         return self.log_likelihood_sum(theta, X, y) + 1.0
 
 
+class _AnotherLikelihood(GaussianMixtureModel):
+    """A subclass whose likelihood (one nat above the mixture's) does not come with an approximate sum."""
+
+    def log_likelihood(self, theta, X, y=None):
+        return super().log_likelihood(theta, X, y) + 1.0 / len(X)
+
+    def log_likelihood_sum(self, theta, X, y=None):
+        return super().log_likelihood_sum(theta, X, y) + 1.0
+
+
 def test_the_draws_weigh_by_the_models_approximate_likelihood_sum():
     """The check's draws take the model's approximate_log_likelihood_sum (and nothing else does: the search and
     the number of draws stay the same): one nat added there moves the value by one nat, and the mixture's single
@@ -62,6 +72,10 @@ def test_the_draws_weigh_by_the_models_approximate_likelihood_sum():
     assert exact.n_draws == above.n_draws == single.n_draws
     assert above.log_evidence - exact.log_evidence == pytest.approx(1.0, abs=1e-9)
     assert 0 < abs(single.log_evidence - exact.log_evidence) < 0.1 * exact.std
+    # A subclass with a likelihood of its own does not inherit the mixture's approximation: its draws read its sum.
+    assert not _AnotherLikelihood(3, 2).capabilities().approximate_sum
+    assert GaussianMixtureModel(3, 2).capabilities().approximate_sum
+    assert value(_AnotherLikelihood(3, 2)).log_evidence - exact.log_evidence == pytest.approx(1.0, abs=1e-9)
 
 
 def test_mode_evidence_without_symmetrising_misses_the_other_labelling():
