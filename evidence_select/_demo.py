@@ -42,8 +42,8 @@ class ReferenceRun(NamedTuple):
 #: The reference runs of the default (shortened) phases and of the paper's (``--full``), each stream's cost
 #: having its own shape (its shifts come at different rows): ``benchmarks/bench_user_data.py --only demo``
 #: measures and prints them; re-measure when the engine's speed changes.
-REFERENCE_RUNS = {"shortened": ReferenceRun(((1000, 3.30), (2500, 10.38), (4000, 16.37)), 0.00410),
-                  "paper": ReferenceRun(((1000, 3.27), (10_000, 16.01), (100_000, 55.17)), 0.00418)}
+REFERENCE_RUNS = {"shortened": ReferenceRun(((1000, 3.47), (2500, 10.72), (4000, 16.42)), 0.00452),
+                  "paper": ReferenceRun(((1000, 3.30), (10_000, 14.70), (100_000, 56.32)), 0.00448)}
 
 
 # -- time ----------------------------------------------------------------------------------------------
