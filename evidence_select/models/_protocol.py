@@ -32,8 +32,9 @@ class ModelCapabilities(NamedTuple):
     (``global_jumps``), the posterior-mode check (``mode_search``), the model's fused gradient calls
     (``fused_joint_gradient``, ``fused_fixed_points``) in place of the protocol's sums of terms, and a reference
     evidence to name in its warnings (``exact_evidence``). Nested sampling draws in the prior's unit cube where the
-    model declares its transform (``prior_transform``). The posterior-mode check's importance draws take the
-    model's approximate likelihood sum where it declares one (``approximate_sum``).
+    model declares its transform (``prior_transform``). The posterior-mode check's importance draws and nested
+    sampling (with a fast gradient) take the model's approximate likelihood sum where it declares one
+    (``approximate_sum``).
 
     Examples
     --------
@@ -346,10 +347,12 @@ class Model(ABC):
         """:meth:`log_likelihood_sum` to about single precision per row, shape ``(n_particles,)``.
 
         What the posterior-mode check's importance draws evaluate (hundreds to thousands of draws, each on every
-        row seen), whose weights value the evidence to hundredths of a nat: a row's rounding of about ``1e-7`` of
-        its log-density adds to a total over ``n`` rows about ``1e-7 sqrt(n)`` times that (the signs vary), far
-        below. Override it where single precision is cheaper (eight vector lanes instead of four); the total must
-        be a fixed function of ``theta`` for given rows. The default is :meth:`log_likelihood_sum` itself, and an
+        row seen), whose weights value the evidence to hundredths of a nat, and nested sampling's likelihood where
+        the model's gradient is fast (``fast_gradient``: its every value then comes from this one function): a
+        row's rounding of about ``1e-7`` of its log-density adds to a total over ``n`` rows about ``1e-7
+        sqrt(n)`` times that (the signs vary), far below either's error. Override it where single precision is
+        cheaper (eight vector lanes instead of four); the total must be a fixed function of ``theta`` for given
+        rows. The default is :meth:`log_likelihood_sum` itself, and an
         override counts only where its class also defines :meth:`log_likelihood` and :meth:`log_likelihood_sum`
         or subclasses their definers (``capabilities().approximate_sum``): a subclass with another likelihood
         does not inherit its parent's approximation."""

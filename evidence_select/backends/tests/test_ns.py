@@ -594,6 +594,29 @@ def test_a_mixtures_relabelled_copies_are_bounded_together_and_the_evidence_is_e
         assert abs(res.log_evidence - exact) < K_SIGMA * res.log_evidence_std, seed
 
 
+def test_a_fast_gradient_models_run_takes_its_approximate_likelihood_sum_throughout():
+    """With a fast gradient every value of a run comes from the likelihood alone: the mixture's are its
+    single-precision sum (declared), the softmax's (fast, nothing declared) and the linear model's (not fast)
+    the exact sum; a mixture subclass with a likelihood of its own does not inherit the approximation."""
+    from evidence_select.backends import _ns
+    from evidence_select.models import GaussianMixtureModel, SoftmaxRegressionModel
+    from evidence_select.sgais.tests.test_mode_check import _AnotherLikelihood
+
+    rng = np.random.default_rng(0)
+    X, y = rng.normal(size=(300, 2)), rng.integers(0, 3, size=300)
+    for model, rows, approximate in [(GaussianMixtureModel(3, 2), (X, None), True),
+                                     (_AnotherLikelihood(3, 2), (X, None), False),
+                                     (SoftmaxRegressionModel(2, 3), (X, y), False),
+                                     (LinearGaussianModel(2), (X, X[:, 0]), False)]:
+        theta = model.sample_prior(rng, 4)
+        likelihood = _ns._Likelihood.of(model, *rows)
+        expected = (model.approximate_log_likelihood_sum if approximate else model.log_likelihood_sum)(theta, *rows)
+        np.testing.assert_array_equal(likelihood.log_lik(theta), expected)
+        np.testing.assert_array_equal(likelihood.reflected_log_lik(theta), expected)
+        if approximate:  # the two sums differ in their last bits, so the test tells them apart
+            assert not np.array_equal(expected, model.log_likelihood_sum(theta, *rows))
+
+
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_galilean_reflections_off_a_wrong_fast_gradient_keep_the_evidence(seed):
     # A model's fast gradient (here a deliberately wrong one) gives the Galilean reflections their normals: any
