@@ -200,7 +200,6 @@ class _GenericShell(BaseSGAISEstimator):
     def _first_fit_size(self, n_features):
         return None  # resolving a user's model may need the data (a classifier's classes) or take long
 
-
     def _check_data_scale(self, X, y):
         """The feature-scale checks, and on the first call :func:`check_model_on_rows` on the first chunk."""
         super()._check_data_scale(X, y)
