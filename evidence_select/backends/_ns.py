@@ -37,8 +37,8 @@ from ..kernels._galilean import GalileanInfo, GalileanSettings, adapt_galilean_s
 from ..kernels._hmc import preconditioner_from_samples
 from ..kernels._slice import SliceInfo, SliceSettings, adapt_slice_width, constrained_slice_sample
 from ..kernels._symmetric import symmetric_bounding_ellipsoids
-from ..utils._likelihood import (check_data, check_fraction, check_positive_int, grad_lik_sum, log_lik_and_grad,
-                                 log_lik_sum)
+from ..utils._likelihood import (approximate_total, check_data, check_fraction, check_positive_int, grad_lik_sum,
+                                 log_lik_and_grad, log_lik_sum)
 from ..utils._logspace import log1mexp, logsumexp
 from ..utils._progress import progress_bar
 from ..utils._settings import merge_settings
@@ -964,15 +964,16 @@ class _Likelihood(NamedTuple):
         log-densities of the exact one, far below the run's error.
         """
         fast = bool(getattr(model, "fast_gradient", False))
+        total = approximate_total(model) if fast else None
 
         def log_lik(theta):
-            return log_lik_sum(model, theta, X, y, approximate=fast)
+            return log_lik_sum(model, theta, X, y, total=total)
 
         def log_lik_and_grad_fn(theta):
             return log_lik_and_grad(model, theta, X, y)
 
         def reflected_log_lik(theta):
-            return log_lik_sum(model, theta, X, y, allow_nan=True, approximate=fast)
+            return log_lik_sum(model, theta, X, y, allow_nan=True, total=total)
 
         def gradient(theta):
             return grad_lik_sum(model, theta, X, y)

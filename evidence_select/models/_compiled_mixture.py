@@ -299,11 +299,12 @@ def _single_block_rows(K, d):
 @numba.njit(cache=True)
 def _single_scratch(K, d, n_rows):
     """The single-precision kernels' buffers for blocks of :func:`_single_block_rows` rows: ``(size, xt (d, size),
-    dens (K + 1, size) float32, params (as :func:`_scratch`'s), half_tau (K, d) float32, const (K,) float32)``."""
+    dens (K + 1, size) float32, params (as :func:`_scratch`'s), half_tau (K, d) float32, const (K,) float32,
+    exact (K,))`` (see :func:`_single_particle`)."""
     size = min(_single_block_rows(K, d), max(n_rows, 1))
     params = (np.empty(K), np.empty((K, d)), np.empty((K, d)), np.empty(K))
     return (size, np.empty((d, size)), np.empty((K + 1, size), np.float32), params, np.empty((K, d), np.float32),
-            np.empty(K, np.float32))
+            np.empty(K, np.float32), np.empty(K))
 
 
 @numba.njit(cache=True)
@@ -315,28 +316,21 @@ def _transposed_rows(X, start, stop, xt):
 
 
 @numba.njit(cache=True)
-def _single_particle(theta_row, params, half_tau, const):
+def _single_particle(theta_row, params, half_tau, const, exact):
     """One particle's maps (:func:`_unpack_particle`, into ``params``) and the single-precision terms of
     :func:`_centred_log_densities`: ``tau / 2`` and ``log beta_k - (sum_i log sigma2_ki + d log 2 pi) / 2``, each
-    rounded once from double precision."""
+    rounded once from double precision; the constants also unrounded, into ``exact``."""
     log_weights, mu, tau, const64 = params
     K, d = mu.shape
     _unpack_particle(theta_row, K, d, log_weights, mu, tau, const64)
+    var_start = K - 1 + K * d
     for k in range(K):
+        log_det = 0.0
         for i in range(d):
+            log_det += theta_row[var_start + k * d + i]
             half_tau[k, i] = np.float32(min(0.5 * tau[k, i], _SINGLE_MAX))  # finite: inf * 0 would be NaN
-        const[k] = np.float32(_centred_constant(theta_row, log_weights, k, d))
-
-
-@numba.njit(cache=True)
-def _centred_constant(theta_row, log_weights, k, d):
-    """``log beta_k - (sum_i log sigma2_ki + d log 2 pi) / 2`` in double precision (``log_weights`` from
-    :func:`_unpack_particle`)."""
-    var_start = len(log_weights) - 1 + len(log_weights) * d
-    log_det = 0.0
-    for i in range(d):
-        log_det += theta_row[var_start + k * d + i]
-    return log_weights[k] - 0.5 * (log_det + d * _LOG_2PI)
+        exact[k] = log_weights[k] - 0.5 * (log_det + d * _LOG_2PI)
+        const[k] = np.float32(exact[k])
 
 
 @numba.njit(cache=True, fastmath=_FASTMATH)
@@ -382,7 +376,7 @@ def _centred_moments_single(theta, X, row_weights, n_components):
     n_rows, d = X.shape
     K = n_components
     shared = row_weights.shape[0] == 1
-    size, xt, dens, params, half_tau, const = _single_scratch(K, d, n_rows)  # dens' last row: the largest, the scale
+    size, xt, dens, params, half_tau, const, exact = _single_scratch(K, d, n_rows)  # dens' last row: the scale
     mu = params[1]
     zero = np.float32(0.0)
     mass = np.zeros((n_particles, K))
@@ -392,7 +386,7 @@ def _centred_moments_single(theta, X, row_weights, n_components):
         n_block = stop - start
         _transposed_rows(X, start, stop, xt)
         for m in range(n_particles):
-            _single_particle(theta[m], params, half_tau, const)
+            _single_particle(theta[m], params, half_tau, const, exact)
             _centred_log_densities(xt, mu, half_tau, const, dens, n_block)
             scale = dens[K]
             for j in range(n_block):
@@ -445,9 +439,9 @@ def mixture_log_likelihood_sum_single(theta, X, n_components, out):
     n_particles = theta.shape[0]
     n_rows, d = X.shape
     K = n_components
-    size, xt, dens, params, half_tau, const = _single_scratch(K, d, n_rows)  # dens' last row: the largest
-    log_weights, mu = params[0], params[1]
-    total, exact = np.empty(size, np.float32), np.empty(K)
+    size, xt, dens, params, half_tau, const, exact = _single_scratch(K, d, n_rows)  # dens' last row: the largest
+    mu = params[1]
+    total = np.empty(size, np.float32)
     zero = np.float32(0.0)
     out[:] = 0.0
     for start in range(0, n_rows, size):
@@ -455,11 +449,8 @@ def mixture_log_likelihood_sum_single(theta, X, n_components, out):
         n_block = stop - start
         _transposed_rows(X, start, stop, xt)
         for m in range(n_particles):
-            _single_particle(theta[m], params, half_tau, const)
-            shift = -np.inf  # the constants again, as their differences to the largest
-            for k in range(K):
-                exact[k] = _centred_constant(theta[m], log_weights, k, d)
-                shift = max(shift, exact[k])
+            _single_particle(theta[m], params, half_tau, const, exact)
+            shift = np.max(exact)  # the constants rounded as their differences to the largest
             for k in range(K):
                 const[k] = np.float32(exact[k] - shift)
             _centred_log_densities(xt, mu, half_tau, const, dens, n_block)

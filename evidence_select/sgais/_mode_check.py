@@ -25,7 +25,7 @@ from scipy.special import gammaln
 
 from ._reservoir import reservoir_data
 from ..utils import logsumexp, make_generator
-from ..utils._likelihood import log_lik_sum
+from ..utils._likelihood import approximate_total, log_lik_sum
 from ..utils._workspace import Workspace
 from ._policy import crossed_checkpoint
 from ._settings import ModeCheckSettings
@@ -419,7 +419,7 @@ def importance_log_weights(model, rows, proposal, theta):
     log_q = symmetrised_log_density(proposal, theta)
     with np.errstate(all="ignore"):
         log_joint = model.log_prior(theta) + log_lik_sum(model, theta, X, y, allow_nan=True,
-                                                            max_cells=_CELLS_PER_CALL, approximate=True)
+                                                            max_cells=_CELLS_PER_CALL, total=approximate_total(model))
     return np.where(np.isfinite(log_joint), log_joint - log_q, -np.inf)
 
 

@@ -62,18 +62,24 @@ def _chunks(n_particles, n_rows, max_cells=MAX_CELLS):
     return [slice(i, min(i + step, n_particles)) for i in range(0, n_particles, step)]
 
 
-def log_lik_sum(model, theta, X, y, *, allow_nan=False, max_cells=MAX_CELLS, approximate=False):
+def approximate_total(model):
+    """``model``'s :meth:`~evidence_select.models.Model.approximate_log_likelihood_sum` where it declares one for
+    its own likelihood (``capabilities().approximate_sum``), else its ``log_likelihood_sum``: a ``total`` for
+    :func:`log_lik_sum`. Resolve it once per run, not per call (the declaration costs microseconds)."""
+    return model.approximate_log_likelihood_sum if model.capabilities().approximate_sum else model.log_likelihood_sum
+
+
+def log_lik_sum(model, theta, X, y, *, allow_nan=False, max_cells=MAX_CELLS, total=None):
     """Full-data log-likelihood per particle, ``(n_particles,)``, in memory-bounded chunks.
 
     A NaN is an error unless ``allow_nan`` (callers that treat it as zero likelihood). At most ``max_cells``
-    particle-row cells go to one model call; each particle's sum is the same whichever call computes it. With
-    ``approximate``, the model's :meth:`~evidence_select.models.Model.approximate_log_likelihood_sum` where it
-    declares one for its own likelihood (``capabilities().approximate_sum``).
+    particle-row cells go to one model call; each particle's sum is the same whichever call computes it.
+    ``total`` is the model's ``(theta, X, y) -> (n_particles,)`` sum to call: ``log_likelihood_sum`` by default,
+    :func:`approximate_total` for the approximate one.
     """
     theta = np.asarray(theta, dtype=float)
     out = np.empty(len(theta))
-    approximate = approximate and model.capabilities().approximate_sum
-    total = model.approximate_log_likelihood_sum if approximate else model.log_likelihood_sum
+    total = model.log_likelihood_sum if total is None else total
     for part in _chunks(len(theta), len(X), max_cells):
         out[part] = total(theta[part], X, y)
     if not allow_nan and np.any(np.isnan(out)):

@@ -600,12 +600,12 @@ def test_a_fast_gradient_models_run_takes_its_approximate_likelihood_sum_through
     the exact sum; a mixture subclass with a likelihood of its own does not inherit the approximation."""
     from evidence_select.backends import _ns
     from evidence_select.models import GaussianMixtureModel, SoftmaxRegressionModel
-    from evidence_select.sgais.tests.test_mode_check import _AnotherLikelihood
+    from evidence_select.sgais.tests._mixtures import AnotherLikelihoodMixtureModel
 
     rng = np.random.default_rng(0)
     X, y = rng.normal(size=(300, 2)), rng.integers(0, 3, size=300)
     for model, rows, approximate in [(GaussianMixtureModel(3, 2), (X, None), True),
-                                     (_AnotherLikelihood(3, 2), (X, None), False),
+                                     (AnotherLikelihoodMixtureModel(3, 2), (X, None), False),
                                      (SoftmaxRegressionModel(2, 3), (X, y), False),
                                      (LinearGaussianModel(2), (X, X[:, 0]), False)]:
         theta = model.sample_prior(rng, 4)

@@ -16,7 +16,8 @@ from evidence_select.sgais._mode_check import mode_importance_log_evidence, symm
 from evidence_select.sgais._policy import crossed_checkpoint
 from evidence_select.sgais._settings import EngineTuning, ModeCheckSettings
 from evidence_select.sgais._state import SGAISConfig
-from evidence_select.sgais.tests._mixtures import PriorReplayMixture
+from evidence_select.sgais.tests._mixtures import (AnotherLikelihoodMixtureModel, ExactDrawsMixtureModel,
+                                                   OneNatAboveMixtureModel, PriorReplayMixture)
 from evidence_select.models import GaussianMixtureModel
 from evidence_select.utils import log_mean_exp, logsumexp
 
@@ -35,30 +36,6 @@ def test_mode_evidence_of_a_two_component_mixture_matches_prior_monte_carlo():
     assert abs(check.log_evidence - log_mean_exp(log_lik)) < 4 * np.hypot(check.std, monte_carlo_std)
 
 
-class _ExactDraws(GaussianMixtureModel):
-    """The mixture with its importance draws weighed by the double-precision likelihood sum."""
-
-    def approximate_log_likelihood_sum(self, theta, X, y=None):
-        return self.log_likelihood_sum(theta, X, y)
-
-
-class _OneNatAbove(GaussianMixtureModel):
-    """The mixture with an approximate likelihood sum one nat above its exact one."""
-
-    def approximate_log_likelihood_sum(self, theta, X, y=None):
-        return self.log_likelihood_sum(theta, X, y) + 1.0
-
-
-class _AnotherLikelihood(GaussianMixtureModel):
-    """A subclass whose likelihood (one nat above the mixture's) does not come with an approximate sum."""
-
-    def log_likelihood(self, theta, X, y=None):
-        return super().log_likelihood(theta, X, y) + 1.0 / len(X)
-
-    def log_likelihood_sum(self, theta, X, y=None):
-        return super().log_likelihood_sum(theta, X, y) + 1.0
-
-
 def test_the_draws_weigh_by_the_models_approximate_likelihood_sum():
     """The check's draws take the model's approximate_log_likelihood_sum (and nothing else does: the search and
     the number of draws stay the same): one nat added there moves the value by one nat, and the mixture's single
@@ -68,14 +45,16 @@ def test_the_draws_weigh_by_the_models_approximate_likelihood_sum():
     def value(model):
         return mode_importance_log_evidence(model, X, None, np.random.default_rng(0))
 
-    exact, above, single = value(_ExactDraws(3, 2)), value(_OneNatAbove(3, 2)), value(GaussianMixtureModel(3, 2))
+    exact, above = value(ExactDrawsMixtureModel(3, 2)), value(OneNatAboveMixtureModel(3, 2))
+    single = value(GaussianMixtureModel(3, 2))
     assert exact.n_draws == above.n_draws == single.n_draws
     assert above.log_evidence - exact.log_evidence == pytest.approx(1.0, abs=1e-9)
     assert 0 < abs(single.log_evidence - exact.log_evidence) < 0.1 * exact.std
     # A subclass with a likelihood of its own does not inherit the mixture's approximation: its draws read its sum.
-    assert not _AnotherLikelihood(3, 2).capabilities().approximate_sum
+    assert not AnotherLikelihoodMixtureModel(3, 2).capabilities().approximate_sum
     assert GaussianMixtureModel(3, 2).capabilities().approximate_sum
-    assert value(_AnotherLikelihood(3, 2)).log_evidence - exact.log_evidence == pytest.approx(1.0, abs=1e-9)
+    another = value(AnotherLikelihoodMixtureModel(3, 2))
+    assert another.log_evidence - exact.log_evidence == pytest.approx(1.0, abs=1e-9)
 
 
 def test_mode_evidence_without_symmetrising_misses_the_other_labelling():
