@@ -48,6 +48,7 @@ from scipy.special import digamma
 from ..utils._logspace import logsumexp
 from ._constrained import ConstrainedPoints
 from ._hmc import preconditioner_from_samples
+from ._visiting_order import VisitingOrder
 
 __all__ = ["Ellipsoid", "EllipsoidUnion", "PriorProposal", "EllipsoidInfo", "bounding_ellipsoid",
            "bounding_ellipsoids", "ellipsoid_union", "uniform_in_ellipsoid", "ellipsoid_sample", "n_candidates",
@@ -86,6 +87,10 @@ class Ellipsoid(NamedTuple):
         cancels."""
         return log_prior
 
+    def log_weight_bound(self, log_prior):
+        """An upper bound of :meth:`log_weight` from the log prior alone: the weight itself."""
+        return log_prior
+
 
 class PriorProposal(NamedTuple):
     """Candidates drawn from the prior itself: ``pi / q`` is the constraint's indicator, every chain is covered.
@@ -108,6 +113,10 @@ class PriorProposal(NamedTuple):
     def log_weight(self, points, log_prior):
         """``log(pi / q)`` up to a constant: 0 (the prior cancels), ``-inf`` where the prior vanishes."""
         return np.where(np.isfinite(log_prior), 0.0, -np.inf)
+
+    def log_weight_bound(self, log_prior):
+        """An upper bound of :meth:`log_weight` from the log prior alone: the weight itself."""
+        return self.log_weight(None, log_prior)
 
 
 def bounding_ellipsoid(points, factor, enlarge=2.0):
@@ -189,9 +198,11 @@ class EllipsoidUnion(NamedTuple):
         shares = np.exp(log_volumes - log_volumes.max())
         which = rng.choice(len(shares), size=int(np.prod(shape)), p=shares / shares.sum())
         draws = np.empty((len(which), self.centres.shape[1]))
-        for k, ellipsoid in enumerate(self.ellipsoids):
-            rows = np.flatnonzero(which == k)
-            draws[rows] = ellipsoid.sample(rng, (len(rows),))
+        # Each ellipsoid's draws fill its rows in increasing order: one stable sort groups them.
+        by_ellipsoid = np.argsort(which, kind="stable")
+        ends = np.cumsum(np.bincount(which, minlength=len(self.ellipsoids)))
+        for ellipsoid, start, end in zip(self.ellipsoids, ends - np.diff(ends, prepend=0), ends):
+            draws[by_ellipsoid[start:end]] = ellipsoid.sample(rng, (int(end - start),))
         return draws.reshape(shape + (draws.shape[-1],))
 
     def sample_uniform(self, rng, n):
@@ -211,6 +222,11 @@ class EllipsoidUnion(NamedTuple):
         if len(self.ellipsoids) == 1:
             return log_prior
         return log_prior - np.log(self._counts(points))
+
+    def log_weight_bound(self, log_prior):
+        """An upper bound of :meth:`log_weight` from the log prior alone: the log prior (every point drawn from
+        the union lies in one of its ellipsoids at least)."""
+        return log_prior
 
     def log_prior_mass(self, rng, log_prior_fn, n_draws):
         """Monte Carlo log of the prior mass of the union, less the log volume of the unit ball: the sum of
@@ -381,14 +397,33 @@ class EllipsoidInfo(NamedTuple):
     n_outside: int
 
 
-def _candidate_order(rng, log_weight_candidates, log_weight_current):
-    """Per chain, the candidates (``0 .. N-1``) and the current point (``N``) in the order of a draw without
-    replacement with probabilities proportional to their weights (Gumbel-top-k)."""
-    log_weights = np.concatenate([log_weight_candidates, log_weight_current[:, None]], axis=1)
+def _keys(log_weights, gumbel):
+    """Gumbel-top-k keys ``log w + G``; ``-inf`` where the weight is 0 (zero prior density: never chosen)."""
     with np.errstate(invalid="ignore"):
-        keys = log_weights + rng.gumbel(size=log_weights.shape)
-    keys[~np.isfinite(log_weights)] = -np.inf  # zero prior density: never chosen
-    return np.argsort(-keys, axis=1, kind="stable")
+        keys = log_weights + gumbel
+    return np.where(np.isfinite(log_weights), keys, -np.inf)
+
+
+def _candidate_order(rng, proposal, candidates, cand_log_prior, log_weight_current):
+    """Per chain, the candidates (``0 .. N-1``) and the current point (``N``) in the order of a draw without
+    replacement with probabilities proportional to their weights (Gumbel-top-k), as a :class:`VisitingOrder`:
+    each candidate weighed exactly only where its chain's walk may reach it."""
+    n_chains, n_proposals = cand_log_prior.shape
+    gumbel = rng.gumbel(size=(n_chains, n_proposals + 1))
+    current_keys = _keys(log_weight_current, gumbel[:, n_proposals])
+    bounds = np.column_stack([_keys(proposal.log_weight_bound(cand_log_prior), gumbel[:, :n_proposals]),
+                              current_keys])
+
+    def exact_keys(rows, columns):
+        keys = np.empty(rows.shape)
+        current = columns == n_proposals
+        keys[current] = current_keys[rows[current]]
+        rows, columns = rows[~current], columns[~current]
+        keys[~current] = _keys(proposal.log_weight(candidates[rows, columns], cand_log_prior[rows, columns]),
+                               gumbel[rows, columns])
+        return keys
+
+    return VisitingOrder(bounds, exact_keys)
 
 
 def ellipsoid_sample(rng, points, constraint, ellipsoid, n_proposals):
@@ -435,12 +470,12 @@ def ellipsoid_sample(rng, points, constraint, ellipsoid, n_proposals):
     cand_log_prior = np.asarray(constraint.log_prior_fn(flat), dtype=float).reshape(len(inside), n_proposals)
     if np.any(np.isnan(cand_log_prior)):
         raise ValueError("log_prior returned NaN during ellipsoid sampling")
-    order = _candidate_order(rng, ellipsoid.log_weight(candidates, cand_log_prior),
+    order = _candidate_order(rng, ellipsoid, candidates, cand_log_prior,
                              ellipsoid.log_weight(position[inside], log_prior[inside]))
     n_calls = n_valid = 0
     active = np.arange(len(inside))  # rows of ``inside`` still walking down their order
     for rank in range(n_proposals + 1):
-        choice = order[active, rank]
+        choice = order.at(active, rank)
         at_current = choice == n_proposals
         active = active[~at_current]  # reached the current point: it stays
         if len(active) == 0:

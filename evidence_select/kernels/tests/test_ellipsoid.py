@@ -62,12 +62,12 @@ CUBE_OVERLAPPING = _cube(Ellipsoid(np.array([0.65, 0.5]), np.diag([0.4, 0.35])),
                          Ellipsoid(np.array([0.35, 0.55]), np.array([[0.3, 0.0], [0.1, 0.35]])))
 
 
-@pytest.mark.parametrize("proposal", [Ellipsoid(np.array([0.6, 0.0]), np.diag([1.8, 1.2])), OVERLAPPING,
-                                      PriorProposal(lambda rng, n: rng.standard_normal((n, 2))), CUBE_PARTIAL,
-                                      CUBE_OVERLAPPING],
-                         ids=["partial_ellipsoid", "overlapping_ellipsoids", "prior", "cube_partial_ellipsoid",
-                              "cube_overlapping_ellipsoids"])
-def test_constrained_prior_is_invariant(proposal):
+@pytest.mark.parametrize("proposal, n_proposals", [
+    (Ellipsoid(np.array([0.6, 0.0]), np.diag([1.8, 1.2])), 20), (OVERLAPPING, 20), (OVERLAPPING, 200),
+    (PriorProposal(lambda rng, n: rng.standard_normal((n, 2))), 20), (CUBE_PARTIAL, 20), (CUBE_OVERLAPPING, 20)],
+    ids=["partial_ellipsoid", "overlapping_ellipsoids", "overlapping_ellipsoids_ranked_lazily", "prior",
+         "cube_partial_ellipsoid", "cube_overlapping_ellipsoids"])
+def test_constrained_prior_is_invariant(proposal, n_proposals):
     move = cube_ellipsoid_sample if isinstance(proposal, CubeEllipsoids) else ellipsoid_sample
     rng = np.random.default_rng(0)
     x = _exact_draws(rng, N_CHAINS)
@@ -75,7 +75,7 @@ def test_constrained_prior_is_invariant(proposal):
     constraint = LikelihoodConstraint(-RADIUS**2, _log_prior, _log_lik)
     inside = proposal.contains(x)
     for _ in range(3):
-        points, info = move(rng, points, constraint, proposal, n_proposals=20)
+        points, info = move(rng, points, constraint, proposal, n_proposals=n_proposals)
         assert info.n_outside == np.sum(~inside)
     new = points.position
     np.testing.assert_array_equal(new[~inside], x[~inside])  # outside the ellipsoid: left where they were
