@@ -305,6 +305,15 @@ class NSConfig:
         dimensions, where the default moves remember their start and ``log Z``
         can read high (the ``"move_memory"`` check fails there). Not the
         default, so that the configured moves are the most a run spends.
+    retry_longer_moves : bool, default=True
+        Where the ``"move_memory"`` check fails (the moves remember their
+        start), run again once with ``max_move_length`` ``RETRY_LENGTH_FACTOR``
+        (4) times larger and report that run: its estimate, its checks, and,
+        where its own ``"move_memory"`` check still fails, its error widened
+        by how far the estimate moved between the two (:func:`with_longer_moves`),
+        so that a flagged interval reaches about as far as the bias that remains.
+        The first run's estimate is in ``info["shorter_moves"]``; the calls and
+        seconds are both runs'. False: report the first run, flagged.
     ellipsoid : bool, default=True
         Before the Markov chain moves, an exact independent-proposal move
         (:mod:`evidence_select.kernels._ellipsoid`): candidates from the prior
@@ -352,6 +361,7 @@ class NSConfig:
     n_simulations: int = 200
     max_iterations: int = 100_000
     max_move_length: float = 1.0
+    retry_longer_moves: bool = True
     ellipsoid: bool = True
 
     def __post_init__(self):
@@ -375,8 +385,9 @@ class NSConfig:
         set_("axis_fraction", check_fraction(self.axis_fraction, "axis_fraction", high=1.0 + 1e-12, closed_low=True))
         set_("n_simulations", check_positive_int(self.n_simulations, "n_simulations", minimum=2))
         set_("max_iterations", check_positive_int(self.max_iterations, "max_iterations"))
-        if not isinstance(self.ellipsoid, (bool, np.bool_)):
-            raise TypeError(f"ellipsoid must be a bool, got {self.ellipsoid!r}")
+        for name in ("ellipsoid", "retry_longer_moves"):
+            if not isinstance(getattr(self, name), (bool, np.bool_)):
+                raise TypeError(f"{name} must be a bool, got {getattr(self, name)!r}")
         set_("max_move_length", check_fraction(self.max_move_length, "max_move_length", low=1.0, high=np.inf,
                                                closed_low=True))
 
@@ -459,6 +470,10 @@ def nested_sampling_log_evidence(model, X, y=None, *, config=None, random_state=
         ``"galilean"``, ``"final_slice_width"``, ``"final_galilean_step"``); ``samples`` and
         ``log_weights`` are the dead and final live points with their posterior
         importance weights (logsumexp equals ``log_evidence``).
+        After a run again with longer moves (``retry_longer_moves``), the
+        result is that run's, with both runs' calls and seconds,
+        ``info["shorter_moves"]`` (the first run's estimate, error, calls, probe
+        and ``max_move_length``) and ``info["longer_moves_widening"]``.
 
     Warns
     -----
@@ -492,10 +507,13 @@ def nested_sampling_log_evidence(model, X, y=None, *, config=None, random_state=
       curved ridge or a thin direction leave the live points clustered around
       their ancestors, and ``log Z`` reads high while the runs agree and the
       insertion ranks stay uniform; moves that stay in their start's mode of a
-      multimodal posterior pass. Cure: ``max_move_length`` of 4 to 8, or more
-      ``n_galilean_steps``/``n_slice_steps``. The probe costs a few iterations'
-      moves and has its own random stream, so the estimate and its error are
-      those of the runs alone.
+      multimodal posterior pass. Where it fails, the estimate is run again once
+      with moves 4 times longer (``retry_longer_moves``): the result is that
+      run's, and where its check still fails, its error is widened by how far
+      the estimate moved (:func:`with_longer_moves`). Cure beyond that:
+      ``max_move_length`` of 8 or more, or more ``n_galilean_steps``. The probe
+      costs a few iterations' moves and has its own random stream, so the
+      estimate and its error are those of the runs alone.
 
     Examples
     --------
@@ -506,11 +524,53 @@ def nested_sampling_log_evidence(model, X, y=None, *, config=None, random_state=
     >>> abs(res.log_evidence - target.exact_log_evidence()) < 4 * res.log_evidence_std
     True
     """
-    start_time = time.perf_counter()
     X, y = check_data(X, y)
     config = merge_settings(NSConfig, config, settings, "NS").resolved(model.n_params)
     rng = make_generator(random_state)
+    result = _nested_sampling(model, X, y, config, rng, verbose)
+    if config.retry_longer_moves and not _moves_forgot(result):
+        longer = replace(config, max_move_length=RETRY_LENGTH_FACTOR * config.max_move_length)
+        result = with_longer_moves(result, _nested_sampling(model, X, y, longer, rng, verbose))
+    return replace(result, converged=warn_not_converged("ns", result.diagnostics))
 
+
+#: The factor on ``max_move_length`` of the run again after a failed ``"move_memory"`` check
+#: (``NSConfig.retry_longer_moves``).
+RETRY_LENGTH_FACTOR = 4.0
+
+
+def with_longer_moves(shorter, longer):
+    """The result of a run again with longer moves (``longer``) after ``shorter`` failed its ``"move_memory"``
+    check: ``longer``'s estimate and checks, both runs' calls and seconds, ``shorter``'s estimate in
+    ``info["shorter_moves"]``.
+
+    Where ``longer``'s own ``"move_memory"`` check passes, its error stands. Where it still fails, the moves still
+    remember their start and the bias that remains is unmeasured; it shrinks as the moves lengthen, so it is
+    taken to be at most the distance ``d`` the estimate moved (the bias it lost), and the error is widened to
+    ``sqrt(std**2 + d**2)`` (``info["longer_moves_widening"]`` holds ``d``, 0 where the check passed).
+    """
+    moved = abs(shorter.log_evidence - longer.log_evidence)
+    widening = 0.0 if _moves_forgot(longer) else moved
+    info = dict(longer.info, longer_moves_widening=widening, shorter_moves=dict(
+        log_evidence=shorter.log_evidence, log_evidence_std=shorter.log_evidence_std,
+        n_likelihood_calls=shorter.n_likelihood_calls, memory_removed=shorter.info["memory_removed"],
+        max_move_length=shorter.settings["max_move_length"]))
+    return replace(
+        longer, log_evidence_std=float(np.hypot(longer.log_evidence_std, widening)),
+        n_likelihood_calls=shorter.n_likelihood_calls + longer.n_likelihood_calls,
+        n_datum_evaluations=shorter.n_datum_evaluations + longer.n_datum_evaluations,
+        seconds=shorter.seconds + longer.seconds, info=info)
+
+
+def _moves_forgot(result):
+    """Whether ``result``'s ``"move_memory"`` check passed (or did not run: no spread to probe)."""
+    return result.diagnostics.get("move_memory", {"passed": True})["passed"]
+
+
+def _nested_sampling(model, X, y, config, rng, verbose):
+    """One estimate of :func:`nested_sampling_log_evidence` with the resolved ``config``: its runs merged, its
+    checks (not yet warned about: ``converged`` is set by the caller)."""
+    start_time = time.perf_counter()
     bar = progress_bar(verbose, total=None, desc="NS", leave=False)
     likelihood = _Likelihood.of(model, X, y)
     # The probe draws from its own generator (spawning leaves rng's state alone): the runs' estimates and errors
@@ -540,7 +600,6 @@ def nested_sampling_log_evidence(model, X, y=None, *, config=None, random_state=
     std_between_runs = float(np.std(run_log_z, ddof=1) / np.sqrt(n_runs)) if n_runs > 1 else float("nan")
     std = std_simulated if n_runs == 1 else max(std_simulated, std_between_runs)
     diagnostics = _diagnostics(config, runs, run_log_z, run_std, model.n_params, memory_removed)
-    converged = warn_not_converged("ns", diagnostics)
     info = dict(std_simulated=std_simulated, std_information=float(np.sqrt(information / (config.n_live * n_runs))),
                 information=information, std_between_runs=std_between_runs, log_evidence_runs=run_log_z.tolist(),
                 std_simulated_runs=run_std, n_iterations=int(sum(r.n_iterations for r in runs)),
@@ -548,7 +607,7 @@ def nested_sampling_log_evidence(model, X, y=None, *, config=None, random_state=
                 probe_calls=int(sum(calls for _, calls in probes)), **_move_info(runs, memory_removed))
     n_calls = sum(r.n_calls for r in runs) + info["probe_calls"]
     return EvidenceResult(log_z, std, "ns", float(n_calls), int(n_calls * len(X)), time.perf_counter() - start_time,
-                          asdict(config), samples, log_weights, info, diagnostics, converged)
+                          asdict(config), samples, log_weights, info, diagnostics, False)
 
 
 def _move_info(runs, memory_removed):

@@ -150,7 +150,8 @@ def test_default_steps_decorrelate_replacements(moves):
     # the ellipsoid move, whose independent draws would otherwise replace moves that cheap.
     target = correlated_gaussian_target(6, correlation=0.9)
     short = nested_sampling_log_evidence(target, X_DUMMY, n_live=100, moves="slice", n_slice_steps=1,
-                                         max_move_length=1, ellipsoid=False, random_state=0)
+                                         max_move_length=1, ellipsoid=False, retry_longer_moves=False,
+                                         random_state=0)
     res = nested_sampling_log_evidence(target, X_DUMMY, n_live=100, moves=moves, random_state=0)
     assert res.settings["n_slice_steps"] == 18 and res.settings["n_replace"] == 25
     assert res.settings["n_galilean_steps"] == 72
@@ -172,7 +173,8 @@ def test_moves_lengthen_until_replacements_forget_their_start():
     # max_move_length the moves lengthen between iterations, and the memory falls below 0.2 (without the
     # ellipsoid move, whose independent draws would replace moves that cheap).
     target = correlated_gaussian_target(6, correlation=0.9)
-    kwargs = dict(n_live=100, moves="slice", n_slice_steps=2, n_runs=1, ellipsoid=False, random_state=0)
+    kwargs = dict(n_live=100, moves="slice", n_slice_steps=2, n_runs=1, ellipsoid=False, retry_longer_moves=False,
+                  random_state=0)
     fixed = nested_sampling_log_evidence(target, X_DUMMY, max_move_length=1, **kwargs)
     adapted = nested_sampling_log_evidence(target, X_DUMMY, max_move_length=16, **kwargs)
     assert fixed.info["final_move_length"] == 1.0 and adapted.info["final_move_length"] > 4
@@ -193,9 +195,43 @@ def test_move_memory_check_flags_short_moves_on_a_curved_ridge():
     # banana 100 of the 250 live points are replaced per iteration (not 62): the same moves and probe in fewer
     # iterations.
     with pytest.warns(EvidenceConvergenceWarning, match="move_memory"):
-        curved = nested_sampling_log_evidence(BananaTarget(6), X_DUMMY, n_replace=100, random_state=0)
+        curved = nested_sampling_log_evidence(BananaTarget(6), X_DUMMY, n_replace=100, retry_longer_moves=False,
+                                              random_state=0)
     assert not curved.converged and curved.info["memory_removed"] > 0.2
     assert curved.diagnostics["move_memory"]["value"] > curved.diagnostics["move_memory"]["threshold"]
+
+
+@pytest.mark.slow
+def test_a_failed_move_memory_check_runs_again_with_longer_moves():
+    # The same run as the test above, by default: the check fails, the estimate is run again with moves 4 times
+    # longer, which pass it here, and that run is the result (its estimate within its error of the exact value),
+    # with the first run's estimate and both runs' calls.
+    shorter = nested_sampling_log_evidence(BananaTarget(6), X_DUMMY, n_replace=100, retry_longer_moves=False,
+                                           random_state=0)
+    target = BananaTarget(6)
+    result = nested_sampling_log_evidence(target, X_DUMMY, n_replace=100, random_state=0)
+    assert result.converged and result.settings["max_move_length"] == 4.0
+    assert result.info["shorter_moves"]["log_evidence"] == shorter.log_evidence
+    assert result.info["longer_moves_widening"] == 0.0
+    assert result.n_likelihood_calls > 2 * shorter.n_likelihood_calls
+    assert abs(result.log_evidence - target.exact_log_evidence()) < K_SIGMA * result.log_evidence_std
+
+
+def test_longer_moves_that_still_fail_widen_the_error_by_how_far_the_estimate_moved():
+    from evidence_select._result import EvidenceResult, check
+    from evidence_select.backends._ns import with_longer_moves
+
+    def result(log_z, std, passed, calls):
+        return EvidenceResult(log_z, std, "ns", calls, 10 * calls, 1.0, {"max_move_length": 1.0}, None, None,
+                              {"memory_removed": 0.3}, {"move_memory": check(0.3, 0.1, passed)}, False)
+
+    shorter = result(-10.0, 1.5, False, 100.0)
+    still = with_longer_moves(shorter, result(-13.0, 0.4, False, 300.0))
+    assert still.log_evidence == -13.0 and still.log_evidence_std == pytest.approx(np.hypot(0.4, 3.0))
+    assert still.info["longer_moves_widening"] == 3.0 and still.info["shorter_moves"]["log_evidence"] == -10.0
+    assert still.n_likelihood_calls == 400.0 and still.n_datum_evaluations == 4000 and still.seconds == 2.0
+    passed = with_longer_moves(shorter, result(-13.0, 0.4, True, 300.0))
+    assert passed.log_evidence_std == 0.4 and passed.info["longer_moves_widening"] == 0.0
 
 
 @pytest.mark.slow
@@ -324,7 +360,7 @@ def test_insertion_rank_test_catches_replacements_that_remember_their_start():
     target = correlated_gaussian_target(20, correlation=0.9)
     with pytest.warns(EvidenceConvergenceWarning, match="insertion_rank"):
         res = nested_sampling_log_evidence(target, X_DUMMY, n_live=100, moves="slice", n_slice_steps=1,
-                                           axis_fraction=0.0, random_state=0)
+                                           axis_fraction=0.0, retry_longer_moves=False, random_state=0)
     assert not res.converged and res.info["insertion_pvalue"] < 0.01
 
 
