@@ -303,8 +303,10 @@ class NSConfig:
         shape needs cost calls for nothing. Worth raising (e.g. to 4 or 8) for a
         curved or badly conditioned posterior with one mode in many
         dimensions, where the default moves remember their start and ``log Z``
-        can read high (the ``"move_memory"`` check fails there). Not the
-        default, so that the configured moves are the most a run spends.
+        can read high (the ``"move_memory"`` check fails there, and the run is
+        made again with it 4 times larger: ``retry_longer_moves``). Not the
+        default, so that a run whose moves forget their start spends no more
+        than the configured moves.
     retry_longer_moves : bool, default=True
         Where the ``"move_memory"`` check fails (the moves remember their
         start), run again once with ``max_move_length`` ``RETRY_LENGTH_FACTOR``
