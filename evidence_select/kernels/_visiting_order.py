@@ -66,9 +66,9 @@ class VisitingOrder:
         """Rank the ``n_ranked`` candidates of largest bound of each chain in ``rows``; keep their certain prefix."""
         bounds = self._bounds[rows]
         n_columns = bounds.shape[1]
-        if n_ranked >= n_columns:  # every key is ranked: the whole order is certain
-            top = np.broadcast_to(np.arange(n_columns), bounds.shape)
-            floor = np.full(len(rows), -np.inf)
+        if n_ranked >= n_columns:  # every key is ranked: the whole order is certain (-inf keys last, as in the
+            top = np.broadcast_to(np.arange(n_columns), bounds.shape)  # full sort, after the current point)
+            floor = None
         else:
             part = np.argpartition(-bounds, n_ranked, axis=1)
             top = part[:, :n_ranked]
@@ -76,9 +76,8 @@ class VisitingOrder:
         keys = self._exact_keys(np.broadcast_to(rows[:, None], top.shape), top)
         by_key = np.argsort(-keys, axis=1, kind="stable")
         ordered = np.take_along_axis(top, by_key, axis=1)
-        certain = np.take_along_axis(keys, by_key, axis=1) > floor[:, None]
-        if n_ranked >= n_columns:
-            certain[:] = True  # -inf keys last, as in the full sort: never visited before the current point
+        certain = (np.ones(ordered.shape, dtype=bool) if floor is None
+                   else np.take_along_axis(keys, by_key, axis=1) > floor[:, None])
         width = max(self._prefix.shape[1], ordered.shape[1])
         if width > self._prefix.shape[1]:
             grown = np.full((len(self._prefix), width), -1, dtype=np.int64)
