@@ -196,7 +196,7 @@ TABLES = {
 #: The canonical result files (``benchmarks/saved/<name>.json``) of the published tables and the command that
 #: writes each (from the repository root, at a clean commit).
 SAVED_COMMANDS = {
-    "calibration": "python benchmarks/bench_calibration.py --ns-max-dim 16 --save",
+    "calibration": "python benchmarks/bench_calibration.py --ns-max-dim 16 --jobs 2 --save",
     "coverage": "python benchmarks/bench_coverage.py --save",
     "coverage_long_streams": "python benchmarks/bench_coverage.py --long-streams --save",
     "real_data": "python benchmarks/bench_real.py --save",

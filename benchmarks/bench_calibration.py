@@ -2,9 +2,10 @@
 
 Usage (one heavy job at a time on a shared machine)::
 
-    # the validation page's tables: every backend on every case up to 64 dimensions (NS up to 32), 3 seeds,
-    # saved to benchmarks/saved/calibration.json (needs a clean commit; hours of CPU, most of it NS)
-    OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 nice -n 10 python benchmarks/bench_calibration.py --save
+    # the validation page's tables: every backend on every case up to 64 dimensions (NS up to 16), 3 seeds,
+    # two runs at a time, saved to benchmarks/saved/calibration.json (needs a clean commit; hours of CPU)
+    OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 nice -n 10 \\
+        python benchmarks/bench_calibration.py --ns-max-dim 16 --jobs 2 --save
     # a quick look: every family up to 8 dimensions, one seed
     python benchmarks/bench_calibration.py --quick
     # a few families, one backend, dynesty (default settings) alongside
@@ -21,7 +22,8 @@ estimate, its reported std, the pull ``(estimate - exact) / std``, whether it is
 within ``max(3 std, 0.5)`` nats, the backend's own verdict (``result.converged``;
 an exception or an :class:`~evidence_select.exceptions.EvidenceConvergenceWarning`
 counts as flagged), likelihood calls and wall / CPU seconds. NS runs up to ``--ns-max-dim`` dimensions
-(32 by default: beyond, a run costs tens of CPU minutes).
+(32 by default: beyond, a run costs tens of CPU minutes). ``--jobs`` runs that many at once, each in its own
+process with its own seed: the estimates and calls are the same whatever the number.
 
 Summary per backend: the fraction of runs within tolerance, the fraction of the
 misses that the backend flagged itself, the standard deviation of the pulls
@@ -48,6 +50,7 @@ import time
 import warnings
 
 import numpy as np
+from joblib import Parallel, delayed
 from scipy import special, stats
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # run from a checkout
@@ -193,6 +196,9 @@ def parse_args(argv=None):
                         help="stop each dynesty run after this many likelihood calls (its maxcall; a run stopped "
                              "there is reported as not converged): with its uniform ellipsoid sampling some cases "
                              "take it hours")
+    parser.add_argument("--jobs", type=int, default=1,
+                        help="runs at once, each in its own process (the estimates are the same whatever the "
+                             "number; each run's seconds are measured beside the others')")
     parser.add_argument("--held-out", action="store_true",
                         help="judge on the held-out targets (benchmarks/_held_out_targets.py) instead of the suite")
     parser.add_argument("--save", action="store_true",
@@ -203,6 +209,8 @@ def parse_args(argv=None):
     unknown = [b for b in args.backends if b not in BACKENDS]
     if unknown:
         parser.error(f"unknown backends {unknown}; choose from {BACKENDS}")
+    if args.jobs < 1:
+        parser.error(f"--jobs must be at least 1, got {args.jobs}")
     args.name = "calibration_held_out" if args.held_out else "calibration"
     if args.quick:
         args.max_dim, args.seeds = min(args.max_dim, 8), 1
@@ -217,19 +225,40 @@ def trimmed(result):
                               for row in result["rows"]])
 
 
+def _run(case, method, seed, dynesty_maxcall):
+    """One run of ``method`` (a backend or ``"dynesty"``) on ``case``: a task for :func:`_runs`."""
+    if method == "dynesty":
+        return run_dynesty(case, seed, dynesty_maxcall)
+    return run_backend(case, method, seed)
+
+
+def _tasks(args, cases):
+    """Every run the arguments ask for, as ``(case, method, seed)`` in case, then seed, then method order."""
+    methods = args.backends + (["dynesty"] if args.dynesty else [])
+    return [(case, method, seed) for case in cases for seed in range(args.first_seed, args.first_seed + args.seeds)
+            for method in methods if method != "ns" or case.dim <= args.ns_max_dim]
+
+
+def _runs(args, tasks):
+    """The runs' records in task order, as they finish; ``args.jobs`` processes (1: in this one). Each run has
+    its own seed and shares nothing with the others, so the estimates do not depend on ``jobs``."""
+    if args.jobs == 1:
+        return (_run(case, method, seed, args.dynesty_maxcall) for case, method, seed in tasks)
+    return Parallel(n_jobs=args.jobs, return_as="generator")(
+        delayed(_run)(case, method, seed, args.dynesty_maxcall) for case, method, seed in tasks)
+
+
 def main(argv=None):
     args = parse_args(argv)
     cases = select_cases(args.max_dim, [p for p in args.cases.split(",") if p], args.held_out)
     methods = args.backends + (["dynesty"] if args.dynesty else [])
-    out = dict(meta=run_metadata(sys.argv), backends=methods, seeds=args.seeds, rows=[])
+    out = dict(meta=dict(run_metadata(sys.argv), jobs=args.jobs), backends=methods, seeds=args.seeds, rows=[])
+    tasks = _tasks(args, cases)
+    runs = iter(_runs(args, tasks))
     for case in cases:
-        row = dict(case=case.name, family=case.family, dim=case.dim, exact=case.exact, runs=[])
-        for seed in range(args.first_seed, args.first_seed + args.seeds):
-            for method in args.backends:
-                if method != "ns" or case.dim <= args.ns_max_dim:
-                    row["runs"].append(run_backend(case, method, seed))
-            if args.dynesty:
-                row["runs"].append(run_dynesty(case, seed, args.dynesty_maxcall))
+        n_runs = sum(task[0] is case for task in tasks)
+        row = dict(case=case.name, family=case.family, dim=case.dim, exact=case.exact,
+                   runs=[next(runs) for _ in range(n_runs)])
         out["rows"].append(row)
         line = "  ".join(f"{r['method']}:{r['estimate'] - case.exact:+.2f}{'' if r['within'] else '!'}"
                          f"{'' if r['converged'] else '(flagged)'}" for r in row["runs"])
