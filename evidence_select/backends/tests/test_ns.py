@@ -256,7 +256,7 @@ def test_move_memory_check_passes_modes_that_longer_moves_do_not_leave():
     # start's mode (memory above 0.2, where one mode's Galilean replacements keep ~0.01); what longer moves remove
     # averages near zero. One run's probe has a standard
     # error of about 0.04, so a single seed may read up to the check's 4 standard errors (0.15) by chance.
-    from evidence_select.backends import _ns
+    from evidence_select.backends import _ns_checks
 
     removed = []
     for seed in (0, 1, 2):
@@ -264,7 +264,7 @@ def test_move_memory_check_passes_modes_that_longer_moves_do_not_leave():
                                              random_state=seed)
         assert modes.diagnostics["move_memory"]["passed"] and modes.info["replacement_memory"] > 0.2, seed
         removed.append(modes.info["memory_removed"])
-    assert abs(np.mean(removed)) < _ns.MAX_MEMORY_REMOVED, removed
+    assert abs(np.mean(removed)) < _ns_checks.MAX_MEMORY_REMOVED, removed
 
 
 @pytest.mark.slow
@@ -446,7 +446,7 @@ def test_kept_starts_leave_log_z_unbiased():
     # (the copies widen its spread a little). At the share the ellipsoid move may leave (MAX_KEPT_SHARE), over 400
     # runs of ~30 nats of information: the mean error within 3 standard errors of 0 and the spread within 20% of
     # the exact draws' (its own noise is ~4%). Copying the best survivor instead reads ~1.8 nats high and fails.
-    from evidence_select.backends._ns import MAX_KEPT_SHARE
+    from evidence_select.backends._ns_proposals import MAX_KEPT_SHARE
 
     exact_draws = _volume_space_log_z_errors(np.random.default_rng(0), 0.0)
     with_copies = _volume_space_log_z_errors(np.random.default_rng(1), MAX_KEPT_SHARE)
@@ -456,7 +456,7 @@ def test_kept_starts_leave_log_z_unbiased():
 
 
 def test_ellipsoid_replaces_markov_moves_where_cheaper_and_few_chains_keep_their_start():
-    from evidence_select.backends._ns import MAX_KEPT_SHARE, MAX_OUTSIDE_SHARE, ellipsoid_pays
+    from evidence_select.backends._ns_proposals import MAX_KEPT_SHARE, MAX_OUTSIDE_SHARE, ellipsoid_pays
     from evidence_select.kernels._ellipsoid import n_candidates
 
     # Before the Markov moves have run their cost is taken as n_slice_steps; measured, their running cost.
@@ -517,14 +517,14 @@ def test_cube_ellipsoids_keep_steep_priors_cheap(name, max_calls):
 def _gaussian_starts_and_a_small_ellipsoid():
     """200 draws of a 2-d standard Gaussian as replacement starts, the frame of an ellipsoid of radius 1.5 about
     its centre (about a third of them outside), and the likelihood's functions."""
-    from evidence_select.backends import _ns
+    from evidence_select.backends import _ns_moves, _ns_proposals
     from evidence_select.kernels._ellipsoid import Ellipsoid, ellipsoid_union
 
     target = GaussianTarget(np.zeros(2), cov=1.0)
     x = np.random.default_rng(0).normal(size=(200, 2))
     start = (x, target.log_prior(x), target.log_likelihood_sum(x, X_DUMMY))
-    frame = _ns._Frame(np.eye(2), np.zeros(2), ellipsoid_union([Ellipsoid(np.zeros(2), 1.5 * np.eye(2))]))
-    likelihood = _ns._Likelihood(lambda t: target.log_likelihood_sum(t, X_DUMMY),
+    frame = _ns_proposals._Frame(np.eye(2), np.zeros(2), ellipsoid_union([Ellipsoid(np.zeros(2), 1.5 * np.eye(2))]))
+    likelihood = _ns_moves._Likelihood(lambda t: target.log_likelihood_sum(t, X_DUMMY),
                                  lambda t: (target.log_likelihood_sum(t, X_DUMMY), -t),
                                  lambda t: target.log_likelihood_sum(t, X_DUMMY))
     return target, start, frame, likelihood
@@ -534,14 +534,14 @@ def test_prior_candidates_replace_markov_moves_below_a_tenth_where_cheaper():
     # Below PRIOR_PROPOSALS_VOLUME, where the ellipsoid does not pay (efficiency 0: none of its candidates measured),
     # a valid prior draw costs about 1 / volume = 50 calls here: it replaces Markov moves that spend 300 calls per
     # replacement, every chain moving to an independent draw, and not moves that spend 30.
-    from evidence_select.backends import _ns
+    from evidence_select.backends import _ns_moves, _ns_proposals
     from evidence_select.kernels._constrained import ConstrainedPoints
 
     target, start, frame, likelihood = _gaussian_starts_and_a_small_ellipsoid()
     bound, config = float(np.min(start[2])), NSConfig().resolved(2)
     for markov_calls, replaced in ((300.0, True), (30.0, False)):
-        scales = _ns._MoveScales(1.0, 0.5, efficiency=0.0, markov_calls=markov_calls)
-        new, info, _, enough = _ns._ellipsoid_stage(np.random.default_rng(0), target, likelihood[0], config,
+        scales = _ns_moves._MoveScales(1.0, 0.5, efficiency=0.0, markov_calls=markov_calls)
+        new, info, _, enough = _ns_proposals._ellipsoid_stage(np.random.default_rng(0), target, likelihood[0], config,
                                                     ConstrainedPoints(*start), bound, frame._replace(volume=0.02),
                                                     scales)
         assert enough is replaced
@@ -552,12 +552,12 @@ def test_prior_candidates_replace_markov_moves_below_a_tenth_where_cheaper():
 def test_chains_outside_the_ellipsoid_move_and_stay_outside():
     # The ellipsoid move leaves a chain outside its ellipsoid where it is; the Markov moves take it instead, kept
     # outside (the two kernels each leave their side's constrained prior invariant).
-    from evidence_select.backends import _ns
+    from evidence_select.backends import _ns_moves
 
     target, start, frame, likelihood = _gaussian_starts_and_a_small_ellipsoid()
     x, bound, rng = start[0], float(np.min(start[2])), np.random.default_rng(0)
-    new, sliced, galilean, ell, _ = _ns._replace_points(rng, target, likelihood, NSConfig().resolved(2), start,
-                                                        bound, frame, _ns._MoveScales(1.0, 0.5, efficiency=0.5))
+    new, sliced, galilean, ell, _ = _ns_moves._replace_points(rng, target, likelihood, NSConfig().resolved(2), start,
+                                                        bound, frame, _ns_moves._MoveScales(1.0, 0.5, efficiency=0.5))
     outside = ~frame.ellipsoid.contains(x)
     assert ell.n_outside == outside.sum() > 10 and galilean.n_likelihood_calls > 0
     assert np.all(np.any(new[0][outside] != x[outside], axis=1))
@@ -572,7 +572,7 @@ def test_prior_candidates_that_land_inside_the_ellipsoid_stay_free_to_be_there()
     # to the outside, where the likelihood is lower (log Z read low). Starts all outside; the share of replacements
     # inside must be the constrained prior's (its binomial noise over 4000 chains is ~0.008; keeping the landed
     # chains outside gives a share near 0).
-    from evidence_select.backends import _ns
+    from evidence_select.backends import _ns_moves
 
     target, _, frame, likelihood = _gaussian_starts_and_a_small_ellipsoid()
     rng = np.random.default_rng(1)
@@ -582,8 +582,8 @@ def test_prior_candidates_that_land_inside_the_ellipsoid_stay_free_to_be_there()
     exact_share = np.mean(frame.ellipsoid.contains(constrained))
     x = constrained[~frame.ellipsoid.contains(constrained)][:4000]
     start = (x, target.log_prior(x), target.log_likelihood_sum(x, X_DUMMY))
-    scales = _ns._MoveScales(1.0, 0.5, efficiency=0.5)
-    new, *_ = _ns._replace_points(rng, target, likelihood, NSConfig().resolved(2), start, bound,
+    scales = _ns_moves._MoveScales(1.0, 0.5, efficiency=0.5)
+    new, *_ = _ns_moves._replace_points(rng, target, likelihood, NSConfig().resolved(2), start, bound,
                                   frame._replace(volume=0.7), scales)
     assert 0.2 < exact_share < 0.8
     assert abs(np.mean(frame.ellipsoid.contains(new[0])) - exact_share) < 0.04
@@ -594,16 +594,16 @@ def test_an_ellipsoid_that_misses_many_starts_hands_every_chain_to_the_markov_mo
     # A third of the starts lie outside the ellipsoid: the replacements measure that share, and from then on the
     # Markov moves move every chain, those inside too, over the whole constrained prior (the ellipsoid's draws
     # would keep them inside).
-    from evidence_select.backends import _ns
+    from evidence_select.backends import _ns_moves
 
     target, start, frame, likelihood = _gaussian_starts_and_a_small_ellipsoid()
     x, bound, rng = start[0], float(np.min(start[2])), np.random.default_rng(0)
     config = NSConfig().resolved(2)
-    scales = _ns._MoveScales(1.0, 0.5, efficiency=0.5)
-    _, _, _, _, scales = _ns._replace_points(rng, target, likelihood, config, start, bound, frame, scales)
+    scales = _ns_moves._MoveScales(1.0, 0.5, efficiency=0.5)
+    _, _, _, _, scales = _ns_moves._replace_points(rng, target, likelihood, config, start, bound, frame, scales)
     inside = frame.ellipsoid.contains(x)
     assert scales.outside_share == pytest.approx(1.0 - inside.mean()) and scales.outside_share > 0.2
-    new, *_ = _ns._replace_points(rng, target, likelihood, config, start, bound, frame, scales)
+    new, *_ = _ns_moves._replace_points(rng, target, likelihood, config, start, bound, frame, scales)
     assert np.mean(~frame.ellipsoid.contains(new[0][inside])) > 0.1
     assert np.all(new[2] > bound)
 
@@ -616,7 +616,7 @@ def test_a_mixtures_relabelled_copies_are_bounded_together_and_the_evidence_is_e
     # brute-force sum over every labelling of the rows, within 4 errors on each of four seeds. The live points
     # come from the run of seed 1: a run's final points may also fall into both copies evenly enough for two
     # ellipsoids of their own to hold less prior mass (seed 0's do), and then the union is not the mapped one.
-    from evidence_select.backends import _ns
+    from evidence_select.backends import _ns_proposals
     from evidence_select.backends.tests.test_bridge import _mixture_brute_force_log_evidence
     from evidence_select.models import GaussianMixtureModel
 
@@ -624,7 +624,7 @@ def test_a_mixtures_relabelled_copies_are_bounded_together_and_the_evidence_is_e
     X = np.concatenate([rng.normal(-4.0, 0.5, size=(8, 1)), rng.normal(4.0, 0.5, size=(8, 1))])
     model = GaussianMixtureModel(2, 1)
     live = nested_sampling_log_evidence(model, X, n_live=50, n_runs=1, random_state=1).samples[-40:]
-    union = _ns._bounding_proposal(np.random.default_rng(0), model, live, _ns._whitening_factor(live), NSConfig())
+    union = _ns_proposals._bounding_proposal(np.random.default_rng(0), model, live, _ns_proposals._whitening_factor(live), NSConfig())
     assert len(union.ellipsoids) >= 2 and np.all(union.contains(live))
     swapped = union.centres @ model.mode_symmetries()[1].T  # each ellipsoid's relabelled copy is in the union
     assert np.all(np.min(np.linalg.norm(union.centres[None] - swapped[:, None], axis=2), axis=1) < 1e-9)
@@ -639,7 +639,7 @@ def test_a_fast_gradient_models_run_takes_its_approximate_likelihood_sum_through
     """With a fast gradient every value of a run comes from the likelihood alone: the mixture's are its
     single-precision sum (declared), the softmax's (fast, nothing declared) and the linear model's (not fast)
     the exact sum; a mixture subclass with a likelihood of its own does not inherit the approximation."""
-    from evidence_select.backends import _ns
+    from evidence_select.backends import _ns_moves
     from evidence_select.models import GaussianMixtureModel, SoftmaxRegressionModel
     from evidence_select.sgais.tests._mixtures import AnotherLikelihoodMixtureModel
 
@@ -650,7 +650,7 @@ def test_a_fast_gradient_models_run_takes_its_approximate_likelihood_sum_through
                                      (SoftmaxRegressionModel(2, 3), (X, y), False),
                                      (LinearGaussianModel(2), (X, X[:, 0]), False)]:
         theta = model.sample_prior(rng, 4)
-        likelihood = _ns._Likelihood.of(model, *rows)
+        likelihood = _ns_moves._Likelihood.of(model, *rows)
         expected = (model.approximate_log_likelihood_sum if approximate else model.log_likelihood_sum)(theta, *rows)
         np.testing.assert_array_equal(likelihood.log_lik(theta), expected)
         np.testing.assert_array_equal(likelihood.reflected_log_lik(theta), expected)
