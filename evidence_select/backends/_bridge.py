@@ -10,7 +10,7 @@
    random factor down to ``step_jitter`` (so that regions curved more sharply
    than the bulk are entered too); while more than 1% of the kept transitions
    diverge, they adapt and run again at a target acceptance of 0.95, then
-   0.99 (:func:`_chains_without_divergences`). Rank-normalised split R-hat
+   0.99 (:func:`~._bridge_chains._chains_without_divergences`). Rank-normalised split R-hat
    and bulk ESS are checked on every parameter and on the log density.
 2. **Proposal.** The kept iterations are split in two halves in time. An
    iterative Gaussianization (:mod:`evidence_select.backends._gaussianize`), a
@@ -18,7 +18,7 @@
 3. **Optimal bridge.** With ``p`` the unnormalised posterior, ``n_p`` draws of
    the second half and ``n_q`` draws of ``q``, the ratio ``r = Z`` solves
    Meng and Wong's score equation (the excerpt's Eq. 3), solved by a bracketed
-   root search (:func:`solve_bridge_equation`). Its relative mean-square error
+   root search (:func:`~._bridge_equation.solve_bridge_equation`). Its relative mean-square error
    is the excerpt's Eq. (9), whose posterior term carries the integrated
    autocorrelation time of ``f2`` along the chains. ``n_q`` follows the excerpt's adaptive rule: start
    at ``n_p``, then grow so that the proposal's share of Eq. (9) is
@@ -30,9 +30,9 @@
    beyond their errors are a failed check and widen the error to cover both.
 5. **Sandwich.** The same ``log p - log q`` values give importance sampling
    from ``q`` and reciprocal importance sampling from the posterior draws, a
-   stochastic lower and upper bound of ``log Z`` (:func:`_sandwich`), recorded
+   stochastic lower and upper bound of ``log Z`` (:func:`~._bridge_equation._sandwich`), recorded
    in ``info["log_evidence_bounds"]``. Eq. (9) is an average over the draws
-   where ``q`` and the posterior overlap (:func:`_overlap_draws`); with too few
+   where ``q`` and the posterior overlap (:func:`~._bridge_equation._overlap_draws`); with too few
    of them, or when the bridge equation's solve fails, the error is widened
    until ``+- 3`` errors span the sandwich: a bridge without overlap can sit
    anywhere between the loose bounds (summed over cells, only the thin cells
@@ -47,7 +47,7 @@ chain's share, and fail the ``stuck_chains`` check; the draws left may miss
 the region where those chains stuck (a thin tip where the step is too long),
 which Eq. (9) cannot see. Tempered starts are draws from the posterior, so the
 stuck chains' share of them measures the mass such places may hold, and the
-error is widened to cover the bias of missing it (:func:`_stuck_share_std`);
+error is widened to cover the bias of missing it (:func:`~._bridge_errors._stuck_share_std`);
 with starts from the prior, or no chain moving, it spans the sandwich. The
 remaining chains are grouped by mode (pairwise split R-hat at most ``mode_rhat``,
 :mod:`._bridge_modes`). With 2 to ``max_modes`` groups (and not for a mixture
@@ -109,30 +109,29 @@ fail R-hat. The choice is recorded in ``info["label_switching"]``.
 import itertools
 import logging
 import math
-import numbers
 import time
 from typing import NamedTuple
 
 import numpy as np
-from scipy.optimize import brentq
-from scipy.special import expit
-from scipy.stats import beta
 
-from ..kernels._adaptive_hmc import SamplerSettings, sample_chains
 from ..kernels._hmc import KickedTarget
 from ..models._mixture import mixture_relabel_maps
-from ..utils._diagnostics import ess_bulk, integrated_autocorrelation_time, split_rhat
-from ._gaussianize import GaussianizationSettings, fit_gaussianization, settled_settings
+from ..utils._diagnostics import integrated_autocorrelation_time
+from ._gaussianize import fit_gaussianization, settled_settings
 from ..utils._likelihood import grad_lik_sum
-from ..utils._logspace import log_mean_exp, logsumexp
+from ..utils._logspace import logsumexp
 from ..utils._random import make_generator
 from ..utils._threads import single_threaded_blas
 from ._ais import _check_data, _log_lik_and_grad, _log_lik_sum
-from ._bridge_init import prior_starts, tempered_starts
 from ._bridge_mixing import (FlowProposal, ImportanceEstimate, connect_modes, fit_mixture_proposal,
                              mixing_estimate)
-from ._bridge_modes import cell_of, chain_mode_groups, unseen_mode_fraction
+from ._bridge_modes import cell_of, chain_mode_groups
 from .._result import EvidenceResult, check, warn_not_converged
+from ._bridge_chains import MAX_DIVERGENT_SHARE, _chain_checks, _drop_stuck_chains, _posterior_draws
+from ._bridge_equation import (_f_terms, _overlap, _overlap_draws, _sandwich, bridge_relative_error,
+                               solve_bridge_equation)
+from ._bridge_errors import _combined_std, _log_z_bounds, _widened_std
+from ._bridge_settings import BridgeSettings, _make_settings
 
 __all__ = ["BridgeSettings", "bridge_log_evidence", "solve_bridge_equation", "bridge_relative_error",
            "mixture_relabel_maps", "integrated_autocorrelation_time"]
@@ -143,365 +142,6 @@ _MAX_PERMUTED_COMPONENTS = 7
 _MIN_CELL_DRAWS = 50  # distinct draws to fit a group's proposal; posterior draws for a cell's bridge
 _MIN_SEPARATION = 0.9  # share of each group's draws in its own cell for the cells to count as separate
 _NEGLIGIBLE_SHARE = 1e-3  # a cell with less of Z moves log Z by less than this (nats)
-# Checks whose failure voids Eq. (9), so that the error is widened to span the sandwich: too few draws where the
-# proposal and the posterior overlap, or an unsolved bridge equation. Chains dropped for never moving widen it
-# too (:func:`_widened_std`).
-_SANDWICH_CHECKS = ("overlap_draws", "bridge_iterations")
-#: Upper quantile of the share of posterior mass that stuck chains stand for (:func:`_stuck_share_std`).
-_STUCK_SHARE_QUANTILE = 0.95
-#: Most share of the kept HMC transitions that may diverge; above it the chains adapt again at the next higher
-#: of ``RAISED_TARGET_ACCEPT`` (:func:`_chains_without_divergences`), and after the last the
-#: ``divergent_transitions`` check fails.
-MAX_DIVERGENT_SHARE = 0.01
-RAISED_TARGET_ACCEPT = (0.95, 0.99)
-
-
-class BridgeSettings(NamedTuple):
-    """Settings of :func:`bridge_log_evidence` (pass any of them as keywords).
-
-    Attributes
-    ----------
-    n_chains : int, default=16
-        HMC chains.
-    init : {"tempered", "prior"}, default="tempered"
-        Where the chains start: particles of a short tempered (SMC) run from
-        the prior to the posterior, resampled by weight
-        (:func:`~._bridge_init.tempered_starts`), or prior draws. Prior draws
-        cost nothing but leave chains stuck where the posterior fills a tiny
-        part of the prior (a thin ridge in a wide box), since the warm-up's
-        shared step size shrinks to what the worst-placed chain needs.
-    n_init_particles : int, default=128
-        Particles of the tempered run (its likelihood evaluations count in
-        ``n_likelihood_calls``).
-    n_warmup : int, default=500
-        Adaptation iterations per chain (discarded).
-    n_draws : int, default=1000
-        Kept iterations per chain; half of them fit the proposal, half enter the bridge.
-    target_accept : float, default=0.8
-        Mean acceptance probability the step-size adaptation aims at, in (0, 1).
-        Where more than 1% of the kept transitions diverge, the chains adapt
-        and run again at 0.95, then 0.99 (those above it), as Stan's users
-        raise ``adapt_delta``; ``info["target_accept"]`` says which was kept.
-    trajectory_length : float, default=2.0
-        Mean HMC integration time in whitened units (jittered by +-50%).
-    max_leapfrog : int, default=64
-        Cap on leapfrog steps per HMC transition (with the defaults, at most
-        ~1.5e6 gradient evaluations in all).
-    step_jitter : float, default=0.5
-        Each kept HMC transition takes the adapted step size times a
-        log-uniform draw in ``[step_jitter, 1]``, and as many more leapfrog
-        steps as keep its trajectory length (up to ``max_leapfrog``); in (0, 1],
-        1 for no jitter. The step that dual averaging finds suits the bulk; the
-        shorter steps enter regions curved more sharply than the bulk (the tips
-        of a curved ridge, a funnel's neck), which chains at one step size visit
-        too rarely, so that ``log Z`` would read low by more than its error. A
-        mixture of invariant kernels drawn independently of the state, so the
-        draws stay exact. At 0.5 the kept transitions take 1.44x the leapfrog
-        steps on average, ``(1 / step_jitter - 1) / log(1 / step_jitter)``;
-        where the adapted step already needs all ``max_leapfrog`` steps the
-        step is jittered less, or not at all
-        (:func:`~evidence_select.kernels._adaptive_hmc.step_jitter_floor`).
-    dense_mass : bool or None, default=None
-        Dense inverse mass matrix; None chooses dense when the warm-up has enough draws.
-    gaussianization : GaussianizationSettings, default=GaussianizationSettings()
-        Layers, directions, knots and smoothing of the proposal.
-    error_fraction : float, default=0.1
-        Target share of the proposal term in the error, Eq. (9) (``f_err``), in (0, 1).
-    evaluation_fraction : float, default=0.1
-        Largest share of all likelihood evaluations spent on one half's proposal draws (``f_eva``), in (0, 1);
-        the two halves together spend up to about twice that.
-    max_proposal : int, default=100000
-        Cap on proposal draws per bridge.
-    rhat_threshold : float, default=1.01
-        Largest acceptable rank-normalised split R-hat (Vehtari et al., 2021).
-    min_ess : float, default=400
-        Smallest acceptable bulk effective sample size of any parameter.
-    min_overlap : float, default=0.05
-        Smallest acceptable overlap ``E_p[q / (p' + q)] + E_q[p' / (p' + q)]``
-        (1 when the proposal is the posterior, 0 when disjoint). Below it the
-        proposal fits the posterior loosely and the run is flagged.
-    min_overlap_draws : float, default=25
-        Smallest acceptable number of effective draws in the overlap of
-        proposal and posterior (:func:`_overlap_draws`), on which the bridge
-        and its error rest: Eq. (9)'s error is about one over its square root,
-        and with fewer such draws that error cannot be trusted, so it is
-        widened to span the importance-sampling bounds.
-    min_draws_per_tau : float, default=50
-        The autocorrelation time is trusted when each chain's half is at least this many times longer.
-    label_permutations : bool, default=True
-        Account for the ``K!`` label modes of models with ``n_components``.
-    mode_rhat : float, default=1.1
-        Chains whose pairwise split R-hat is at most this sample the same mode
-        (:func:`~._bridge_modes.chain_mode_groups`); must be above 1.
-    max_modes : int, default=8
-        With 2 to ``max_modes`` groups of chains the bridge is summed over the
-        groups' cells; with more it pools all draws (and R-hat fails).
-    max_unseen_modes : float, default=0.1
-        Largest acceptable Good-Turing estimate of the chance that one more
-        chain would find a mode no chain found (chains alone in their mode over
-        all chains), in [0, 1].
-    mixing_rounds : int, default=3
-        When the chains sit in more than ``max_modes`` modes, rounds of
-        independence Metropolis from proposals fitted to their draws
-        (:mod:`._bridge_mixing`), ``n_draws`` steps per chain each, whose last
-        round replaces the draws; 0 keeps the HMC draws.
-    proposal : {"auto", "gaussianization", "mixture"}, default="auto"
-        The bridge's proposal: the iterative Gaussianization, or its mixture
-        with the draws' marginal product, weighted by each one's importance
-        efficiency (:func:`~._bridge_mixing.fit_mixture_proposal`). "auto"
-        takes the mixture for draws that independence Metropolis connected
-        (their modes may form a product no Gaussianization of a few clusters
-        would propose) and the Gaussianization otherwise. For connected draws the
-        mixture is the last mixing round's, fitted to the round before's draws.
-    tol : float, default=1e-10
-        Tolerance of the bridge equation's root search on ``log Z``.
-    max_iter : int, default=1000
-        Iterations of the bridge equation's root search before it counts as not converged.
-    min_importance_ess : float, default=100
-        Where the mixing rounds leave the chains unconnected, the last round's
-        importance estimate is reported instead of the bridge's when its
-        weights hold at least this many effective draws (Kish); with fewer the
-        bridge's estimate stays, its error at least the importance estimate's
-        lead over it (:func:`_importance_instead`).
-    """
-
-    n_chains: int = 16
-    init: str = "tempered"
-    n_init_particles: int = 128
-    n_warmup: int = 500
-    n_draws: int = 1000
-    target_accept: float = 0.8
-    trajectory_length: float = 2.0
-    max_leapfrog: int = 64
-    step_jitter: float = 0.5
-    dense_mass: bool = None
-    gaussianization: GaussianizationSettings = GaussianizationSettings()
-    error_fraction: float = 0.1
-    evaluation_fraction: float = 0.1
-    max_proposal: int = 100_000
-    rhat_threshold: float = 1.01
-    min_ess: float = 400.0
-    min_overlap: float = 0.05
-    min_overlap_draws: float = 25.0
-    min_draws_per_tau: float = 50.0
-    label_permutations: bool = True
-    mode_rhat: float = 1.1
-    max_modes: int = 8
-    max_unseen_modes: float = 0.1
-    mixing_rounds: int = 3
-    proposal: str = "auto"
-    tol: float = 1e-10
-    max_iter: int = 1000
-    min_importance_ess: float = 100.0
-
-
-_INT_MIN = dict(n_chains=1, n_init_particles=8, n_warmup=0, n_draws=8, max_leapfrog=1, max_proposal=2, max_iter=1,
-                max_modes=1, mixing_rounds=0)
-_OPEN_UNIT = ("target_accept", "error_fraction", "evaluation_fraction")
-_POSITIVE = ("trajectory_length", "step_jitter", "rhat_threshold", "tol", "min_draws_per_tau")
-_NON_NEGATIVE = ("min_ess", "min_overlap", "min_overlap_draws", "max_unseen_modes", "min_importance_ess")
-
-
-def _make_settings(settings, overrides):
-    """Validated :class:`BridgeSettings` from an optional object and keyword overrides."""
-    if settings is None:
-        settings = BridgeSettings()
-    elif not isinstance(settings, BridgeSettings):
-        raise TypeError(f"settings must be a BridgeSettings, got {type(settings).__name__}")
-    unknown = sorted(set(overrides) - set(BridgeSettings._fields))
-    if unknown:
-        raise TypeError(f"unknown bridge setting(s) {unknown}; valid: {list(BridgeSettings._fields)}")
-    settings = settings._replace(**overrides)
-    for name, minimum in _INT_MIN.items():
-        value = getattr(settings, name)
-        if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < minimum:
-            raise ValueError(f"{name} must be an int >= {minimum}, got {value!r}")
-    for name in _OPEN_UNIT + _POSITIVE + _NON_NEGATIVE + ("mode_rhat",):
-        value = getattr(settings, name)
-        if isinstance(value, bool) or not isinstance(value, numbers.Real) or not np.isfinite(value):
-            raise ValueError(f"{name} must be a finite number, got {value!r}")
-        if name in _OPEN_UNIT and not 0.0 < value < 1.0:
-            raise ValueError(f"{name} must be in (0, 1), got {value!r}")
-        if name in _POSITIVE and not value > 0:
-            raise ValueError(f"{name} must be positive, got {value!r}")
-        if name in _NON_NEGATIVE and value < 0:
-            raise ValueError(f"{name} must be >= 0, got {value!r}")
-    if not settings.mode_rhat > 1.0:
-        raise ValueError(f"mode_rhat must be above 1, got {settings.mode_rhat!r}")
-    if settings.max_unseen_modes > 1.0:
-        raise ValueError(f"max_unseen_modes must be in [0, 1], got {settings.max_unseen_modes!r}")
-    if not 0.0 < settings.step_jitter <= 1.0:
-        raise ValueError(f"step_jitter must be in (0, 1], got {settings.step_jitter!r}")
-    if settings.init not in ("tempered", "prior"):
-        raise ValueError(f"init must be 'tempered' or 'prior', got {settings.init!r}")
-    if settings.proposal not in ("auto", "gaussianization", "mixture"):
-        raise ValueError(f"proposal must be 'auto', 'gaussianization' or 'mixture', got {settings.proposal!r}")
-    if settings.dense_mass not in (None, True, False):
-        raise ValueError(f"dense_mass must be True, False or None, got {settings.dense_mass!r}")
-    if not isinstance(settings.gaussianization, GaussianizationSettings):
-        raise TypeError("gaussianization must be a GaussianizationSettings, got "
-                        f"{type(settings.gaussianization).__name__}")
-    return settings
-
-
-# -- the bridge equation and its error -----------------------------------------------------
-def solve_bridge_equation(log_ratio_post, log_ratio_prop, tol=1e-10, max_iter=1000):
-    """Solve Meng and Wong's optimal bridge equation for ``log r`` by a bracketed root search.
-
-    The equation is the score of the logistic regression that tells posterior
-    from proposal draws: with ``x = log r``, ``a = log(n_p / n_q)``,
-
-    ``h(x) = sum_p expit(x - a - l1_i) - sum_q expit(l2_j + a - x) = 0``,
-
-    which Meng and Wong's fixed-point iteration also solves. ``h`` rises
-    strictly from ``-n_q`` to ``n_p``, so the root is unique, and Brent's
-    method on a bracket grown from the importance-sampling estimate reaches it
-    in a few tens of evaluations, however little the proposal overlaps the
-    posterior; the fixed-point iteration's steps shrink with the overlap and
-    may stop far from the root.
-
-    Parameters
-    ----------
-    log_ratio_post : ndarray of shape (n_p,)
-        ``log p - log q`` at posterior draws (``p`` unnormalised, ``q`` normalised).
-    log_ratio_prop : ndarray of shape (n_q,)
-        ``log p - log q`` at proposal draws (``-inf`` where ``p = 0``).
-    tol : float, default=1e-10
-        Absolute tolerance on ``log r``.
-    max_iter : int, default=1000
-        Most iterations of the root search.
-
-    Returns
-    -------
-    log_r : float
-        ``log Z_p`` (``q`` being normalised).
-    n_iter : int
-        Iterations of the bracket growth and the root search.
-    converged : bool
-        False when no sign change was found (no finite root: e.g. every
-        proposal draw has ``p = 0``) or the search ran out of iterations.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> log_r, n_iter, converged = solve_bridge_equation(np.full(5, -2.0), np.full(7, -2.0))
-    >>> round(log_r, 6), converged
-    (-2.0, True)
-    """
-    l1 = np.asarray(log_ratio_post, dtype=float)
-    l2 = np.asarray(log_ratio_prop, dtype=float)
-    shift = np.log(len(l1) / len(l2))
-    post_offset, prop_offset = l1 + shift, l2 + shift
-
-    def score(x):
-        return float(np.sum(expit(x - post_offset)) - np.sum(expit(prop_offset - x)))
-
-    finite = l2[np.isfinite(l2)]
-    start = float(np.median(l1)) if len(finite) == 0 else float(logsumexp(finite) - np.log(len(l2)))
-    if len(finite) == 0 or not np.any(l1 < np.inf):
-        return start, 0, False  # one of the sums vanishes everywhere: no finite root
-    bracket, n_grow = _bracket_root(score, start, max_iter)
-    if bracket is None:
-        return start, n_grow, False
-    root, info = brentq(score, *bracket, xtol=tol, maxiter=max(max_iter - n_grow, 1), full_output=True,
-                        disp=False)
-    return float(root), n_grow + info.iterations, bool(info.converged)
-
-
-def _bracket_root(score, start, max_iter):
-    """``((lo, hi), n_steps)`` around the root of an increasing ``score``, stepping away from ``start`` with
-    doubling steps; ``(None, n_steps)`` when the steps run out first."""
-    direction = -1.0 if score(start) > 0 else 1.0
-    x, step = start, 1.0
-    for n_steps in range(1, max_iter + 1):
-        new = x + direction * step
-        if direction * score(new) >= 0:  # crossed (or reached) the root
-            return (min(x, new), max(x, new)), n_steps
-        x, step = new, 2.0 * step
-    return None, max_iter
-
-
-def _f_terms(l1, l2, log_r):
-    """Eq. (9)'s ``f2`` at posterior draws and ``f1`` at proposal draws (linear scale, bounded)."""
-    n1, n2 = len(l1), len(l2)
-    log_s1, log_s2 = np.log(n1 / (n1 + n2)), np.log(n2 / (n1 + n2))
-    f2_post = np.exp(-np.logaddexp(log_s1 + l1 - log_r, log_s2))
-    f1_prop = np.exp(l2 - log_r - np.logaddexp(log_s1 + l2 - log_r, log_s2))
-    return f2_post, f1_prop
-
-
-def bridge_relative_error(l1, l2, log_r, tau=1.0):
-    """Terms of the relative mean-square error of the optimal bridge, Eq. (9) of the excerpt.
-
-    Parameters
-    ----------
-    l1, l2 : ndarray
-        ``log p - log q`` at ``n_p`` posterior and ``n_q`` proposal draws.
-    log_r : float
-        The bridge estimate of ``log Z``.
-    tau : float, default=1.0
-        Integrated autocorrelation time of ``f2`` along the posterior chains.
-
-    Returns
-    -------
-    proposal_term, posterior_term : float
-        ``Var_q(f1) / (n_q E_q(f1)^2)`` and ``tau Var_p(f2) / (n_p E_p(f2)^2)``;
-        their sum is ``RE^2``, the squared standard error of ``log Z`` to first order.
-        The proposal term is infinite when no proposal draw has ``p > 0``.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> bridge_relative_error(np.zeros(10), np.zeros(10), 0.0)
-    (0.0, 0.0)
-    """
-    f2_post, f1_prop = _f_terms(np.asarray(l1, float), np.asarray(l2, float), log_r)
-    if not np.any(f1_prop > 0):
-        return np.inf, float(tau * np.var(f2_post) / np.mean(f2_post) ** 2 / len(f2_post))
-    proposal_term = float(np.var(f1_prop) / np.mean(f1_prop) ** 2 / len(f1_prop))
-    posterior_term = float(tau * np.var(f2_post) / np.mean(f2_post) ** 2 / len(f2_post))
-    return proposal_term, posterior_term
-
-
-def _sandwich(l1, l2):
-    """Stochastic lower and upper bounds of ``log Z`` from the same ``log p - log q`` values as the bridge.
-
-    Importance sampling from ``q``, ``log mean(p / q)`` over proposal draws,
-    has ``E[p / q] <= Z``; reciprocal importance sampling from the posterior,
-    ``-log mean(q / p)`` over posterior draws, has ``E[q / p] <= 1 / Z``. By
-    Markov's inequality each bound overshoots ``log Z`` by more than ``t`` nats
-    with probability at most ``exp(-t)``, however poor the proposal and
-    however correlated the draws (the lower bound needs nothing of the
-    chains, the upper one only that they sample ``p``). With a poor proposal
-    both are loose, in their own direction, while the bridge between them may
-    be off by any amount.
-    """
-    return float(log_mean_exp(l2)), float(-log_mean_exp(-np.asarray(l1)))
-
-
-def _overlap(l1, l2, log_r):
-    """``E_p[q / (p' + q)] + E_q[p' / (p' + q)]`` with ``p' = p / Z``: 1 for ``q = p'``, 0 when disjoint."""
-    return float(np.mean(expit(-(l1 - log_r))) + np.mean(expit(l2 - log_r)))
-
-
-def _overlap_draws(l1, l2, log_r, tau=1.0):
-    """Effective number of draws in the overlap of posterior and proposal, on which the bridge rests.
-
-    With ``s_i = n_i / (n_1 + n_2)``, ``A_p = sum_p s_2 q / (s_1 p' + s_2 q)``
-    over the ``n_1`` posterior draws and ``A_q = sum_q s_1 p' / (s_1 p' + s_2 q)``
-    over the ``n_2`` proposal draws count the draws of each kind that look like
-    draws of the other; at the root of the bridge equation they are equal.
-    The optimal bridge's relative variance is ``(1 - H) / A`` with ``H`` the
-    overlap fraction (Meng and Wong, 1996), so Eq. (9)'s error is about
-    ``A**-0.5``, an average over those few draws, and when they are few the
-    error itself cannot be trusted. The posterior draws count ``tau`` times
-    less for their autocorrelation. Returns ``min(A_p / tau, A_q)``.
-    """
-    l1, l2 = np.asarray(l1, float), np.asarray(l2, float)
-    log_s = np.log(len(l1) / len(l2))  # log (s_1 / s_2)
-    posterior_side = float(np.sum(expit(-(log_s + l1 - log_r))))
-    proposal_side = float(np.sum(expit(log_s + l2 - log_r)))
-    return min(posterior_side / max(tau, 1.0), proposal_side)
 
 
 # -- the unnormalised posterior, with an evaluation counter ---------------------------------
@@ -612,9 +252,9 @@ class _HalfResult(NamedTuple):
     proposal_term: float
     posterior_term: float
     n_layers: int
-    lower: float  # the sandwich of :func:`_sandwich`
+    lower: float  # the sandwich of :func:`~._bridge_equation._sandwich`
     upper: float
-    overlap_draws: float  # :func:`_overlap_draws`
+    overlap_draws: float  # :func:`~._bridge_equation._overlap_draws`
     reach_lower: float  # how far off the estimate may be where Eq. (9) fails: the sandwich, or for a sum of cells
     reach_upper: float  # the cells' own +- 3 errors where they rest on enough overlap draws (:func:`_sum_of_cells`)
 
@@ -808,101 +448,6 @@ def _reach_of_cells(parts, min_overlap_draws):
     return float(logsumexp(lower)), float(logsumexp(upper))
 
 
-# -- public function ---------------------------------------------------------------------
-def _chain_starts(rng, model, posterior, settings):
-    """The chains' :class:`~._bridge_init.ChainStarts`; a tempered run's evaluations are counted in ``posterior``."""
-    if settings.init == "prior":
-        return prior_starts(rng, model, settings.n_chains)
-    starts = tempered_starts(rng, model, posterior.X, posterior.y, settings.n_chains, settings.n_init_particles)
-    posterior.n_calls += starts.n_evaluations
-    return starts
-
-
-def _chains_without_divergences(rng, posterior, positions, settings):
-    """HMC chains from ``positions``, adapted again from where they stopped at the next of
-    ``RAISED_TARGET_ACCEPT`` while more than ``MAX_DIVERGENT_SHARE`` of their kept transitions diverge; returns
-    the last run's :class:`~evidence_select.kernels._adaptive_hmc.SamplerOutput` and its target acceptance.
-
-    A divergence marks where the step size that suits the bulk is too long to enter (the tip of a curved ridge,
-    a funnel's neck): chains that rarely go there leave its mass out, and ``log Z`` reads low by more than its
-    error while R-hat, the effective sample sizes and the halves may still agree. A higher target acceptance
-    (Stan's ``adapt_delta``) shortens the step until they can.
-    """
-    targets = [settings.target_accept] + [t for t in RAISED_TARGET_ACCEPT if t > settings.target_accept]
-    for target in targets:
-        sampler = SamplerSettings(n_warmup=settings.n_warmup, n_draws=settings.n_draws, target_accept=target,
-                                  trajectory_length=settings.trajectory_length, max_leapfrog=settings.max_leapfrog,
-                                  dense_mass=settings.dense_mass, step_jitter=settings.step_jitter)
-        out = sample_chains(rng, posterior.kicked(), positions, sampler)
-        if _divergent_share(out) <= MAX_DIVERGENT_SHARE:
-            break
-        positions = out.draws[:, -1]
-    return out, target
-
-
-def _divergent_share(out):
-    """Share of the kept transitions of ``out`` that diverged."""
-    return out.n_divergent / max(out.draws.shape[0] * out.draws.shape[1], 1)
-
-
-def _posterior_draws(rng, model, posterior, posterior_samples, settings):
-    """Chains ``(n_chains, n_iter, d)``, their log densities, and the sampler's details."""
-    d = model.n_params
-    if posterior_samples is None:
-        starts = _chain_starts(rng, model, posterior, settings)
-        out, target_accept = _chains_without_divergences(rng, posterior, starts.positions, settings)
-        info = dict(step_size=out.step_size, acceptance=out.acceptance, n_divergent=out.n_divergent,
-                    divergent_share=_divergent_share(out), target_accept=target_accept,
-                    dense_mass=out.inv_mass_factor.ndim == 2, init=starts.method,
-                    n_init_evaluations=starts.n_evaluations, n_init_temperatures=starts.n_temperatures)
-        return out.draws, out.log_density, info
-    draws = np.asarray(posterior_samples, dtype=float)
-    if draws.ndim == 2:
-        draws = draws[None]  # independent draws: one chain (its autocorrelation is then estimated as ~1)
-    if draws.ndim != 3 or draws.shape[-1] != d or draws.shape[1] < 8:
-        raise ValueError(f"posterior_samples must have shape (n_draws, {d}) or (n_chains, n_iter, {d}) with at "
-                         f"least 8 draws per chain, got {np.shape(posterior_samples)}")
-    log_p = posterior.value(draws.reshape(-1, d)).reshape(draws.shape[:2])
-    if not np.all(np.isfinite(log_p)):
-        raise ValueError(f"{int(np.sum(~np.isfinite(log_p)))} posterior_samples have zero posterior density")
-    return draws, log_p, {}
-
-
-def _drop_stuck_chains(draws, log_p):
-    """The chains that moved, and the ``stuck_chains`` check (passed only when no chain is stuck).
-
-    A chain is stuck when fewer than a tenth of its kept draws are distinct
-    (acceptance near 0: a place the sampler cannot leave, such as a funnel's
-    neck or a far tail with huge gradients). Its repeated point would weigh
-    ``1 / n_chains`` of the posterior draws, so it is left out of the bridge;
-    but the region that stopped it may hold mass the other chains never
-    reach, so the run is flagged. With no chain moving, every chain is kept.
-    """
-    stuck = np.array([len(np.unique(chain, axis=0)) < max(draws.shape[1] // 10, 2) for chain in draws])
-    kept = np.ones_like(stuck) if stuck.all() else ~stuck
-    return draws[kept], log_p[kept], check(int(stuck.sum()), 0, not stuck.any())
-
-
-def _chain_checks(series, groups, counted, settings):
-    """R-hat and bulk ESS over every parameter and the log density; and, for chains the bridge ran itself, the
-    census of modes.
-
-    With the bridge summed over cells (``counted`` not None), R-hat and ESS are
-    checked within each counted group, and a group's ESS counts for the share
-    of chains it holds: each mode needs the ESS per chain that ``min_ess`` asks
-    of all chains together.
-    """
-    parts = [np.arange(len(series))] if counted is None else [g for g, keep in zip(groups, counted) if keep]
-    rhat = max(float(np.max(split_rhat(series[chains]))) for chains in parts)
-    ess = min(float(np.min(ess_bulk(series[chains]))) * len(series) / len(chains) for chains in parts)
-    checks = {"rhat": check(rhat, settings.rhat_threshold, rhat <= settings.rhat_threshold),
-              "ess_bulk": check(ess, settings.min_ess, ess >= settings.min_ess)}
-    if groups is not None:
-        unseen = unseen_mode_fraction(groups)
-        checks["mode_census"] = check(unseen, settings.max_unseen_modes, unseen <= settings.max_unseen_modes)
-    return checks
-
-
 def _bridge_checks(halves, n_iter_half, settings):
     a, b = halves
     gap = abs(a.log_z - b.log_z) / max(np.hypot(a.std, b.std), 1e-300)
@@ -917,73 +462,6 @@ def _bridge_checks(halves, n_iter_half, settings):
             "overlap_draws": check(overlap_draws, settings.min_overlap_draws,
                                    overlap_draws >= settings.min_overlap_draws),
             "halves_agree": check(gap, 3.0, gap <= 3.0)}
-
-
-def _combined_std(halves, halves_agree):
-    """The error of the halves' mean: their mean Eq. (9) error, widened to their gap when they disagree.
-
-    A half whose error estimate is not finite (its bridge weights overflowed)
-    contributes none: the other half's error and the gap between the halves
-    stand in, so a flagged run still reports a finite, wide error rather than
-    NaN. Infinite only when nothing finite is left.
-    """
-    stds = np.array([h.std for h in halves], dtype=float)
-    finite = stds[np.isfinite(stds)]
-    std = float(np.mean(stds) if finite.size == len(stds) else finite.max() if finite.size else np.nan)
-    if halves_agree and np.isfinite(std):
-        return std
-    candidates = [value for value in (std, abs(halves[0].log_z - halves[1].log_z)) if np.isfinite(value)]
-    return float(max(candidates)) if candidates else float("inf")
-
-
-def _log_z_bounds(lowers, uppers, log_correction):
-    """The widest of the halves' ``lowers`` and ``uppers`` (their sandwiches, :func:`_sandwich`, or their reaches,
-    :class:`_HalfResult`), as ``[lower, upper]`` of the reported ``log Z``."""
-    return [float(min(lowers) + log_correction), float(max(uppers) + log_correction)]
-
-
-def _spanning_std(std, log_z, bounds):
-    """``std`` widened so that ``log_z +- 3 std`` spans the finite ``bounds``.
-
-    Eq. (9) is a first-order error that holds only where the proposal overlaps
-    the posterior; without overlap the bridge can sit anywhere between the
-    sandwich's loose ends, so its error is taken to be at least that wide.
-    """
-    reach = [abs(b - log_z) for b in bounds if np.isfinite(b)]
-    return float(max([std] + [r / 3.0 for r in reach]))
-
-
-def _stuck_share_std(n_stuck, n_chains):
-    """An error whose three-sigma reach covers the bias of missing the mass that stuck chains stand for.
-
-    Tempered starts are draws from (an approximation to) the posterior, so
-    ``n_stuck`` of ``n_chains`` starts that never moved estimate the share
-    ``w`` of its mass in places the sampler cannot move through. The moving
-    chains may never reach them, and ``log Z`` then reads low by
-    ``-log(1 - w)``; this is a third of that at the upper end of Jeffreys'
-    90% interval for ``w``.
-    """
-    share = beta.ppf(_STUCK_SHARE_QUANTILE, n_stuck + 0.5, n_chains - n_stuck + 0.5)
-    return float(-np.log1p(-share) / 3.0)
-
-
-def _widened_std(std, log_z, bounds, reach, diagnostics, tempered_starts, n_chains):
-    """The error after the checks that void Eq. (9).
-
-    It spans the halves' ``reach`` (:func:`_spanning_std`; the sandwich, or
-    for cells :func:`_reach_of_cells`) when a check of ``_SANDWICH_CHECKS``
-    fails. When chains were dropped as stuck, it covers the mass they stand
-    for (:func:`_stuck_share_std`), or, where their starts were not drawn from
-    the posterior or no chain moved, spans the sandwich ``bounds``.
-    """
-    if not all(diagnostics[name]["passed"] for name in _SANDWICH_CHECKS if name in diagnostics):
-        std = _spanning_std(std, log_z, reach)
-    stuck = diagnostics.get("stuck_chains")
-    if stuck is None or stuck["passed"]:
-        return std
-    if tempered_starts and stuck["value"] < n_chains:
-        return max(std, _stuck_share_std(stuck["value"], n_chains))
-    return _spanning_std(std, log_z, bounds)
 
 
 def _bridge_halves(rng, posterior, draws, log_p, groups, maps, n_eval_sampling, settings, proposal=None):
@@ -1136,7 +614,7 @@ def bridge_log_evidence(model, X=None, y=None, *, posterior_samples=None, settin
     verbose : int, default=0
         Log progress at INFO level when positive.
     **kwargs
-        Any field of :class:`BridgeSettings`, e.g. ``n_chains=8, n_draws=2000``.
+        Any field of :class:`~._bridge_settings.BridgeSettings`, e.g. ``n_chains=8, n_draws=2000``.
 
     Returns
     -------

@@ -73,7 +73,7 @@ def nested_sampling_log_evidence(model, X, y=None, *, config=None, random_state=
     verbose : int, default=0
         ``>= 1`` shows a progress bar (tqdm, if installed) and logs progress.
     **settings
-        Fields of :class:`~evidence_select.backends._ns_config.NSConfig` (e.g. ``n_live=500``), overriding ``config``.
+        Fields of :class:`~._ns_config.NSConfig` (e.g. ``n_live=500``), overriding ``config``.
 
     Returns
     -------
@@ -84,13 +84,13 @@ def nested_sampling_log_evidence(model, X, y=None, *, config=None, random_state=
         ``"std_simulated"``, ``"std_between_runs"``, ``"std_information"``
         (``sqrt(H / n_live)``), ``"information"``, ``"n_iterations"``,
         ``"insertion_pvalue"``, ``"replacement_memory"``
-        (:func:`~evidence_select.backends._ns_checks.replacement_memory` averaged over the iterations; read it
+        (:func:`~._ns_checks.replacement_memory` averaged over the iterations; read it
         with ``max_move_length``),
         ``"memory_removed"`` (the ``"move_memory"`` check's value),
         ``"probe_calls"`` (that check's likelihood calls, part of
         ``n_likelihood_calls``), ``"final_move_length"``, ``"final_outside_share"`` (the running share of the
         replacements' starts outside the ellipsoids,
-        :func:`~evidence_select.backends._ns_proposals.ellipsoid_pays`) and the moves' statistics (``"slice"``,
+        :func:`~._ns_proposals.ellipsoid_pays`) and the moves' statistics (``"slice"``,
         ``"galilean"``, ``"final_slice_width"``, ``"final_galilean_step"``); ``samples`` and
         ``log_weights`` are the dead and final live points with their posterior
         importance weights (logsumexp equals ``log_evidence``).
@@ -126,7 +126,7 @@ def nested_sampling_log_evidence(model, X, y=None, *, config=None, random_state=
       estimates against their simulated errors, at least 0.01;
     - ``"move_memory"``: the memory of their start that moves ``PROBE_LENGTH``
       times longer remove, probed at each run's final live points
-      (:func:`~evidence_select.backends._ns_probe.memory_removed_by_longer_moves`), at most 0.1 (or 4 of the
+      (:func:`~._ns_probe.memory_removed_by_longer_moves`), at most 0.1 (or 4 of the
       probe's standard errors, when its noise is larger). Moves too short for a
       curved ridge or a thin direction leave the live points clustered around
       their ancestors, and ``log Z`` reads high while the runs agree and the
@@ -296,7 +296,7 @@ def _remove_worst(live_log_lik, n_replace, log_volume):
 def _ns_run(rng, model, likelihood, config, bar, verbose):
     """One nested-sampling run with ``config.n_live`` live points (see :func:`nested_sampling_log_evidence`).
 
-    ``likelihood`` holds the moves' full-data functions (:class:`~evidence_select.backends._ns_moves._Likelihood`).
+    ``likelihood`` holds the moves' full-data functions (:class:`~._ns_moves._Likelihood`).
     """
     n_live, n_replace = config.n_live, config.n_replace
     live = np.asarray(model.sample_prior(rng, n_live), dtype=float)

@@ -107,10 +107,10 @@ PROBE_SIGMAS = 4.0
 
 def _diagnostics(config, runs, run_log_z, run_std, n_params, memory_removed):
     """Convergence checks of a set of NS runs (see
-    :func:`~evidence_select.backends._ns.nested_sampling_log_evidence`, Notes).
+    :func:`~._ns.nested_sampling_log_evidence`, Notes).
 
     ``memory_removed`` holds the runs' probes
-    (:func:`~evidence_select.backends._ns_probe.memory_removed_by_longer_moves`), concatenated.
+    (:func:`~._ns_probe.memory_removed_by_longer_moves`), concatenated.
     """
     ranks = np.concatenate([r.insertion_ranks for r in runs])
     p_insertion = insertion_rank_pvalue(ranks, config.n_live - config.n_replace)

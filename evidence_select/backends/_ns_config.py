@@ -12,7 +12,7 @@ MOVES = ("galilean", "slice")
 
 @dataclass(frozen=True)
 class NSConfig:
-    """Settings of :func:`~evidence_select.backends._ns.nested_sampling_log_evidence`, validated on construction.
+    """Settings of :func:`~._ns.nested_sampling_log_evidence`, validated on construction.
 
     Parameters
     ----------
@@ -84,7 +84,7 @@ class NSConfig:
         (Galilean and slice steps alike) may grow, at least 1 (1: never).
         Between iterations the factor grows by 1.25 while the second half of
         the moves removes more than ``DECAY_HIGH`` (0.15) of the memory of their
-        start that the first half removes (:func:`~evidence_select.backends._ns_moves.adapt_move_length`), and
+        start that the first half removes (:func:`~._ns_moves.adapt_move_length`), and
         shrinks by it, down to ``MIN_MOVE_LENGTH`` (1/8), while it removes
         less than ``DECAY_LOW`` (0.05): moves much longer than the posterior's
         shape needs cost calls for nothing. Worth raising (e.g. to 4 or 8) for a
@@ -99,7 +99,7 @@ class NSConfig:
         start), run again once with ``max_move_length`` ``RETRY_LENGTH_FACTOR``
         (4) times larger and report that run: its estimate, its checks, and,
         where its own ``"move_memory"`` check still fails, its error widened
-        by how far the estimate moved between the two (:func:`~evidence_select.backends._ns.with_longer_moves`),
+        by how far the estimate moved between the two (:func:`~._ns.with_longer_moves`),
         so that a flagged interval reaches about as far as the bias that remains.
         The first run's estimate is in ``info["shorter_moves"]``; the calls and
         seconds are both runs'. False: report the first run, flagged.
@@ -109,7 +109,7 @@ class NSConfig:
         while the expected prior mass above the bound is at least
         ``PRIOR_PROPOSALS_VOLUME`` (0.1), and below it while a valid one costs
         fewer calls than the Markov chain moves spend on a replacement and the
-        ellipsoids' candidates do not pay (:func:`~evidence_select.backends._ns_proposals.prior_pays`); otherwise
+        ellipsoids' candidates do not pay (:func:`~._ns_proposals.prior_pays`); otherwise
         uniform in the bounding ellipsoids of the live points other than the
         starts (one ellipsoid, split in two by 2-means while the parts'
         covariances take much less volume, so that a curved ridge or separate
@@ -124,7 +124,7 @@ class NSConfig:
         calls than the Markov chain moves spend on a replacement (at first
         ``n_slice_steps``), the candidates drawn leave at most 3% of the
         chains at their start, and at most 10% of the replacements' starts lie
-        outside the ellipsoids (a running share: :func:`~evidence_select.backends._ns_proposals.ellipsoid_pays`), it
+        outside the ellipsoids (a running share: :func:`~._ns_proposals.ellipsoid_pays`), it
         replaces the Markov chain moves (chains outside the ellipsoids after
         it take those moves instead, kept outside them: a quarter of them
         outside one ellipsoid, all of them outside split ones); below,

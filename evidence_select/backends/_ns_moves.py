@@ -52,7 +52,7 @@ def _running_mean(running, value):
 def adapt_move_length(scales, memory_half, memory_full, max_length):
     """``scales`` with ``length`` adapted to how the replacements' memory of their start decayed along the moves.
 
-    ``memory_half`` and ``memory_full`` are :func:`~evidence_select.backends._ns_checks.replacement_memory` after half
+    ``memory_half`` and ``memory_full`` are :func:`~._ns_checks.replacement_memory` after half
     and all of the moves. If memory decays as ``c + (1 - c) exp(-k / tau)``
     over ``k`` steps, ``c`` what no length removes (a replacement held in its
     start's mode of a multimodal posterior), the ratio of what the second half
@@ -237,7 +237,7 @@ def _outside_of(ellipsoid, fn, kind):
 
 def _markov_moves(rng, model, likelihood, config, points, log_lik_min, factor, scales, counts):
     """``counts = (n_galilean, n_slice)`` Galilean steps then slice moves of ``config``
-    (:class:`~evidence_select.backends._ns_config.NSConfig`) with ``scales``; returns the points and the moves'
+    (:class:`~._ns_config.NSConfig`) with ``scales``; returns the points and the moves'
     infos."""
     (n_galilean, n_slice), galilean = counts, GalileanInfo(0, 0, 0, 0)
     axis_fraction = 1.0 if config.moves == "galilean" else config.axis_fraction

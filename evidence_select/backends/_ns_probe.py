@@ -20,7 +20,7 @@ def memory_removed_by_longer_moves(rng, model, likelihood, config, run):
     Copies of ``min(PROBE_POINTS, n_live // 2)`` final live points move under
     the run's last likelihood level with the run's final moves, then on for
     ``PROBE_LENGTH - 1`` times as many; the result holds, per point, its
-    :func:`~evidence_select.backends._ns_checks.replacement_memory` term after the short moves minus its term after
+    :func:`~._ns_checks.replacement_memory` term after the short moves minus its term after
     the long ones (their mean is the memory the longer moves remove). Moves too
     short for a curved ridge or a thin direction leave memory that longer ones
     remove, and ``log Z`` reads high; a replacement that stays in its start's

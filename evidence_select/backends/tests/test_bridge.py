@@ -14,11 +14,13 @@ import pytest
 from scipy.special import gammaln, logsumexp
 
 from evidence_select.datasets import make_linear_regression
-from evidence_select.backends import _bridge
-from evidence_select.backends._bridge import (BridgeSettings, _combined_std, _drop_stuck_chains, _HalfResult,
-                                              _importance_cell, _overlap_draws, _sandwich, _solve_adaptive,
-                                              _stuck_share_std, _sum_of_cells, bridge_log_evidence,
-                                              bridge_relative_error, mixture_relabel_maps, solve_bridge_equation)
+from evidence_select.backends import _bridge_chains
+from evidence_select.backends._bridge import (BridgeSettings, _HalfResult, _importance_cell, _solve_adaptive,
+                                              _sum_of_cells, bridge_log_evidence, bridge_relative_error,
+                                              mixture_relabel_maps, solve_bridge_equation)
+from evidence_select.backends._bridge_chains import _drop_stuck_chains
+from evidence_select.backends._bridge_equation import _overlap_draws, _sandwich
+from evidence_select.backends._bridge_errors import _combined_std, _stuck_share_std
 from evidence_select.backends._bridge_modes import chain_mode_groups, unseen_mode_fraction
 from evidence_select.exceptions import EvidenceConvergenceWarning
 from evidence_select.models import GaussianMixtureModel, LinearGaussianModel
@@ -116,13 +118,13 @@ def _ridge_floor():
 @pytest.mark.slow
 def test_chains_start_on_the_ridge_not_at_prior_draws(monkeypatch):
     started = []
-    run_chains = _bridge.sample_chains
+    run_chains = _bridge_chains.sample_chains
 
     def record_starts(rng, log_density_fn, init, settings):
         started.append(init)
         return run_chains(rng, log_density_fn, init, settings)
 
-    monkeypatch.setattr(_bridge, "sample_chains", record_starts)
+    monkeypatch.setattr(_bridge_chains, "sample_chains", record_starts)
     floor = _ridge_floor()
     for seed in (0, 1):
         res = bridge_log_evidence(RIDGE, random_state=seed, n_chains=8, n_warmup=50, n_draws=100)
@@ -260,7 +262,6 @@ def test_stuck_chains_widen_the_error(monkeypatch, init):
     # the bias of missing the mass that one start of four stands for; from the prior it spans the sandwich. A
     # Gaussian proposal (no layers) for a 2-d funnel makes the sandwich wider than Eq. (9)'s error on most seeds,
     # so that the widening shows; from tempered starts the overlap still passes, so stuck chains alone widen it.
-    from evidence_select.backends import _bridge
     from evidence_select.backends._gaussianize import GaussianizationSettings
     from evidence_select.testing import calibration_cases
 
@@ -269,8 +270,8 @@ def test_stuck_chains_widen_the_error(monkeypatch, init):
         out.draws[-1], out.log_density[-1] = out.draws[-1, :1], out.log_density[-1, :1]
         return out
 
-    sample_chains = _bridge.sample_chains
-    monkeypatch.setattr(_bridge, "sample_chains", sample_with_a_stuck_chain)
+    sample_chains = _bridge_chains.sample_chains
+    monkeypatch.setattr(_bridge_chains, "sample_chains", sample_with_a_stuck_chain)
     case = calibration_cases(2, families=["funnel"], dims=(2,))[0]
     widened = 0
     for seed in range(3):

@@ -624,7 +624,8 @@ def test_a_mixtures_relabelled_copies_are_bounded_together_and_the_evidence_is_e
     X = np.concatenate([rng.normal(-4.0, 0.5, size=(8, 1)), rng.normal(4.0, 0.5, size=(8, 1))])
     model = GaussianMixtureModel(2, 1)
     live = nested_sampling_log_evidence(model, X, n_live=50, n_runs=1, random_state=1).samples[-40:]
-    union = _ns_proposals._bounding_proposal(np.random.default_rng(0), model, live, _ns_proposals._whitening_factor(live), NSConfig())
+    factor = _ns_proposals._whitening_factor(live)
+    union = _ns_proposals._bounding_proposal(np.random.default_rng(0), model, live, factor, NSConfig())
     assert len(union.ellipsoids) >= 2 and np.all(union.contains(live))
     swapped = union.centres @ model.mode_symmetries()[1].T  # each ellipsoid's relabelled copy is in the union
     assert np.all(np.min(np.linalg.norm(union.centres[None] - swapped[:, None], axis=2), axis=1) < 1e-9)
