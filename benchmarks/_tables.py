@@ -197,8 +197,8 @@ TABLES = {
 #: writes each (from the repository root, at a clean commit).
 SAVED_COMMANDS = {
     "calibration": "python benchmarks/bench_calibration.py --ns-max-dim 16 --jobs 2 --save",
-    "coverage": "python benchmarks/bench_coverage.py --save",
-    "coverage_long_streams": "python benchmarks/bench_coverage.py --long-streams --save",
+    "coverage": "python benchmarks/bench_coverage.py --jobs 2 --save",
+    "coverage_long_streams": "python benchmarks/bench_coverage.py --long-streams --jobs 2 --save",
     "real_data": "python benchmarks/bench_real.py --save",
     "real_data_mixtures": "python benchmarks/bench_real.py --suite real_data_mixtures --save",
     "real_data_held_out": "python benchmarks/bench_real.py --suite real_data_held_out --save",

@@ -6,6 +6,7 @@ Usage::
     python benchmarks/bench_coverage.py --quick          # 8 seeds, fewer cases
     python benchmarks/bench_coverage.py --long-streams   # the 1e4- and 1e5-row streams instead
     python benchmarks/bench_coverage.py --save           # also benchmarks/saved/coverage.json (clean commit only)
+    python benchmarks/bench_coverage.py --jobs 2         # two seeds at a time, each in its own process
     python benchmarks/bench_coverage.py --long-streams --save   # ... benchmarks/saved/coverage_long_streams.json
     python benchmarks/bench_coverage.py --replicates 2,4 # compare group counts at equal particle budget
     python benchmarks/bench_coverage.py --cases K=5 --set learning_rate=0.2  # other estimator settings
@@ -45,6 +46,7 @@ import time
 import warnings
 
 import numpy as np
+from joblib import Parallel, delayed
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from _common import PAPER_LINEAR, RESULTS_DIR, SAVED_DIR, require_clean_checkout, run_metadata, save_json, save_result  # noqa: E402,E501
@@ -225,25 +227,30 @@ def _bridge_reference(X):
     return bridge.log_evidence, bridge.log_evidence_std
 
 
-def run(case, seeds, n_particles_factor, n_replicates, settings=None):
-    """One row per seed; ``settings`` (estimator parameters) are set on every case's estimator."""
+def run(case, seeds, n_particles_factor, n_replicates, settings=None, jobs=1):
+    """One row per seed; ``settings`` (estimator parameters) are set on every case's estimator. With ``jobs`` > 1
+    the seeds run in that many processes at once, each run with its own seed as it would run alone."""
     factory, X, y, reference = case
     ref, ref_std = reference() if callable(reference) else reference
-    rows = []
-    for seed in seeds:
-        default = factory(seed, 2, 2).__class__().get_params()["n_particles"]
-        est = factory(seed, max(2, int(round(default * n_particles_factor))), n_replicates).set_params(
-            shuffle=False, **(settings or {}))  # each case streams in its own order (file, sorted, shifted)
-        tic = time.process_time()
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            est.fit(X, y) if y is not None else est.fit(X)
-        flags = sorted({w.category.__name__ for w in caught if w.category.__module__.startswith("evidence_select")})
-        rows.append(dict(seed=seed, value=float(est.log_evidence_), std=float(est.log_evidence_std_), warnings=flags,
-                         reference=ref, reference_std=ref_std, checks=sorted(est.evidence_checks_),
-                         first_chunk_lineages=int(est.evidence_history_[0].n_lineages),
-                         cpu_seconds=time.process_time() - tic))
-    return rows
+    default = factory(0, 2, 2).__class__().get_params()["n_particles"]
+    n_particles = max(2, int(round(default * n_particles_factor)))
+    args = [(factory, X, y, seed, n_particles, n_replicates, settings) for seed in seeds]
+    runs = Parallel(n_jobs=jobs)(delayed(_one_run)(*a) for a in args) if jobs > 1 else [_one_run(*a) for a in args]
+    return [dict(row, reference=ref, reference_std=ref_std) for row in runs]
+
+
+def _one_run(factory, X, y, seed, n_particles, n_replicates, settings):
+    """The row of one seed's fit: its estimate, error, warnings, checks and CPU seconds."""
+    est = factory(seed, n_particles, n_replicates).set_params(
+        shuffle=False, **(settings or {}))  # each case streams in its own order (file, sorted, shifted)
+    tic = time.process_time()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        est.fit(X, y) if y is not None else est.fit(X)
+    flags = sorted({w.category.__name__ for w in caught if w.category.__module__.startswith("evidence_select")})
+    return dict(seed=seed, value=float(est.log_evidence_), std=float(est.log_evidence_std_), warnings=flags,
+                checks=sorted(est.evidence_checks_), first_chunk_lineages=int(est.evidence_history_[0].n_lineages),
+                cpu_seconds=time.process_time() - tic)
 
 
 def parse_settings(text):
@@ -272,6 +279,9 @@ def main(argv=None):
     parser.add_argument("--set", default="", metavar="NAME=VALUE[,NAME=VALUE]",
                         help="estimator parameters to change in every case (e.g. learning_rate=0.2), "
                         "stored with the runs")
+    parser.add_argument("--jobs", type=int, default=1,
+                        help="seeds run at once, each in its own process with its own seed, as it would run alone "
+                        "(each run's CPU seconds are its own process's)")
     parser.add_argument("--save", action="store_true",
                         help="also write the runs to benchmarks/saved/ (the validation page's source; clean commit)")
     parser.add_argument("--check-mode-reference", action="store_true",
@@ -279,6 +289,8 @@ def main(argv=None):
                         "the N=1000 paper rows, and exit")
     args = parser.parse_args(argv)
     name = "coverage_long_streams" if args.long_streams else "coverage"
+    if args.jobs < 1:
+        parser.error(f"--jobs must be at least 1, got {args.jobs}")
     if args.save:
         require_clean_checkout(parser, name)
     if args.check_mode_reference:
@@ -288,7 +300,7 @@ def main(argv=None):
         return
     settings = parse_settings(args.set)
     seeds = range(args.first_seed, args.first_seed + (args.seeds or (8 if args.quick else 20)))
-    out = dict(meta=run_metadata(sys.argv), cases=[])  # the commit and load at the start
+    out = dict(meta=dict(run_metadata(sys.argv), jobs=args.jobs), cases=[])  # the commit and load at the start
     patterns = [p for p in args.cases.split(",") if p]
     for case_name, case in cases(args.quick, patterns, args.long_streams).items():
         if not _selected(case_name, patterns):
@@ -299,7 +311,7 @@ def main(argv=None):
             changed = dict(settings, **({"n_replicates": n_replicates} if n_replicates != 2 else {}))
             label = case_name + "".join(f" [{key}={value}]" for key, value in changed.items())
             out["cases"].append(dict(case=label, n_replicates=n_replicates, settings=settings,
-                                     runs=run(case, seeds, factor, n_replicates, settings)))
+                                     runs=run(case, seeds, factor, n_replicates, settings, args.jobs)))
             save_result(name, out)
             print(f"{label}: done", flush=True)
     paths = save_result(name, out, args.save)
