@@ -16,6 +16,12 @@ whose rows' terms are single precision (eight vector lanes, not four). The log p
 calls: nested sampling weighs thousands of candidate points per chain by it and evaluates it on a few points at a
 time in its moves, where numpy's dozen passes over the parameters, and its overhead per call, take a sizeable share
 of a run.
+
+The same call gives the same bits wherever its arrays lie, so in every process and joblib worker: the compiler
+compiles a loop that reads one array and writes another twice, vectorised and not, and picks one by a run-time check
+of the arrays' addresses, which the heap decides. So sums are reassociated only in loops that store nothing
+(:func:`_double_sums`, :func:`_single_sums`), and libm's exponentials, whose vector and scalar versions differ in the
+last bits, run in place over one array (:func:`_exp_in_place`).
 """
 
 import numba
@@ -38,12 +44,35 @@ _SINGLE_MAX = float(np.finfo(np.float32).max)
 
 
 @numba.njit(cache=True)
+def _exp_in_place(values):
+    """``values <- exp(values)`` for a 1-d array, in one loop over that array alone.
+
+    The compiler's vector exponential (a vector math library's) and its scalar one (libm's) differ in the last
+    bits. A loop that reads one array and writes another is compiled twice, vectorised and not, and a run-time
+    check of where the two arrays lie picks one: the bits would then depend on where the heap placed them, and
+    the same call could give another result in another process. A loop over one array in place needs no such
+    check, so it runs the same code wherever its array lies.
+    """
+    for i in range(len(values)):
+        values[i] = np.exp(values[i])
+
+
+@numba.njit(cache=True)
+def _weights_of(log_weights, weights):
+    """``weights <- exp(log_weights)`` (copied, then :func:`_exp_in_place`)."""
+    for k in range(len(log_weights)):
+        weights[k] = log_weights[k]
+    _exp_in_place(weights)
+
+
+@numba.njit(cache=True)
 def _unpack_particle(theta_row, K, d, log_weights, mu, tau, const):
     """One particle's parameter maps into ``log_weights (K,)``, ``mu``, ``tau = 1 / sigma2`` ``(K, d)`` and
     ``const (K,)``, the row-independent part of ``log beta_k + log N(x; mu_k, diag sigma2_k)``.
 
-    Weights by the additive log-ratio map (``eta_K = 0``), variances by ``exp``. No fast-math flags: the prior's
-    gradient derives from these, and must be the same bits whichever kernel it is inlined into.
+    Weights by the additive log-ratio map (``eta_K = 0``), variances by ``exp`` (:func:`_exp_in_place`). No
+    fast-math flags: the prior's gradient derives from these, and must be the same bits whichever kernel it is
+    inlined into.
     """
     largest = 0.0
     for k in range(K - 1):
@@ -56,12 +85,14 @@ def _unpack_particle(theta_row, K, d, log_weights, mu, tau, const):
     mean_start, var_start = K - 1, K - 1 + K * d
     for k in range(K):
         log_weights[k] -= log_total
+        mu_k, tau_k = mu[k], tau[k]
+        for i in range(d):
+            mu_k[i] = theta_row[mean_start + k * d + i]
+            tau_k[i] = -theta_row[var_start + k * d + i]
+        _exp_in_place(tau_k)
         quadratic = 0.0
         for i in range(d):
-            mu[k, i] = theta_row[mean_start + k * d + i]
-            s = theta_row[var_start + k * d + i]
-            tau[k, i] = np.exp(-s)
-            quadratic += s + mu[k, i] * mu[k, i] * tau[k, i]
+            quadratic += theta_row[var_start + k * d + i] + mu_k[i] * mu_k[i] * tau_k[i]
         const[k] = log_weights[k] - 0.5 * (quadratic + d * _LOG_2PI)
 
 
@@ -152,6 +183,50 @@ def _exponentials(dens, top, totals, n_block, accurate):
                 totals[j] += e
 
 
+@numba.njit(cache=True)
+def _scale(row, scale, n_block):
+    """``row[j] *= scale[j]`` for the first ``n_block`` entries (the responsibilities from the exponentials)."""
+    for j in range(n_block):
+        row[j] = row[j] * scale[j]
+
+
+@numba.njit(cache=True, fastmath=_FASTMATH)
+def _double_sums(row, xi, x2i, n_block):
+    """``(sum r, sum r x, sum r x^2)`` over the first ``n_block`` rows, reassociated into vector lanes.
+
+    Sums run in loops that store nothing: such a loop needs no run-time check of where arrays lie (see
+    :func:`_exp_in_place`), so it is summed in one order wherever its arrays lie. A loop that both stored and
+    summed would be compiled twice, summed in two orders, and one of them picked by that check.
+    """
+    total = 0.0
+    acc1 = 0.0
+    acc2 = 0.0
+    for j in range(n_block):
+        r = row[j]
+        total += r
+        acc1 += r * xi[j]
+        acc2 += r * x2i[j]
+    return total, acc1, acc2
+
+
+@numba.njit(cache=True, fastmath=_FASTMATH)
+def _single_sums(row, xi, centre, n_block):
+    """``(sum r, sum r z, sum r z^2)`` in single precision over the first ``n_block`` rows, ``z = x - centre``
+    taken in double precision and rounded (see :func:`mixture_gradient`); summed as :func:`_double_sums`."""
+    zero = np.float32(0.0)
+    total = zero
+    acc1 = zero
+    acc2 = zero
+    for j in range(n_block):
+        r = row[j]
+        z = np.float32(xi[j] - centre)
+        rz = r * z
+        total += r
+        acc1 += rz
+        acc2 += rz * z
+    return total, acc1, acc2
+
+
 @numba.njit(cache=True, fastmath=_FASTMATH)
 def mixture_log_likelihood(theta, X, n_components, out):
     """``log p(x_j | theta_m)`` per particle and row into ``out`` ``(n_particles, n_rows)``.
@@ -179,17 +254,17 @@ def mixture_log_likelihood(theta, X, n_components, out):
 
 
 @numba.njit(cache=True)
-def _add_prior_gradient(log_weights, mu, tau, prior, mean_start, var_start, out_row):
+def _add_prior_gradient(weights, mu, tau, prior, mean_start, var_start, out_row):
     """``out_row <- grad log prior + out_row`` for one particle (no fast-math flags: the same bits everywhere).
 
-    ``d/d eta_k = alpha - K alpha beta_k``, ``d/d mu = -(mu - m0) tau / c``,
+    ``d/d eta_k = alpha - K alpha beta_k`` (``weights`` are the ``beta_k``), ``d/d mu = -(mu - m0) tau / c``,
     ``d/d log sigma2 = -a + b tau - 1/2 + (mu - m0)^2 tau / (2 c)`` (Dirichlet times the log-ratio map's
     Jacobian; inverse gamma times ``sigma2``; normal means given their variances).
     """
     alpha, a, b, c, m0 = prior[0], prior[1], prior[2], prior[3], prior[4]
     K, d = mu.shape
     for k in range(K - 1):
-        out_row[k] = (alpha - K * alpha * np.exp(log_weights[k])) + out_row[k]
+        out_row[k] = (alpha - K * alpha * weights[k]) + out_row[k]
     for k in range(K):
         for i in range(d):
             centred = mu[k, i] - m0
@@ -235,13 +310,14 @@ def mixture_log_prior(theta, n_components, n_features, prior, normalisers, out):
 def mixture_prior_gradient(theta, n_components, n_features, prior, out):
     """The log prior's gradient per particle into ``out`` ``(n_particles, n_params)`` (see :func:`mixture_gradient`)."""
     K, d = n_components, n_features
-    log_weights, const = np.empty(K), np.empty(K)
+    log_weights, weights, const = np.empty(K), np.empty(K), np.empty(K)
     mu, tau = np.empty((K, d)), np.empty((K, d))
     for m in range(theta.shape[0]):
         _unpack_particle(theta[m], K, d, log_weights, mu, tau, const)
+        _weights_of(log_weights, weights)
         for p in range(out.shape[1]):
             out[m, p] = 0.0
-        _add_prior_gradient(log_weights, mu, tau, prior, K - 1, K - 1 + K * d, out[m])
+        _add_prior_gradient(weights, mu, tau, prior, K - 1, K - 1 + K * d, out[m])
     return out
 
 
@@ -402,21 +478,11 @@ def _centred_moments_single(theta, X, row_weights, n_components):
                 scale[j] = _quotient(np.float32(weight_row[start + j]), scale[j])
             for k in range(K):
                 row = dens[k]
-                acc = zero
-                for j in range(n_block):
-                    r = row[j] * scale[j]
-                    row[j] = r
-                    acc += r
-                mass[m, k] += acc
+                _scale(row, scale, n_block)
                 for i in range(d):
-                    xi, centre = xt[i], mu[k, i]
-                    acc1 = zero
-                    acc2 = zero
-                    for j in range(n_block):
-                        z = np.float32(xi[j] - centre)
-                        rz = row[j] * z
-                        acc1 += rz
-                        acc2 += rz * z
+                    total, acc1, acc2 = _single_sums(row, xt[i], mu[k, i], n_block)
+                    if i == 0:
+                        mass[m, k] += total
                     first[m, k, i] += acc1
                     second[m, k, i] += acc2
     return mass, first, second
@@ -468,27 +534,28 @@ def mixture_log_likelihood_sum_single(theta, X, n_components, out):
     return out
 
 
-@numba.njit(cache=True, fastmath=_FASTMATH)
+@numba.njit(cache=True)
 def _gradient_from_centred_moments(theta, mass, first, second, prior, include_prior, out):
     """The gradient per particle into ``out`` from the centred moments (and the prior's with ``include_prior``)."""
     n_particles, K, d = first.shape
-    log_weights, const = np.empty(K), np.empty(K)
+    log_weights, weights, const = np.empty(K), np.empty(K), np.empty(K)
     mu, tau = np.empty((K, d)), np.empty((K, d))
     mean_start, var_start = K - 1, K - 1 + K * d
     for m in range(n_particles):
         _unpack_particle(theta[m], K, d, log_weights, mu, tau, const)
+        _weights_of(log_weights, weights)
         total_mass = 0.0
         for k in range(K):
             total_mass += mass[m, k]
         for k in range(K - 1):
-            out[m, k] = mass[m, k] - np.exp(log_weights[k]) * total_mass
+            out[m, k] = mass[m, k] - weights[k] * total_mass
         for k in range(K):
             for i in range(d):
                 tki = tau[k, i]
                 out[m, mean_start + k * d + i] = tki * first[m, k, i]
                 out[m, var_start + k * d + i] = -0.5 * mass[m, k] + 0.5 * tki * second[m, k, i]
         if include_prior:
-            _add_prior_gradient(log_weights, mu, tau, prior, mean_start, var_start, out[m])
+            _add_prior_gradient(weights, mu, tau, prior, mean_start, var_start, out[m])
 
 
 @numba.njit(cache=True, fastmath=_FASTMATH)
@@ -547,25 +614,17 @@ def _weighted_moments(theta, X, row_weights, n_components, log_lik):
                 scale[j] = _quotient(weight_row[start + j], scale[j])
             for k in range(K):
                 row = dens[k]
-                acc = 0.0
-                for j in range(n_block):
-                    r = row[j] * scale[j]
-                    row[j] = r
-                    acc += r
-                mass[m, k] += acc
+                _scale(row, scale, n_block)
                 for i in range(d):
-                    xi, x2i = xt[i], x2[i]
-                    acc1 = 0.0
-                    acc2 = 0.0
-                    for j in range(n_block):
-                        acc1 += row[j] * xi[j]
-                        acc2 += row[j] * x2i[j]
+                    total, acc1, acc2 = _double_sums(row, xt[i], x2[i], n_block)
+                    if i == 0:
+                        mass[m, k] += total
                     first[m, k, i] += acc1
                     second[m, k, i] += acc2
     return mass, first, second
 
 
-@numba.njit(cache=True, fastmath=_FASTMATH)
+@numba.njit(cache=True)
 def _centre_moments(theta, mass, first, second):
     """The moments ``s1 = sum r x``, ``s2 = sum r x^2`` turned in place into the centred ``c1 = s1 - mu m``, ``c2 =
     s2 - 2 mu s1 + mu^2 m`` of :func:`_gradient_from_centred_moments` (double precision, from double sums)."""

@@ -396,6 +396,37 @@ def test_non_finite_parameters_reach_the_results():
         assert np.all(np.isfinite(result[[0, 2]]))
 
 
+def test_kernels_are_the_same_bits_wherever_their_arrays_lie():
+    # The compiler vectorises a loop that reads one array and writes another only where a run-time check finds the
+    # two apart in memory, and its vector exponential differs from the scalar one in the last bits: were a kernel's
+    # result to depend on where the heap placed its input and scratch arrays, the same call would give other bits
+    # in another process (and a mode search from the same start another mode). A quasi-Newton search moves
+    # through many placements; at each point, every kernel (the log-likelihood and its gradient, the rows'
+    # log-likelihoods, the single-precision gradient and sum) on the search's own array and on a copy must agree.
+    from scipy.optimize import minimize
+    from sklearn.datasets import load_iris
+
+    X = load_iris().data[:100]
+    model = GaussianMixtureModel(3, X.shape[1])
+    start = model.mode_starts(np.random.default_rng(0), X, 2)[1]
+    differing = []
+
+    def negative_log_joint(theta):
+        log_lik, grad = model.log_likelihood_and_grad(theta[None], X, None, 1.0)
+        copy_log_lik, copy_grad = model.log_likelihood_and_grad(theta[None].copy(), X, None, 1.0)
+        others = (model.grad_log_joint(point, X, None, 1.0) for point in (theta[None], theta[None].copy()))
+        rows = (model.log_likelihood(point, X) for point in (theta[None], theta[None].copy()))
+        sums = (model.approximate_log_likelihood_sum(point, X) for point in (theta[None], theta[None].copy()))
+        same = all(np.array_equal(*pair) for pair in ((grad, copy_grad), tuple(others), tuple(rows), tuple(sums)))
+        if log_lik[0] != copy_log_lik[0] or not same:
+            differing.append(theta.copy())
+        return -(model.log_prior(theta[None])[0] + log_lik[0]), -(model.grad_log_prior(theta[None])[0] + grad[0])
+
+    for _ in range(3):
+        minimize(negative_log_joint, start, jac=True, method="BFGS", options={"gtol": 1e-8})
+    assert not differing
+
+
 def test_importing_the_package_imports_no_numba_and_compiles_nothing():
     """numba and the kernels' module load on a kernel's first call, not on import (nor on building estimators)."""
     out = run_python("""
