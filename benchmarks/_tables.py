@@ -9,6 +9,7 @@ tables with the same renderers. Nothing here imports evidence_select: a table de
 """
 
 import json
+import math
 import os
 
 import numpy as np
@@ -48,16 +49,25 @@ CALIBRATION_SUMMARY_HEADER = ("backend", "runs", "within max(3σ, 0.5)", "misses
                               "CPU s")
 
 
+def percent(share):
+    """``share`` as a percentage rounded down to a tenth, so that 100% means none left out.
+
+    >>> percent(209 / 210), percent(1.0), percent(0.98)
+    ('99.5%', '100%', '98%')
+    """
+    return f"{math.floor(round(share * 1000, 6)) / 10:g}%"
+
+
 def calibration_summary_table(saved):
     """Header and rows of the per-backend summary of a calibration run."""
     cells = []
     for method in saved["backends"]:
         s = calibration_summary(saved["rows"], method)
         if s is not None:
-            cells.append((s["method"], str(s["n_runs"]), f"{s['within']:.0%}", str(s["n_misses"]),
-                          f"{s['misses_flagged']:.0%}", f"{s['pull_std']:.2f}", f"{s['pull_std_converged']:.2f}",
-                          f"{s['converged_within_half_nat']:.0%} of {s['n_converged']}", f"{s['median_calls']:.3g}",
-                          f"{s['cpu_seconds']:.0f}"))
+            cells.append((s["method"], str(s["n_runs"]), percent(s["within"]), str(s["n_misses"]),
+                          percent(s["misses_flagged"]), f"{s['pull_std']:.2f}", f"{s['pull_std_converged']:.2f}",
+                          f"{percent(s['converged_within_half_nat'])} of {s['n_converged']}",
+                          f"{s['median_calls']:.3g}", f"{s['cpu_seconds']:.0f}"))
     return CALIBRATION_SUMMARY_HEADER, cells
 
 

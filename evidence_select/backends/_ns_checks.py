@@ -1,5 +1,5 @@
 """The checks of a nested-sampling run: insertion ranks, the replacements' memory of their start, the runs'
-agreement, and the end-of-run probe of what longer moves would remove."""
+agreement, and the verdict on what longer moves would remove (measured by :mod:`._ns_probe`)."""
 
 import numpy as np
 from scipy import stats
