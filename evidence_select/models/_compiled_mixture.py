@@ -19,9 +19,11 @@ of a run.
 
 The same call gives the same bits wherever its arrays lie, so in every process and joblib worker: the compiler
 compiles a loop that reads one array and writes another twice, vectorised and not, and picks one by a run-time check
-of the arrays' addresses, which the heap decides. So sums are reassociated only in loops that store nothing
-(:func:`_double_sums`, :func:`_single_sums`), and libm's exponentials, whose vector and scalar versions differ in the
-last bits, run in place over one array (:func:`_exp_in_place`).
+of the arrays' addresses, which the heap decides. So fast-math reassociation is only in the loops that sum and
+store nothing (:func:`_double_sums`, :func:`_single_sums`, :func:`_log_total`), where it lets the sums run in vector
+lanes; every loop that stores is compiled without flags, so its two versions give the same bits; and libm's
+exponentials, whose vector and scalar versions differ in the last bits, run in place over one array
+(:func:`_exp_in_place`).
 """
 
 import numba
@@ -96,7 +98,7 @@ def _unpack_particle(theta_row, K, d, log_weights, mu, tau, const):
         const[k] = log_weights[k] - 0.5 * (quadratic + d * _LOG_2PI)
 
 
-@numba.njit(cache=True, fastmath=_FASTMATH)
+@numba.njit(cache=True)
 def _log_densities(xt, x2, mu, tau, const, dens, top, n_rows):
     """Component log-densities of the first ``n_rows`` rows into ``dens`` ``(K, >= n_rows)``, their largest per row
     into ``top``.
@@ -152,7 +154,7 @@ def _scratch(K, d, n_rows):
             params)
 
 
-@numba.njit(cache=True, fastmath=_FASTMATH)
+@numba.njit(cache=True)
 def _particle_log_densities(theta_row, xt, x2, n_block, params, dens, top, totals):
     """One particle's parameter maps into ``params``, its log-densities on a block into ``dens`` and ``top``, and
     ``totals`` zeroed for the sums of exponentials."""
@@ -164,7 +166,7 @@ def _particle_log_densities(theta_row, xt, x2, n_block, params, dens, top, total
         totals[j] = 0.0
 
 
-@numba.njit(cache=True, fastmath=_FASTMATH)
+@numba.njit(cache=True)
 def _exponentials(dens, top, totals, n_block, accurate):
     """``dens[k, j] <- exp(dens[k, j] - top[j])`` (log-ratios floored at -80) and their sums over components added
     to ``totals``, for the first ``n_block`` rows; to 3e-15 relative with ``accurate``
@@ -228,6 +230,16 @@ def _single_sums(row, xi, centre, n_block):
 
 
 @numba.njit(cache=True, fastmath=_FASTMATH)
+def _log_total(top, total, n_block):
+    """``sum_j top[j] + log(total[j])`` over the first ``n_block`` rows, in double precision from single-precision
+    terms, reassociated into vector lanes (a loop that stores nothing: see :func:`_double_sums`)."""
+    block = 0.0
+    for j in range(n_block):
+        block += np.float64(top[j]) + _log(np.float64(total[j]))
+    return block
+
+
+@numba.njit(cache=True)
 def mixture_log_likelihood(theta, X, n_components, out):
     """``log p(x_j | theta_m)`` per particle and row into ``out`` ``(n_particles, n_rows)``.
 
@@ -321,7 +333,7 @@ def mixture_prior_gradient(theta, n_components, n_features, prior, out):
     return out
 
 
-@numba.njit(cache=True, fastmath=_FASTMATH)
+@numba.njit(cache=True)
 def mixture_gradient(theta, X, row_weights, n_components, prior, include_prior, out):
     """The weighted log-likelihood's gradient (plus the log prior's with ``prior``) per particle, into ``out``.
 
@@ -409,7 +421,7 @@ def _single_particle(theta_row, params, half_tau, const, exact):
         const[k] = np.float32(exact[k])
 
 
-@numba.njit(cache=True, fastmath=_FASTMATH)
+@numba.njit(cache=True)
 def _centred_log_densities(xt, mu, half_tau, const, dens, n_rows):
     """Component log-densities ``const_k - sum_i tau_ki (x_i - mu_ki)^2 / 2`` of the first ``n_rows`` rows of ``xt``
     ``(d, >= n_rows)`` into ``dens`` (single precision), then each minus its row's largest, floored at -80.
@@ -444,7 +456,7 @@ def _centred_log_densities(xt, mu, half_tau, const, dens, n_rows):
             row[j] = max(row[j] - top[j], floor)
 
 
-@numba.njit(cache=True, fastmath=_FASTMATH)
+@numba.njit(cache=True)
 def _centred_moments_single(theta, X, row_weights, n_components):
     """The responsibilities' weighted centred moments ``m (M, K)``, ``c1``, ``c2 (M, K, d)`` (see
     :func:`mixture_gradient`): each block's in single precision, added over blocks in double."""
@@ -488,7 +500,7 @@ def _centred_moments_single(theta, X, row_weights, n_components):
     return mass, first, second
 
 
-@numba.njit(cache=True, fastmath=_FASTMATH)
+@numba.njit(cache=True)
 def mixture_log_likelihood_sum_single(theta, X, n_components, out):
     """``sum_j log p(x_j | theta_m)`` per particle into ``out`` ``(n_particles,)``, each row's term in single
     precision (eight vector lanes and :func:`~._compiled_exp.exp_single`), each block's sum and the logarithms
@@ -527,9 +539,7 @@ def mixture_log_likelihood_sum_single(theta, X, n_components, out):
                 for j in range(n_block):
                     total[j] += _exp_single(row[j])
             top = dens[K]
-            block = 0.0
-            for j in range(n_block):
-                block += np.float64(top[j]) + _log(np.float64(total[j]))
+            block = _log_total(top, total, n_block)
             out[m] += block + n_block * shift
     return out
 
@@ -558,7 +568,7 @@ def _gradient_from_centred_moments(theta, mass, first, second, prior, include_pr
             _add_prior_gradient(weights, mu, tau, prior, mean_start, var_start, out[m])
 
 
-@numba.njit(cache=True, fastmath=_FASTMATH)
+@numba.njit(cache=True)
 def mixture_log_likelihood_and_gradient(theta, X, row_weights, n_components, log_lik, out):
     """:func:`mixture_log_likelihood` into ``log_lik`` and the likelihood's gradient into ``out``, in one pass.
 
@@ -573,7 +583,7 @@ def mixture_log_likelihood_and_gradient(theta, X, row_weights, n_components, log
     return log_lik, out
 
 
-@numba.njit(cache=True, fastmath=_FASTMATH)
+@numba.njit(cache=True)
 def mixture_moments(theta, X, row_weights, n_components):
     """The weighted responsibilities' moments ``(m (M, K), s1 (M, K, d), s2 (M, K, d))`` per particle: ``sum_j w_j
     r_jk``, ``sum_j w_j r_jk x_j`` and ``sum_j w_j r_jk x_j^2``, EM's statistics (the M-step's weights, means and
@@ -582,7 +592,7 @@ def mixture_moments(theta, X, row_weights, n_components):
     return _weighted_moments(theta, X, row_weights, n_components, np.empty((0, 0)))
 
 
-@numba.njit(cache=True, fastmath=_FASTMATH)
+@numba.njit(cache=True)
 def _weighted_moments(theta, X, row_weights, n_components, log_lik):
     """The responsibilities' weighted moments ``m (M, K)``, ``s1``, ``s2 (M, K, d)`` (see :func:`mixture_moments`).
 
