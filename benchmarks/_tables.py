@@ -9,7 +9,6 @@ tables with the same renderers. Nothing here imports evidence_select: a table de
 """
 
 import json
-import math
 import os
 
 import numpy as np
@@ -50,12 +49,16 @@ CALIBRATION_SUMMARY_HEADER = ("backend", "runs", "within max(3σ, 0.5)", "misses
 
 
 def percent(share):
-    """``share`` as a percentage rounded down to a tenth, so that 100% means none left out.
+    """``share`` as a percentage to a tenth, and 0% or 100% only where it is exactly that: one run of 210 left
+    out, or one of 1140 flagged, shows.
 
-    >>> percent(209 / 210), percent(1.0), percent(0.98)
-    ('99.5%', '100%', '98%')
+    >>> percent(209 / 210), percent(1 / 1140), percent(1.0), percent(0.98)
+    ('99.5%', '0.1%', '100%', '98%')
     """
-    return f"{math.floor(round(share * 1000, 6)) / 10:g}%"
+    value = round(100.0 * share, 1)
+    if 0.0 < share < 1.0:
+        value = min(max(value, 0.1), 99.9)
+    return f"{value:g}%"
 
 
 def calibration_summary_table(saved):
@@ -123,8 +126,8 @@ def _coverage_cells(runs):
     errors = np.array([r["value"] - r["reference"] for r in runs])
     pulls = np.abs(errors) / np.hypot([r["std"] for r in runs], [r["reference_std"] for r in runs])
     flagged = np.array([bool(r["warnings"]) for r in runs])
-    return (f"{np.mean(pulls <= 1):.0%}", f"{np.mean(pulls <= 2):.0%}", f"{flagged.mean():.0%}",
-            f"{np.mean((pulls <= 2) | flagged):.0%}")
+    return (percent(np.mean(pulls <= 1)), percent(np.mean(pulls <= 2)), percent(flagged.mean()),
+            percent(np.mean((pulls <= 2) | flagged)))
 
 
 # -- real data sets (bench_real.py) ----------------------------------------------------------

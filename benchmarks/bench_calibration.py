@@ -211,6 +211,7 @@ def parse_args(argv=None):
         parser.error(f"unknown backends {unknown}; choose from {BACKENDS}")
     if args.jobs < 1:
         parser.error(f"--jobs must be at least 1, got {args.jobs}")
+    args.methods = args.backends + (["dynesty"] if args.dynesty else [])  # what each case runs, in this order
     args.name = "calibration_held_out" if args.held_out else "calibration"
     if args.quick:
         args.max_dim, args.seeds = min(args.max_dim, 8), 1
@@ -234,9 +235,8 @@ def _run(case, method, seed, dynesty_maxcall):
 
 def _tasks(args, cases):
     """Every run the arguments ask for, as ``(case, method, seed)`` in case, then seed, then method order."""
-    methods = args.backends + (["dynesty"] if args.dynesty else [])
     return [(case, method, seed) for case in cases for seed in range(args.first_seed, args.first_seed + args.seeds)
-            for method in methods if method != "ns" or case.dim <= args.ns_max_dim]
+            for method in args.methods if method != "ns" or case.dim <= args.ns_max_dim]
 
 
 def _runs(args, tasks):
@@ -251,8 +251,7 @@ def _runs(args, tasks):
 def main(argv=None):
     args = parse_args(argv)
     cases = select_cases(args.max_dim, [p for p in args.cases.split(",") if p], args.held_out)
-    methods = args.backends + (["dynesty"] if args.dynesty else [])
-    out = dict(meta=dict(run_metadata(sys.argv), jobs=args.jobs), backends=methods, seeds=args.seeds, rows=[])
+    out = dict(meta=dict(run_metadata(sys.argv), jobs=args.jobs), backends=args.methods, seeds=args.seeds, rows=[])
     tasks = _tasks(args, cases)
     runs = iter(_runs(args, tasks))
     for case in cases:
@@ -263,10 +262,10 @@ def main(argv=None):
         line = "  ".join(f"{r['method']}:{r['estimate'] - case.exact:+.2f}{'' if r['within'] else '!'}"
                          f"{'' if r['converged'] else '(flagged)'}" for r in row["runs"])
         print(f"{case.name:22s} exact {case.exact:10.3f}  {line}", flush=True)
-        out["summary"] = [s for s in (calibration_summary(out["rows"], m) for m in methods) if s]
+        out["summary"] = [s for s in (calibration_summary(out["rows"], m) for m in args.methods) if s]
         save_result(args.name, out)  # after every case, so a run cut short keeps what it measured
     paths = save_result(args.name, out, args.save, trimmed)
-    print_table(out["rows"], methods)
+    print_table(out["rows"], args.methods)
     print_tables("calibration", out)
     print("\nwrote " + ", ".join(paths))
 
