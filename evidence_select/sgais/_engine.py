@@ -58,6 +58,12 @@ engine adapts these choices to the particles; for each:
   with is fixed while it moves; the step comes from earlier acceptance
   rates, an adaptive choice of kernel from the population: consistent, like the
   schedule;
+- *exact moves after SGHMC fell behind*: a chunk on which SGHMC's particles
+  lag behind the posterior of every row (:func:`~._lag.lag_ratio`, while the
+  rows are stored) is annealed again with the exact kernel, and so are the
+  later chunks up to ``CheckSettings.lag_rows`` rows: an adaptive choice of
+  kernel from the population, consistent like the schedule; the first
+  attempt's weights are discarded whole, never mixed in;
 - *exact draws* (a conjugate model, in the exact kernel's place): the kernel
   ``K(theta, .) = target``, exactly invariant; from every past row's summed
   statistics where the model offers that (the linear model, at any ``n``);
@@ -111,10 +117,13 @@ where Stein's identities on every stored row show them closer (:mod:`._lag`),
 or ``sqrt(n / |R| - 1)`` beyond the reservoir (:func:`degraded_widening`), until a restart
 replays the rows or a posterior-mode check measures the gap that replaces it
 (:func:`~._mode_check.checked_widening`). So is a chunk that
-shifts while the reservoir still holds every row, past ``exact_move_rows``, in a
-run with no surprise trigger configured: it restarts when the budget covers the
-replay, but SGHMC alone may not follow a posterior that keeps moving after the
-shift, so it is degraded either way. Restarts and
+shifts while the reservoir still holds every row, past ``exact_move_rows`` and
+past ``CheckSettings.lag_rows`` (or in a run without exact moves), in a run with
+no surprise trigger configured: it restarts when the budget covers the replay,
+but SGHMC alone may not follow a posterior that keeps moving after the shift, so
+it is degraded either way. Within ``lag_rows`` such a chunk is annealed again
+with exact moves instead, as are the chunks after it (:func:`sgais_update`),
+which follow the shift: nothing degrades it. Restarts and
 excursions share a budget: their datum evaluations stay within
 ``surprise_budget`` (default 4) times the stream's own annealing, plus the
 overrun of one restart or excursion. A surprise refused its cure by the budget
@@ -141,13 +150,13 @@ import numpy as np
 from ._reservoir import reservoir_data, reservoir_insert
 from ..utils import ess_from_log_weights, log_mean_exp, make_generator
 from ._checks import ChunkCauses, lineages_fail, with_checks
-from ._lag import posterior_lag
+from ._lag import lag_ratio, posterior_lag
 from ._mode_check import (ModeEvidence, apply_mode_check, compare_with_mode, mode_check_due, remembered_modes,
                           rows_checkable, rows_mode_evidence)
 from ._mode_restart import mends_at_mode, mode_population, restarted_state, restarts_at_mode
 from ._replay_gate import GateCheck, allowed_gap, gate_applies, gate_mode_evidence, groups_behind
 from ._moves import MoveTarget, SGHMCDivergence, chunk_context, exact_recovery, pooled_step_scales
-from ._policy import (ActionKind, ChunkMode, arrival_action, closing_action, degradation_text, excursion,
+from ._policy import (SHIFTS, ActionKind, ChunkMode, arrival_action, closing_action, degradation_text, excursion,
                       initial_mode, per_row_spread, periodic_restart_due, pooled_restart, replay_from_prior,
                       replayed_groups, shift_detected, steps_action, surprise_limits, surprised_on_arrival)
 from ._reference import refresh_reference
@@ -241,7 +250,13 @@ def sgais_update(state, X, y, model, config, *, check=None, previous=None):
     A chunk on which SGHMC diverges is annealed again from ``state`` with exact,
     Metropolis-corrected moves while the reservoir holds every row seen
     (:func:`~._moves.exact_recovery`), and ``ChunkRecord.fallback`` says so;
-    beyond the reservoir the divergence is raised.
+    beyond the reservoir the divergence is raised. A chunk on which SGHMC's
+    particles fell behind the posterior, or whose rows shifted
+    (:func:`_check_sghmc_kept_up`), is annealed again from ``state`` with exact
+    moves too, as are the chunks after it while the rows allow
+    (``SGAISState.sghmc_fell_behind``), and ``ChunkRecord.sghmc_lag_ratio``
+    says how far they lagged: a cure that needs no warning, since the chunk's
+    evidence is then the exact moves'.
     """
     try:
         return _update(state, X, y, model, config, check, previous)
@@ -251,6 +266,40 @@ def sgais_update(state, X, y, model, config, *, check=None, previous=None):
             raise
         recovery = f"{divergence.what}: the chunk was annealed again with exact moves"
         return _update(state, X, y, model, recovered, check, previous, recovery)
+    except _FellBehind as behind:
+        # From this chunk on, moves are exact while every row is stored, up to CheckSettings.lag_rows.
+        new_state, record, undo = _update(state._replace(sghmc_fell_behind=state.n_samples_seen + len(X)), X, y,
+                                          model, config, check, previous)
+        return new_state, record._replace(sghmc_lag_ratio=behind.ratio), undo
+
+
+class _FellBehind(Exception):
+    """SGHMC's particles fell behind the posterior on a chunk (:func:`_check_sghmc_kept_up`); ``ratio`` says how far."""
+
+    def __init__(self, ratio):
+        super().__init__(f"SGHMC's particles lag {ratio:.3g} times their sampling noise behind the posterior")
+        self.ratio = ratio
+
+
+def _check_sghmc_kept_up(context, progress):
+    """Raise :class:`_FellBehind` where SGHMC annealed the chunk of ``context`` and its particles (``progress``,
+    the annealed chunk's :class:`ChunkProgress`) lag behind the posterior of every row seen by more than
+    ``ExactMoveSettings.lag_ratio`` times their own sampling noise (:func:`~._lag.lag_ratio`), or the chunk's
+    rows shifted (:data:`~._policy.SHIFTS`: SGHMC may not follow the posterior there, where exact moves do).
+    Only while the reservoir holds every row seen, the chunk's included, and they are at most
+    ``CheckSettings.lag_rows``, in a run with exact moves (``exact_move_rows`` not 0)."""
+    config, reservoir = context.config, context.reservoir
+    n_rows = context.n_seen + len(context.X)
+    if (context.exact_moves or config.exact_move_rows == 0 or reservoir.n_stored < context.n_seen
+            or n_rows > config.tuning.checks.lag_rows):
+        return
+    past_X, past_y = reservoir_data(reservoir)
+    X = np.concatenate([past_X, context.X])
+    y = None if context.y is None else np.concatenate([past_y, context.y])
+    ratio = lag_ratio(context.model, progress.particles, X, y)
+    # NaN too: a lag that cannot be measured.
+    if progress.action.reason in SHIFTS or not ratio <= config.tuning.exact_moves.lag_ratio:
+        raise _FellBehind(ratio)
 
 
 def _update(state, X, y, model, config, check, previous, recovery=""):
@@ -261,6 +310,7 @@ def _update(state, X, y, model, config, check, previous, recovery=""):
     settings = config.tuning.mode_check
     limits = surprise_limits(state, context, rows_checkable(model, state.n_samples_seen + len(X), settings))
     progress = anneal_chunk(rng, context, limits, _start_particles(state))
+    _check_sghmc_kept_up(context, progress)
     gate = _replay_gate(rng, state, context, limits, progress)
     groups = (progress.particles.log_evidence, progress.particles.log_evidence_variance)
     behind = None if gate is None else groups_behind(
@@ -380,7 +430,7 @@ def _next_state(state, context, closed, carried, widening, degraded):
         widening=_kept_widening(state, closed)._replace(
             degraded_variance=_kept_degraded_variance(state, closed) + widening**2,
             n_degraded_chunks=state.widening.n_degraded_chunks + degraded, mode_gap_variance=closed.mode_gap_variance),
-        past_statistics=past_statistics, known_modes=state.known_modes)
+        past_statistics=past_statistics, known_modes=state.known_modes, sghmc_fell_behind=state.sghmc_fell_behind)
 
 
 def _increment_variance(state, closed):

@@ -16,6 +16,12 @@ the measured lag also carries the particles' own sampling noise: about
 ``sqrt(n_params / n_particles)`` posterior standard deviations even on exact
 draws. The noise only adds to the lag, so the engine takes a measured lag only
 where it reads under one standard deviation, the lag it assumes otherwise.
+
+:func:`lag_ratio` divides the lag by that noise, ``sqrt(n_params / n_eff)``
+with ``n_eff`` the pooled weights' effective size: about 1 for particles that
+follow the posterior, whatever its dimension and the particles' number, which
+makes it the engine's test of whether SGHMC kept up
+(``ExactMoveSettings.lag_ratio``).
 """
 
 import math
@@ -25,7 +31,7 @@ import numpy as np
 
 from ._reference import grad_sum
 
-__all__ = ["PosteriorLag", "posterior_lag"]
+__all__ = ["PosteriorLag", "lag_ratio", "posterior_lag"]
 
 
 class PosteriorLag(NamedTuple):
@@ -58,3 +64,12 @@ def posterior_lag(model, particles, X, y):
     dispersion = min(dispersion, 1.0)
     lag_sq = float(weights @ (centred @ mean_score) ** 2) / dispersion
     return PosteriorLag(math.sqrt(lag_sq) if math.isfinite(lag_sq) else math.inf, dispersion)
+
+
+def lag_ratio(model, particles, X, y):
+    """The particles' lag behind the posterior of the rows ``(X, y)`` (:func:`posterior_lag`) over the lag
+    their own sampling noise gives, ``sqrt(n_params * sum(w**2))`` with ``w`` the pooled normalised weights.
+    """
+    weights = np.exp(particles.log_weights).ravel() / len(particles.log_weights)
+    noise = math.sqrt(particles.theta.shape[1] * float(weights @ weights))
+    return posterior_lag(model, particles, X, y).lag / noise

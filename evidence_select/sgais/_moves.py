@@ -182,12 +182,14 @@ def _gradient_block(X, y, n_batch, n_seen, rows):
 def uses_exact_moves(config, state, n_chunk, from_statistics=False):
     """Whether a chunk's particles move exactly (:func:`exact_draw_kernel` or :func:`exact_hmc_kernel`).
 
-    Within ``config.exact_move_rows`` rows (None: any number), when every row
-    seen is stored or the exact draws come from the past rows' summed
-    statistics (``from_statistics``), which cost the same at any ``n``.
+    Within ``config.exact_move_rows`` rows (None: any number), or within ``CheckSettings.lag_rows`` in a run
+    whose SGHMC particles fell behind the posterior (``state.sghmc_fell_behind``), when every row seen is stored
+    or the exact draws come from the past rows' summed statistics (``from_statistics``), which cost the same at
+    any ``n``.
     """
     n_seen = state.n_samples_seen
     within = config.exact_move_rows is None or n_seen + n_chunk <= config.exact_move_rows
+    within = within or (state.sghmc_fell_behind > 0 and n_seen + n_chunk <= config.tuning.checks.lag_rows)
     return within and (from_statistics or state.reservoir.n_stored == n_seen)
 
 

@@ -51,7 +51,7 @@ from ._state import (OVERSHOOT_STD, Particles, StepCounts, group_left_behind, in
                      standing_groups)
 from ._steps import choose_increment, tempering_step
 
-__all__ = ["DEFERRAL_GROWTH", "ActionKind", "ChunkAction", "ChunkMode", "Closing", "Degradation", "Replay",
+__all__ = ["DEFERRAL_GROWTH", "SHIFTS", "ActionKind", "ChunkAction", "ChunkMode", "Closing", "Degradation", "Replay",
            "SurpriseLimits", "arrival_action", "closing_action", "cure_of", "degradation_text", "initial_mode",
            "steps_action", "surprise_limits",
            "surprised_on_arrival", "shift_detected", "excursion", "replay_from_prior", "merge_independent_runs",
@@ -75,6 +75,11 @@ class Degradation(enum.Enum):
     SHIFT_RESTARTED = "a shift past the exact moves restarted, but SGHMC may lag the still-moving posterior"
     SHIFT_RESTARTS_OFF = "a shift past the exact moves could not restart: restarts on a shift are off"
     SHIFT_BUDGET_SPENT = "a shift past the exact moves could not restart: the surprise budget is spent"
+
+
+#: The degradations of a shift past the exact moves' rows: where the rows allow, the engine anneals such a chunk
+#: again with exact moves instead (:func:`~._engine.sgais_update`), which follow a shift.
+SHIFTS = frozenset({Degradation.SHIFT_RESTARTED, Degradation.SHIFT_RESTARTS_OFF, Degradation.SHIFT_BUDGET_SPENT})
 
 
 class ActionKind(enum.Enum):
@@ -143,7 +148,8 @@ def surprise_limits(state, context, checkable=False):
     own cost, at most ``max_annealing_steps / 2`` steps). In a run with no
     surprise trigger, a shift (:func:`shift_detected`) past the exact moves'
     rows restarts on the same terms (``restart_on_shift``), and is degraded
-    whether it restarted or not. A chunk whose particles draw exactly from every
+    whether it restarted or not, except where the engine anneals it again with
+    exact moves (:data:`SHIFTS`, within ``CheckSettings.lag_rows``). A chunk whose particles draw exactly from every
     past row's summed statistics (the linear model) needs no cure at any ``n``:
     nothing degrades it.
     """

@@ -31,6 +31,17 @@ class ExactMoveSettings(NamedTuple):
     moves again, up to ``max_repeats`` more times
     (:func:`~..kernels._particle_hmc.particle_hmc_move_until_decorrelated`): on a stream sorted by class the
     tempered posterior keeps moving far between steps, and a population one move cannot carry lags behind it.
+
+    Past those rows SGHMC moves the particles, and on a posterior it cannot follow (a classifier whose rows
+    separate the classes: flat directions, not along the axes its step scales see, that keep moving as rows
+    arrive) they fall behind it chunk after chunk while every importance weight looks healthy, and the evidence
+    reads low by more than its error bar. So while every row seen is stored and there are at most
+    ``CheckSettings.lag_rows`` of them, a chunk annealed by SGHMC is measured against the posterior of every row
+    (:func:`~._lag.lag_ratio`); where the particles lag more than ``lag_ratio`` times their own sampling noise
+    behind it, the chunk is annealed again with exact moves, and so is every later chunk up to those rows
+    (:func:`~._moves.uses_exact_moves`). Particles that follow the posterior read a ratio of 1 to 2 (more than
+    1 where the posterior is far from Gaussian); a lag that grows from chunk to chunk passes ``lag_ratio`` within
+    a chunk or two of its start.
     """
 
     leapfrog: int = 5
@@ -40,6 +51,7 @@ class ExactMoveSettings(NamedTuple):
     initial_step: float = 0.5
     max_repeats: int = 3
     max_correlation: float = 0.1
+    lag_ratio: float = 3.0
 
 
 class StepSettings(NamedTuple):
@@ -170,7 +182,8 @@ class CheckSettings(NamedTuple):
     ``lag_rows``: while at most this many rows were seen (all of them stored), a degraded chunk's widening
     measures the particles' lag behind the posterior on every row (:mod:`~._lag`, one gradient per particle
     and row), and takes it where it is under one posterior standard deviation; beyond, it assumes one (or the
-    reservoir's bound, if larger).
+    reservoir's bound, if larger). Up to the same rows every chunk that SGHMC annealed is measured so
+    (``ExactMoveSettings.lag_ratio``).
     """
 
     population_bias: float = 0.25

@@ -141,6 +141,9 @@ class SGAISState(NamedTuple):
     # The lowest distinct minima of the last posterior-mode search due by the rows, (n, n_params) (the next
     # search's starts, ModeCheckSettings.n_known_modes), or None before one.
     known_modes: np.ndarray = None
+    # Rows seen after the chunk whose SGHMC particles fell behind the posterior (ExactMoveSettings.lag_ratio), 0
+    # for none: from there the chunks move exactly while every row is stored, up to CheckSettings.lag_rows.
+    sghmc_fell_behind: int = 0
 
 
 class ChunkRecord(NamedTuple):
@@ -257,6 +260,15 @@ class ChunkRecord(NamedTuple):
     notices : tuple of Notice
         The warnings this chunk gives (check, cause, category, message), raised
         by the run's caller once per cause per call.
+    sghmc_lag_ratio : float
+        Where SGHMC's particles fell behind the posterior of every row seen on
+        this chunk (above ``ExactMoveSettings.lag_ratio``) or the chunk's rows
+        shifted, how far they lagged, in units of their own sampling noise
+        (:func:`~evidence_select.sgais._lag.lag_ratio`): the chunk was then
+        annealed again with exact moves, as are the later chunks while every
+        row is stored, up to ``CheckSettings.lag_rows`` rows. 0 where no SGHMC
+        run was replaced. A cure, not a warning: the evidence is the exact
+        moves'.
 
     Examples
     --------
@@ -293,6 +305,7 @@ class ChunkRecord(NamedTuple):
     n_collapsed_chunks: int = 0
     failed_checks: tuple = ()
     notices: tuple = ()
+    sghmc_lag_ratio: float = 0.0
 
     def __deepcopy__(self, memo):
         # Numbers, strings and tuples of them only, so the record is its own deep copy. Estimators are deep-copied on

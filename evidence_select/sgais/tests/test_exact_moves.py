@@ -46,8 +46,20 @@ def _particles(theta, n_groups, n_particles):
 ])
 def test_exact_moves_only_while_the_past_is_exact_and_within_budget(n_seen, n_chunk, n_stored, budget,
                                                                       from_statistics, expected):
-    state = SimpleNamespace(n_samples_seen=n_seen, reservoir=SimpleNamespace(n_stored=n_stored))
+    state = SimpleNamespace(n_samples_seen=n_seen, reservoir=SimpleNamespace(n_stored=n_stored), sghmc_fell_behind=0)
     assert uses_exact_moves(SGAISConfig(exact_move_rows=budget), state, n_chunk, from_statistics) is expected
+
+
+@pytest.mark.parametrize("n_seen, n_chunk, n_stored, expected", [
+    (1500, 501, 1500, True),  # past exact_move_rows, within CheckSettings.lag_rows (5000)
+    (4500, 500, 4500, True),  # the chunk that reaches lag_rows
+    (4500, 501, 4500, False),  # past lag_rows
+    (2500, 500, 2000, False),  # the reservoir lost rows
+])
+def test_a_run_whose_sghmc_fell_behind_moves_exactly_up_to_the_lag_rows(n_seen, n_chunk, n_stored, expected):
+    state = SimpleNamespace(n_samples_seen=n_seen, reservoir=SimpleNamespace(n_stored=n_stored),
+                            sghmc_fell_behind=1200)
+    assert uses_exact_moves(SGAISConfig(exact_move_rows=1000), state, n_chunk) is expected
 
 
 def test_the_state_keeps_the_summed_statistics_of_every_row_seen():

@@ -8,7 +8,7 @@ import pytest
 from evidence_select.models import LinearGaussianModel
 from evidence_select.models._linear import LinearEvidenceStats
 from evidence_select.sgais._engine import degraded_widening
-from evidence_select.sgais._lag import PosteriorLag, posterior_lag
+from evidence_select.sgais._lag import PosteriorLag, lag_ratio, posterior_lag
 from evidence_select.sgais._state import Particles
 
 N_GROUPS, N_PER_GROUP = 2, 200
@@ -17,14 +17,14 @@ N_GROUPS, N_PER_GROUP = 2, 200
 def _posterior(n_rows=500, n_features=3, seed=0):
     rng = np.random.default_rng(seed)
     X = rng.normal(size=(n_rows, n_features))
-    y = X @ np.array([1.0, -0.5, 0.25])[:n_features] + 0.3 + rng.normal(size=n_rows)
+    y = X @ np.resize([1.0, -0.5, 0.25], n_features) + 0.3 + rng.normal(size=n_rows)
     model = LinearGaussianModel(n_features)
     mean, cov = LinearEvidenceStats.empty(model).update(model, X, y).posterior(model)
     return model, (X, y), mean, cov
 
 
-def _particles(theta):
-    log_weights = np.full((N_GROUPS, N_PER_GROUP), -math.log(N_PER_GROUP))
+def _particles(theta, n_per_group=N_PER_GROUP):
+    log_weights = np.full((N_GROUPS, n_per_group), -math.log(n_per_group))
     return Particles(theta=theta, log_weights=log_weights, log_evidence=np.zeros(N_GROUPS),
                      log_evidence_variance=np.zeros(N_GROUPS), reference=None, reference_grad=None, origins=None)
 
@@ -65,6 +65,35 @@ def test_a_narrow_population_reads_its_dispersion_and_its_lag_in_posterior_units
     assert abs(np.median([lag.dispersion for lag in lags]) - 0.25) < 0.05
     noise = math.sqrt(len(mean) / (N_GROUPS * N_PER_GROUP))
     assert abs(np.median([lag.lag for lag in lags]) - 1.0) < 3 * noise
+
+
+@pytest.mark.parametrize("n_features, n_per_group", [(3, 200), (30, 30)])
+def test_the_lag_ratio_of_exact_draws_is_about_one_whatever_the_dimension_and_the_particles(n_features,
+                                                                                             n_per_group):
+    # The engine's test of SGHMC (ExactMoveSettings.lag_ratio = 3) must not fire on particles that follow the
+    # posterior, with 60 particles in 31 dimensions (more parameters than particles per group) as with 400 in 4.
+    model, rows, mean, cov = _posterior(n_features=n_features)
+    rng = np.random.default_rng(1)
+    ratios = []
+    for _ in range(20):
+        theta = rng.multivariate_normal(mean, cov, size=N_GROUPS * n_per_group)
+        ratios.append(lag_ratio(model, _particles(theta, n_per_group), *rows))
+    assert 0.5 < np.median(ratios) < 1.5
+    assert max(ratios) < 2.0
+
+
+def test_the_lag_ratio_of_a_population_three_standard_deviations_behind_exceeds_the_engines_threshold():
+    # 60 particles in 31 dimensions: their own noise is sqrt(31 / 60) = 0.72 standard deviations, so a lag of
+    # 3 standard deviations reads a ratio near 4.
+    model, rows, mean, cov = _posterior(n_features=30)
+    rng = np.random.default_rng(2)
+    root = np.linalg.cholesky(cov)
+    ratios = []
+    for _ in range(20):
+        direction = rng.normal(size=len(mean))
+        white = rng.standard_normal((N_GROUPS * 30, len(mean))) + 3.0 * direction / np.linalg.norm(direction)
+        ratios.append(lag_ratio(model, _particles(mean + white @ root.T, 30), *rows))
+    assert min(ratios) > 3.0
 
 
 def test_degraded_widening_scales_with_the_measured_lag():
