@@ -243,9 +243,9 @@ def held_out_cases():
 
 
 def held_out_separable_cases():
-    """Two-class problems on all digits (names ``sep_*``), shuffled and with one class after the other: long
-    enough that SGHMC, not the exact moves, anneals most of the rows, on a posterior far flatter than the
-    softmax's curvature bound."""
+    """Two-class problems on all digits (names ``sep_*``), shuffled and with one class after the other: longer
+    than ``exact_move_rows``, on a posterior far flatter than the softmax's curvature bound, which SGHMC cannot
+    follow past those rows (the engine's lag check must hand them back to the exact moves)."""
     return {f"sep_{data_name}_{order}": (data_name, order, dict(kind="classifier", prior_scale=1), "backends")
             for data_name in HELD_OUT_BINARY for order in ("shuffled", "sorted")}
 
