@@ -38,10 +38,10 @@ class ExactMoveSettings(NamedTuple):
     reads low by more than its error bar. So while every row seen is stored and there are at most
     ``CheckSettings.lag_rows`` of them, a chunk annealed by SGHMC is measured against the posterior of every row
     (:func:`~._lag.lag_ratio`); where the particles lag more than ``lag_ratio`` times their own sampling noise
-    behind it, the chunk is annealed again with exact moves, and so is every later chunk up to those rows
-    (:func:`~._moves.uses_exact_moves`). Particles that follow the posterior read a ratio of 1 to 2 (more than
-    1 where the posterior is far from Gaussian); a lag that grows from chunk to chunk passes ``lag_ratio`` within
-    a chunk or two of its start.
+    behind it (or its rows shifted, :data:`~._policy.SHIFTS`), the chunk is annealed again with exact moves, and
+    so is every later chunk up to those rows (:func:`~._moves.uses_exact_moves`). Particles that follow the
+    posterior read a ratio of 1 to 2 (more than 1 where the posterior is far from Gaussian); a lag that grows from
+    chunk to chunk passes ``lag_ratio`` within a chunk or two of its start.
     """
 
     leapfrog: int = 5

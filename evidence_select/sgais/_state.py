@@ -141,8 +141,9 @@ class SGAISState(NamedTuple):
     # The lowest distinct minima of the last posterior-mode search due by the rows, (n, n_params) (the next
     # search's starts, ModeCheckSettings.n_known_modes), or None before one.
     known_modes: np.ndarray = None
-    # Rows seen after the chunk whose SGHMC particles fell behind the posterior (ExactMoveSettings.lag_ratio), 0
-    # for none: from there the chunks move exactly while every row is stored, up to CheckSettings.lag_rows.
+    # Rows seen after the chunk whose SGHMC particles fell behind the posterior (ExactMoveSettings.lag_ratio) or
+    # whose rows shifted, 0 for none: from there the chunks move exactly while every row is stored, up to
+    # CheckSettings.lag_rows.
     sghmc_fell_behind: int = 0
 
 

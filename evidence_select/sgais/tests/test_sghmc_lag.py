@@ -87,11 +87,11 @@ def _zero_against_the_rest():
 
 @pytest.mark.extended
 def test_the_evidence_of_a_separating_posterior_past_the_exact_rows_is_right():
-    """Zero against the other nine digits (1797 rows, 61 pixels and an intercept, 124 parameters), shuffled, chunks of 100: past
-    the first 1000 rows SGHMC falls behind this posterior (the evidence read 1.6-2.6 nats low at error bars of
-    0.7-0.9, unwarned, without the cure). Reference -84.32 +/- 0.02: nested sampling and bridge sampling agree
-    (``python benchmarks/bench_real.py --suite real_data_held_out --cases sep_digits0_rest_shuffled``, its
-    reference)."""
+    """Zero against the other nine digits (1797 rows, 61 pixels and an intercept, 124 parameters), shuffled,
+    chunks of 100: past the first 1000 rows SGHMC falls behind this posterior (the evidence read 1.6-2.6 nats low
+    at error bars of 0.7-0.9, unwarned, without the cure). Reference -84.32 +/- 0.02, on which AIS and bridge
+    sampling agree (``python benchmarks/bench_real.py --suite real_data_held_out --cases
+    sep_digits0_rest_shuffled``, its reference)."""
     X, y = _zero_against_the_rest()
     order = np.random.default_rng(0).permutation(len(X))
     for seed in range(3):
