@@ -25,7 +25,9 @@ warnings; the table gives that fraction and the fraction of runs within 2 sigma 
 Cases: linear (1000 rows, exact), softmax (1000 rows, Laplace importance sampling), the same two
 models and the paper's mixture on 1e5-row streams, a two-class softmax whose first feature nearly separates
 the classes on 5000 and 2e4 rows (streamed past its exact moves; Laplace importance sampling, which agrees
-with bridge sampling to 0.01 nat on such data), the mixture also on 1e4 (the length at which an
+with bridge sampling to 0.01 nat on such data), a two-class softmax on 30 correlated features whose
+posterior SGHMC cannot follow, on 12 000 rows (past the lag check's 5000; Laplace importance sampling), the
+mixture also on 1e4 (the length at which an
 error that grows with the stream shows; the mixture's reference is importance sampling at its best
 posterior mode, ``_paper_mixture_mode_reference``, past the rows where the streams check themselves
 against it), a linear stream whose coefficients change at row 500 (exact), every standardised real
@@ -34,7 +36,7 @@ order, wine, iris, digits, diabetes; chunks of 100, references from its cache), 
 five-component mixture on 1000 rows (a cached reference from two heavy AIS runs,
 ``_paper_mixture_reference``), and a 1-d two-cluster mixture whose second cluster appears at row 300
 (bridge reference). ``--long-streams`` runs the 1e4- and 1e5-row cases (the linear, softmax and mixture
-simulators, the nearly separable softmax), the default run the others. ``--cases`` picks cases by substring.
+simulators, the nearly separable and the separating softmax), the default run the others. ``--cases`` picks cases by substring.
 """
 
 import argparse
@@ -93,6 +95,19 @@ def _nearly_separable(n, seed=1):
     return X, (X[:, 0] + 0.05 * rng.normal(size=n) > 0).astype(int)
 
 
+def _separating_correlated(n, n_features=30, weight_norm=6.0, seed=0):
+    """Two classes from a logistic model on ``n_features`` correlated, standardised features with true weights of
+    norm ``weight_norm``: a posterior that SGHMC cannot follow (flat directions not along the axes), whose rows
+    run past the exact moves' 1000 and the lag check's 5000 (``CheckSettings.lag_rows``)."""
+    rng = np.random.default_rng(seed)
+    mixing = np.eye(n_features) + rng.normal(size=(n_features, n_features)) / np.sqrt(n_features)
+    X = rng.normal(size=(n, n_features)) @ mixing
+    X = (X - X.mean(axis=0)) / X.std(axis=0)
+    weights = rng.normal(size=n_features)
+    weights *= weight_norm / np.linalg.norm(weights)
+    return X, (rng.random(n) < 1.0 / (1.0 + np.exp(-(X @ weights)))).astype(int)
+
+
 def _long_stream_cases():
     """The linear, softmax and paper-mixture simulators on 1e5 rows (the mixture also on 1e4); references that
     need computing are computed when the case runs."""
@@ -111,6 +126,10 @@ def _long_stream_cases():
         out[f"softmax nearly separable N={label}"] = (
             lambda s, p, g: BayesianLogisticClassifier(random_state=s, n_particles=p, n_replicates=g, shuffle=False), Xn, yn,
             lambda Xn=Xn, yn=yn: _softmax_reference(Xn, yn, n_classes=2))
+    Xs, ys = _separating_correlated(12_000)
+    out["softmax separating, 30 correlated features N=12000"] = (
+        lambda s, p, g: BayesianLogisticClassifier(random_state=s, n_particles=p, n_replicates=g, shuffle=False), Xs, ys,
+        lambda: _softmax_reference(Xs, ys, n_classes=2))
     for label, n in (("1e4", 10_000), ("1e5", 100_000)):
         X = make_mixture(n, random_state=0).X
         out[f"mixture K=5 N={label} (paper)"] = (
