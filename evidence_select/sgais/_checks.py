@@ -82,6 +82,7 @@ class ChunkCauses(NamedTuple):
     n_seen_before: int  # rows seen before the chunk
     recovery: str = ""  # why SGHMC's chunk was annealed again with exact moves (sgais_update), or ""
     restarted_at_mode: bool = False  # every group's run was replaced by draws at the posterior's best mode
+    fell_behind: int = 0  # SGAISState.sghmc_fell_behind after the chunk (rows seen where SGHMC fell behind, or 0)
 
 
 def with_checks(record, previous, state, config, causes):
@@ -112,7 +113,8 @@ def with_checks(record, previous, state, config, causes):
     failed = tuple(name for name in CHECK_NAMES if failing[name] or (name in CHUNK_CHECKS and name in before))
     record = record._replace(n_collapsed_chunks=collapsed, failed_checks=failed)
     started = {name for name in failed if name not in before}
-    return record._replace(notices=_notices(record, started, causes, config))
+    return record._replace(notices=_notices(record, started, causes._replace(fell_behind=state.sghmc_fell_behind),
+                                            config))
 
 
 def lineages_fail(record, previous, config, n_seen_before):
@@ -147,7 +149,8 @@ def _notices(record, started, causes, config):
     if "lineages" in started:
         notices.append(Notice("lineages", "", EvidenceConvergenceWarning, _lineage_message(record, config)))
     if "population_bias" in started:
-        notices.append(Notice("population_bias", "", EvidenceConvergenceWarning, _bias_message(record)))
+        notices.append(Notice("population_bias", "", EvidenceConvergenceWarning,
+                              _bias_message(record, causes.fell_behind, config)))
     if "collapsed_weights" in started:
         notices.append(Notice("collapsed_weights", "", SamplerDegeneracyWarning, _collapsed_message(config)))
     if "unusable" in started:
@@ -183,14 +186,24 @@ def _lineage_message(record, config):
             "or n_mcmc_steps make the miss smaller, but log_evidence_std may still not cover it")
 
 
-def _bias_message(record):
+def _bias_message(record, fell_behind, config):
+    """The ``population_bias`` warning; past ``CheckSettings.lag_rows`` in a run whose SGHMC fell behind the
+    posterior at row ``fell_behind`` (0: never), that cause and its cure first."""
     bias = -record.population_bias
+    cause = ""
+    lag_rows = config.tuning.checks.lag_rows
+    if fell_behind and record.n_samples_seen > lag_rows:
+        cause = (f"SGHMC fell behind this posterior at row {fell_behind} and, past {lag_rows} rows "
+                 "(CheckSettings.lag_rows), moves the particles again, so the evidence may read lower than this "
+                 "bias and its error bar say: check it against a reference evidence on the rows (log_evidence with "
+                 "method='bridge' or 'ais'), or set exact_move_rows to the stream's length (exact moves "
+                 "throughout, at a cost that grows with the rows). Also: ")
     return (f"SGAIS: after {record.n_samples_seen} rows the groups' importance weights put the log evidence's "
             f"log-variance at {2 * bias:.3g}, so log_evidence is expected to read about {bias:.3g} nats low "
             f"(ChunkRecord.population_bias = {record.population_bias:.3g} at that row): the lognormal bias of a "
             "finite particle population, which log_evidence_std does not include; heavy-tailed weights make it "
-            "larger, and it grows with the stream. Cure: more n_particles (the bias falls as 1/n_particles) or a "
-            "target_ess closer to 1")
+            f"larger, and it grows with the stream. {cause}Cure: more n_particles (the bias falls as 1/n_particles) "
+            "or a target_ess closer to 1")
 
 
 def _collapsed_message(config):

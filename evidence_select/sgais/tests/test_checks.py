@@ -185,3 +185,17 @@ def test_a_degraded_chunk_names_only_the_cures_its_model_offers(reason):
         (notice,) = _notices(record, set(), causes, SGAISConfig())
         assert ("method='exact'" in notice.message) == exact
         assert "'ais' or 'bridge'" in notice.message and "linear models" not in notice.message
+
+
+@pytest.mark.parametrize("n_seen, fell_behind, named", [(8500, 2500, True), (4500, 2500, False), (8500, 0, False)])
+def test_the_population_bias_warning_names_sghmc_falling_behind_past_the_lag_rows(n_seen, fell_behind, named):
+    """Past CheckSettings.lag_rows a run whose SGHMC fell behind the posterior moves by SGHMC again, and its bias
+    warning says so and names the cures that address it, before the particle count."""
+    record = _record(n_seen, ("population_bias",))._replace(population_bias=-0.3)
+    causes = ChunkCauses(degradation=None, blocked=(None, ""), mode_check=None,
+                         capabilities=SoftmaxRegressionModel(2, 2).capabilities(), n_seen_before=n_seen - 500,
+                         fell_behind=fell_behind)
+    (notice,) = _notices(record, {"population_bias"}, causes, SGAISConfig())
+    assert "finite particle population" in notice.message and "more n_particles" in notice.message
+    assert ("fell behind this posterior at row 2500" in notice.message) == named
+    assert ("exact_move_rows to the stream's length" in notice.message) == named
