@@ -188,7 +188,8 @@ def _lineage_message(record, config):
 
 def _bias_message(record, fell_behind, config):
     """The ``population_bias`` warning; past ``CheckSettings.lag_rows`` in a run whose SGHMC fell behind the
-    posterior at row ``fell_behind`` (0: never), that cause and its cure first."""
+    posterior at row ``fell_behind`` (0: never), it also names that cause and its cures, before the particle
+    count's."""
     bias = -record.population_bias
     cause = ""
     lag_rows = config.tuning.checks.lag_rows

@@ -293,10 +293,7 @@ def _check_sghmc_kept_up(context, progress):
     if (context.exact_moves or config.exact_move_rows == 0 or reservoir.n_stored < context.n_seen
             or n_rows > config.tuning.checks.lag_rows):
         return
-    past_X, past_y = reservoir_data(reservoir)
-    X = np.concatenate([past_X, context.X])
-    y = None if context.y is None else np.concatenate([past_y, context.y])
-    ratio = lag_ratio(context.model, progress.particles, X, y)
+    ratio = lag_ratio(context.model, progress.particles, *_rows_seen(reservoir, (context.X, context.y)))
     # NaN too: a lag that cannot be measured.
     if progress.action.reason in SHIFTS or not ratio <= config.tuning.exact_moves.lag_ratio:
         raise _FellBehind(ratio)
