@@ -220,8 +220,7 @@ def demo_case(full):
     tic = time.perf_counter()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        report_rows = max(1, -(-len(X) // 250) // 8) * 250  # as the demo's default 8 printed lines
-        for start, stop in call_bounds(len(X), 250, report_rows, ends):
+        for start, stop in call_bounds(len(X), 250, ends):
             sel.partial_fit(X[start:stop])
             if stop in ends:
                 cumulative.append(time.perf_counter() - tic)

@@ -42,8 +42,8 @@ class ReferenceRun(NamedTuple):
 #: The reference runs of the default (shortened) phases and of the paper's (``--full``), each stream's cost
 #: having its own shape (its shifts come at different rows): ``benchmarks/bench_user_data.py --only demo``
 #: measures and prints them; re-measure when the engine's speed changes.
-REFERENCE_RUNS = {"shortened": ReferenceRun(((1000, 3.47), (2500, 10.72), (4000, 16.42)), 0.00452),
-                  "paper": ReferenceRun(((1000, 3.30), (10_000, 14.70), (100_000, 56.32)), 0.00448)}
+REFERENCE_RUNS = {"shortened": ReferenceRun(((1000, 3.23), (2500, 9.21), (4000, 14.62)), 0.00437),
+                  "paper": ReferenceRun(((1000, 3.30), (10_000, 14.81), (100_000, 53.04)), 0.00431)}
 
 
 # -- time ----------------------------------------------------------------------------------------------
@@ -70,19 +70,20 @@ def speed_probe(n_batches=5, n_calls=20):
 
 def warm_workers(n_jobs, n_candidates=len(DEMO_COMPONENTS)):
     """Start the joblib workers the selector's calls will run ``n_candidates`` candidates on (``n_jobs`` as the
-    selector's), and load the package and the mixtures' kernels in each.
+    selector's), load the package and the mixtures' kernels in each, and take :func:`speed_probe` there.
 
-    Run after :func:`speed_probe` (which they would slow down) and before the stream, whose clock then leaves
-    their start-up out: the first phase's time, and the time to go estimated from it, are the stream's own.
-    Nothing to do where the candidates run in this process.
+    Run before the stream, whose clock then leaves the workers' start-up out: the first phase's time, and the
+    time to go estimated from it, are the stream's own. Returns the median of the workers' probes (each worker
+    on its own core, as the candidates will be), or None where the candidates run in this process.
     """
     from joblib import delayed
 
     from .selection._distributed import candidate_pool
 
     pool = candidate_pool(n_candidates, n_jobs)  # the selector's calls' own
-    if pool.n_jobs > 1:
-        pool.run([delayed(speed_probe)(1, 1) for _ in range(n_candidates)])
+    if pool.n_jobs <= 1:
+        return None
+    return statistics.median(pool.run([delayed(speed_probe)() for _ in range(n_candidates)]))
 
 
 def reference_seconds(n_rows, reference):
@@ -169,21 +170,25 @@ class PhaseClock:
 
 
 # -- the stream ----------------------------------------------------------------------------------------
-def call_bounds(n_rows, chunk_size, report_rows, phase_ends):
-    """``(start, stop)`` rows of the selector's calls: one per printed line, also split where a phase ends.
+#: Most rows in one selector call of the demo: a phase longer than this is split, so the progress bar and the phase
+#: clock move every few seconds on the paper's 90 000-row last phase.
+MAX_CALL_ROWS = 10_000
 
-    A call of several chunks gives the same records as one call per chunk (the
-    candidates split it into the same chunks) up to the first restart at the
-    mode that the posterior-mode check of a call's last chunk asks for (a
-    call's own; the demo's results thus depend on its printed lines), but its
-    candidates' updates run
-    as one task per candidate: fewer waits for the slowest candidate, and
-    chunks of unequal cost even out within a task. The bounds stay on the chunk
-    grid (a phase ending inside a chunk is reported after that chunk, as the
-    phase clock reads it).
+
+def call_bounds(n_rows, chunk_size, phase_ends, max_rows=MAX_CALL_ROWS):
+    """``(start, stop)`` rows of the selector's calls: one per phase, split into calls of at most ``max_rows`` rows.
+
+    The candidates split a call into the same chunks as any other calls would, and the records of every chunk
+    are in the selector's history, so the printed lines do not need calls of their own. Fewer calls cost less:
+    each call's last chunk is checked against the posterior's best mode (the evidence a call reports is a
+    checked one), which may restart a run at that mode, and each call waits for its slowest candidate, where
+    chunks of unequal cost even out within a longer call. The results thus depend on the phases, not on the
+    printed lines. The bounds stay on the chunk grid (a phase ending inside a chunk is reported after that
+    chunk, as the phase clock reads it).
     """
     grid = {min(-(-end // chunk_size) * chunk_size, n_rows) for end in phase_ends if end < n_rows}
-    stops = sorted(grid | set(range(report_rows, n_rows, report_rows)) | {n_rows})
+    step = max(chunk_size, max_rows // chunk_size * chunk_size)
+    stops = sorted(grid | set(range(step, n_rows, step)) | {n_rows})
     return list(zip([0] + stops[:-1], stops))
 
 
@@ -233,14 +238,16 @@ def run_stream(X, args, label, phase_ends):
         write = bar.write if bar is not None else print
         write(table.header())
         clock = PhaseClock(phase_ends, len(X), write, reference_run(args))
-        for start, stop in call_bounds(len(X), args.chunk_size, report_rows, phase_ends):
+        for start, stop in call_bounds(len(X), args.chunk_size, phase_ends):
+            n_records = len(getattr(selector, "evidence_history_", ()))
             selector.partial_fit(X[start:stop])
+            for record in selector.evidence_history_[n_records:]:  # the call's chunks
+                if record.n_samples_seen % report_rows == 0 or record.n_samples_seen == len(X):
+                    write(table.line(record))
             record = selector.evidence_history_[-1]
             if bar is not None:
                 bar.update(stop - start)
                 bar.set_postfix_str(table.postfix(record), refresh=False)
-            if stop % report_rows == 0 or stop == len(X):
-                write(table.line(record))
             clock.update(record.n_samples_seen)
         if bar is not None:
             bar.close()
@@ -287,13 +294,16 @@ def _plot_demo(selector, change_points, true_change_points, path, shuffled=None)
 
 
 def _announce(data, phases, args):
-    """The opening lines: what the demo streams, and the estimate of its time on this machine now."""
+    """The opening lines: what the demo streams, and the estimate of its time on this machine now (the speed probe
+    taken in the candidates' workers as they start, :func:`warm_workers`, or here where the candidates run here)."""
     print("evidence-select demo: online Bayesian model selection on the paper's distribution-shift stream "
           f"(Sec. 6.2): 3 -> 5 -> 7 clusters, shifts at samples {data.change_points}"
           + ("" if args.full else f" (phases shortened to {list(phases)} rows; --full for the paper's size)"))
     n_streams = 2 if args.shuffled else 1
     workers = workers_for(args.n_jobs, len(DEMO_COMPONENTS))
-    estimate = demo_estimate(len(data.X), n_streams, workers, speed_probe(), reference_run(args))
+    probe = warm_workers(args.n_jobs)
+    estimate = demo_estimate(len(data.X), n_streams, workers, speed_probe() if probe is None else probe,
+                             reference_run(args))
     print(f"estimated time: about {duration_text(estimate)} ({n_streams} stream(s) of {len(data.X)} rows, "
           f"{len(DEMO_COMPONENTS)} candidates on {workers} worker(s); an estimate from reference runs and this "
           "machine's speed just now, which other programs change); the elapsed time, with the time to go, is "
@@ -308,7 +318,6 @@ def run_demo(args):
     phases = PAPER_PHASES if args.full else tuple(args.phases)
     data = shift_stream(phases, random_state=args.random_state)
     _announce(data, phases, args)
-    warm_workers(args.n_jobs)
     phase_ends = np.cumsum(phases).tolist()
     tic = time.perf_counter()
     selector = run_stream(data.X, args, "in-order stream", phase_ends)

@@ -13,27 +13,36 @@ pd = pytest.importorskip("pandas")
 def test_demo_runs_small_and_reports(capsys, tmp_path):
     plot = tmp_path / "demo.png"
     pytest.importorskip("matplotlib")
-    status = main(["demo", "--phases", "100", "100", "100", "--chunk-size", "100", "--n-replicates", "2",
-                   "--no-progress", "--plot", str(plot)])
+    status = main(["demo", "--phases", "100", "100", "100", "--chunk-size", "50", "--n-lines", "6",
+                   "--n-replicates", "2", "--no-progress", "--plot", str(plot)])
     out = capsys.readouterr().out
     assert status == 0
     assert "final model probabilities" in out and "detected change points" in out and "K=7" in out
     assert "estimated time: about" in out.splitlines()[1]  # up front, before any streaming
     phases = [line.split(":")[0].strip() for line in out.splitlines() if line.strip().startswith("phase ")]
     assert phases == ["phase 1 (rows 0-100)", "phase 2 (rows 100-200)", "phase 3 (rows 200-300)"]
+    # A line per 50 rows from the selector's history, though it had a call per phase.
+    table_rows = [int(line.split()[0]) for line in out.splitlines() if line.strip()[:1].isdigit()
+                  and len(line.split()) == 8]
+    assert table_rows == [50, 100, 150, 200, 250, 300]
     assert plot.exists() and plot.stat().st_size > 10_000
 
 
-def test_demo_calls_span_a_printed_line_and_stop_at_phase_ends():
-    """Calls end on the chunk grid: at every printed line, after the chunk where a phase ends, and at the end."""
-    assert _demo.call_bounds(1000, 100, 200, [250, 500, 1000]) == [
+def test_demo_calls_span_a_phase_split_at_most_every_max_rows():
+    """Calls end on the chunk grid: after the chunk where a phase ends, every ``max_rows`` rows (rounded down to
+    whole chunks, at least one), and at the end."""
+    assert _demo.call_bounds(1000, 100, [250, 500, 1000]) == [(0, 300), (300, 500), (500, 1000)]
+    assert _demo.call_bounds(1000, 100, [250, 500, 1000], max_rows=250) == [
         (0, 200), (200, 300), (300, 400), (400, 500), (500, 600), (600, 800), (800, 1000)]
-    assert _demo.call_bounds(950, 100, 400, [950]) == [(0, 400), (400, 800), (800, 950)]
+    assert _demo.call_bounds(950, 100, [950], max_rows=400) == [(0, 400), (400, 800), (800, 950)]
+    assert _demo.call_bounds(300, 100, [300], max_rows=10) == [(0, 100), (100, 200), (200, 300)]
+    assert _demo.call_bounds(100_000, 250, [1000, 10_000, 100_000])[:4] == [
+        (0, 1000), (1000, 10_000), (10_000, 20_000), (20_000, 30_000)]
 
 
 @pytest.mark.slow
 def test_demo_calls_of_several_chunks_give_the_records_of_one_call_per_chunk():
-    """The demo calls the selector once per printed line; its candidates split each call into the same chunks,
+    """The demo calls the selector once per phase; its candidates split each call into the same chunks,
     so the evidences and every record's sampling fields are the same to the bit as with one call per chunk. The
     posterior-mode check also runs on a call's last chunk (from a copy of the state's generator, so it moves no
     particle): where both runs checked a chunk they agree to the bit, and a call of one chunk checks it. (A check
@@ -45,16 +54,16 @@ def test_demo_calls_of_several_chunks_give_the_records_of_one_call_per_chunk():
         return EvidenceModelSelector([(f"K={k}", NoRestartAfterCheckMixture(k, batch_size=50, n_particles=6))
                                       for k in (1, 2)], random_state=0)
 
-    per_chunk, per_line = selector(), selector()
+    per_chunk, per_call = selector(), selector()
     for start in range(0, len(X), 50):
         per_chunk.partial_fit(X[start:start + 50])
-    for start, stop in _demo.call_bounds(len(X), 50, 100, [125]):
-        per_line.partial_fit(X[start:stop])
-    assert len(per_line.evidence_history_) == len(per_chunk.evidence_history_) == 6
+    for start, stop in _demo.call_bounds(len(X), 50, [125], max_rows=100):
+        per_call.partial_fit(X[start:stop])
+    assert len(per_call.evidence_history_) == len(per_chunk.evidence_history_) == 6
     checked = ("log_evidence_std", "mode_log_evidence", "mode_log_evidence_std", "failed_checks", "notices")
     blank = dict.fromkeys(checked) | {"seconds": 0.0}
     n_both_checked = 0
-    for a, b in zip(per_chunk.evidence_history_, per_line.evidence_history_):
+    for a, b in zip(per_chunk.evidence_history_, per_call.evidence_history_):
         np.testing.assert_array_equal(a.log_evidences, b.log_evidences)
         np.testing.assert_equal([r._replace(**blank) for r in a.candidate_records],
                                 [r._replace(**blank) for r in b.candidate_records])
@@ -64,7 +73,7 @@ def test_demo_calls_of_several_chunks_give_the_records_of_one_call_per_chunk():
                 assert (one.mode_log_evidence, one.mode_log_evidence_std, one.log_evidence_std) == (
                     several.mode_log_evidence, several.mode_log_evidence_std, several.log_evidence_std)
                 n_both_checked += 1
-    assert n_both_checked >= 2 * len(_demo.call_bounds(len(X), 50, 100, [125]))  # each call's last chunk
+    assert n_both_checked >= 2 * len(_demo.call_bounds(len(X), 50, [125], max_rows=100))  # each call's last chunk
 
 
 def _write(tmp_path, frame, name="data.csv"):
