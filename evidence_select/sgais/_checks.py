@@ -82,7 +82,7 @@ class ChunkCauses(NamedTuple):
     n_seen_before: int  # rows seen before the chunk
     recovery: str = ""  # why SGHMC's chunk was annealed again with exact moves (sgais_update), or ""
     restarted_at_mode: bool = False  # every group's run was replaced by draws at the posterior's best mode
-    fell_behind: int = 0  # SGAISState.sghmc_fell_behind after the chunk (rows seen where SGHMC fell behind, or 0)
+    fell_behind: int = 0  # SGAISState.sghmc_fell_behind of the chunk (rows seen where SGHMC fell behind, or 0)
 
 
 def with_checks(record, previous, state, config, causes):
@@ -113,8 +113,7 @@ def with_checks(record, previous, state, config, causes):
     failed = tuple(name for name in CHECK_NAMES if failing[name] or (name in CHUNK_CHECKS and name in before))
     record = record._replace(n_collapsed_chunks=collapsed, failed_checks=failed)
     started = {name for name in failed if name not in before}
-    return record._replace(notices=_notices(record, started, causes._replace(fell_behind=state.sghmc_fell_behind),
-                                            config))
+    return record._replace(notices=_notices(record, started, causes, config))
 
 
 def lineages_fail(record, previous, config, n_seen_before):

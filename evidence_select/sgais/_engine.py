@@ -150,7 +150,7 @@ import numpy as np
 from ._reservoir import reservoir_data, reservoir_insert
 from ..utils import ess_from_log_weights, log_mean_exp, make_generator
 from ._checks import ChunkCauses, lineages_fail, with_checks
-from ._lag import lag_ratio, posterior_lag
+from ._lag import lag_measurable, lag_ratio, posterior_lag
 from ._mode_check import (ModeEvidence, apply_mode_check, compare_with_mode, mode_check_due, remembered_modes,
                           rows_checkable, rows_mode_evidence)
 from ._mode_restart import mends_at_mode, mode_population, restarted_state, restarts_at_mode
@@ -289,9 +289,8 @@ def _check_sghmc_kept_up(context, progress):
     Only while the reservoir holds every row seen, the chunk's included, and they are at most
     ``CheckSettings.lag_rows``, in a run with exact moves (``exact_move_rows`` not 0)."""
     config, reservoir = context.config, context.reservoir
-    n_rows = context.n_seen + len(context.X)
-    if (context.exact_moves or config.exact_move_rows == 0 or reservoir.n_stored < context.n_seen
-            or n_rows > config.tuning.checks.lag_rows):
+    if (context.exact_moves or config.exact_move_rows == 0
+            or not lag_measurable(reservoir, context.n_seen + len(context.X), config)):
         return
     ratio = lag_ratio(context.model, progress.particles, *_rows_seen(reservoir, (context.X, context.y)))
     # NaN too: a lag that cannot be measured.
@@ -383,7 +382,7 @@ def _chunk_result(state, context, limits, outcome, carried):
     # Beyond the reservoir every chunk after the first degraded one is degraded too: only the first warns.
     causes = ChunkCauses(degradation=None if limits.already_degraded else action.reason,
                          blocked=(blocked, blocked_text), mode_check=None, capabilities=context.capabilities,
-                         n_seen_before=state.n_samples_seen)
+                         n_seen_before=state.n_samples_seen, fell_behind=state.sghmc_fell_behind)
     return new_state, record, causes
 
 
@@ -476,7 +475,7 @@ def _measured_lag(context, particles, reservoir):
     """The closed chunk's :class:`~._lag.PosteriorLag` on every row seen, or None beyond the reservoir (its rows
     are a subsample, whose gradient errs by about ``sqrt(n / |R| - 1)`` posterior standard deviations: the lag
     it would measure) or beyond ``CheckSettings.lag_rows`` rows."""
-    if reservoir.n_stored < reservoir.n_seen or reservoir.n_seen > context.config.tuning.checks.lag_rows:
+    if not lag_measurable(reservoir, reservoir.n_seen, context.config):
         return None
     return posterior_lag(context.model, particles, *reservoir_data(reservoir))
 

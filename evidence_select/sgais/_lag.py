@@ -31,7 +31,7 @@ import numpy as np
 
 from ._reference import grad_sum
 
-__all__ = ["PosteriorLag", "lag_ratio", "posterior_lag"]
+__all__ = ["PosteriorLag", "lag_measurable", "lag_ratio", "posterior_lag"]
 
 
 class PosteriorLag(NamedTuple):
@@ -73,3 +73,11 @@ def lag_ratio(model, particles, X, y):
     weights = np.exp(particles.log_weights).ravel() / len(particles.log_weights)
     noise = math.sqrt(particles.theta.shape[1] * float(weights @ weights))
     return posterior_lag(model, particles, X, y).lag / noise
+
+
+def lag_measurable(reservoir, n_rows, config):
+    """Whether the engine measures the particles' lag on every row seen when there are ``n_rows`` of them: the
+    reservoir holds every row it was offered (``reservoir`` before a chunk's insertion, whose rows the caller
+    adds, or after it with ``n_rows`` its ``n_seen``), and ``n_rows`` is at most ``CheckSettings.lag_rows`` (a
+    gradient per particle and row)."""
+    return reservoir.n_stored == reservoir.n_seen and n_rows <= config.tuning.checks.lag_rows

@@ -45,6 +45,7 @@ from ._reservoir import reservoir_data
 from ..kernels._sghmc import TRAJECTORIES
 from ..models._protocol import Model
 from ..utils._likelihood import log_lik_sum as _log_lik_sum
+from ._lag import lag_measurable
 from ._reference import past_grad_sum
 from ._state import StepCounts
 
@@ -189,7 +190,7 @@ def uses_exact_moves(config, state, n_chunk, from_statistics=False):
     """
     n_seen = state.n_samples_seen
     within = config.exact_move_rows is None or n_seen + n_chunk <= config.exact_move_rows
-    within = within or (state.sghmc_fell_behind > 0 and n_seen + n_chunk <= config.tuning.checks.lag_rows)
+    within = within or (state.sghmc_fell_behind > 0 and lag_measurable(state.reservoir, n_seen + n_chunk, config))
     return within and (from_statistics or state.reservoir.n_stored == n_seen)
 
 

@@ -46,7 +46,8 @@ def _particles(theta, n_groups, n_particles):
 ])
 def test_exact_moves_only_while_the_past_is_exact_and_within_budget(n_seen, n_chunk, n_stored, budget,
                                                                       from_statistics, expected):
-    state = SimpleNamespace(n_samples_seen=n_seen, reservoir=SimpleNamespace(n_stored=n_stored), sghmc_fell_behind=0)
+    state = SimpleNamespace(n_samples_seen=n_seen, reservoir=SimpleNamespace(n_stored=n_stored, n_seen=n_seen),
+                            sghmc_fell_behind=0)
     assert uses_exact_moves(SGAISConfig(exact_move_rows=budget), state, n_chunk, from_statistics) is expected
 
 
@@ -57,7 +58,7 @@ def test_exact_moves_only_while_the_past_is_exact_and_within_budget(n_seen, n_ch
     (2500, 500, 2000, False),  # the reservoir lost rows
 ])
 def test_a_run_whose_sghmc_fell_behind_moves_exactly_up_to_the_lag_rows(n_seen, n_chunk, n_stored, expected):
-    state = SimpleNamespace(n_samples_seen=n_seen, reservoir=SimpleNamespace(n_stored=n_stored),
+    state = SimpleNamespace(n_samples_seen=n_seen, reservoir=SimpleNamespace(n_stored=n_stored, n_seen=n_seen),
                             sghmc_fell_behind=1200)
     assert uses_exact_moves(SGAISConfig(exact_move_rows=1000), state, n_chunk) is expected
 
